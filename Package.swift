@@ -1,0 +1,134 @@
+// swift-tools-version:6.1
+//
+// tokengate — an edge reverse proxy that lets a website's mobile apps in with tokens.
+//
+// Layers, each a module (DESIGN §10):
+//   C system libraries (OpenSSL 3, libnghttp2) → C shims → token verification (pure, no I/O)
+//   → TLS handler → configuration → cutoff stores → gateway pipeline → the `tokengate` executable.
+// The hot-path benchmarks live in the `Benchmarks/` sub-package so that their dependencies
+// (package-benchmark, jwt-kit) never reach the product.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "tokengate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tokengate", targets: ["tokengate"]),
+        .library(name: "TokengateTokens", targets: ["TokengateTokens"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        // MARK: C libraries and shims
+        .systemLibrary(
+            name: "CTokengateOpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CTokengateNghttp2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]
+        ),
+        .target(
+            name: "CTokengateShims",
+            dependencies: ["CTokengateOpenSSL", "CTokengateNghttp2"]
+        ),
+
+        // MARK: Token verification: pure, no I/O, no NIO. The hot path.
+        .target(
+            name: "TokengateTokens",
+            dependencies: ["CTokengateShims", "CTokengateOpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: TLS over a memory BIO with libssl, as a NIO channel handler.
+        .target(
+            name: "TokengateTLS",
+            dependencies: [
+                "CTokengateShims", "CTokengateOpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Configuration: YAML, typed and validated.
+        .target(
+            name: "TokengateConfig",
+            dependencies: [
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The gateway pipeline: HTTP/1.1, routing, extraction, forwarding.
+        .target(
+            name: "TokengateGateway",
+            dependencies: [
+                "TokengateTokens", "TokengateTLS", "TokengateConfig",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The executable.
+        .executableTarget(
+            name: "tokengate",
+            dependencies: [
+                "TokengateTokens", "TokengateConfig", "TokengateGateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "TokengateTokensTests",
+            dependencies: ["TokengateTokens", "CTokengateOpenSSL"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TokengateTLSTests",
+            dependencies: [
+                "TokengateTLS", "CTokengateOpenSSL",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TokengateConfigTests",
+            dependencies: ["TokengateConfig"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TokengateGatewayTests",
+            dependencies: [
+                "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

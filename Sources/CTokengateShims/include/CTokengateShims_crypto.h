@@ -1,0 +1,4 @@
+#ifndef C_TOKENGATE_SHIMS_CRYPTO_H
+#define C_TOKENGATE_SHIMS_CRYPTO_H
+
+#endif

@@ -1,0 +1,4 @@
+#ifndef C_TOKENGATE_SHIMS_TLS_H
+#define C_TOKENGATE_SHIMS_TLS_H
+
+#endif

@@ -1,0 +1,1 @@
+// TokengateConfig module placeholder; replaced as the module grows.

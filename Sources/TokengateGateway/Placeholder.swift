@@ -1,0 +1,1 @@
+// TokengateGateway module placeholder; replaced as the module grows.

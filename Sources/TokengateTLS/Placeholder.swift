@@ -1,0 +1,1 @@
+// TokengateTLS module placeholder; replaced as the module grows.
