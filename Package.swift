@@ -26,6 +26,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -84,6 +85,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Cutoff stores: SQLite (embedded default), a read-only JSON file, the sync service, admin API logic.
+        .target(
+            name: "TokengateStores",
+            dependencies: [
+                "TokengateTokens",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: The executable.
         .executableTarget(
             name: "tokengate",
@@ -117,6 +131,11 @@ let package = Package(
         .testTarget(
             name: "TokengateConfigTests",
             dependencies: ["TokengateConfig"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TokengateStoresTests",
+            dependencies: ["TokengateStores", "TokengateTokens"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

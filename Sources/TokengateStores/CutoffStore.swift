@@ -1,0 +1,71 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+public import TokengateTokens
+
+/// A source of truth for cutoffs: the SQLite file (``SQLiteCutoffStore``), a read-only JSON file
+/// (``JSONFileCutoffStore``) and later PostgreSQL.
+///
+/// Stores are control-plane objects: every call may block on I/O and is `async`. The request path never
+/// calls a store; it reads the ``CutoffSnapshot`` that ``CutoffSyncService`` builds from ``load()``.
+public protocol CutoffStore: Sendable {
+    /// A short description for logs ("sqlite /var/lib/tokengate/cutoffs.db"); never a password.
+    var storeDescription: String { get }
+
+    /// Reads every cutoff in one consistent read.
+    func load() async throws -> CutoffTable
+
+    /// A cheap marker that changes when the store's content may have changed since the marker was taken
+    /// (SQLite's `data_version`, a file's inode/size/mtime). The sync service polls it and reloads only when
+    /// it differs; `nil` means "cannot tell", and the service then reloads on every poll.
+    func changeMarker() async throws -> String?
+
+    /// The stored cutoffs of one user and the global cutoff, read from the store itself.
+    func lookup(user: String) async throws -> CutoffLookup
+
+    /// Applies one write and returns only after it is durable (committed and synced).
+    func apply(_ write: CutoffWrite) async throws -> CutoffWriteResult
+
+    /// Releases the store's resources. Later calls fail with ``CutoffStoreError/Code/storeUnavailable``.
+    func close() async throws
+}
+
+/// One user's cutoffs together with the global cutoff, as an admin sees them.
+public struct CutoffLookup: Sendable, Hashable {
+    public var user: UserCutoffs
+    public var globalRevokedBefore: Int64?
+
+    public init(user: UserCutoffs, globalRevokedBefore: Int64?) {
+        self.user = user
+        self.globalRevokedBefore = globalRevokedBefore
+    }
+}
+
+// MARK: The named writes, for the `tokengate revoke` CLI (which writes through the store without a gateway).
+
+extension CutoffStore {
+    /// Sets the user's `revoked_before` to `at` (a password change). See ``CutoffWrite``.
+    @discardableResult
+    public func passwordChanged(user: String, at: Int64, force: Bool = false) async throws -> CutoffWriteResult {
+        try await self.apply(.passwordChanged(user: user, at: at, force: force))
+    }
+
+    /// Sets the user's `api_revoked_before` to `at` ("disable mobile apps"). See ``CutoffWrite``.
+    @discardableResult
+    public func disableMobileApps(user: String, at: Int64, force: Bool = false) async throws -> CutoffWriteResult {
+        try await self.apply(.disableMobileApps(user: user, at: at, force: force))
+    }
+
+    /// Sets the global cutoff to `at`. See ``CutoffWrite``.
+    @discardableResult
+    public func revokeAll(at: Int64, force: Bool = false) async throws -> CutoffWriteResult {
+        try await self.apply(.revokeAll(at: at, force: force))
+    }
+
+    /// The stored cutoffs of `user` and the global cutoff.
+    public func cutoffs(for user: String) async throws -> CutoffLookup {
+        try CutoffUserID.validate(user)
+        return try await self.lookup(user: user)
+    }
+}

@@ -1,0 +1,61 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+public import TokengateTokens
+
+/// Everything a store holds, as loaded in one read: the global cutoff and every user's cutoffs.
+///
+/// The sync service turns a table into a ``CutoffSnapshot``; it is a plain value so that merging a reload
+/// with what is already enforced (``mergedForward(onto:)``) is testable without a store.
+public struct CutoffTable: Sendable, Hashable {
+    /// Tokens of every user issued before this time are rejected.
+    public var globalRevokedBefore: Int64?
+    /// Per-user cutoffs, keyed by user id.
+    public var users: [String: UserCutoffs]
+    /// A counter the store bumps whenever any cutoff moves to an earlier time (a forced write, or an
+    /// operator's manual `UPDATE`/`DELETE`). While it stays the same, a reload may only move cutoffs
+    /// forward; when it changes, the reload is taken as it is. A store without the notion keeps it at 0.
+    public var forceEpoch: Int64
+
+    public init(globalRevokedBefore: Int64? = nil, users: [String: UserCutoffs] = [:], forceEpoch: Int64 = 0) {
+        self.globalRevokedBefore = globalRevokedBefore
+        self.users = users
+        self.forceEpoch = forceEpoch
+    }
+
+    /// This (newly loaded) table laid over `enforced` so that no cutoff moves backward: for each user and
+    /// the global cutoff, the later of the two times wins, and a user missing from this table keeps the
+    /// enforced cutoffs.
+    ///
+    /// This is the rule that a reload never accepts a token the last snapshot rejected: a store restored from
+    /// an old backup, a JSON file edited by hand, or a read racing a write can only add rejections. Only a
+    /// changed ``forceEpoch`` (an admin's explicit force) lets the caller take a table as is instead.
+    public func mergedForward(onto enforced: CutoffTable) -> CutoffTable {
+        var merged = enforced
+        merged.forceEpoch = self.forceEpoch
+        merged.globalRevokedBefore = Self.later(enforced.globalRevokedBefore, self.globalRevokedBefore)
+        merged.users.reserveCapacity(Swift.max(enforced.users.count, self.users.count))
+        for (user, loaded) in self.users {
+            if let current = merged.users[user] {
+                merged.users[user] = UserCutoffs(
+                    revokedBefore: Self.later(current.revokedBefore, loaded.revokedBefore),
+                    apiRevokedBefore: Self.later(current.apiRevokedBefore, loaded.apiRevokedBefore)
+                )
+            } else {
+                merged.users[user] = loaded
+            }
+        }
+        return merged
+    }
+
+    /// The later of two optional cutoffs; `nil` means "no cutoff", so any time is later than it.
+    static func later(_ a: Int64?, _ b: Int64?) -> Int64? {
+        switch (a, b) {
+        case (.none, .none): return nil
+        case (.some(let a), .none): return a
+        case (.none, .some(let b)): return b
+        case (.some(let a), .some(let b)): return Swift.max(a, b)
+        }
+    }
+}

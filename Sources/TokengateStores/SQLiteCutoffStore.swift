@@ -1,0 +1,573 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+public import Logging
+import NIOConcurrencyHelpers
+internal import SQLiteNIO
+import TokengateTokens
+
+/// The embedded default cutoff store: one SQLite file, so one command runs the gateway on a fresh machine.
+///
+/// ### Why vapor/sqlite-nio and not the system libsqlite3
+/// sqlite-nio is well kept, bundles a current SQLite amalgamation (3.54 with 1.13.2; `RETURNING` and
+/// upserts need 3.35, Debian 12's libsqlite3 is 3.40), so the product's behaviour does not depend on the
+/// distribution's SQLite build, and it already runs every libsqlite3 call on a `NIOThreadPool` thread, so an
+/// `fsync` never blocks a Swift-concurrency or event-loop thread. The costs: it compiles SQLite from source
+/// (about 35 s once on 2 cores) and it allocates a row object per result row, which only the full reload
+/// pays. A hand-written `CTokengateSQLite` wrapper would add C interop code that is not the product.
+///
+/// ### Schema (version 1)
+/// - `schema_version(version)`: one row; a newer version than ``schemaVersion`` refuses to open.
+/// - `user_cutoffs(user_id TEXT PRIMARY KEY, revoked_before INTEGER, api_revoked_before INTEGER,
+///   updated_at INTEGER)`: UNIX seconds, `NULL` for "no cutoff".
+/// - `global_cutoff(id = 1, revoked_before, force_epoch, updated_at)`: the emergency cutoff and the force
+///   epoch (see ``CutoffTable/forceEpoch``).
+/// - Triggers bump `force_epoch` whenever any cutoff moves backward or a user row is deleted, whoever does it
+///   (a forced write here, the CLI, or an operator's own SQL), so every reader knows to take the earlier value.
+///
+/// ### Durability
+/// `journal_mode=WAL` with `synchronous=FULL`: every commit `fsync`s the WAL before `sqlite3_step` returns, and
+/// every write is one autocommit statement that has finished (and so committed) before ``apply(_:)`` returns.
+/// `busy_timeout` replaces sqlite-nio's spin-forever busy handler so a long lock held by another process turns
+/// into an error after 5 s instead of a busy thread.
+///
+/// ### A file that changes under us
+/// A long-lived connection keeps reading and writing the inode it opened even after the path is deleted or
+/// replaced, which would make writes vanish at the next restart. So every call first checks that the path
+/// still names the inode the connection has open; if not, it drops the connection and reopens the path
+/// (without creating it), and fails with ``CutoffStoreError/Code/storeUnavailable`` if that is not a valid
+/// database. The file is created only by ``open(path:logger:)``, and only inside an existing directory, so an
+/// unmounted volume is an error rather than a fresh empty store.
+public actor SQLiteCutoffStore: CutoffStore {
+    /// The schema version this code writes and understands.
+    public static let schemaVersion: Int64 = 1
+
+    /// How long a statement waits for another process's lock before failing.
+    static let busyTimeoutMilliseconds = 5000
+
+    /// The database file's path.
+    public nonisolated let path: String
+    private let logger: Logger
+    private var state: State
+    /// Counts (re)opened connections, so a reopen changes ``changeMarker()`` and forces a full reload.
+    private var openCount: UInt64
+
+    private struct OpenConnection: Sendable {
+        let sqlite: SQLiteConnection
+        let identity: FileIdentity
+    }
+
+    private enum State {
+        case idle
+        case opening(Task<OpenConnection, any Error>)
+        case open(OpenConnection)
+        case closed
+    }
+
+    private init(path: String, logger: Logger, connection: OpenConnection) {
+        self.path = path
+        self.logger = logger
+        self.state = .open(connection)
+        self.openCount = 1
+    }
+
+    /// Opens the database at `path`, creating the file and its schema if the file does not exist yet.
+    ///
+    /// The directory must exist: creating it here would turn a missing volume into an empty store that accepts
+    /// every token.
+    public static func open(path: String, logger: Logger = Logger(label: "tokengate.cutoffs.sqlite")) async throws
+        -> SQLiteCutoffStore
+    {
+        let connection = try await Self.openConnection(path: path, create: true, logger: logger)
+        return SQLiteCutoffStore(path: path, logger: logger, connection: connection)
+    }
+
+    public nonisolated var storeDescription: String {
+        "sqlite \(self.path)"
+    }
+
+    // MARK: Reads
+
+    public func load() async throws -> CutoffTable {
+        // One statement, so the global row and the user rows come from one read transaction.
+        let sql = """
+            SELECT 0, NULL, revoked_before, force_epoch FROM global_cutoff WHERE id = 1
+            UNION ALL
+            SELECT 1, user_id, revoked_before, api_revoked_before FROM user_cutoffs
+            """
+        let accumulator = NIOLockedValueBox(LoadAccumulator())
+        try await self.run(sql, []) { row in
+            accumulator.withLockedValue { $0.add(row) }
+        }
+        let result = accumulator.withLockedValue { $0 }
+        if let problem = result.problem {
+            throw CutoffStoreError(code: .invalidStoreFile, message: "\(self.storeDescription): \(problem)")
+        }
+        guard result.sawGlobalRow else {
+            throw CutoffStoreError(
+                code: .invalidStoreFile,
+                message: "\(self.storeDescription): the global_cutoff row is missing"
+            )
+        }
+        return result.table
+    }
+
+    public func changeMarker() async throws -> String? {
+        let rows = try await self.rows("PRAGMA data_version", [])
+        guard let version = rows.first?.columns.first?.data.integer else {
+            return nil
+        }
+        // data_version only changes for commits by *other* connections; the sync service applies this
+        // connection's own writes itself. A new connection restarts the count, hence the open counter.
+        return "\(self.openCount):\(version)"
+    }
+
+    public func lookup(user: String) async throws -> CutoffLookup {
+        let sql = """
+            SELECT g.revoked_before, u.revoked_before, u.api_revoked_before
+            FROM global_cutoff AS g LEFT JOIN user_cutoffs AS u ON u.user_id = ?1
+            WHERE g.id = 1
+            """
+        let rows = try await self.rows(sql, [.text(user)])
+        guard let row = rows.first, row.columns.count == 3 else {
+            throw CutoffStoreError(
+                code: .invalidStoreFile,
+                message: "\(self.storeDescription): the global_cutoff row is missing"
+            )
+        }
+        return CutoffLookup(
+            user: UserCutoffs(
+                revokedBefore: try self.time(row.columns[1].data),
+                apiRevokedBefore: try self.time(row.columns[2].data)
+            ),
+            globalRevokedBefore: try self.time(row.columns[0].data)
+        )
+    }
+
+    // MARK: Writes
+
+    public func apply(_ write: CutoffWrite) async throws -> CutoffWriteResult {
+        try write.validate()
+        let now = Self.unixNow()
+        switch write {
+        case .passwordChanged(let user, let at, let force):
+            return try await self.writeUser(user, column: .revokedBefore, at: at, force: force, now: now)
+        case .disableMobileApps(let user, let at, let force):
+            return try await self.writeUser(user, column: .apiRevokedBefore, at: at, force: force, now: now)
+        case .revokeAll(let at, let force):
+            return try await self.writeGlobal(at: at, force: force, now: now)
+        }
+    }
+
+    /// The two per-user columns. The SQL names come only from here, never from input.
+    private enum UserColumn: String {
+        case revokedBefore = "revoked_before"
+        case apiRevokedBefore = "api_revoked_before"
+    }
+
+    private func writeUser(
+        _ user: String,
+        column: UserColumn,
+        at: Int64,
+        force: Bool,
+        now: Int64
+    ) async throws -> CutoffWriteResult {
+        let c = column.rawValue
+        // Forward-only is decided inside the one statement (the DO UPDATE ... WHERE), so two writers can never
+        // both read an old value and the later time always wins. RETURNING yields a row only if a row changed.
+        let guardClause = force ? "" : " WHERE user_cutoffs.\(c) IS NULL OR user_cutoffs.\(c) < excluded.\(c)"
+        let sql = """
+            INSERT INTO user_cutoffs (user_id, \(c), updated_at) VALUES (?1, ?2, ?3)
+            ON CONFLICT (user_id) DO UPDATE SET \(c) = excluded.\(c), updated_at = excluded.updated_at\(guardClause)
+            RETURNING \(c)
+            """
+        let changed = try await self.rows(sql, [.text(user), .integer(.init(at)), .integer(.init(now))])
+        if !changed.isEmpty {
+            return CutoffWriteResult(cutoff: at, changed: true, forced: force)
+        }
+        let current = try await self.rows("SELECT \(c) FROM user_cutoffs WHERE user_id = ?1", [.text(user)])
+        let kept = try current.first.flatMap { try self.time($0.columns[0].data) }
+        return try Self.unchangedResult(kept: kept, requested: at, what: "the user's \(c)")
+    }
+
+    private func writeGlobal(at: Int64, force: Bool, now: Int64) async throws -> CutoffWriteResult {
+        let guardClause = force ? "" : " AND (revoked_before IS NULL OR revoked_before < ?1)"
+        let sql = """
+            UPDATE global_cutoff SET revoked_before = ?1, updated_at = ?2 WHERE id = 1\(guardClause)
+            RETURNING revoked_before
+            """
+        let changed = try await self.rows(sql, [.integer(.init(at)), .integer(.init(now))])
+        if !changed.isEmpty {
+            return CutoffWriteResult(cutoff: at, changed: true, forced: force)
+        }
+        let current = try await self.rows("SELECT revoked_before FROM global_cutoff WHERE id = 1", [])
+        guard let row = current.first else {
+            throw CutoffStoreError(
+                code: .invalidStoreFile,
+                message: "\(self.storeDescription): the global_cutoff row is missing"
+            )
+        }
+        return try Self.unchangedResult(kept: try self.time(row.columns[0].data), requested: at, what: "the global cutoff")
+    }
+
+    /// A non-forced write that changed nothing: the same time was stored (success), or a later one (refused).
+    private static func unchangedResult(kept: Int64?, requested: Int64, what: String) throws -> CutoffWriteResult {
+        guard let kept, kept >= requested else {
+            // The guarded statement changed nothing yet the stored value is earlier: a concurrent forced write
+            // moved it back between our two statements. Report it as unavailable so the caller retries.
+            throw CutoffStoreError(code: .storeUnavailable, message: "\(what) changed concurrently; retry")
+        }
+        if kept == requested {
+            return CutoffWriteResult(cutoff: kept, changed: false, forced: false)
+        }
+        throw CutoffStoreError(
+            code: .cutoffWouldMoveBackward,
+            message: "\(what) is already \(kept), later than the requested \(requested); "
+                + "cutoffs only move forward unless forced",
+            keptCutoff: kept
+        )
+    }
+
+    public func close() async throws {
+        let previous = self.state
+        self.state = .closed
+        switch previous {
+        case .open(let connection):
+            try await connection.sqlite.close()
+        case .opening(let task):
+            if let connection = try? await task.value {
+                try await connection.sqlite.close()
+            }
+        case .idle, .closed:
+            break
+        }
+    }
+}
+
+// MARK: Running statements on a checked connection.
+
+extension SQLiteCutoffStore {
+    private func rows(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+        let collected = NIOLockedValueBox<[SQLiteRow]>([])
+        try await self.run(sql, binds) { row in
+            collected.withLockedValue { $0.append(row) }
+        }
+        return collected.withLockedValue { $0 }
+    }
+
+    /// Runs one statement on a connection whose file is still the one at ``path``.
+    ///
+    /// Any SQLite failure drops the connection, so the next call reopens the file: after "disk I/O error" or
+    /// "file is not a database", a fresh connection is the only way to find out whether the file is back.
+    private func run(
+        _ sql: String,
+        _ binds: [SQLiteData],
+        onRow: @escaping @Sendable (SQLiteRow) -> Void
+    ) async throws {
+        let connection = try await self.checkedConnection()
+        do {
+            try await connection.sqlite.query(sql, binds, onRow)
+        } catch {
+            await self.drop(connection)
+            throw self.unavailable(error)
+        }
+    }
+
+    private func checkedConnection() async throws -> OpenConnection {
+        switch self.state {
+        case .closed:
+            throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
+        case .opening(let task):
+            return try await task.value
+        case .open(let connection):
+            if FileIdentity(path: self.path) == connection.identity {
+                return connection
+            }
+            self.logger.warning(
+                "cutoff database file was replaced or removed; reopening",
+                metadata: ["path": "\(self.path)"]
+            )
+            await self.drop(connection)
+            return try await self.checkedConnection()
+        case .idle:
+            let path = self.path
+            let logger = self.logger
+            let task = Task {
+                try await Self.openConnection(path: path, create: false, logger: logger)
+            }
+            self.state = .opening(task)
+            do {
+                let connection = try await task.value
+                guard case .opening = self.state else {
+                    // Closed while opening.
+                    try? await connection.sqlite.close()
+                    throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
+                }
+                self.state = .open(connection)
+                self.openCount &+= 1
+                return connection
+            } catch {
+                if case .opening = self.state {
+                    self.state = .idle
+                }
+                throw error
+            }
+        }
+    }
+
+    private func drop(_ connection: OpenConnection) async {
+        if case .open(let current) = self.state, current.sqlite === connection.sqlite {
+            self.state = .idle
+        }
+        try? await connection.sqlite.close()
+    }
+
+    private nonisolated func unavailable(_ error: any Error) -> CutoffStoreError {
+        if let error = error as? CutoffStoreError {
+            return error
+        }
+        if let error = error as? SQLiteError {
+            return CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): \(error.message)")
+        }
+        return CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): \(error)")
+    }
+
+    private nonisolated func time(_ data: SQLiteData) throws -> Int64? {
+        switch data {
+        case .null:
+            return nil
+        case .integer(let value):
+            return Int64(value)
+        case .float, .text, .blob:
+            throw CutoffStoreError(
+                code: .invalidStoreFile,
+                message: "\(self.storeDescription): a cutoff column holds a value that is not an integer"
+            )
+        }
+    }
+
+    static func unixNow() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec)
+    }
+}
+
+// MARK: Opening a connection and creating the schema.
+
+extension SQLiteCutoffStore {
+    /// Opens `path`, sets the durability pragmas, and creates or checks the schema, all before the connection
+    /// is shared, so the multi-statement schema transaction cannot interleave with other statements.
+    private static func openConnection(path: String, create: Bool, logger: Logger) async throws -> OpenConnection {
+        let description = "sqlite \(path)"
+        func unavailable(_ message: String) -> CutoffStoreError {
+            CutoffStoreError(code: .storeUnavailable, message: "\(description): \(message)")
+        }
+
+        let before = FileIdentity(path: path)
+        if before == nil {
+            guard create else {
+                throw unavailable("the database file is missing")
+            }
+            guard Self.directoryExists(of: path) else {
+                throw unavailable("the directory for the database file does not exist")
+            }
+        }
+
+        let sqlite: SQLiteConnection
+        do {
+            sqlite = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+        } catch let error as SQLiteError {
+            throw unavailable(error.message)
+        }
+        do {
+            try await Self.configure(sqlite, description: description)
+        } catch {
+            try? await sqlite.close()
+            if let error = error as? CutoffStoreError {
+                throw error
+            }
+            if let error = error as? SQLiteError {
+                throw unavailable(error.message)
+            }
+            throw unavailable("\(error)")
+        }
+
+        guard let after = FileIdentity(path: path), before == nil || before == after else {
+            try? await sqlite.close()
+            throw unavailable("the database file was replaced while it was being opened")
+        }
+        return OpenConnection(sqlite: sqlite, identity: after)
+    }
+
+    private static func configure(_ sqlite: SQLiteConnection, description: String) async throws {
+        // busy_timeout first: it replaces sqlite-nio's busy handler, which retries forever without sleeping.
+        _ = try await sqlite.query("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)")
+        let mode = try await sqlite.query("PRAGMA journal_mode = WAL")
+        guard mode.first?.columns.first?.data.string?.lowercased() == "wal" else {
+            throw CutoffStoreError(
+                code: .storeUnavailable,
+                message: "\(description): the database cannot use write-ahead logging"
+            )
+        }
+        // Per connection, not stored in the file: must be set on every open.
+        _ = try await sqlite.query("PRAGMA synchronous = FULL")
+        let synchronous = try await sqlite.query("PRAGMA synchronous")
+        guard synchronous.first?.columns.first?.data.integer == 2 else {
+            throw CutoffStoreError(code: .storeUnavailable, message: "\(description): synchronous=FULL did not take")
+        }
+
+        _ = try await sqlite.query("BEGIN IMMEDIATE")
+        do {
+            try await Self.createOrCheckSchema(sqlite, description: description)
+            _ = try await sqlite.query("COMMIT")
+        } catch {
+            _ = try? await sqlite.query("ROLLBACK")
+            throw error
+        }
+    }
+
+    private static func createOrCheckSchema(_ sqlite: SQLiteConnection, description: String) async throws {
+        let existing = try await sqlite.query(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        )
+        if !existing.isEmpty {
+            let versions = try await sqlite.query("SELECT max(version) FROM schema_version")
+            if let version = versions.first?.columns.first?.data.integer, Int64(version) > Self.schemaVersion {
+                throw CutoffStoreError(
+                    code: .unsupportedSchema,
+                    message: "\(description): schema version \(version) is newer than this tokengate's "
+                        + "\(Self.schemaVersion); upgrade tokengate"
+                )
+            }
+        }
+        let statements = [
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+            """
+            CREATE TABLE IF NOT EXISTS user_cutoffs (
+                user_id TEXT PRIMARY KEY NOT NULL,
+                revoked_before INTEGER,
+                api_revoked_before INTEGER,
+                updated_at INTEGER NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS global_cutoff (
+                id INTEGER PRIMARY KEY CHECK (id = 1),
+                revoked_before INTEGER,
+                force_epoch INTEGER NOT NULL DEFAULT 0,
+                updated_at INTEGER NOT NULL
+            )
+            """,
+            """
+            CREATE TRIGGER IF NOT EXISTS user_cutoffs_moved_backward
+            AFTER UPDATE OF user_id, revoked_before, api_revoked_before ON user_cutoffs
+            WHEN NEW.user_id IS NOT OLD.user_id
+              OR (OLD.revoked_before IS NOT NULL
+                  AND (NEW.revoked_before IS NULL OR NEW.revoked_before < OLD.revoked_before))
+              OR (OLD.api_revoked_before IS NOT NULL
+                  AND (NEW.api_revoked_before IS NULL OR NEW.api_revoked_before < OLD.api_revoked_before))
+            BEGIN
+                UPDATE global_cutoff SET force_epoch = force_epoch + 1 WHERE id = 1;
+            END
+            """,
+            """
+            CREATE TRIGGER IF NOT EXISTS user_cutoffs_deleted AFTER DELETE ON user_cutoffs
+            BEGIN
+                UPDATE global_cutoff SET force_epoch = force_epoch + 1 WHERE id = 1;
+            END
+            """,
+            """
+            CREATE TRIGGER IF NOT EXISTS global_cutoff_moved_backward
+            AFTER UPDATE OF revoked_before ON global_cutoff
+            WHEN OLD.revoked_before IS NOT NULL
+              AND (NEW.revoked_before IS NULL OR NEW.revoked_before < OLD.revoked_before)
+            BEGIN
+                UPDATE global_cutoff SET force_epoch = force_epoch + 1 WHERE id = 1;
+            END
+            """,
+            "INSERT OR IGNORE INTO global_cutoff (id, revoked_before, force_epoch, updated_at) VALUES (1, NULL, 0, ?1)",
+            "INSERT INTO schema_version (version) SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM schema_version)",
+        ]
+        for (index, statement) in statements.enumerated() {
+            let binds: [SQLiteData]
+            switch index {
+            case statements.count - 2: binds = [.integer(.init(Self.unixNow()))]
+            case statements.count - 1: binds = [.integer(.init(Self.schemaVersion))]
+            default: binds = []
+            }
+            _ = try await sqlite.query(statement, binds)
+        }
+    }
+
+    private static func directoryExists(of path: String) -> Bool {
+        let directory: String
+        if let slash = path.lastIndex(of: "/") {
+            directory = slash == path.startIndex ? "/" : String(path[..<slash])
+        } else {
+            directory = "."
+        }
+        var info = stat()
+        return stat(directory, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+/// Collects the rows of the full load; fed on the thread-pool thread, read after the query finished.
+private struct LoadAccumulator {
+    var table = CutoffTable()
+    var sawGlobalRow = false
+    var problem: String?
+
+    mutating func add(_ row: SQLiteRow) {
+        let columns = row.columns
+        guard self.problem == nil, columns.count == 4, let kind = columns[0].data.integer else {
+            self.problem = self.problem ?? "a row has an unexpected shape"
+            return
+        }
+        guard let first = Self.time(columns[2].data), let second = Self.time(columns[3].data) else {
+            self.problem = "a cutoff column holds a value that is not an integer"
+            return
+        }
+        if kind == 0 {
+            self.sawGlobalRow = true
+            self.table.globalRevokedBefore = first
+            self.table.forceEpoch = second ?? 0
+        } else if let user = columns[1].data.string {
+            self.table.users[user] = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
+        } else {
+            self.problem = "a user row has no user id"
+        }
+    }
+
+    /// `.some(nil)` for SQL NULL, `.some(value)` for an integer, `nil` for anything else.
+    private static func time(_ data: SQLiteData) -> Int64?? {
+        switch data {
+        case .null: return .some(nil)
+        case .integer(let value): return .some(Int64(value))
+        case .float, .text, .blob: return nil
+        }
+    }
+}
+
+/// Device and inode of a path, to notice a database file that was replaced or deleted under an open connection.
+struct FileIdentity: Hashable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return nil
+        }
+        self.device = UInt64(info.st_dev)
+        self.inode = UInt64(info.st_ino)
+    }
+}
