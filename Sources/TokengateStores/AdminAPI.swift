@@ -1,0 +1,251 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import TokengateTokens
+
+/// The admin API's logic as a pure async handler; the gateway wires it to its admin listener (loopback by
+/// default, and authenticated there) and turns ``AdminResponse`` into HTTP.
+///
+/// Routes (ids are percent-decoded path segments, so an id may contain `/` as `%2F`):
+/// - `POST /admin/users/{id}/password-changed`: `revoked_before` = `at` (default now).
+/// - `POST /admin/users/{id}/disable-mobile-apps`: `api_revoked_before` = `at` (default now).
+/// - `GET /admin/users/{id}`: the stored cutoffs of the user and the global cutoff.
+/// - `POST /admin/revoke-all`: the global cutoff = `at` (default now).
+///
+/// The POST body is optional: `{"at": 1714564800 or "2024-05-01T12:00:00Z", "force": true}`; unknown keys are
+/// refused so that a typo such as `"forse"` cannot silently change what happens. A write answers 200 only after
+/// the store committed it and the snapshot containing it was published (see ``CutoffSyncService``).
+///
+/// Errors: 400 `invalid_user_id` / `invalid_time` / `invalid_request`, 404 `not_found`, 405
+/// `method_not_allowed` (with `Allow`), 409 `cutoff_would_move_backward` (with the kept `current` value) or
+/// `read_only_store`, 413 `request_too_large`, 503 `store_unavailable`. The 503 does not repeat the store's
+/// own message (file paths, SQLite errors); the service logs that.
+public struct AdminAPI: Sendable {
+    /// The service that writes through to the store and publishes snapshots.
+    public let service: CutoffSyncService
+    /// Larger request bodies get 413.
+    public let maxBodyBytes: Int
+
+    public init(service: CutoffSyncService, maxBodyBytes: Int = 4096) {
+        self.service = service
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    private enum Route {
+        case passwordChanged(rawID: Substring)
+        case disableMobileApps(rawID: Substring)
+        case user(rawID: Substring)
+        case revokeAll
+
+        var allowedMethod: String {
+            switch self {
+            case .passwordChanged, .disableMobileApps, .revokeAll: return "POST"
+            case .user: return "GET"
+            }
+        }
+    }
+
+    /// Handles one admin request. Never throws: every failure becomes a JSON error answer.
+    public func handle(method: String, path: String, body: [UInt8]) async -> AdminResponse {
+        guard let route = Self.route(path) else {
+            return .error(404, "not_found", "no such admin endpoint")
+        }
+        guard method == route.allowedMethod else {
+            return .error(
+                405,
+                "method_not_allowed",
+                "this endpoint accepts \(route.allowedMethod) only",
+                headers: ["Allow": route.allowedMethod]
+            )
+        }
+        do {
+            switch route {
+            case .user(let rawID):
+                let user = try Self.decodeUserID(rawID)
+                let lookup = try await self.service.cutoffs(for: user)
+                return Self.userAnswer(user: user, lookup: lookup, receipt: nil)
+            case .passwordChanged(let rawID):
+                let user = try Self.decodeUserID(rawID)
+                let options = try self.writeOptions(body)
+                let receipt = try await self.service.passwordChanged(user: user, at: options.at, force: options.force)
+                return Self.userAnswer(user: user, lookup: receipt.enforced, receipt: receipt)
+            case .disableMobileApps(let rawID):
+                let user = try Self.decodeUserID(rawID)
+                let options = try self.writeOptions(body)
+                let receipt = try await self.service.disableMobileApps(user: user, at: options.at, force: options.force)
+                return Self.userAnswer(user: user, lookup: receipt.enforced, receipt: receipt)
+            case .revokeAll:
+                let options = try self.writeOptions(body)
+                let receipt = try await self.service.revokeAll(at: options.at, force: options.force)
+                var writer = JSONWriter()
+                writer.field("global_revoked_before", receipt.enforced.globalRevokedBefore)
+                writer.field("changed", receipt.result.changed)
+                writer.field("generation", receipt.generation)
+                return AdminResponse(status: 200, json: writer.finished())
+            }
+        } catch let error as RequestError {
+            return .error(error.status, error.error, error.message)
+        } catch let error as CutoffStoreError {
+            return Self.answer(for: error)
+        } catch {
+            return .error(503, "store_unavailable", "the cutoff store is unavailable; the last snapshot stays in force")
+        }
+    }
+
+    // MARK: Routing and decoding
+
+    private static func route(_ path: String) -> Route? {
+        // The query is not part of any route; nothing in it is used.
+        let pathOnly = path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let segments = pathOnly.split(separator: "/", omittingEmptySubsequences: false)
+        guard segments.count >= 3, segments[0].isEmpty, segments[1] == "admin" else {
+            return nil
+        }
+        switch segments.count {
+        case 3 where segments[2] == "revoke-all":
+            return .revokeAll
+        case 4 where segments[2] == "users" && !segments[3].isEmpty:
+            return .user(rawID: segments[3])
+        case 5 where segments[2] == "users" && !segments[3].isEmpty && segments[4] == "password-changed":
+            return .passwordChanged(rawID: segments[3])
+        case 5 where segments[2] == "users" && !segments[3].isEmpty && segments[4] == "disable-mobile-apps":
+            return .disableMobileApps(rawID: segments[3])
+        default:
+            return nil
+        }
+    }
+
+    /// Percent-decodes a path segment strictly (every `%` needs two hex digits; the result must be UTF-8) and
+    /// validates it as a user id.
+    static func decodeUserID(_ raw: Substring) throws -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(raw.utf8.count)
+        var iterator = raw.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
+                else {
+                    throw CutoffStoreError(code: .invalidUserID, message: "the user id has a malformed percent-escape")
+                }
+                bytes.append(high << 4 | low)
+            } else {
+                bytes.append(byte)
+            }
+            if bytes.count > CutoffUserID.maxUTF8Bytes {
+                throw CutoffStoreError(
+                    code: .invalidUserID,
+                    message: "the user id is longer than \(CutoffUserID.maxUTF8Bytes) bytes of UTF-8"
+                )
+            }
+        }
+        guard let id = String(validating: bytes, as: UTF8.self) else {
+            throw CutoffStoreError(code: .invalidUserID, message: "the user id is not valid UTF-8")
+        }
+        try CutoffUserID.validate(id)
+        return id
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    /// A malformed or oversized request body (time and id problems are ``CutoffStoreError``s).
+    private struct RequestError: Error {
+        var status = 400
+        var error = "invalid_request"
+        let message: String
+    }
+
+    private struct WriteOptions {
+        var at: Int64?
+        var force = false
+    }
+
+    private func writeOptions(_ body: [UInt8]) throws -> WriteOptions {
+        guard body.count <= self.maxBodyBytes else {
+            throw RequestError(status: 413, error: "request_too_large", message: "the request body is too large")
+        }
+        var options = WriteOptions()
+        let whitespace: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        if body.allSatisfy({ whitespace.contains($0) }) {
+            return options
+        }
+        let root: Any
+        do {
+            root = try JSONSerialization.jsonObject(with: Data(body))
+        } catch {
+            throw RequestError(message: "the body is not valid JSON")
+        }
+        guard case .object(let object) = JSONScalar(root) else {
+            throw RequestError(message: "the body must be a JSON object")
+        }
+        for (key, value) in object {
+            switch key {
+            case "at":
+                switch JSONScalar(value) {
+                case .null:
+                    options.at = nil
+                case .integer(let seconds):
+                    guard seconds >= 0 else {
+                        throw CutoffStoreError(code: .invalidTime, message: "\"at\" must not be before 1970")
+                    }
+                    options.at = seconds
+                case .string(let text):
+                    options.at = try CutoffTime.parse(text)
+                case let other:
+                    throw CutoffStoreError(
+                        code: .invalidTime,
+                        message: "\"at\" must be UNIX seconds or an RFC 3339 string, not \(other.kindDescription)"
+                    )
+                }
+            case "force":
+                guard case .bool(let force) = JSONScalar(value) else {
+                    throw RequestError(message: "\"force\" must be true or false")
+                }
+                options.force = force
+            default:
+                throw RequestError(message: "unknown field in the body (expected \"at\" and \"force\")")
+            }
+        }
+        return options
+    }
+
+    // MARK: Answers
+
+    private static func userAnswer(user: String, lookup: CutoffLookup, receipt: CutoffReceipt?) -> AdminResponse {
+        var writer = JSONWriter()
+        writer.field("user", user)
+        writer.field("revoked_before", lookup.user.revokedBefore)
+        writer.field("api_revoked_before", lookup.user.apiRevokedBefore)
+        writer.field("global_revoked_before", lookup.globalRevokedBefore)
+        if let receipt {
+            writer.field("changed", receipt.result.changed)
+            writer.field("generation", receipt.generation)
+        }
+        return AdminResponse(status: 200, json: writer.finished())
+    }
+
+    private static func answer(for error: CutoffStoreError) -> AdminResponse {
+        switch error.code {
+        case .invalidUserID:
+            return .error(400, "invalid_user_id", error.message)
+        case .invalidTime:
+            return .error(400, "invalid_time", error.message)
+        case .cutoffWouldMoveBackward:
+            return .error(409, "cutoff_would_move_backward", error.message) { writer in
+                writer.field("current", error.keptCutoff)
+            }
+        case .readOnlyStore:
+            return .error(409, "read_only_store", "the configured cutoff store is read-only")
+        default:
+            return .error(503, "store_unavailable", "the cutoff store is unavailable; the last snapshot stays in force")
+        }
+    }
+}

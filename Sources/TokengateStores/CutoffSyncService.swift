@@ -1,0 +1,365 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+public import Logging
+public import TokengateTokens
+
+/// Keeps the gateway's in-memory ``CutoffSnapshot`` current with a ``CutoffStore``: the control plane of the
+/// cutoff check.
+///
+/// ### Overview
+/// The request path never waits on a database. It reads a snapshot that this service builds from a whole
+/// ``CutoffTable`` and hands to `publish` (the gateway passes `holder.store(_:)` of its lock-free holder).
+/// The service loads the store at ``start()`` (a failure there means "refuse to start"), then ``run()`` polls
+/// the store's cheap ``CutoffStore/changeMarker()`` every ``Configuration/pollInterval`` and reloads when it
+/// changed, plus a full reload every ``Configuration/fullReloadInterval`` as a safety net.
+///
+/// ### Rules
+/// - **Forward only.** A reload is merged onto the enforced table with ``CutoffTable/mergedForward(onto:)``,
+///   so a published snapshot never accepts a token that the previous one rejected, unless the store's force
+///   epoch changed (an admin forced a cutoff back), in which case the reload is taken as it is.
+/// - **Keep the last snapshot.** When the store fails, nothing is published; the last snapshot stays in force,
+///   ``lastError`` records why, and ``isStale(now:)`` turns true once ``lastSyncAt`` is older than
+///   ``Configuration/staleAfter`` (the gateway reports not-ready then). The next successful poll resyncs.
+/// - **Publish before acknowledging.** The write methods return only after the store committed the write *and*
+///   the snapshot containing it was published, so a request sent after the admin's 200 is already checked
+///   against the new cutoff.
+/// - **One store operation at a time.** Reloads and writes are serialised by an internal FIFO gate, because an
+///   actor lets other calls in at every `await`, and a reload that read the store before a write must not be
+///   installed after it.
+///
+/// ### Implementation
+/// The service keeps the enforced table next to the published snapshot. They share the dictionary's storage,
+/// so the first write after a publish copies it (O(users)); see the scale notes in the module's report.
+public actor CutoffSyncService {
+    /// Timing and limits of the service.
+    public struct Configuration: Sendable {
+        /// How often ``run()`` asks the store whether anything changed.
+        public var pollInterval: Duration
+        /// How often ``run()`` reloads everything even if the store's marker did not change.
+        public var fullReloadInterval: Duration
+        /// After this long without a successful sync, ``isStale(now:)`` is true.
+        public var staleAfter: Duration
+        /// A cutoff further than this in the future is refused: it would reject every token the user gets
+        /// until then, including the ones issued after the password change.
+        public var maxFutureSkew: Duration
+
+        public init(
+            pollInterval: Duration = .seconds(1),
+            fullReloadInterval: Duration = .seconds(300),
+            staleAfter: Duration = .seconds(30),
+            maxFutureSkew: Duration = .seconds(300)
+        ) {
+            self.pollInterval = pollInterval
+            self.fullReloadInterval = fullReloadInterval
+            self.staleAfter = staleAfter
+            self.maxFutureSkew = maxFutureSkew
+        }
+    }
+
+    /// The source of truth.
+    public nonisolated let store: any CutoffStore
+    private let configuration: Configuration
+    private let publish: @Sendable (CutoffSnapshot) -> Void
+    private let clock: @Sendable () -> Int64
+    private let logger: Logger
+
+    /// The enforced cutoffs; `nil` until ``start()`` succeeded.
+    private var table: CutoffTable?
+    /// Set after a forced write was applied locally: the next poll must reload even if the marker is the same.
+    private var needsFullReload = false
+    private var lastMarker: String?
+    private var lastFullReloadAt: Int64?
+    private var gateBusy = false
+    private var gateWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// The snapshot most recently published.
+    public private(set) var snapshot: CutoffSnapshot = .empty
+    /// When (UNIX seconds, from the service's clock) the snapshot was last confirmed against the store.
+    public private(set) var lastSyncAt: Int64?
+    /// Why the last store operation failed, until the next successful sync.
+    public private(set) var lastError: CutoffStoreError?
+
+    /// - Parameters:
+    ///   - store: The source of truth.
+    ///   - configuration: Intervals and limits.
+    ///   - logger: Receives sync failures (messages from ``CutoffStoreError``; never a token).
+    ///   - now: UNIX seconds; injectable for tests.
+    ///   - publish: Makes a snapshot visible to the request path; called on the service's executor, in order.
+    public init(
+        store: any CutoffStore,
+        configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "tokengate.cutoffs"),
+        now: @escaping @Sendable () -> Int64 = CutoffSyncService.systemNow,
+        publish: @escaping @Sendable (CutoffSnapshot) -> Void
+    ) {
+        self.store = store
+        self.configuration = configuration
+        self.logger = logger
+        self.clock = now
+        self.publish = publish
+    }
+
+    /// UNIX seconds from the system's real-time clock.
+    @Sendable
+    public static func systemNow() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec)
+    }
+
+    // MARK: Lifecycle
+
+    /// Loads the whole store and publishes the first snapshot. Throws when the store cannot be read, and the
+    /// gateway must then refuse to start: an empty snapshot would accept every revoked token.
+    public func start() async throws {
+        await self.enterGate()
+        defer { self.leaveGate() }
+        try await self.reloadLocked(marker: try? await self.store.changeMarker())
+    }
+
+    /// Polls the store until the task is cancelled. Call after ``start()``.
+    public func run() async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: self.configuration.pollInterval)
+            } catch {
+                return
+            }
+            await self.poll()
+        }
+    }
+
+    /// One poll: reload if the store's marker changed, a forced write is pending, or a full reload is due;
+    /// otherwise just confirm the store is reachable. Failures are recorded, logged and leave the snapshot.
+    public func poll() async {
+        await self.enterGate()
+        defer { self.leaveGate() }
+        do {
+            let marker = try await self.store.changeMarker()
+            let now = self.clock()
+            let fullReloadDue = self.lastFullReloadAt.map {
+                now - $0 >= self.configuration.fullReloadInterval.components.seconds
+            } ?? true
+            if self.table == nil || marker == nil || marker != self.lastMarker || fullReloadDue
+                || self.needsFullReload
+            {
+                try await self.reloadLocked(marker: marker)
+            } else {
+                self.lastSyncAt = now
+                self.lastError = nil
+            }
+        } catch {
+            self.recordFailure(error, during: "poll")
+        }
+    }
+
+    /// Reloads the whole store now (after ``start()``), merging forward. Throws what the store threw.
+    public func reload() async throws {
+        await self.enterGate()
+        defer { self.leaveGate() }
+        do {
+            try await self.reloadLocked(marker: try? await self.store.changeMarker())
+        } catch {
+            self.recordFailure(error, during: "reload")
+            throw error
+        }
+    }
+
+    /// Whether the snapshot has not been confirmed against the store for longer than
+    /// ``Configuration/staleAfter`` (or never was).
+    public func isStale(now: Int64) -> Bool {
+        guard let lastSyncAt = self.lastSyncAt else {
+            return true
+        }
+        return now - lastSyncAt > self.configuration.staleAfter.components.seconds
+    }
+
+    // MARK: Writes: store first, then publish, then return.
+
+    /// Records a password change: every token of `user` issued before `at` (default: now) is rejected.
+    @discardableResult
+    public func passwordChanged(user: String, at: Int64? = nil, force: Bool = false) async throws -> CutoffReceipt {
+        try await self.write(.passwordChanged(user: user, at: at ?? self.clock(), force: force))
+    }
+
+    /// "Disable mobile apps": every api token of `user` issued before `at` (default: now) is rejected.
+    @discardableResult
+    public func disableMobileApps(user: String, at: Int64? = nil, force: Bool = false) async throws -> CutoffReceipt {
+        try await self.write(.disableMobileApps(user: user, at: at ?? self.clock(), force: force))
+    }
+
+    /// The emergency switch: every token issued before `at` (default: now) is rejected.
+    @discardableResult
+    public func revokeAll(at: Int64? = nil, force: Bool = false) async throws -> CutoffReceipt {
+        try await self.write(.revokeAll(at: at ?? self.clock(), force: force))
+    }
+
+    /// The cutoffs of `user` as stored (read from the store, not the snapshot).
+    public func cutoffs(for user: String) async throws -> CutoffLookup {
+        try CutoffUserID.validate(user)
+        do {
+            return try await self.store.lookup(user: user)
+        } catch {
+            self.recordFailure(error, during: "lookup")
+            throw error
+        }
+    }
+
+    /// The write path: validate, commit to the store, apply to the enforced table, publish, return.
+    public func write(_ write: CutoffWrite) async throws -> CutoffReceipt {
+        try write.validate()
+        let latest = self.clock() + self.configuration.maxFutureSkew.components.seconds
+        guard write.at <= latest else {
+            throw CutoffStoreError(
+                code: .invalidTime,
+                message: "a cutoff more than \(self.configuration.maxFutureSkew.components.seconds) s in the "
+                    + "future would also reject tokens issued after it is set"
+            )
+        }
+
+        await self.enterGate()
+        defer { self.leaveGate() }
+        guard var table = self.table else {
+            throw CutoffStoreError(code: .storeUnavailable, message: "the cutoff service has not started")
+        }
+        let result: CutoffWriteResult
+        do {
+            result = try await self.store.apply(write)
+        } catch {
+            self.recordFailure(error, during: "write")
+            throw error
+        }
+
+        // The store holds the write; now make the snapshot agree before anyone is told it is done.
+        switch write {
+        case .passwordChanged(let user, _, _):
+            var cutoffs = table.users[user] ?? UserCutoffs()
+            cutoffs.revokedBefore =
+                result.forced ? result.cutoff : CutoffTable.later(cutoffs.revokedBefore, result.cutoff)
+            table.users[user] = cutoffs
+        case .disableMobileApps(let user, _, _):
+            var cutoffs = table.users[user] ?? UserCutoffs()
+            cutoffs.apiRevokedBefore =
+                result.forced ? result.cutoff : CutoffTable.later(cutoffs.apiRevokedBefore, result.cutoff)
+            table.users[user] = cutoffs
+        case .revokeAll:
+            table.globalRevokedBefore =
+                result.forced ? result.cutoff : CutoffTable.later(table.globalRevokedBefore, result.cutoff)
+        }
+        if result.forced {
+            // The store bumped its force epoch if the value moved back; reload at the next poll so that other
+            // writers' forced changes are taken as they are too.
+            self.needsFullReload = true
+        }
+        self.install(table)
+        return CutoffReceipt(
+            result: result,
+            enforced: CutoffLookup(
+                user: write.user.flatMap { table.users[$0] } ?? UserCutoffs(),
+                globalRevokedBefore: table.globalRevokedBefore
+            ),
+            generation: self.snapshot.generation
+        )
+    }
+}
+
+/// What a write through ``CutoffSyncService`` reports once it is durable and published.
+public struct CutoffReceipt: Sendable, Hashable {
+    /// What the store reported.
+    public var result: CutoffWriteResult
+    /// The written user's cutoffs (empty for ``CutoffWrite/revokeAll(at:force:)``) and the global cutoff, as
+    /// the published snapshot enforces them.
+    public var enforced: CutoffLookup
+    /// The generation of the snapshot that contains the write.
+    public var generation: UInt64
+
+    public init(result: CutoffWriteResult, enforced: CutoffLookup, generation: UInt64) {
+        self.result = result
+        self.enforced = enforced
+        self.generation = generation
+    }
+}
+
+// MARK: Reloading, publishing and the gate.
+
+extension CutoffSyncService {
+    /// Loads the store and installs it, merged forward unless the force epoch changed. Caller holds the gate.
+    private func reloadLocked(marker: String?) async throws {
+        let loaded = try await self.store.load()
+        let next: CutoffTable
+        if let current = self.table, loaded.forceEpoch == current.forceEpoch {
+            next = loaded.mergedForward(onto: current)
+        } else {
+            // First load, or a cutoff was forced back (the epoch moved). The gate guarantees that no write of
+            // ours happened between the load and now, so the store is the whole truth.
+            next = loaded
+        }
+        let changed = next != self.table
+        self.needsFullReload = false
+        self.lastMarker = marker
+        let now = self.clock()
+        self.lastFullReloadAt = now
+        self.lastSyncAt = now
+        self.lastError = nil
+        if changed {
+            self.install(next)
+        }
+    }
+
+    private func install(_ table: CutoffTable) {
+        let generation = self.snapshot.generation &+ 1
+        let snapshot = CutoffSnapshot(
+            globalRevokedBefore: table.globalRevokedBefore,
+            users: table.users,
+            generation: generation
+        )
+        self.table = table
+        self.snapshot = snapshot
+        self.publish(snapshot)
+    }
+
+    private func recordFailure(_ error: any Error, during operation: String) {
+        let storeError =
+            (error as? CutoffStoreError)
+            ?? CutoffStoreError(code: .storeUnavailable, message: "\(self.store.storeDescription): \(error)")
+        switch storeError.code {
+        case .invalidUserID, .invalidTime, .cutoffWouldMoveBackward, .readOnlyStore:
+            // The caller's mistake, not the store's health.
+            return
+        default:
+            self.lastError = storeError
+            self.logger.warning(
+                "cutoff store \(operation) failed; keeping the last snapshot",
+                metadata: ["error": "\(storeError)", "generation": "\(self.snapshot.generation)"]
+            )
+        }
+    }
+
+    private func enterGate() async {
+        if !self.gateBusy {
+            self.gateBusy = true
+            return
+        }
+        await withCheckedContinuation { continuation in
+            self.gateWaiters.append(continuation)
+        }
+    }
+
+    private func leaveGate() {
+        if self.gateWaiters.isEmpty {
+            self.gateBusy = false
+        } else {
+            // Ownership passes directly to the next waiter; gateBusy stays true.
+            self.gateWaiters.removeFirst().resume()
+        }
+    }
+}
