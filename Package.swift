@@ -91,7 +91,6 @@ let package = Package(
             dependencies: [
                 "TokengateTokens",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -136,7 +135,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TokengateStoresTests",
-            dependencies: ["TokengateStores", "TokengateTokens"],
+            dependencies: [
+                "TokengateStores", "TokengateTokens",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
