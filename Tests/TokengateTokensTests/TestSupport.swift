@@ -50,7 +50,11 @@ enum TestSupport {
 
     /// Builds an HS256 token from raw header and payload JSON text (so tests can craft any bytes).
     static func hs256(header: String, payload: String, secret: [UInt8] = hmacSecret) -> String {
-        let input = b64u(header) + "." + b64u(payload)
+        self.hs256(header: header, payloadBytes: Array(payload.utf8), secret: secret)
+    }
+
+    static func hs256(header: String, payloadBytes: [UInt8], secret: [UInt8] = hmacSecret) -> String {
+        let input = b64u(header) + "." + Base64URL.encode(payloadBytes)
         let tag = SignatureCheck(hmacBits: 256, secret: secret)!.hmacTag(Array(input.utf8))!
         return input + "." + Base64URL.encode(tag)
     }
