@@ -3,7 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 /// Which token kinds a route accepts. A valid token of another kind is rejected with
-/// RejectionReason/wrongKind (the gateway answers 403 `insufficient_scope`).
+/// ``RejectionReason/wrongKind`` (the gateway answers 403 `insufficient_scope`).
 public struct AcceptedKinds: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
 

@@ -27,7 +27,7 @@ extension CutoffSnapshot {
     /// Loads `{"global_revoked_before": UNIX, "users": {"USER": {"revoked_before": UNIX,
     /// "api_revoked_before": UNIX}}}` from a file. Every member is optional; unknown members are errors (a
     /// misspelt cutoff must not silently revoke nothing).
-    /// - Throws: CutoffFileError.
+    /// - Throws: ``CutoffFileError``.
     public static func load(jsonFile path: String) throws -> CutoffSnapshot {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CutoffFileError(code: "unreadable_file", message: "the file cannot be read", file: path)
@@ -40,9 +40,9 @@ extension CutoffSnapshot {
         }
     }
 
-    /// Parses the cutoffs JSON (see load(jsonFile:)). Times are integral UNIX seconds, 0 through year 9999;
+    /// Parses the cutoffs JSON (see ``load(jsonFile:)``). Times are integral UNIX seconds, 0 through year 9999;
     /// `null` means no cutoff.
-    /// - Throws: CutoffFileError.
+    /// - Throws: ``CutoffFileError``.
     public convenience init(json: [UInt8]) throws {
         let root: Any
         do {

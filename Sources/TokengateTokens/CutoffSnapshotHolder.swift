@@ -8,7 +8,7 @@ extension CutoffSnapshot: AtomicReference {}
 
 /// Holds the current CutoffSnapshot and swaps it atomically.
 ///
-/// Requests call load() (a lock-free atomic read that takes a strong reference) and keep using the
+/// Requests call ``load()`` (a lock-free atomic read that takes a strong reference) and keep using the
 /// snapshot they got; a store publishes a new snapshot with release ordering, so a reader that sees it also
 /// sees its fully built contents. Old snapshots are freed when their last reader lets go.
 public final class CutoffSnapshotHolder: Sendable {

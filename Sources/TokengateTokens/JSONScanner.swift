@@ -19,7 +19,7 @@ struct ByteSpan: Sendable {
 /// Strings are unescaped *in place*: an escape sequence is never shorter than what it decodes to (`\n` is 2
 /// bytes for 1, `\uXXXX` 6 for at most 3, a surrogate pair 12 for 4), so the write cursor never overtakes
 /// the read cursor and a decoded string is a span of the same buffer. The buffer must therefore be private
-/// scratch memory (it is: the base64url decoder's output). Nesting is limited to maxDepth.
+/// scratch memory (it is: the base64url decoder's output). Nesting is limited to ``maxDepth``.
 struct JSONScanner {
     static let maxDepth = 16
 
@@ -265,7 +265,7 @@ struct JSONScanner {
     /// The outcome of reading a number where a NumericDate (RFC 7519 §2) is expected.
     enum NumericDate {
         case value(Int64)
-        /// Valid JSON, but not an integral value in JSONScanner/numericDateRange.
+        /// Valid JSON, but not an integral value in ``JSONScanner/numericDateRange``.
         case unacceptable
     }
 
@@ -273,7 +273,7 @@ struct JSONScanner {
     static let numericDateRange: ClosedRange<Int64> = 0...253_402_300_799
 
     /// Parses a JSON number. Integral values (`1300819380`, `1.3008e9`, `1300819380.0`) inside
-    /// numericDateRange are returned exactly; other valid numbers are `.unacceptable`; invalid JSON is nil.
+    /// ``numericDateRange`` are returned exactly; other valid numbers are `.unacceptable`; invalid JSON is nil.
     mutating func parseNumericDate() -> NumericDate? {
         self.skipWhitespace()
         var negative = false

@@ -14,7 +14,7 @@ public enum KeyGenerator {
     /// asymmetric keys; an HMAC secret is necessarily in both sets. HMAC secrets are as long as the hash
     /// (32, 48 or 64 bytes from `RAND_bytes`); RSA keys have 2048 bits. Without `keyID` the kid is the RFC 7638
     /// thumbprint for public keys and a random id for HMAC secrets (a thumbprint would be a hash of the secret).
-    /// - Throws: KeyLoadingError when libcrypto cannot make or export the key.
+    /// - Throws: ``KeyLoadingError`` when libcrypto cannot make or export the key.
     public static func generate(algorithm: TokenAlgorithm, keyID: String?) throws -> (
         privateJWKS: String, publicJWKS: String
     ) {

@@ -59,7 +59,7 @@ public final class KeySet: Sendable {
     /// than `sig`, `key_ops` without `verify`), an RSA key under 2048 bits or with the ROCA structure, an
     /// HMAC secret shorter than its hash, or a point not on its curve fails the whole set with an error
     /// naming the key. Private members are ignored: only public parts are used for verification.
-    /// - Throws: KeyLoadingError.
+    /// - Throws: ``KeyLoadingError``.
     public convenience init(jwks: some Collection<UInt8>) throws {
         let objects = try Self.parseKeyObjects(Data(jwks))
         var keys: [VerificationKey] = []
@@ -99,7 +99,7 @@ public final class KeySet: Sendable {
     ///   - algorithm: binds the key to one algorithm; nil means the algorithms its type allows (RSA: RS256
     ///     and PS256; P-256: ES256; Ed25519: EdDSA).
     ///   - keyID: the `kid` tokens must carry to select this key (optional for a one-key set).
-    /// - Throws: KeyLoadingError.
+    /// - Throws: ``KeyLoadingError``.
     public convenience init(pem: String, algorithm: TokenAlgorithm? = nil, keyID: String? = nil) throws {
         let key = try Self.pemKey(pem, algorithm: algorithm, keyID: keyID)
         try self.init(validating: [key])
@@ -156,7 +156,7 @@ public final class KeySet: Sendable {
     }
 
     /// Loads a key file: a JWK Set / JWK (JSON) or a PEM public key, told apart by content.
-    /// - Throws: KeyLoadingError naming `path`.
+    /// - Throws: ``KeyLoadingError`` naming `path`.
     public static func load(path: String) throws -> KeySet {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw KeyLoadingError(code: "unreadable_file", message: "the file cannot be read", file: path)
@@ -179,7 +179,7 @@ public final class KeySet: Sendable {
     }
 
     /// A set holding the keys of both sets (for several key files), validated as one set.
-    /// - Throws: KeyLoadingError for duplicate or missing `kid`s and mixed key types.
+    /// - Throws: ``KeyLoadingError`` for duplicate or missing `kid`s and mixed key types.
     public func merging(_ other: KeySet) throws -> KeySet {
         try KeySet(validating: self.keys + other.keys)
     }

@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-/// The claims TokenSigner puts in a token.
+/// The claims ``TokenSigner`` puts in a token.
 public struct TokenClaims: Sendable, Hashable {
     public var subject: String
     public var issuedAt: Int64

@@ -19,7 +19,7 @@ public struct TokenSigner: Sendable {
     /// - Parameters:
     ///   - privateJWKS: a JWK Set (or one JWK) holding private keys.
     ///   - keyID: which key to use; may be nil when the set holds exactly one key.
-    /// - Throws: KeyLoadingError.
+    /// - Throws: ``KeyLoadingError``.
     public init(privateJWKS: [UInt8], keyID: String? = nil, claimNames: ClaimNames = ClaimNames()) throws {
         let objects = try KeySet.parseKeyObjects(Data(privateJWKS))
         var candidates: [JWK] = []
@@ -54,7 +54,7 @@ public struct TokenSigner: Sendable {
     }
 
     /// Builds and signs a token.
-    /// - Throws: TokenSigningError for an empty subject, a subject with control characters, times outside
+    /// - Throws: ``TokenSigningError`` for an empty subject, a subject with control characters, times outside
     ///   0 through year 9999, or a libcrypto failure.
     public func mint(_ claims: TokenClaims) throws -> String {
         guard !claims.subject.isEmpty, !claims.subject.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {

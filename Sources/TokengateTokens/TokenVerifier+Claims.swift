@@ -39,11 +39,11 @@ extension TokenVerifier {
             let byte = scanner.base[subjectSpan.start + i]
             if byte < 0x20 || byte == 0x7F { return .invalid(.malformed) }
         }
-        if self.issuer != nil && parsed.issuerMatches != true { return .invalid(.missingClaim) }
-        if self.audience != nil && parsed.audienceMatches != true { return .invalid(.missingClaim) }
+        if self.prepared.issuer != nil && parsed.issuerMatches != true { return .invalid(.missingClaim) }
+        if self.prepared.audience != nil && parsed.audienceMatches != true { return .invalid(.missingClaim) }
 
         let kind: TokenKind = parsed.apiOnly ? .api : .session
-        let skew = self.clockSkew
+        let skew = self.prepared.clockSkew
         // now is arbitrary; everything else is bounded (NumericDates ≤ year 9999, skew and max-age ≤ 100 years).
         let latestAcceptable = now.addingReportingOverflow(skew)
         let nowPlusSkew = latestAcceptable.overflow ? Int64.max : latestAcceptable.partialValue
@@ -51,7 +51,7 @@ extension TokenVerifier {
         if let notBefore = parsed.notBefore, notBefore > nowPlusSkew { return .invalid(.notYetValid) }
         var expiry = parsed.expiresAt
         if kind == .session {
-            let sessionEnd = issuedAt + self.sessionMaxAge
+            let sessionEnd = issuedAt + self.prepared.sessionMaxAge
             expiry = min(expiry ?? sessionEnd, sessionEnd)
         }
         if let expiry {
@@ -77,7 +77,7 @@ extension TokenVerifier {
                 subject: subject,
                 kind: kind,
                 issuedAt: issuedAt,
-                keyID: self.keys.keys[keyIndex].keyID,
+                keyID: self.prepared.keys.keys[keyIndex].keyID,
                 expiresAt: expiry
             )
         )
@@ -119,13 +119,13 @@ extension TokenVerifier {
             guard case .value(let value) = scanner.parseNumericDate() else { return nil }
             return value
         }
-        if matches(self.userClaim) {
+        if matches(self.prepared.userClaim) {
             guard let value = scanner.parseString() else { return false }
             claims.subject = value
-        } else if matches(self.issuedAtClaim) {
+        } else if matches(self.prepared.issuedAtClaim) {
             guard let value = numericDate() else { return false }
             claims.issuedAt = value
-        } else if matches(self.apiOnlyClaim) {
+        } else if matches(self.prepared.apiOnlyClaim) {
             guard let value = scanner.parseBool() else { return false }
             claims.apiOnly = value
         } else if matches("exp") {
@@ -136,7 +136,7 @@ extension TokenVerifier {
             claims.notBefore = value
         } else if matches("iss") {
             guard let value = scanner.parseString() else { return false }
-            claims.issuerMatches = self.issuer.map { issuer in
+            claims.issuerMatches = self.prepared.issuer.map { issuer in
                 issuer.withUnsafeBufferPointer { scanner.equals(value, $0) }
             } ?? true
         } else if matches("aud") {
@@ -152,7 +152,7 @@ extension TokenVerifier {
     /// audience (true when the policy has none), or nil when malformed.
     private func readAudience(_ scanner: inout JSONScanner) -> Bool? {
         @inline(__always) func isOurs(_ span: ByteSpan) -> Bool {
-            guard let audience = self.audience else { return true }
+            guard let audience = self.prepared.audience else { return true }
             return audience.withUnsafeBufferPointer { scanner.equals(span, $0) }
         }
         if scanner.peek() == UInt8(ascii: "\"") {
@@ -161,13 +161,13 @@ extension TokenVerifier {
         }
         guard scanner.consume(UInt8(ascii: "[")) else { return nil }
         var matched = false
-        if scanner.consume(UInt8(ascii: "]")) { return self.audience == nil }
+        if scanner.consume(UInt8(ascii: "]")) { return self.prepared.audience == nil }
         while true {
             guard let value = scanner.parseString() else { return nil }
-            if self.audience != nil && isOurs(value) { matched = true }
+            if self.prepared.audience != nil && isOurs(value) { matched = true }
             if scanner.consume(UInt8(ascii: "]")) { break }
             guard scanner.consume(UInt8(ascii: ",")) else { return nil }
         }
-        return self.audience == nil ? true : matched
+        return self.prepared.audience == nil ? true : matched
     }
 }

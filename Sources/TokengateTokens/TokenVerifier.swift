@@ -7,10 +7,10 @@
 ///
 /// ### Overview
 /// Checks run in this order, and the first failure is the answer:
-/// 1. size (≤ maxTokenLength), exactly three parts, strict base64url in each → `malformed`;
+/// 1. size (≤ ``maxTokenLength``), exactly three parts, strict base64url in each → `malformed`;
 /// 2. header: a JSON object without duplicate names, `alg` a string, `kid` a string if present, no `crit`
 ///    → `malformed`;
-/// 3. `alg` is one of TokenAlgorithm (so never `none`) → `alg_not_allowed`;
+/// 3. `alg` is one of ``TokenAlgorithm`` (so never `none`) → `alg_not_allowed`;
 /// 4. `kid` selects a key → `unknown_key`;
 /// 5. the key and the policy allow `alg` → `alg_not_allowed` (this is what defeats key confusion: an HS256
 ///    token can never be checked with an RSA or EC key's bytes as an HMAC secret);
@@ -28,42 +28,22 @@
 ///
 /// ### Implementation
 /// The three parts are decoded into one stack buffer (`withUnsafeTemporaryAllocation`; Swift keeps it on the
-/// stack up to 1 KiB of decoded bytes, which covers ordinary tokens). JSON is read by JSONScanner in place.
+/// stack up to 1 KiB of decoded bytes, which covers ordinary tokens). JSON is read by ``JSONScanner`` in place.
 /// The HMAC runs in C with per-key precomputed pad states. The user's cutoffs are found by hashing a small
 /// String built from the claim bytes.
 public struct TokenVerifier: Sendable {
     /// Tokens longer than this are rejected unread.
     public static let maxTokenLength = 8192
 
-    public let keys: KeySet
-    public let policy: VerificationPolicy
+    public var keys: KeySet { self.prepared.keys }
+    public var policy: VerificationPolicy { self.prepared.policy }
 
-    let algorithmMask: UInt8
-    let userClaim: [UInt8]
-    let issuedAtClaim: [UInt8]
-    let apiOnlyClaim: [UInt8]
-    let issuer: [UInt8]?
-    let audience: [UInt8]?
-    let sessionMaxAge: Int64
-    let clockSkew: Int64
+    /// Everything precomputed, behind one reference so that copying a verifier (or capturing it in the
+    /// hot path's closures) costs one retain.
+    let prepared: Prepared
 
     public init(keys: KeySet, policy: VerificationPolicy = VerificationPolicy()) {
-        self.keys = keys
-        self.policy = policy
-        var mask: UInt8 = 0
-        for algorithm in policy.allowedAlgorithms ?? Set(TokenAlgorithm.allCases) {
-            mask |= algorithm.bit
-        }
-        self.algorithmMask = mask
-        self.userClaim = Array(policy.claimNames.user.utf8)
-        self.issuedAtClaim = Array(policy.claimNames.issuedAt.utf8)
-        self.apiOnlyClaim = Array(policy.claimNames.apiOnly.utf8)
-        self.issuer = policy.issuer.map { Array($0.utf8) }
-        self.audience = policy.audience.map { Array($0.utf8) }
-        // Clamp so that time arithmetic on in-range NumericDates can never overflow.
-        let hundredYears: Int64 = 100 * 366 * 86_400
-        self.sessionMaxAge = min(max(policy.sessionMaxAge, 0), hundredYears)
-        self.clockSkew = min(max(policy.clockSkew, 0), hundredYears)
+        self.prepared = Prepared(keys: keys, policy: policy)
     }
 
     // MARK: Entry points
@@ -185,9 +165,9 @@ public struct TokenVerifier: Sendable {
                 return .invalid(.algNotAllowed)
             }
             let kid = header.keyID.map { headerScanner.bytes($0) }
-            guard let keyIndex = self.keys.keyIndex(for: kid) else { return .invalid(.unknownKey) }
-            let key = self.keys.keys[keyIndex]
-            guard key.algorithmMask & algorithm.bit != 0, self.algorithmMask & algorithm.bit != 0,
+            guard let keyIndex = self.prepared.keys.keyIndex(for: kid) else { return .invalid(.unknownKey) }
+            let key = self.prepared.keys.keys[keyIndex]
+            guard key.algorithmMask & algorithm.bit != 0, self.prepared.algorithmMask & algorithm.bit != 0,
                 let check = key.checks[algorithm.index]
             else { return .invalid(.algNotAllowed) }
 

@@ -3,15 +3,18 @@
 //===----------------------------------------------------------------------===//
 
 /// One loaded verification key: its id, the algorithms bound to it and a prepared check per algorithm.
-struct VerificationKey: Sendable {
-    var keyID: String?
+///
+/// A final class of constants so that the hot path reads it through one reference (no struct copy with a
+/// retain per field).
+final class VerificationKey: Sendable {
+    let keyID: String?
     /// The UTF-8 bytes of `keyID`, compared against the token's `kid` without building a String.
-    var keyIDBytes: [UInt8]
-    /// One bit per allowed algorithm (TokenAlgorithm/bit).
-    var algorithmMask: UInt8
-    /// Indexed by TokenAlgorithm/index; non-nil exactly where `algorithmMask` has a bit.
-    var checks: [SignatureCheck?]
-    var isSymmetric: Bool
+    let keyIDBytes: [UInt8]
+    /// One bit per allowed algorithm (``TokenAlgorithm/bit``).
+    let algorithmMask: UInt8
+    /// Indexed by ``TokenAlgorithm/index``; non-nil exactly where `algorithmMask` has a bit.
+    let checks: [SignatureCheck?]
+    let isSymmetric: Bool
 
     var algorithms: [TokenAlgorithm] {
         TokenAlgorithm.allCases.filter { self.algorithmMask & $0.bit != 0 }
@@ -32,7 +35,7 @@ struct VerificationKey: Sendable {
     }
 
     /// Builds the checks for a parsed JWK (public parts only).
-    init(jwk: JWK) throws(KeyLoadingError) {
+    convenience init(jwk: JWK) throws(KeyLoadingError) {
         var checks: [(TokenAlgorithm, SignatureCheck)] = []
         switch jwk.material {
         case .octet(let secret):
