@@ -18,7 +18,9 @@ enum Base64URL {
         return t
     }()
 
-    private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let alphabet: [UInt8] = Array(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8
+    )
 
     /// The decoded size of `count` encoded characters, or nil when no unpadded encoding has that length.
     @inline(__always)

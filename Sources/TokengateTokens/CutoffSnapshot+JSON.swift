@@ -94,10 +94,11 @@ extension CutoffSnapshot {
             code: "invalid_value",
             message: "\(path) must be an integer UNIX time (seconds, 0 through year 9999) or null"
         )
-        // JSONSerialization returns booleans as NSNumber too; tell them apart by their Objective-C type.
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-            !(value is Bool && String(cString: number.objCType) == "B")
-        else { throw problem }
+        // JSONSerialization returns booleans as NSNumber too; tell them apart by their Objective-C type
+        // ("c" or "B" for a boolean, depending on the Foundation implementation).
+        guard let number = value as? NSNumber else { throw problem }
+        let type = String(cString: number.objCType)
+        guard type != "c", type != "B" else { throw problem }
         let double = number.doubleValue
         guard double.isFinite, double == double.rounded(), double >= 0, double <= 253_402_300_799 else {
             throw problem

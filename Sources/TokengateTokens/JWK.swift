@@ -92,8 +92,11 @@ struct JWK {
         var declared: TokenAlgorithm?
         if let alg = try string("alg") {
             guard let algorithm = TokenAlgorithm(rawValue: alg) else {
-                throw fail("unsupported_key", "algorithm '\(alg)' is not supported (supported: "
-                    + TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", ") + ")")
+                throw fail(
+                    "unsupported_key",
+                    "algorithm '\(alg)' is not supported (supported: "
+                        + TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+                )
             }
             declared = algorithm
         }
@@ -159,7 +162,8 @@ struct JWK {
             guard Self.rsaBits.contains(bits) else {
                 throw fail(
                     bits < Self.rsaBits.lowerBound ? "weak_key" : "unsupported_key",
-                    "the RSA modulus has \(bits) bits; \(Self.rsaBits.lowerBound)–\(Self.rsaBits.upperBound) are accepted"
+                    "the RSA modulus has \(bits) bits; "
+                        + "\(Self.rsaBits.lowerBound)–\(Self.rsaBits.upperBound) are accepted"
                 )
             }
             if RSAFingerprint.hasROCAStructure(modulus: n) {
@@ -240,8 +244,22 @@ struct JWK {
                 lengths.append(0)
             }
             return CTokengateShims_pkey_rsa(
-                pointers[0], lengths[0], pointers[1], lengths[1], pointers[2], lengths[2], pointers[3], lengths[3],
-                pointers[4], lengths[4], pointers[5], lengths[5], pointers[6], lengths[6], pointers[7], lengths[7]
+                pointers[0],
+                lengths[0],
+                pointers[1],
+                lengths[1],
+                pointers[2],
+                lengths[2],
+                pointers[3],
+                lengths[3],
+                pointers[4],
+                lengths[4],
+                pointers[5],
+                lengths[5],
+                pointers[6],
+                lengths[6],
+                pointers[7],
+                lengths[7]
             )
         }
     }

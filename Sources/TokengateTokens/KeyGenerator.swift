@@ -92,8 +92,14 @@ public enum KeyGenerator {
         var length: UInt32 = 0
         _ = input.withUnsafeBytes { i in
             digest.withUnsafeMutableBytes { d in
-                EVP_Digest(i.baseAddress, i.count, d.baseAddress?.assumingMemoryBound(to: UInt8.self), &length,
-                           EVP_sha256(), nil)
+                EVP_Digest(
+                    i.baseAddress,
+                    i.count,
+                    d.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                    &length,
+                    EVP_sha256(),
+                    nil
+                )
             }
         }
         return Base64URL.encode(digest)

@@ -112,8 +112,11 @@ public final class KeySet: Sendable {
             KeyLoadingError(code: code, message: message, keyID: keyID)
         }
         guard pem.contains("-----BEGIN PUBLIC KEY-----") else {
-            throw fail("invalid_pem", "expected a PEM public key ('-----BEGIN PUBLIC KEY-----'); private keys "
-                + "and certificates are not accepted here")
+            throw fail(
+                "invalid_pem",
+                "expected a PEM public key ('-----BEGIN PUBLIC KEY-----'); private keys "
+                    + "and certificates are not accepted here"
+            )
         }
         guard let pkey = PEMReader.publicKey(pem) else {
             throw fail("invalid_pem", "the PEM public key cannot be decoded")
@@ -125,7 +128,8 @@ public final class KeySet: Sendable {
             guard JWK.rsaBits.contains(Int(bits)) else {
                 throw fail(
                     bits < JWK.rsaBits.lowerBound ? "weak_key" : "unsupported_key",
-                    "the RSA modulus has \(bits) bits; \(JWK.rsaBits.lowerBound)–\(JWK.rsaBits.upperBound) are accepted"
+                    "the RSA modulus has \(bits) bits; "
+                        + "\(JWK.rsaBits.lowerBound)–\(JWK.rsaBits.upperBound) are accepted"
                 )
             }
             if let n = pkey.bigNumber("n"), RSAFingerprint.hasROCAStructure(modulus: n) {
@@ -170,7 +174,10 @@ public final class KeySet: Sendable {
                 return try KeySet(jwks: data)
             }
             guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") else {
-                throw KeyLoadingError(code: "invalid_key", message: "the file is neither a JWK Set (JSON) nor a PEM key")
+                throw KeyLoadingError(
+                    code: "invalid_key",
+                    message: "the file is neither a JWK Set (JSON) nor a PEM key"
+                )
             }
             return try KeySet(pem: text)
         } catch let error as KeyLoadingError {

@@ -6,8 +6,9 @@
 /// (for the RFC 6750 `error_description`).
 ///
 /// A struct rather than an enum so that codes can be added without breaking callers (STYLE §2). Values are
-/// built from string literals (immortal, never reference counted), so returning one allocates nothing. Equality and hashing use the code
-/// alone. The descriptions never carry token content, key ids or library messages.
+/// built from string literals (immortal, never reference counted), so returning one allocates nothing.
+/// Equality and hashing use the code alone. The descriptions never carry token content, key ids or library
+/// messages.
 public struct RejectionReason: Hashable, Sendable, CustomStringConvertible {
     /// The stable code, e.g. `"bad_signature"`.
     public let code: String

@@ -45,7 +45,13 @@ final class SignatureCheck: @unchecked Sendable {
     func verify(data: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool {
         switch self.storage {
         case .hmac(let key):
-            return CTokengateShims_hmac_verify(key, data.baseAddress, data.count, signature.baseAddress, signature.count)
+            return CTokengateShims_hmac_verify(
+                key,
+                data.baseAddress,
+                data.count,
+                signature.baseAddress,
+                signature.count
+            )
                 == 1
         case .publicKey(let verifier):
             return CTokengateShims_verifier_verify(

@@ -122,8 +122,12 @@ final class SigningKey: @unchecked Sendable {
         switch jwk.material {
         case .octet(let secret):
             guard let check = SignatureCheck(hmacBits: algorithm.hmacBits!, secret: secret) else {
-                throw KeyLoadingError(code: "invalid_key", message: "cannot prepare the HMAC key",
-                                      keyIndex: jwk.index, keyID: jwk.keyID)
+                throw KeyLoadingError(
+                    code: "invalid_key",
+                    message: "cannot prepare the HMAC key",
+                    keyIndex: jwk.index,
+                    keyID: jwk.keyID
+                )
             }
             self.storage = .hmac(check)
         case .okp, .ec, .rsa:
@@ -140,8 +144,14 @@ final class SigningKey: @unchecked Sendable {
             var length = signature.count
             let ok = data.withUnsafeBytes { d in
                 signature.withUnsafeMutableBytes { s in
-                    CTokengateShims_sign(pkey.pointer, self.algorithm.shimScheme!, d.baseAddress, d.count,
-                                         s.baseAddress, &length)
+                    CTokengateShims_sign(
+                        pkey.pointer,
+                        self.algorithm.shimScheme!,
+                        d.baseAddress,
+                        d.count,
+                        s.baseAddress,
+                        &length
+                    )
                 }
             }
             guard ok == 1 else { throw TokenSigningError(code: "signing_failed", message: "libcrypto could not sign") }

@@ -136,9 +136,10 @@ extension TokenVerifier {
             claims.notBefore = value
         } else if matches("iss") {
             guard let value = scanner.parseString() else { return false }
-            claims.issuerMatches = self.prepared.issuer.map { issuer in
-                issuer.withUnsafeBufferPointer { scanner.equals(value, $0) }
-            } ?? true
+            claims.issuerMatches =
+                self.prepared.issuer.map { issuer in
+                    issuer.withUnsafeBufferPointer { scanner.equals(value, $0) }
+                } ?? true
         } else if matches("aud") {
             guard let matched = self.readAudience(&scanner) else { return false }
             claims.audienceMatches = matched

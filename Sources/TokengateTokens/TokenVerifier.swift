@@ -150,7 +150,10 @@ public struct TokenVerifier: Sendable {
             let scratchBase = scratch.baseAddress!
             guard let headerLength = Base64URL.decode(headerText, into: scratchBase),
                 let payloadLength = Base64URL.decode(payloadText, into: scratchBase + headerCapacity),
-                let signatureLength = Base64URL.decode(signatureText, into: scratchBase + headerCapacity + payloadCapacity)
+                let signatureLength = Base64URL.decode(
+                    signatureText,
+                    into: scratchBase + headerCapacity + payloadCapacity
+                )
             else { return .invalid(.malformed) }
             let bytes = scratchBase.assumingMemoryBound(to: UInt8.self)
 

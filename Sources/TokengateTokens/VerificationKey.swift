@@ -41,8 +41,12 @@ final class VerificationKey: Sendable {
         case .octet(let secret):
             for algorithm in jwk.algorithms {
                 guard let check = SignatureCheck(hmacBits: algorithm.hmacBits!, secret: secret) else {
-                    throw KeyLoadingError(code: "invalid_key", message: "cannot prepare the HMAC key",
-                                          keyIndex: jwk.index, keyID: jwk.keyID)
+                    throw KeyLoadingError(
+                        code: "invalid_key",
+                        message: "cannot prepare the HMAC key",
+                        keyIndex: jwk.index,
+                        keyID: jwk.keyID
+                    )
                 }
                 checks.append((algorithm, check))
             }

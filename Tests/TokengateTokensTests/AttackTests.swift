@@ -31,7 +31,9 @@ import Testing
     func keyConfusionWithPublicKeyAsHMACSecret(_ algorithm: TokenAlgorithm) throws {
         let generated = try KeyGenerator.generate(algorithm: algorithm, keyID: "k1")
         let keys = try KeySet(jwks: Array(generated.publicJWKS.utf8))
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(generated.publicJWKS.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(generated.publicJWKS.utf8)) as? [String: Any]
+        )
         let jwk = try #require((object["keys"] as? [[String: Any]])?.first)
         var secrets: [[UInt8]] = [Array(generated.publicJWKS.utf8)]
         for member in ["x", "y", "n"] {
@@ -42,8 +44,11 @@ import Testing
         }
         for secret in secrets {
             for alg in ["HS256", "HS384", "HS512"] {
-                let token = TestSupport.hs256(header: #"{"alg":"\#(alg)","kid":"k1"}"#, payload: TestSupport.claims(),
-                                              secret: secret)
+                let token = TestSupport.hs256(
+                    header: #"{"alg":"\#(alg)","kid":"k1"}"#,
+                    payload: TestSupport.claims(),
+                    secret: secret
+                )
                 #expect(self.verify(token, keys: keys) == "alg_not_allowed")
             }
         }
@@ -67,21 +72,33 @@ import Testing
         let keys = try TestSupport.hmacKeys()
         #expect(self.verify(parts[0] + "." + parts[1] + ".", keys: keys) == "bad_signature")
         #expect(self.verify(parts[0] + "." + parts[1], keys: keys) == "malformed")
-        #expect(self.verify(parts[0] + "." + parts[1] + "." + parts[2].prefix(20), keys: keys) == "malformed"
-            || self.verify(parts[0] + "." + parts[1] + "." + parts[2].prefix(20), keys: keys) == "bad_signature")
-        #expect(self.verify(parts[0] + "." + parts[1] + "." + parts[2].prefix(40), keys: keys) == "bad_signature",
-                "a truncated MAC")
+        #expect(
+            self.verify(parts[0] + "." + parts[1] + "." + parts[2].prefix(20), keys: keys) == "malformed"
+                || self.verify(parts[0] + "." + parts[1] + "." + parts[2].prefix(20), keys: keys) == "bad_signature"
+        )
+        #expect(
+            self.verify(parts[0] + "." + parts[1] + "." + parts[2].prefix(40), keys: keys) == "bad_signature",
+            "a truncated MAC"
+        )
     }
 
     @Test func unknownKid() throws {
         let keys = try TestSupport.hmacKeys()
-        for header in [#"{"alg":"HS256","kid":"nope"}"#, #"{"alg":"HS256","kid":""}"#,
-                       #"{"alg":"HS256","kid":"test-hmac "}"#] {
-            #expect(self.verify(TestSupport.hs256(header: header, payload: TestSupport.claims()), keys: keys)
-                == "unknown_key")
+        for header in [
+            #"{"alg":"HS256","kid":"nope"}"#, #"{"alg":"HS256","kid":""}"#,
+            #"{"alg":"HS256","kid":"test-hmac "}"#,
+        ] {
+            #expect(
+                self.verify(TestSupport.hs256(header: header, payload: TestSupport.claims()), keys: keys)
+                    == "unknown_key"
+            )
         }
-        #expect(self.verify(TestSupport.hs256(header: #"{"alg":"HS256","kid":5}"#, payload: TestSupport.claims()),
-                            keys: keys) == "malformed")
+        #expect(
+            self.verify(
+                TestSupport.hs256(header: #"{"alg":"HS256","kid":5}"#, payload: TestSupport.claims()),
+                keys: keys
+            ) == "malformed"
+        )
     }
 
     @Test func derEncodedECDSAIsRejected() throws {
@@ -104,22 +121,33 @@ import Testing
         let derToken = parts[0] + "." + parts[1] + "." + Base64URL.encode(der)
         #expect(self.verify(derToken, keys: keys) == "bad_signature")
         // Neither a zero-padded 65-byte nor a 63-byte raw form.
-        #expect(self.verify(parts[0] + "." + parts[1] + "." + Base64URL.encode(raw + [0]), keys: keys) == "bad_signature")
-        #expect(self.verify(parts[0] + "." + parts[1] + "." + Base64URL.encode(raw.dropLast()), keys: keys) == "bad_signature")
+        #expect(
+            self.verify(parts[0] + "." + parts[1] + "." + Base64URL.encode(raw + [0]), keys: keys) == "bad_signature"
+        )
+        #expect(
+            self.verify(parts[0] + "." + parts[1] + "." + Base64URL.encode(raw.dropLast()), keys: keys)
+                == "bad_signature"
+        )
     }
 
     @Test func oversizedAndGarbageInput() throws {
         let keys = try TestSupport.hmacKeys()
-        let big = TestSupport.hs256(header: TestSupport.header,
-                                    payload: TestSupport.claims(extra: #","pad":"\#(String(repeating: "x", count: 7000))""#))
+        let big = TestSupport.hs256(
+            header: TestSupport.header,
+            payload: TestSupport.claims(extra: #","pad":"\#(String(repeating: "x", count: 7000))""#)
+        )
         #expect(big.utf8.count > 8192)
         #expect(self.verify(big, keys: keys) == "malformed")
-        let fits = TestSupport.hs256(header: TestSupport.header,
-                                     payload: TestSupport.claims(extra: #","pad":"\#(String(repeating: "x", count: 5800))""#))
+        let fits = TestSupport.hs256(
+            header: TestSupport.header,
+            payload: TestSupport.claims(extra: #","pad":"\#(String(repeating: "x", count: 5800))""#)
+        )
         #expect(fits.utf8.count <= 8192)
         #expect(self.verify(fits, keys: keys) == nil, "large but within the limit, and beyond the 1 KiB stack case")
-        for garbage in ["", ".", "..", "...", "a.b.c", "a.b.c.d", "\u{0}\u{0}.\u{0}.\u{0}", String(repeating: ".", count: 9000),
-                        "eyJ.eyJ.", "🙂.🙂.🙂", "e30.e30.", "W10.e30.AAAA", "bnVsbA.e30.AAAA"] {
+        for garbage in [
+            "", ".", "..", "...", "a.b.c", "a.b.c.d", "\u{0}\u{0}.\u{0}.\u{0}", String(repeating: ".", count: 9000),
+            "eyJ.eyJ.", "🙂.🙂.🙂", "e30.e30.", "W10.e30.AAAA", "bnVsbA.e30.AAAA",
+        ] {
             #expect(self.verify(garbage, keys: keys) == "malformed", "garbage \(garbage.prefix(20))")
         }
         // Random bytes never crash and never verify.
@@ -143,7 +171,8 @@ import Testing
             parts[0] + "." + parts[1] + "==." + parts[2],
             parts[0] + "." + parts[1] + "." + parts[2] + "=",
             parts[0].replacingOccurrences(of: "J", with: "+") + "." + parts[1] + "." + parts[2],
-            parts[0] + "." + parts[1] + "." + parts[2].replacingOccurrences(of: "_", with: "/").replacingOccurrences(of: "-", with: "+") + "+/",
+            parts[0] + "." + parts[1] + "."
+                + parts[2].replacingOccurrences(of: "_", with: "/").replacingOccurrences(of: "-", with: "+") + "+/",
             " " + token,
             token + "\n",
             parts[0] + " ." + parts[1] + "." + parts[2],
@@ -169,12 +198,21 @@ import Testing
         func run(_ header: String, _ payload: String) -> String? {
             self.verify(TestSupport.hs256(header: header, payload: payload), keys: keys)
         }
-        #expect(run(TestSupport.header, #"{"sub":"alice","sub":"admin","iat":\#(self.now),"api_only":true}"#) == "malformed")
-        #expect(run(TestSupport.header, #"{"sub":"alice","iat":\#(self.now),"api_only":false,"api_only":true}"#) == "malformed")
-        #expect(run(TestSupport.header, #"{"sub":"alice","iat":\#(self.now),"x":1,"x":2}"#) == "malformed",
-                "any duplicate, not only known claims")
-        #expect(run(TestSupport.header, #"{"s\u0075b":"admin","sub":"alice","iat":\#(self.now)}"#) == "malformed",
-                "duplicates after unescaping")
+        #expect(
+            run(TestSupport.header, #"{"sub":"alice","sub":"admin","iat":\#(self.now),"api_only":true}"#) == "malformed"
+        )
+        #expect(
+            run(TestSupport.header, #"{"sub":"alice","iat":\#(self.now),"api_only":false,"api_only":true}"#)
+                == "malformed"
+        )
+        #expect(
+            run(TestSupport.header, #"{"sub":"alice","iat":\#(self.now),"x":1,"x":2}"#) == "malformed",
+            "any duplicate, not only known claims"
+        )
+        #expect(
+            run(TestSupport.header, #"{"s\u0075b":"admin","sub":"alice","iat":\#(self.now)}"#) == "malformed",
+            "duplicates after unescaping"
+        )
         #expect(run(#"{"alg":"HS256","alg":"none","kid":"test-hmac"}"#, TestSupport.claims()) == "malformed")
         #expect(run(#"{"alg":"HS256","kid":"test-hmac","kid":"other"}"#, TestSupport.claims()) == "malformed")
         // Same name in a nested object is not a duplicate at the top level.
@@ -183,20 +221,33 @@ import Testing
 
     @Test func nonObjectHeaderOrPayload() throws {
         let keys = try TestSupport.hmacKeys()
-        for payload in ["[]", "\"alice\"", "42", "null", "true", #"[{"sub":"alice"}]"#, "", "{", #"{"sub":"a",}"#,
-                        #"{"sub":"a"}x"#, #"{"sub":"a"}{}"#, #"{'sub':'a'}"#, "{\"sub\":\"a\u{1}\"}"] {
-            #expect(self.verify(TestSupport.hs256(header: TestSupport.header, payload: payload), keys: keys) == "malformed",
-                    "payload \(payload)")
+        for payload in [
+            "[]", "\"alice\"", "42", "null", "true", #"[{"sub":"alice"}]"#, "", "{", #"{"sub":"a",}"#,
+            #"{"sub":"a"}x"#, #"{"sub":"a"}{}"#, #"{'sub':'a'}"#, "{\"sub\":\"a\u{1}\"}",
+        ] {
+            #expect(
+                self.verify(TestSupport.hs256(header: TestSupport.header, payload: payload), keys: keys) == "malformed",
+                "payload \(payload)"
+            )
         }
-        for header in ["[]", "\"HS256\"", "null", "", #"{"alg":"HS256","kid":"test-hmac"} x"#, #"{"kid":"test-hmac"}"#,
-                       #"{"alg":null,"kid":"test-hmac"}"#] {
-            #expect(self.verify(TestSupport.hs256(header: header, payload: TestSupport.claims()), keys: keys) == "malformed",
-                    "header \(header)")
+        for header in [
+            "[]", "\"HS256\"", "null", "", #"{"alg":"HS256","kid":"test-hmac"} x"#, #"{"kid":"test-hmac"}"#,
+            #"{"alg":null,"kid":"test-hmac"}"#,
+        ] {
+            #expect(
+                self.verify(TestSupport.hs256(header: header, payload: TestSupport.claims()), keys: keys)
+                    == "malformed",
+                "header \(header)"
+            )
         }
         // Deep nesting is bounded.
         let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
-        #expect(self.verify(TestSupport.hs256(header: TestSupport.header, payload: TestSupport.claims(extra: ",\"d\":" + deep)),
-                            keys: keys) == "malformed")
+        #expect(
+            self.verify(
+                TestSupport.hs256(header: TestSupport.header, payload: TestSupport.claims(extra: ",\"d\":" + deep)),
+                keys: keys
+            ) == "malformed"
+        )
         // Invalid UTF-8 inside a string (an overlong "/", a lone continuation byte, a UTF-16 surrogate, > U+10FFFF).
         for bad in [[0xC0, 0xAF], [0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF]] as [[UInt8]] {
             let payload = Array(#"{"sub":"a"#.utf8) + bad + Array(#"","iat":\#(self.now)}"#.utf8)
@@ -209,9 +260,14 @@ import Testing
 
     @Test func critHeaderIsRejected() throws {
         let keys = try TestSupport.hmacKeys()
-        for header in [#"{"alg":"HS256","kid":"test-hmac","crit":["exp"],"exp":1}"#,
-                       #"{"alg":"HS256","kid":"test-hmac","crit":[]}"#, #"{"alg":"HS256","kid":"test-hmac","crit":["b64"],"b64":false}"#] {
-            #expect(self.verify(TestSupport.hs256(header: header, payload: TestSupport.claims()), keys: keys) == "malformed")
+        for header in [
+            #"{"alg":"HS256","kid":"test-hmac","crit":["exp"],"exp":1}"#,
+            #"{"alg":"HS256","kid":"test-hmac","crit":[]}"#,
+            #"{"alg":"HS256","kid":"test-hmac","crit":["b64"],"b64":false}"#,
+        ] {
+            #expect(
+                self.verify(TestSupport.hs256(header: header, payload: TestSupport.claims()), keys: keys) == "malformed"
+            )
         }
     }
 
@@ -219,8 +275,10 @@ import Testing
         let keys = try TestSupport.hmacKeys()
         func run(_ iat: String?) -> String? {
             let member = iat.map { #","iat":\#($0)"# } ?? ""
-            return self.verify(TestSupport.hs256(header: TestSupport.header, payload: #"{"sub":"alice","api_only":true\#(member)}"#),
-                               keys: keys)
+            return self.verify(
+                TestSupport.hs256(header: TestSupport.header, payload: #"{"sub":"alice","api_only":true\#(member)}"#),
+                keys: keys
+            )
         }
         #expect(run(nil) == "missing_claim")
         #expect(run("\"1759999940\"") == "malformed")
@@ -231,7 +289,8 @@ import Testing
     @Test func embeddedKeyHeadersAreIgnored() throws {
         // An attacker's own key in `jwk`/`jku`/`x5u` never replaces the configured key.
         let attacker: [UInt8] = Array(repeating: 9, count: 32)
-        let header = #"{"alg":"HS256","kid":"test-hmac","jwk":{"kty":"oct","k":"\#(Base64URL.encode(attacker))"},"jku":"https://evil.example/jwks"}"#
+        let header =
+            #"{"alg":"HS256","kid":"test-hmac","jwk":{"kty":"oct","k":"\#(Base64URL.encode(attacker))"},"jku":"https://evil.example/jwks"}"#
         let token = TestSupport.hs256(header: header, payload: TestSupport.claims(), secret: attacker)
         #expect(self.verify(token, keys: try TestSupport.hmacKeys()) == "bad_signature")
     }

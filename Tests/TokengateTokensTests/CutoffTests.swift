@@ -19,13 +19,15 @@ import Testing
     }
 
     @Test func goodFiles() throws {
-        let full = try self.parse(#"""
+        let full = try self.parse(
+            #"""
             {"global_revoked_before": 1700000000,
              "users": {"alice": {"revoked_before": 1750000000, "api_revoked_before": 1760000000},
                        "bob": {"api_revoked_before": 1.76e9},
                        "carol": {"revoked_before": null},
                        "jürgen": {}}}
-            """#)
+            """#
+        )
         #expect(full.globalRevokedBefore == 1_700_000_000)
         #expect(full.users["alice"] == UserCutoffs(revokedBefore: 1_750_000_000, apiRevokedBefore: 1_760_000_000))
         #expect(full.users["bob"] == UserCutoffs(apiRevokedBefore: 1_760_000_000))
@@ -60,7 +62,11 @@ import Testing
             let error = self.error(json)
             #expect(error?.code == code, "\(json): \(String(describing: error))")
         }
-        #expect(self.error(#"{"users":{"alice":{"revoked_before":"x"}}}"#)?.description.contains("users['alice'].revoked_before") == true)
+        #expect(
+            self.error(#"{"users":{"alice":{"revoked_before":"x"}}}"#)?.description.contains(
+                "users['alice'].revoked_before"
+            ) == true
+        )
     }
 
     @Test func loadFromFile() throws {
@@ -78,7 +84,9 @@ import Testing
         } catch let error as CutoffFileError {
             #expect(error.description.contains(bad))
         }
-        #expect(throws: CutoffFileError.self) { try CutoffSnapshot.load(jsonFile: directory.appendingPathComponent("none").path) }
+        #expect(throws: CutoffFileError.self) {
+            try CutoffSnapshot.load(jsonFile: directory.appendingPathComponent("none").path)
+        }
     }
 
     @Test func holderSwapsAtomically() async throws {
@@ -118,7 +126,10 @@ import Testing
 
     @Test func verifierUsesTheSnapshotItIsGiven() throws {
         let verifier = TokenVerifier(keys: try TestSupport.hmacKeys())
-        let token = TestSupport.hs256(header: TestSupport.header, payload: TestSupport.claims(iat: TestSupport.now - 10))
+        let token = TestSupport.hs256(
+            header: TestSupport.header,
+            payload: TestSupport.claims(iat: TestSupport.now - 10)
+        )
         let holder = CutoffSnapshotHolder(.empty)
         #expect(verifier.verify(token, accept: .any, cutoffs: holder.load(), now: TestSupport.now).token != nil)
         holder.store(try self.parse(#"{"users":{"alice":{"revoked_before":\#(TestSupport.now)}}}"#))

@@ -61,7 +61,12 @@ import Testing
             keySets.append(try KeySet(pem: text, algorithm: algorithm, keyID: "test-only-\(c.alg.lowercased())"))
         }
         for keys in keySets {
-            let result = TokenVerifier(keys: keys).verify(c.token, accept: accept, cutoffs: c.cutoffs, now: Self.manifest.now)
+            let result = TokenVerifier(keys: keys).verify(
+                c.token,
+                accept: accept,
+                cutoffs: c.cutoffs,
+                now: Self.manifest.now
+            )
             if c.expect == "valid" {
                 let token = try #require(result.token, "\(c.name): \(result)")
                 #expect(token.subject == c.subject)

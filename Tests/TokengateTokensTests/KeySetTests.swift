@@ -24,7 +24,9 @@ import Testing
         let oct = try KeySet(jwks: Array(#"{"keys":[{"kty":"oct","k":"\#(Self.secret)"}]}"#.utf8))
         #expect(oct.algorithms == [[.hs256]], "a 32-byte secret is too short for HS384/HS512")
         let long = Base64URL.encode([UInt8](repeating: 1, count: 64))
-        #expect(try KeySet(jwks: Array(#"{"kty":"oct","k":"\#(long)"}"#.utf8)).algorithms == [[.hs256, .hs384, .hs512]])
+        #expect(
+            try KeySet(jwks: Array(#"{"kty":"oct","k":"\#(long)"}"#.utf8)).algorithms == [[.hs256, .hs384, .hs512]]
+        )
         let ec = try KeySet(jwks: Array(#"{"kty":"EC","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}"#.utf8))
         #expect(ec.algorithms == [[.es256]])
         let rsa = try KeyGenerator.generate(algorithm: .rs256, keyID: "r")
@@ -36,7 +38,10 @@ import Testing
 
     @Test func loadErrorsNameTheKeyAndNeverTheMaterial() throws {
         let cases: [(String, String)] = [
-            (#"{"keys":[{"kty":"oct","kid":"short","k":"\#(Base64URL.encode([UInt8](repeating: 1, count: 31)))"}]}"#, "weak_key"),
+            (
+                #"{"keys":[{"kty":"oct","kid":"short","k":"\#(Base64URL.encode([UInt8](repeating: 1, count: 31)))"}]}"#,
+                "weak_key"
+            ),
             (#"{"keys":[{"kty":"oct","kid":"a","alg":"HS512","k":"\#(Self.secret)"}]}"#, "weak_key"),
             (#"{"keys":[{"kty":"oct","k":""}]}"#, "weak_key"),
             (#"{"keys":[{"kty":"oct","alg":"A256GCM","k":"\#(Self.secret)"}]}"#, "unsupported_key"),
@@ -44,11 +49,26 @@ import Testing
             (#"{"keys":[{"kty":"oct","key_ops":["encrypt"],"k":"\#(Self.secret)"}]}"#, "unsupported_key"),
             (#"{"keys":[{"kty":"EC","crv":"P-384","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#, "unsupported_key"),
             (#"{"keys":[{"kty":"EC","crv":"secp256k1","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#, "unsupported_key"),
-            (#"{"keys":[{"kty":"EC","crv":"P-256","x":"\#(Self.ecX)","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a1"}]}"#, "invalid_key"),
-            (#"{"keys":[{"kty":"EC","crv":"P-256","alg":"HS256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#, "unsupported_key"),
-            (#"{"keys":[{"kty":"OKP","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#, "unsupported_key"),
-            (#"{"keys":[{"kty":"OKP","crv":"Ed448","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#, "unsupported_key"),
-            (#"{"keys":[{"kty":"RSA","n":"\#(Base64URL.encode([UInt8](repeating: 0xC3, count: 128)))","e":"AQAB"}]}"#, "weak_key"),
+            (
+                #"{"keys":[{"kty":"EC","crv":"P-256","x":"\#(Self.ecX)","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a1"}]}"#,
+                "invalid_key"
+            ),
+            (
+                #"{"keys":[{"kty":"EC","crv":"P-256","alg":"HS256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#,
+                "unsupported_key"
+            ),
+            (
+                #"{"keys":[{"kty":"OKP","crv":"X25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#,
+                "unsupported_key"
+            ),
+            (
+                #"{"keys":[{"kty":"OKP","crv":"Ed448","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}"#,
+                "unsupported_key"
+            ),
+            (
+                #"{"keys":[{"kty":"RSA","n":"\#(Base64URL.encode([UInt8](repeating: 0xC3, count: 128)))","e":"AQAB"}]}"#,
+                "weak_key"
+            ),
             (#"{"keys":[{"kty":"foo"}]}"#, "unsupported_key"),
             (#"{"keys":[{"k":"\#(Self.secret)"}]}"#, "invalid_key"),
             (#"{"keys":[{"kty":"oct","k":"\#(Self.secret)="}]}"#, "invalid_key"),
@@ -56,16 +76,29 @@ import Testing
             (#"{"keys":{}}"#, "invalid_json"),
             (#"[1]"#, "invalid_json"),
             (#"{"#, "invalid_json"),
-            (#"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","kid":"a","k":"\#(Self.secret)"}]}"#, "duplicate_kid"),
-            (#"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","k":"\#(Self.secret)"}]}"#, "missing_kid"),
-            (#"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"EC","kid":"b","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#, "mixed_key_types"),
+            (
+                #"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","kid":"a","k":"\#(Self.secret)"}]}"#,
+                "duplicate_kid"
+            ),
+            (
+                #"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","k":"\#(Self.secret)"}]}"#,
+                "missing_kid"
+            ),
+            (
+                #"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"EC","kid":"b","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#,
+                "mixed_key_types"
+            ),
         ]
         for (jwks, code) in cases {
             let error = try #require(self.loadError(jwks), "\(jwks) must not load")
             #expect(error.code == code, "\(jwks): \(error)")
             #expect(!error.description.contains(Self.secret), "no key material in \(error)")
         }
-        let named = try #require(self.loadError(#"{"keys":[{"kty":"oct","kid":"ok","k":"\#(Self.secret)"},{"kty":"EC","kid":"bad-one","crv":"P-521","x":"AA","y":"AA"}]}"#))
+        let named = try #require(
+            self.loadError(
+                #"{"keys":[{"kty":"oct","kid":"ok","k":"\#(Self.secret)"},{"kty":"EC","kid":"bad-one","crv":"P-521","x":"AA","y":"AA"}]}"#
+            )
+        )
         #expect(named.keyIndex == 1 && named.keyID == "bad-one")
         #expect(named.description.contains("key #1") && named.description.contains("bad-one"))
     }
@@ -86,8 +119,10 @@ import Testing
     }
 
     @Test func pemKeys() throws {
-        for (file, algorithm) in [("test-only-eddsa-public.pem", TokenAlgorithm.edDSA), ("test-only-es256-public.pem", .es256),
-                                  ("test-only-rs256-public.pem", .rs256)] {
+        for (file, algorithm) in [
+            ("test-only-eddsa-public.pem", TokenAlgorithm.edDSA), ("test-only-es256-public.pem", .es256),
+            ("test-only-rs256-public.pem", .rs256),
+        ] {
             let text = String(decoding: try TestSupport.fixture(file), as: UTF8.self)
             let keys = try KeySet(pem: text)
             #expect(keys.count == 1 && keys.keyIDs == [nil])
@@ -96,8 +131,12 @@ import Testing
             #expect(loaded.algorithms == keys.algorithms)
             #expect(throws: KeyLoadingError.self) { try KeySet(pem: text, algorithm: .hs256) }
         }
-        #expect(throws: KeyLoadingError.self) { try KeySet(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
-        #expect(throws: KeyLoadingError.self) { try KeySet(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n") }
+        #expect(throws: KeyLoadingError.self) {
+            try KeySet(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+        }
+        #expect(throws: KeyLoadingError.self) {
+            try KeySet(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+        }
     }
 
     @Test func loadNamesTheFile() throws {
@@ -118,7 +157,10 @@ import Testing
             Issue.record("a weak key must not load")
         } catch let error as KeyLoadingError {
             #expect(error.code == "weak_key")
-            #expect(error.description.contains(path) && error.description.contains("key #0") && error.description.contains("'w'"))
+            #expect(
+                error.description.contains(path) && error.description.contains("key #0")
+                    && error.description.contains("'w'")
+            )
         }
     }
 
@@ -137,9 +179,18 @@ import Testing
         #expect(throws: KeyLoadingError.self) { try merged.merging(try TestSupport.hmacKeys()) }
 
         // With several keys a token needs a kid; with one it may omit it.
-        let noKid = TestSupport.b64u(#"{"alg":"EdDSA"}"#) + "." + TestSupport.b64u(TestSupport.claims()) + "." + Base64URL.encode([UInt8](repeating: 0, count: 64))
+        let noKid =
+            TestSupport.b64u(#"{"alg":"EdDSA"}"#) + "." + TestSupport.b64u(TestSupport.claims()) + "."
+            + Base64URL.encode([UInt8](repeating: 0, count: 64))
         #expect(verifier.verify(noKid, accept: .any, cutoffs: .empty, now: TestSupport.now).reason == "unknown_key")
         let hmacNoKid = TestSupport.hs256(header: #"{"alg":"HS256"}"#, payload: TestSupport.claims())
-        #expect(TokenVerifier(keys: try TestSupport.hmacKeys()).verify(hmacNoKid, accept: .any, cutoffs: .empty, now: TestSupport.now).token != nil)
+        #expect(
+            TokenVerifier(keys: try TestSupport.hmacKeys()).verify(
+                hmacNoKid,
+                accept: .any,
+                cutoffs: .empty,
+                now: TestSupport.now
+            ).token != nil
+        )
     }
 }

@@ -29,10 +29,12 @@ import Testing
     }
 
     @Test func everyCodeIsStableAndDistinct() {
-        #expect(RejectionReason.all.map(\.code) == [
-            "malformed", "bad_signature", "unknown_key", "alg_not_allowed", "expired", "not_yet_valid",
-            "issued_in_future", "revoked", "api_revoked", "wrong_kind", "missing_claim",
-        ])
+        #expect(
+            RejectionReason.all.map(\.code) == [
+                "malformed", "bad_signature", "unknown_key", "alg_not_allowed", "expired", "not_yet_valid",
+                "issued_in_future", "revoked", "api_revoked", "wrong_kind", "missing_claim",
+            ]
+        )
         #expect(Set(RejectionReason.all.map(\.description)).count == RejectionReason.all.count)
         for reason in RejectionReason.all {
             #expect(!reason.description.isEmpty && !reason.description.contains("kid"))
@@ -42,8 +44,16 @@ import Testing
     @Test func validApiToken() throws {
         let result = self.check(TestSupport.claims(sub: "alice", iat: self.now - 60))
         let token = try #require(result.token)
-        #expect(token == VerifiedToken(subject: "alice", kind: .api, issuedAt: self.now - 60, keyID: "test-hmac",
-                                       expiresAt: nil))
+        #expect(
+            token
+                == VerifiedToken(
+                    subject: "alice",
+                    kind: .api,
+                    issuedAt: self.now - 60,
+                    keyID: "test-hmac",
+                    expiresAt: nil
+                )
+        )
     }
 
     @Test func validSessionTokenCarriesItsExpiry() throws {
@@ -51,8 +61,15 @@ import Testing
         let token = try #require(result.token)
         #expect(token.kind == .session)
         #expect(token.expiresAt == self.now - 60 + 14 * 86_400)
-        let withExp = try #require(self.check(TestSupport.claims(iat: self.now - 60, apiOnly: false,
-                                                                 extra: #","exp":\#(self.now + 100)"#)).token)
+        let withExp = try #require(
+            self.check(
+                TestSupport.claims(
+                    iat: self.now - 60,
+                    apiOnly: false,
+                    extra: #","exp":\#(self.now + 100)"#
+                )
+            ).token
+        )
         #expect(withExp.expiresAt == self.now + 100, "the earlier of exp and iat + max-age")
     }
 
@@ -62,8 +79,11 @@ import Testing
     }
 
     @Test func badSignature() {
-        let token = TestSupport.hs256(header: TestSupport.header, payload: TestSupport.claims(),
-                                      secret: Array(repeating: 7, count: 32))
+        let token = TestSupport.hs256(
+            header: TestSupport.header,
+            payload: TestSupport.claims(),
+            secret: Array(repeating: 7, count: 32)
+        )
         #expect(self.verifier.verify(token, accept: .any, cutoffs: .empty, now: self.now).reason == "bad_signature")
     }
 
@@ -74,15 +94,20 @@ import Testing
 
     @Test func algNotAllowed() {
         // HS384 with an HS256-bound key.
-        #expect(self.check(TestSupport.claims(), header: #"{"alg":"HS384","kid":"test-hmac"}"#).reason
-            == "alg_not_allowed")
+        #expect(
+            self.check(TestSupport.claims(), header: #"{"alg":"HS384","kid":"test-hmac"}"#).reason
+                == "alg_not_allowed"
+        )
         // The policy can narrow what keys allow.
         let narrow = TokenVerifier(keys: self.keys, policy: VerificationPolicy(allowedAlgorithms: [.edDSA]))
         #expect(self.check(TestSupport.claims(), verifier: narrow).reason == "alg_not_allowed")
         // Unknown names and case variants.
         for alg in ["none", "None", "NONE", "hs256", "HS256 ", "ES256K", ""] {
-            #expect(self.check(TestSupport.claims(), header: #"{"alg":"\#(alg)","kid":"test-hmac"}"#).reason
-                == "alg_not_allowed", "alg \(alg)")
+            #expect(
+                self.check(TestSupport.claims(), header: #"{"alg":"\#(alg)","kid":"test-hmac"}"#).reason
+                    == "alg_not_allowed",
+                "alg \(alg)"
+            )
         }
     }
 
@@ -98,8 +123,10 @@ import Testing
         #expect(self.check(TestSupport.claims(extra: #","exp":\#(self.now - 59)"#)).token != nil)
         // A configured max-age.
         let short = TokenVerifier(keys: self.keys, policy: VerificationPolicy(sessionMaxAge: 3600, clockSkew: 0))
-        #expect(self.check(TestSupport.claims(iat: self.now - 3600, apiOnly: false), verifier: short).reason
-            == "expired")
+        #expect(
+            self.check(TestSupport.claims(iat: self.now - 3600, apiOnly: false), verifier: short).reason
+                == "expired"
+        )
         #expect(self.check(TestSupport.claims(iat: self.now - 3599, apiOnly: false), verifier: short).token != nil)
     }
 
@@ -127,26 +154,34 @@ import Testing
 
     @Test func revokedByGlobalCutoff() {
         let iat = self.now - 1000
-        #expect(self.check(TestSupport.claims(iat: iat), cutoffs: CutoffSnapshot(globalRevokedBefore: iat + 1)).reason
-            == "revoked")
-        #expect(self.check(TestSupport.claims(iat: iat), cutoffs: CutoffSnapshot(globalRevokedBefore: iat)).token
-            != nil)
+        #expect(
+            self.check(TestSupport.claims(iat: iat), cutoffs: CutoffSnapshot(globalRevokedBefore: iat + 1)).reason
+                == "revoked"
+        )
+        #expect(
+            self.check(TestSupport.claims(iat: iat), cutoffs: CutoffSnapshot(globalRevokedBefore: iat)).token
+                != nil
+        )
     }
 
     @Test func apiRevokedOnlyHitsApiTokens() {
         let iat = self.now - 1000
         let cutoffs = CutoffSnapshot(users: ["alice": UserCutoffs(apiRevokedBefore: iat + 1)])
         #expect(self.check(TestSupport.claims(iat: iat), cutoffs: cutoffs).reason == "api_revoked")
-        #expect(self.check(TestSupport.claims(iat: iat, apiOnly: false), cutoffs: cutoffs).token != nil,
-                "the browser stays logged in")
+        #expect(
+            self.check(TestSupport.claims(iat: iat, apiOnly: false), cutoffs: cutoffs).token != nil,
+            "the browser stays logged in"
+        )
         #expect(self.check(TestSupport.claims(iat: iat + 1), cutoffs: cutoffs).token != nil)
     }
 
     @Test func wrongKind() {
         #expect(self.check(TestSupport.claims(apiOnly: true), accept: .session).reason == "wrong_kind")
         #expect(self.check(TestSupport.claims(apiOnly: false), accept: .api).reason == "wrong_kind")
-        #expect(self.check(#"{"sub":"alice","iat":\#(self.now)}"#, accept: .api).reason == "wrong_kind",
-                "no api_only claim means a session token")
+        #expect(
+            self.check(#"{"sub":"alice","iat":\#(self.now)}"#, accept: .api).reason == "wrong_kind",
+            "no api_only claim means a session token"
+        )
         #expect(self.check(TestSupport.claims(apiOnly: true), accept: .api).token != nil)
         #expect(self.check(TestSupport.claims(apiOnly: true), accept: []).reason == "wrong_kind")
     }
@@ -168,16 +203,35 @@ import Testing
         let strict = TokenVerifier(keys: self.keys, policy: policy)
         let good = #","iss":"https:\/\/rp.example","aud":["other","tokengate"]"#
         #expect(self.check(TestSupport.claims(extra: good), verifier: strict).token != nil)
-        #expect(self.check(TestSupport.claims(extra: #","iss":"https://rp.example","aud":"tokengate""#),
-                           verifier: strict).token != nil)
-        #expect(self.check(TestSupport.claims(extra: #","aud":"tokengate""#), verifier: strict).reason
-            == "missing_claim", "iss required")
-        #expect(self.check(TestSupport.claims(extra: #","iss":"https://evil.example","aud":"tokengate""#),
-                           verifier: strict).reason == "missing_claim")
-        #expect(self.check(TestSupport.claims(extra: #","iss":"https://rp.example","aud":["other"]"#),
-                           verifier: strict).reason == "missing_claim")
-        #expect(self.check(TestSupport.claims(extra: #","iss":"https://rp.example","aud":[]"#),
-                           verifier: strict).reason == "missing_claim")
+        #expect(
+            self.check(
+                TestSupport.claims(extra: #","iss":"https://rp.example","aud":"tokengate""#),
+                verifier: strict
+            ).token != nil
+        )
+        #expect(
+            self.check(TestSupport.claims(extra: #","aud":"tokengate""#), verifier: strict).reason
+                == "missing_claim",
+            "iss required"
+        )
+        #expect(
+            self.check(
+                TestSupport.claims(extra: #","iss":"https://evil.example","aud":"tokengate""#),
+                verifier: strict
+            ).reason == "missing_claim"
+        )
+        #expect(
+            self.check(
+                TestSupport.claims(extra: #","iss":"https://rp.example","aud":["other"]"#),
+                verifier: strict
+            ).reason == "missing_claim"
+        )
+        #expect(
+            self.check(
+                TestSupport.claims(extra: #","iss":"https://rp.example","aud":[]"#),
+                verifier: strict
+            ).reason == "missing_claim"
+        )
         // Without a policy they are only type-checked.
         #expect(self.check(TestSupport.claims(extra: #","iss":"x","aud":["a","b"]"#)).token != nil)
         #expect(self.check(TestSupport.claims(extra: #","aud":[1]"#)).reason == "malformed")
@@ -197,8 +251,10 @@ import Testing
         #expect(self.check(#"{"sub":"a","iat":1.75999994e9,"api_only":true}"#).token?.issuedAt == 1_759_999_940)
         #expect(self.check(#"{"sub":"a","iat":1759999940.000,"api_only":true}"#).token?.issuedAt == 1_759_999_940)
         #expect(self.check(#"{"sub":"a","iat":17599999400E-1,"api_only":true}"#).token?.issuedAt == 1_759_999_940)
-        for bad in ["1759999940.5", "-1", "1e300", "\"1759999940\"", "null", "true", "[1759999940]",
-                    "99999999999999999999999", "253402300800"] {
+        for bad in [
+            "1759999940.5", "-1", "1e300", "\"1759999940\"", "null", "true", "[1759999940]",
+            "99999999999999999999999", "253402300800",
+        ] {
             #expect(self.check(#"{"sub":"a","iat":\#(bad),"api_only":true}"#).reason == "malformed", "iat \(bad)")
         }
         for bad in ["01759999940", "+1759999940", "1759999940.", ".5", "1e", "0x10"] {
@@ -209,12 +265,16 @@ import Testing
     }
 
     @Test func subjectText() throws {
-        let escaped = try #require(self.check(#"{"sub":"a\u00e9\ud83d\ude00\"b","iat":\#(self.now),"api_only":true}"#)
-            .token)
+        let escaped = try #require(
+            self.check(#"{"sub":"a\u00e9\ud83d\ude00\"b","iat":\#(self.now),"api_only":true}"#)
+                .token
+        )
         #expect(escaped.subject == "aé😀\"b")
         #expect(self.check(#"{"sub":"a\u0000b","iat":\#(self.now),"api_only":true}"#).reason == "malformed")
-        #expect(self.check(#"{"sub":"a\ud800","iat":\#(self.now),"api_only":true}"#).reason == "malformed",
-                "lone surrogate")
+        #expect(
+            self.check(#"{"sub":"a\ud800","iat":\#(self.now),"api_only":true}"#).reason == "malformed",
+            "lone surrogate"
+        )
         #expect(self.check(#"{"sub":5,"iat":\#(self.now),"api_only":true}"#).reason == "malformed")
         let long = String(repeating: "u", count: 300)
         #expect(self.check(TestSupport.claims(sub: long)).token?.subject == long)

@@ -27,7 +27,10 @@ import Testing
         return bytes.withUnsafeMutableBufferPointer { buffer -> String? in
             var scanner = JSONScanner(base: buffer.baseAddress!, count: buffer.count)
             guard let span = scanner.parseString(), scanner.atEnd() else { return nil }
-            return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress! + span.start, count: span.count), as: UTF8.self)
+            return String(
+                decoding: UnsafeBufferPointer(start: buffer.baseAddress! + span.start, count: span.count),
+                as: UTF8.self
+            )
         }
     }
 
@@ -56,8 +59,10 @@ import Testing
         for good in ["{}", "[]", #"{"a":[1,2.5e-3,-0,true,false,null,{"b":"c"}]}"#, " [ 1 , 2 ] ", "0", "-1.0E+2"] {
             #expect(self.skip(good), "\(good)")
         }
-        for bad in ["{", "[1,]", #"{"a":1,}"#, #"{"a" 1}"#, "[1 2]", "tru", "nul", "01", "1.", ".1", "-", "1e", "+1",
-                    #"{a:1}"#, "[\"\u{1}\"]", String(repeating: "[", count: 17) + String(repeating: "]", count: 17)] {
+        for bad in [
+            "{", "[1,]", #"{"a":1,}"#, #"{"a" 1}"#, "[1 2]", "tru", "nul", "01", "1.", ".1", "-", "1e", "+1",
+            #"{a:1}"#, "[\"\u{1}\"]", String(repeating: "[", count: 17) + String(repeating: "]", count: 17),
+        ] {
             #expect(!self.skip(bad), "\(bad)")
         }
         #expect(self.skip(String(repeating: "[", count: 16) + String(repeating: "]", count: 16)))

@@ -28,16 +28,29 @@ import Testing
         #expect(signer.keyID == jwk["kid"] as? String)
         let verifier = TokenVerifier(keys: try KeySet(jwks: Array(keys.publicJWKS.utf8)))
         let now = TestSupport.now
-        let api = try signer.mint(TokenClaims(subject: "alice", issuedAt: now, apiOnly: true, expiresAt: now + 100,
-                                              issuer: "rp", audience: "tg"))
+        let api = try signer.mint(
+            TokenClaims(
+                subject: "alice",
+                issuedAt: now,
+                apiOnly: true,
+                expiresAt: now + 100,
+                issuer: "rp",
+                audience: "tg"
+            )
+        )
         let verified = try #require(verifier.verify(api, accept: .api, cutoffs: .empty, now: now).token)
-        #expect(verified == VerifiedToken(subject: "alice", kind: .api, issuedAt: now, keyID: signer.keyID, expiresAt: now + 100))
+        #expect(
+            verified
+                == VerifiedToken(subject: "alice", kind: .api, issuedAt: now, keyID: signer.keyID, expiresAt: now + 100)
+        )
         let session = try signer.mint(TokenClaims(subject: "alice", issuedAt: now, apiOnly: false))
         #expect(verifier.verify(session, accept: .session, cutoffs: .empty, now: now).token?.kind == .session)
         // Another key of the same algorithm does not verify it.
         let other = try KeyGenerator.generate(algorithm: algorithm, keyID: signer.keyID)
-        #expect(TokenVerifier(keys: try KeySet(jwks: Array(other.publicJWKS.utf8)))
-            .verify(api, accept: .any, cutoffs: .empty, now: now).reason == "bad_signature")
+        #expect(
+            TokenVerifier(keys: try KeySet(jwks: Array(other.publicJWKS.utf8)))
+                .verify(api, accept: .any, cutoffs: .empty, now: now).reason == "bad_signature"
+        )
     }
 
     @Test func signerRules() throws {
@@ -49,9 +62,15 @@ import Testing
             try TokenSigner(privateJWKS: Array(a.privateJWKS.utf8), keyID: "zzz")
         }
         let signer = try TokenSigner(privateJWKS: Array(a.privateJWKS.utf8), keyID: "a")
-        #expect(throws: TokenSigningError.self) { try signer.mint(TokenClaims(subject: "", issuedAt: 1, apiOnly: true)) }
-        #expect(throws: TokenSigningError.self) { try signer.mint(TokenClaims(subject: "a\nb", issuedAt: 1, apiOnly: true)) }
-        #expect(throws: TokenSigningError.self) { try signer.mint(TokenClaims(subject: "a", issuedAt: -1, apiOnly: true)) }
+        #expect(throws: TokenSigningError.self) {
+            try signer.mint(TokenClaims(subject: "", issuedAt: 1, apiOnly: true))
+        }
+        #expect(throws: TokenSigningError.self) {
+            try signer.mint(TokenClaims(subject: "a\nb", issuedAt: 1, apiOnly: true))
+        }
+        #expect(throws: TokenSigningError.self) {
+            try signer.mint(TokenClaims(subject: "a", issuedAt: -1, apiOnly: true))
+        }
         // A tampered private key (d not matching x/y) is refused.
         let tampered = a.privateJWKS.replacingOccurrences(of: #""d" : ""#, with: #""d" : "A"#)
         #expect(tampered != a.privateJWKS)
@@ -62,8 +81,10 @@ import Testing
         let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "h")
         let names = ClaimNames(user: "uid", issuedAt: "t", apiOnly: "app")
         let signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8), claimNames: names)
-        let verifier = TokenVerifier(keys: try KeySet(jwks: Array(keys.publicJWKS.utf8)),
-                                     policy: VerificationPolicy(claimNames: names))
+        let verifier = TokenVerifier(
+            keys: try KeySet(jwks: Array(keys.publicJWKS.utf8)),
+            policy: VerificationPolicy(claimNames: names)
+        )
         // A control character is refused in a user id, so minting refuses it first.
         #expect(throws: TokenSigningError.self) {
             try signer.mint(TokenClaims(subject: "tab\there", issuedAt: TestSupport.now, apiOnly: true))

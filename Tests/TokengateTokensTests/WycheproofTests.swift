@@ -43,7 +43,9 @@ import Testing
                 let tag = TestSupport.hex(test["tag"] as! String)
                 let valid = test["result"] as! String == "valid"
                 let check = try #require(SignatureCheck(hmacBits: 256, secret: key))
-                let accepted = message.withUnsafeBytes { m in tag.withUnsafeBytes { t in check.verify(data: m, signature: t) } }
+                let accepted = message.withUnsafeBytes { m in
+                    tag.withUnsafeBytes { t in check.verify(data: m, signature: t) }
+                }
                 if valid && tag.count != 32 {
                     #expect(!accepted, "tcId \(id): truncated tags are never accepted (deviation, see above)")
                 } else {
@@ -135,12 +137,16 @@ import Testing
                     // JSON serialization: not a compact token; tokengate only reads compact tokens.
                     #expect(!valid, "tcId \(id)")
                     if let keySet {
-                        let text = String(decoding: try JSONSerialization.data(withJSONObject: test["jws"]!), as: UTF8.self)
+                        let text = String(
+                            decoding: try JSONSerialization.data(withJSONObject: test["jws"]!),
+                            as: UTF8.self
+                        )
                         #expect(TokenVerifier(keys: keySet).checkSignature(text) != nil, "tcId \(id)")
                     }
                     continue
                 }
-                let unsupported = keyAlgorithms.contains(where: Self.unsupportedAlgorithms.contains)
+                let unsupported =
+                    keyAlgorithms.contains(where: Self.unsupportedAlgorithms.contains)
                     || Self.headerAlgorithm(jws).map(Self.unsupportedAlgorithms.contains) == true
                 let outcome = keySet.map { TokenVerifier(keys: $0).checkSignature(jws) }
                 let accepted = outcome.map { $0 == nil } ?? false
@@ -153,7 +159,10 @@ import Testing
                 } else if valid && unsupported {
                     #expect(!accepted, "tcId \(id): unsupported algorithm must not verify")
                 } else {
-                    #expect(accepted == valid, "tcId \(id): \(test["comment"] ?? "") outcome \(String(describing: outcome))")
+                    #expect(
+                        accepted == valid,
+                        "tcId \(id): \(test["comment"] ?? "") outcome \(String(describing: outcome))"
+                    )
                     if valid && accepted { validAccepted += 1 }
                 }
             }
