@@ -27,6 +27,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
+        .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -48,7 +49,10 @@ let package = Package(
         // MARK: Token verification: pure, no I/O, no NIO. The hot path.
         .target(
             name: "TokengateTokens",
-            dependencies: ["CTokengateShims", "CTokengateOpenSSL"],
+            dependencies: [
+                "CTokengateShims", "CTokengateOpenSSL",
+                .product(name: "Atomics", package: "swift-atomics"),
+            ],
             swiftSettings: swiftSettings
         ),
 

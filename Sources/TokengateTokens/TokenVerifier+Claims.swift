@@ -1,0 +1,174 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+// MARK: The JWT layer: claims, times, cutoffs and kind (steps 7–10 of the overview).
+
+extension TokenVerifier {
+    /// The claims read from a payload, as values and spans of the decoded payload.
+    struct Claims {
+        var subject: ByteSpan?
+        var issuedAt: Int64?
+        var apiOnly = false
+        var expiresAt: Int64?
+        var notBefore: Int64?
+        /// Nil when `iss` is absent; otherwise whether it equals the policy's issuer (true without one).
+        var issuerMatches: Bool?
+        /// Nil when `aud` is absent; otherwise whether it is or contains the policy's audience.
+        var audienceMatches: Bool?
+    }
+
+    func checkClaims(
+        scanner: inout JSONScanner,
+        payload: ByteSpan,
+        keyIndex: Int,
+        accept: AcceptedKinds,
+        cutoffs: CutoffSnapshot,
+        now: Int64
+    ) -> VerificationResult {
+        let parsed: Claims
+        switch self.parseClaims(&scanner) {
+        case .some(let claims): parsed = claims
+        case .none: return .invalid(.malformed)
+        }
+        guard let subjectSpan = parsed.subject, subjectSpan.count > 0, let issuedAt = parsed.issuedAt else {
+            return .invalid(.missingClaim)
+        }
+        // The user id is forwarded in a header and used as a key: no control characters.
+        for i in 0..<subjectSpan.count {
+            let byte = scanner.base[subjectSpan.start + i]
+            if byte < 0x20 || byte == 0x7F { return .invalid(.malformed) }
+        }
+        if self.prepared.issuer != nil && parsed.issuerMatches != true { return .invalid(.missingClaim) }
+        if self.prepared.audience != nil && parsed.audienceMatches != true { return .invalid(.missingClaim) }
+
+        let kind: TokenKind = parsed.apiOnly ? .api : .session
+        let skew = self.prepared.clockSkew
+        // now is arbitrary; everything else is bounded (NumericDates ≤ year 9999, skew and max-age ≤ 100 years).
+        let latestAcceptable = now.addingReportingOverflow(skew)
+        let nowPlusSkew = latestAcceptable.overflow ? Int64.max : latestAcceptable.partialValue
+        if issuedAt > nowPlusSkew { return .invalid(.issuedInFuture) }
+        if let notBefore = parsed.notBefore, notBefore > nowPlusSkew { return .invalid(.notYetValid) }
+        var expiry = parsed.expiresAt
+        if kind == .session {
+            let sessionEnd = issuedAt + self.prepared.sessionMaxAge
+            expiry = min(expiry ?? sessionEnd, sessionEnd)
+        }
+        if let expiry {
+            let earliest = now.subtractingReportingOverflow(skew)
+            let nowMinusSkew = earliest.overflow ? Int64.min : earliest.partialValue
+            if nowMinusSkew >= expiry { return .invalid(.expired) }
+        }
+
+        if let global = cutoffs.globalRevokedBefore, issuedAt < global { return .invalid(.revoked) }
+        let subject = String(
+            decoding: UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count),
+            as: UTF8.self
+        )
+        if !cutoffs.users.isEmpty, let user = cutoffs.users[subject] {
+            if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return .invalid(.revoked) }
+            if kind == .api, let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore {
+                return .invalid(.apiRevoked)
+            }
+        }
+        guard accept.accepts(kind) else { return .invalid(.wrongKind) }
+        return .valid(
+            VerifiedToken(
+                subject: subject,
+                kind: kind,
+                issuedAt: issuedAt,
+                keyID: self.prepared.keys.keys[keyIndex].keyID,
+                expiresAt: expiry
+            )
+        )
+    }
+
+    /// Reads the payload object. Nil for anything malformed (see the overview, step 7).
+    func parseClaims(_ scanner: inout JSONScanner) -> Claims? {
+        guard scanner.consume(UInt8(ascii: "{")) else { return nil }
+        return withUnsafeTemporaryAllocation(of: ByteSpan.self, capacity: JOSEHeader.maxMembers) { names -> Claims? in
+            var claims = Claims()
+            var count = 0
+            var first = true
+            while true {
+                switch scanner.nextMember(first: &first) {
+                case .error:
+                    return nil
+                case .end:
+                    return scanner.atEnd() ? claims : nil
+                case .member(let name):
+                    guard count < JOSEHeader.maxMembers else { return nil }
+                    for i in 0..<count where scanner.equals(names[i], name) { return nil }
+                    names[count] = name
+                    count += 1
+                    guard self.readClaim(name, into: &claims, scanner: &scanner) else { return nil }
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    private func readClaim(_ name: ByteSpan, into claims: inout Claims, scanner: inout JSONScanner) -> Bool {
+        @inline(__always) func matches(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBufferPointer { scanner.equals(name, $0) }
+        }
+        @inline(__always) func matches(_ literal: StaticString) -> Bool {
+            literal.withUTF8Buffer { scanner.equals(name, $0) }
+        }
+        @inline(__always) func numericDate() -> Int64? {
+            guard case .value(let value) = scanner.parseNumericDate() else { return nil }
+            return value
+        }
+        if matches(self.prepared.userClaim) {
+            guard let value = scanner.parseString() else { return false }
+            claims.subject = value
+        } else if matches(self.prepared.issuedAtClaim) {
+            guard let value = numericDate() else { return false }
+            claims.issuedAt = value
+        } else if matches(self.prepared.apiOnlyClaim) {
+            guard let value = scanner.parseBool() else { return false }
+            claims.apiOnly = value
+        } else if matches("exp") {
+            guard let value = numericDate() else { return false }
+            claims.expiresAt = value
+        } else if matches("nbf") {
+            guard let value = numericDate() else { return false }
+            claims.notBefore = value
+        } else if matches("iss") {
+            guard let value = scanner.parseString() else { return false }
+            claims.issuerMatches =
+                self.prepared.issuer.map { issuer in
+                    issuer.withUnsafeBufferPointer { scanner.equals(value, $0) }
+                } ?? true
+        } else if matches("aud") {
+            guard let matched = self.readAudience(&scanner) else { return false }
+            claims.audienceMatches = matched
+        } else {
+            return scanner.skipValue(depth: 1)
+        }
+        return true
+    }
+
+    /// `aud`: a string or an array of strings (RFC 7519 §4.1.3). Returns whether it names the policy's
+    /// audience (true when the policy has none), or nil when malformed.
+    private func readAudience(_ scanner: inout JSONScanner) -> Bool? {
+        @inline(__always) func isOurs(_ span: ByteSpan) -> Bool {
+            guard let audience = self.prepared.audience else { return true }
+            return audience.withUnsafeBufferPointer { scanner.equals(span, $0) }
+        }
+        if scanner.peek() == UInt8(ascii: "\"") {
+            guard let value = scanner.parseString() else { return nil }
+            return isOurs(value)
+        }
+        guard scanner.consume(UInt8(ascii: "[")) else { return nil }
+        var matched = false
+        if scanner.consume(UInt8(ascii: "]")) { return self.prepared.audience == nil }
+        while true {
+            guard let value = scanner.parseString() else { return nil }
+            if self.prepared.audience != nil && isOurs(value) { matched = true }
+            if scanner.consume(UInt8(ascii: "]")) { break }
+            guard scanner.consume(UInt8(ascii: ",")) else { return nil }
+        }
+        return self.prepared.audience == nil ? true : matched
+    }
+}

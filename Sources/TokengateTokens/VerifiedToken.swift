@@ -1,0 +1,25 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// The identity a valid token carries, as the gateway forwards it.
+public struct VerifiedToken: Sendable, Hashable {
+    /// The user claim (`sub` by default).
+    public var subject: String
+    public var kind: TokenKind
+    /// `iat`, UNIX seconds.
+    public var issuedAt: Int64
+    /// The `kid` of the key that verified the token (the key's own id, not the token's header text).
+    public var keyID: String?
+    /// When the token stops being valid (before clock skew): `exp`, or for a session token the earlier
+    /// of `exp` and `iat` + session max-age. Nil for an api token without `exp`.
+    public var expiresAt: Int64?
+
+    public init(subject: String, kind: TokenKind, issuedAt: Int64, keyID: String?, expiresAt: Int64?) {
+        self.subject = subject
+        self.kind = kind
+        self.issuedAt = issuedAt
+        self.keyID = keyID
+        self.expiresAt = expiresAt
+    }
+}

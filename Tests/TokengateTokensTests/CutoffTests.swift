@@ -1,0 +1,138 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+import Foundation
+import Testing
+
+@testable import TokengateTokens
+
+@Suite struct CutoffTests {
+    func parse(_ json: String) throws -> CutoffSnapshot { try CutoffSnapshot(json: Array(json.utf8)) }
+
+    func error(_ json: String) -> CutoffFileError? {
+        do {
+            _ = try self.parse(json)
+            return nil
+        } catch {
+            return error as? CutoffFileError
+        }
+    }
+
+    @Test func goodFiles() throws {
+        let full = try self.parse(
+            #"""
+            {"global_revoked_before": 1700000000,
+             "users": {"alice": {"revoked_before": 1750000000, "api_revoked_before": 1760000000},
+                       "bob": {"api_revoked_before": 1.76e9},
+                       "carol": {"revoked_before": null},
+                       "jürgen": {}}}
+            """#
+        )
+        #expect(full.globalRevokedBefore == 1_700_000_000)
+        #expect(full.users["alice"] == UserCutoffs(revokedBefore: 1_750_000_000, apiRevokedBefore: 1_760_000_000))
+        #expect(full.users["bob"] == UserCutoffs(apiRevokedBefore: 1_760_000_000))
+        #expect(full.users["carol"] == UserCutoffs())
+        #expect(full.users["jürgen"] == UserCutoffs())
+        let empty = try self.parse("{}")
+        #expect(empty.globalRevokedBefore == nil && empty.users.isEmpty)
+        #expect(try self.parse(#"{"global_revoked_before":null,"users":null}"#).users.isEmpty)
+        #expect(try self.parse(#"{"global_revoked_before":0}"#).globalRevokedBefore == 0)
+    }
+
+    @Test func badShapes() {
+        let cases: [(String, String)] = [
+            ("", "invalid_json"),
+            ("{", "invalid_json"),
+            ("[]", "invalid_json"),
+            ("42", "invalid_json"),
+            (#"{"global_revoked_before":"1700000000"}"#, "invalid_value"),
+            (#"{"global_revoked_before":1700000000.5}"#, "invalid_value"),
+            (#"{"global_revoked_before":-5}"#, "invalid_value"),
+            (#"{"global_revoked_before":1e20}"#, "invalid_value"),
+            (#"{"global_revoked_before":true}"#, "invalid_value"),
+            (#"{"global_revoked_before":[1]}"#, "invalid_value"),
+            (#"{"global_revoke_before":1}"#, "invalid_value"),
+            (#"{"users":[]}"#, "invalid_value"),
+            (#"{"users":{"alice":1}}"#, "invalid_value"),
+            (#"{"users":{"alice":{"revoke_before":1}}}"#, "invalid_value"),
+            (#"{"users":{"alice":{"revoked_before":"yesterday"}}}"#, "invalid_value"),
+            (#"{"users":{"alice":{"api_revoked_before":false}}}"#, "invalid_value"),
+        ]
+        for (json, code) in cases {
+            let error = self.error(json)
+            #expect(error?.code == code, "\(json): \(String(describing: error))")
+        }
+        #expect(
+            self.error(#"{"users":{"alice":{"revoked_before":"x"}}}"#)?.description.contains(
+                "users['alice'].revoked_before"
+            ) == true
+        )
+    }
+
+    @Test func loadFromFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let good = directory.appendingPathComponent("cutoffs.json").path
+        try #"{"users":{"alice":{"revoked_before":5}}}"#.write(toFile: good, atomically: true, encoding: .utf8)
+        #expect(try CutoffSnapshot.load(jsonFile: good).users["alice"]?.revokedBefore == 5)
+        let bad = directory.appendingPathComponent("bad.json").path
+        try #"{"users":{"alice":{"revoked_before":true}}}"#.write(toFile: bad, atomically: true, encoding: .utf8)
+        do {
+            _ = try CutoffSnapshot.load(jsonFile: bad)
+            Issue.record("must not load")
+        } catch let error as CutoffFileError {
+            #expect(error.description.contains(bad))
+        }
+        #expect(throws: CutoffFileError.self) {
+            try CutoffSnapshot.load(jsonFile: directory.appendingPathComponent("none").path)
+        }
+    }
+
+    @Test func holderSwapsAtomically() async throws {
+        let first = CutoffSnapshot(globalRevokedBefore: 1, generation: 1)
+        let holder = CutoffSnapshotHolder(first)
+        #expect(holder.load() === first)
+        let second = CutoffSnapshot(users: ["alice": UserCutoffs(revokedBefore: 10)], generation: 2)
+        holder.store(second)
+        #expect(holder.load() === second)
+
+        // Readers on many tasks always see a whole snapshot: generation and contents agree.
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for generation in UInt64(3)...2000 {
+                    holder.store(CutoffSnapshot(globalRevokedBefore: Int64(generation), generation: generation))
+                }
+                return true
+            }
+            for _ in 0..<4 {
+                group.addTask {
+                    var consistent = true
+                    for _ in 0..<5000 {
+                        let snapshot = holder.load()
+                        if snapshot.generation >= 3 && snapshot.globalRevokedBefore != Int64(snapshot.generation) {
+                            consistent = false
+                        }
+                    }
+                    return consistent
+                }
+            }
+            for await consistent in group {
+                #expect(consistent)
+            }
+        }
+        #expect(holder.load().generation == 2000)
+    }
+
+    @Test func verifierUsesTheSnapshotItIsGiven() throws {
+        let verifier = TokenVerifier(keys: try TestSupport.hmacKeys())
+        let token = TestSupport.hs256(
+            header: TestSupport.header,
+            payload: TestSupport.claims(iat: TestSupport.now - 10)
+        )
+        let holder = CutoffSnapshotHolder(.empty)
+        #expect(verifier.verify(token, accept: .any, cutoffs: holder.load(), now: TestSupport.now).token != nil)
+        holder.store(try self.parse(#"{"users":{"alice":{"revoked_before":\#(TestSupport.now)}}}"#))
+        #expect(verifier.verify(token, accept: .any, cutoffs: holder.load(), now: TestSupport.now).reason == "revoked")
+    }
+}
