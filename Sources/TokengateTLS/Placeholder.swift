@@ -1,1 +1,0 @@
-// TokengateTLS module placeholder; replaced as the module grows.

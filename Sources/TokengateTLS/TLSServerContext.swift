@@ -1,0 +1,142 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+internal import CTokengateOpenSSL
+internal import CTokengateShims
+public import Logging
+
+/// Server-side TLS configuration: one `SSL_CTX` per certificate, SNI selection between them, and ALPN.
+///
+/// ### Certificates and SNI
+/// Each ``TLSCertificateSource`` gets its own `SSL_CTX` with the same policy (``TLSPolicy``). Connections start
+/// on the first one, which is the default for clients that send no SNI or an unknown name. A server-name
+/// callback on every context matches the client's SNI against the certificates' DNS subjectAltNames
+/// (``TLSServerNameMatcher``) and moves the connection with `SSL_set_SSL_CTX`. Session tickets are encrypted
+/// with the first context's keys (OpenSSL keeps the original context as the session context).
+///
+/// ### ALPN
+/// The server picks by *its own* preference among what the client offered. When nothing overlaps:
+/// - if the list contains `http/1.1`, the handshake continues without ALPN and the connection is treated as
+///   HTTP/1.1 (old clients and tools that send odd lists keep working);
+/// - otherwise (e.g. `["h2"]` only) the handshake fails with `no_application_protocol` (RFC 7301 §3.2).
+/// An empty list disables ALPN.
+///
+/// ### Sendable
+/// `@unchecked Sendable` because it stores `OpaquePointer`s. This is safe: every `SSL_CTX` is fully configured
+/// in `init` and never mutated afterwards, and OpenSSL documents `SSL_new` (and the internally locked session
+/// cache and reference counts) as safe to use from many threads on a context that is no longer being
+/// configured. The callback argument structures are immutable after `init` as well.
+public final class TLSServerContext: @unchecked Sendable {
+    /// One configured `SSL_CTX` per certificate; index 0 is the default.
+    let contexts: [OpaquePointer]
+    private let matcher: TLSServerNameMatcher
+    private let alpnConfiguration: OpaquePointer?
+    private let names: [[String]]
+
+    /// The ALPN preference list this context was built with.
+    public let alpnProtocols: [String]
+    /// Non-fatal findings from loading (for example an expired certificate); they were also logged.
+    public let warnings: [TLSError]
+
+    /// The DNS subjectAltNames of each certificate, in configuration order.
+    public var serverNames: [[String]] {
+        self.names
+    }
+
+    /// Loads `certificates` (the first is the default) and prepares ALPN.
+    ///
+    /// - Throws: ``TLSError`` naming the file and what is wrong with it: ``TLSError/Code/fileUnreadable``,
+    ///   ``TLSError/Code/notPEM``, ``TLSError/Code/invalidCertificate``, ``TLSError/Code/invalidPrivateKey``,
+    ///   ``TLSError/Code/keyMismatch``, or ``TLSError/Code/invalidConfiguration``. An expired certificate only
+    ///   warns (through `logger` and ``warnings``), so a renewal failure does not take the listener down.
+    public init(
+        certificates: [TLSCertificateSource],
+        alpnProtocols: [String],
+        logger: Logger = Logger(label: "tokengate.tls")
+    ) throws {
+        guard !certificates.isEmpty else {
+            throw TLSError(code: .invalidConfiguration, message: "a TLS listener needs at least one certificate")
+        }
+        let wire = try TLSPolicy.alpnWireFormat(alpnProtocols)
+
+        var contexts: [OpaquePointer] = []
+        var names: [[String]] = []
+        var warnings: [TLSError] = []
+        var alpnConfiguration: OpaquePointer? = nil
+        do {
+            if !wire.isEmpty {
+                let continues: Int32 = alpnProtocols.contains("http/1.1") ? 1 : 0
+                alpnConfiguration = wire.withUnsafeBufferPointer {
+                    CTokengateShims_alpn_server_config_new($0.baseAddress, $0.count, continues)
+                }
+                guard alpnConfiguration != nil else {
+                    throw TLSError(code: .internalError, message: "out of memory for the ALPN list")
+                }
+            }
+            for source in certificates {
+                let context = try TLSPolicy.makeContext(server: true)
+                contexts.append(context)
+                let loaded = try Self.load(source, into: context)
+                names.append(loaded.dnsNames)
+                warnings.append(contentsOf: loaded.warnings)
+                if let alpnConfiguration {
+                    CTokengateShims_SSL_CTX_set_alpn_server(context, alpnConfiguration)
+                }
+            }
+        } catch {
+            contexts.forEach { SSL_CTX_free($0) }
+            CTokengateShims_alpn_server_config_free(alpnConfiguration)
+            throw error
+        }
+
+        self.contexts = contexts
+        self.matcher = TLSServerNameMatcher(serverNames: names)
+        self.alpnConfiguration = alpnConfiguration
+        self.names = names
+        self.alpnProtocols = alpnProtocols
+        self.warnings = warnings
+
+        for warning in warnings {
+            logger.warning("TLS certificate warning", metadata: ["tls.error": "\(warning)"])
+        }
+        // The callback argument is `self` unretained: `self` owns the contexts, and every connection's
+        // TLSHandler holds `self` strongly, so the pointer outlives every SSL that can call back.
+        if contexts.count > 1 {
+            let argument = Unmanaged.passUnretained(self).toOpaque()
+            for context in contexts {
+                CTokengateShims_SSL_CTX_set_tlsext_servername_callback(context, tokengateServerNameCallback, argument)
+            }
+        }
+    }
+
+    deinit {
+        self.contexts.forEach { SSL_CTX_free($0) }
+        CTokengateShims_alpn_server_config_free(self.alpnConfiguration)
+    }
+
+    /// The context that should serve `serverName`, or `nil` to stay on the default.
+    fileprivate func context(forServerName serverName: String) -> OpaquePointer? {
+        guard let index = self.matcher.certificateIndex(for: serverName), index != 0 else {
+            return nil
+        }
+        return self.contexts[index]
+    }
+}
+
+/// OpenSSL's server-name callback (runs inside `SSL_do_handshake`, on the connection's event loop).
+/// It only switches the certificate; it never fails the handshake, so unknown names get the default.
+private func tokengateServerNameCallback(
+    _ ssl: OpaquePointer?,
+    _ alert: UnsafeMutablePointer<Int32>?,
+    _ argument: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let ssl, let argument, let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else {
+        return SSL_TLSEXT_ERR_OK
+    }
+    let serverContext = Unmanaged<TLSServerContext>.fromOpaque(argument).takeUnretainedValue()
+    if let context = serverContext.context(forServerName: String(cString: name)) {
+        _ = SSL_set_SSL_CTX(ssl, context)
+    }
+    return SSL_TLSEXT_ERR_OK
+}
