@@ -319,6 +319,11 @@ struct ConfigMapping {
         return entry.value
     }
 
+    /// Which of `keys` are present with a non-null value, in file order (so "the second one" is the later one).
+    func present(among keys: [String]) -> [String] {
+        self.entries.filter { keys.contains($0.key) && !$0.value.isNull }.map(\.key)
+    }
+
     /// Whether `key` is present with a non-null value.
     func has(_ key: String) -> Bool {
         self[key] != nil

@@ -11,7 +11,7 @@ extension ConfigurationDecoder {
 
     func cutoffs(_ node: ConfigNode) throws(ConfigurationError) -> CutoffStoreConfiguration {
         let map = try node.mapping(allowed: ["file", "sqlite", "postgres"] + Self.postgresOnlyKeys)
-        let stores = ["file", "sqlite", "postgres"].filter { map.has($0) }
+        let stores = map.present(among: ["file", "sqlite", "postgres"])
         guard stores.count == 1, let store = stores.first, let storeNode = map[store] else {
             if stores.isEmpty {
                 throw node.error(.missingKey, "cutoffs needs exactly one store: file, sqlite or postgres")

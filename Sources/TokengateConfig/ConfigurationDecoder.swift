@@ -302,7 +302,7 @@ struct ConfigurationDecoder {
         item: ConfigNode,
         tokens: TokenSettings
     ) throws(ConfigurationError) -> (KeyMaterialSource, JWTAlgorithmName?, String?) {
-        let sourceKeys = ["jwks", "pem", "hmac_file", "hmac_env"].filter { map.has($0) }
+        let sourceKeys = map.present(among: ["jwks", "pem", "hmac_file", "hmac_env"])
         guard sourceKeys.count == 1, let sourceKey = sourceKeys.first, let sourceNode = map[sourceKey] else {
             if sourceKeys.isEmpty {
                 throw item.error(.missingKey, "a key needs one of jwks, pem, hmac_file or hmac_env")
