@@ -193,6 +193,16 @@ struct YAMLPreflight {
             }
             return Failure(code: .syntax, line: line, column: offset - lineStart + 1, message: problem)
         }
+        if problem.hasPrefix("Maximum nesting level") {
+            // libyaml's own limit (1000), hit by its scanner before our event-level limit when a flow collection
+            // is opened many times on one line: the same refusal, in our words.
+            return Failure(
+                code: .tooComplex,
+                line: Int(parser.problem_mark.line) + 1,
+                column: Int(parser.problem_mark.column) + 1,
+                message: "the document is nested more than \(self.maximumDepth) levels deep"
+            )
+        }
         var message = problem
         if let context = parser.context.map({ String(cString: $0) }) {
             message += " (\(context) started at line \(parser.context_mark.line + 1), column "
