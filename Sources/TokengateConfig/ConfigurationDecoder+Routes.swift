@@ -113,7 +113,8 @@ extension ConfigurationDecoder {
             guard environment.hasKeys else {
                 throw acceptNode.error(.missingKey, "this route accepts tokens but no keys are configured")
             }
-            sources = try map["sources"].map { node throws(ConfigurationError) in try self.sources(node) }
+            sources =
+                try map["sources"].map { node throws(ConfigurationError) in try self.sources(node) }
                 ?? [.authorization]
             forwardToken = try map["forward_token"]?.choice(ForwardTokenMode.self) ?? .strip
             if let algorithmsNode = map["algorithms"] {

@@ -16,11 +16,13 @@ extension ConfigurationDecoder {
         limits.maxHeaderBytes = try map["max_header_bytes"]?.size(in: kib...mib) ?? limits.maxHeaderBytes
         limits.maxURIBytes = try map["max_uri_bytes"]?.size(in: 256...mib) ?? limits.maxURIBytes
         limits.maxBodyBytes = try map["max_body_bytes"]?.size(in: 0...(64 * 1024 * mib)) ?? limits.maxBodyBytes
-        limits.maxTokenBodyBytes = try map["max_token_body_bytes"]?.size(in: kib...(16 * mib))
+        limits.maxTokenBodyBytes =
+            try map["max_token_body_bytes"]?.size(in: kib...(16 * mib))
             ?? limits.maxTokenBodyBytes
         limits.maxConnections = try map["max_connections"]?.int(in: 1...1_000_000) ?? limits.maxConnections
         limits.idleTimeout = try map["idle_timeout"]?.duration(in: .seconds(1)...(.seconds(3600))) ?? limits.idleTimeout
-        limits.requestHeaderTimeout = try map["request_header_timeout"]?.duration(in: .seconds(1)...(.seconds(300)))
+        limits.requestHeaderTimeout =
+            try map["request_header_timeout"]?.duration(in: .seconds(1)...(.seconds(300)))
             ?? limits.requestHeaderTimeout
         limits.drainTimeout = try map["drain_timeout"]?.duration(in: .zero...(.seconds(3600))) ?? limits.drainTimeout
         if limits.maxURIBytes > limits.maxHeaderBytes {

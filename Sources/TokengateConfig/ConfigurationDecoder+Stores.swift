@@ -44,9 +44,11 @@ extension ConfigurationDecoder {
         store.passwordFile = try map["password_file"]?.path(mustExist: true)
         store.table = try self.sqlIdentifier(map["table"], qualified: true) ?? store.table
         store.notifyChannel = try self.sqlIdentifier(map["channel"], qualified: false) ?? store.notifyChannel
-        store.resyncInterval = try map["resync_interval"]?.duration(in: .seconds(1)...(.seconds(86_400)))
+        store.resyncInterval =
+            try map["resync_interval"]?.duration(in: .seconds(1)...(.seconds(86_400)))
             ?? store.resyncInterval
-        store.staleAfter = try map["stale_after"]?.duration(in: .seconds(1)...(.seconds(7 * 86_400)))
+        store.staleAfter =
+            try map["stale_after"]?.duration(in: .seconds(1)...(.seconds(7 * 86_400)))
             ?? store.staleAfter
         store.cacheFile = try map["cache_file"]?.creatablePath()
         if let rpNode = map["rp_table"] {
@@ -56,7 +58,10 @@ extension ConfigurationDecoder {
             store.rpTable = RPTableConfiguration(
                 table: try self.sqlIdentifier(try rp.required("table"), qualified: true)!,
                 userColumn: try self.sqlIdentifier(try rp.required("user_column"), qualified: false)!,
-                passwordChangedColumn: try self.sqlIdentifier(try rp.required("password_changed_column"), qualified: false)!,
+                passwordChangedColumn: try self.sqlIdentifier(
+                    try rp.required("password_changed_column"),
+                    qualified: false
+                )!,
                 apiDisabledColumn: try self.sqlIdentifier(rp["api_disabled_column"], qualified: false)
             )
         }
@@ -112,7 +117,11 @@ extension ConfigurationDecoder {
         guard isName(userInfo) else {
             throw ValueSyntaxError("the user name may hold letters, digits, _, - and . only")
         }
-        let (host, port) = try ValueSyntax.authority(rest[rest.index(after: at)..<slash], defaultPort: 5432, in: "the URL")
+        let (host, port) = try ValueSyntax.authority(
+            rest[rest.index(after: at)..<slash],
+            defaultPort: 5432,
+            in: "the URL"
+        )
         rest = rest[rest.index(after: slash)...]
         var database = rest
         var query: Substring = ""

@@ -71,9 +71,11 @@ extension ConfigurationDecoder {
         var ejection = EjectionConfiguration()
         if let ejectionNode = map["ejection"] {
             let ejectionMap = try ejectionNode.mapping(allowed: ["consecutive_failures", "duration"])
-            ejection.consecutiveFailures = try ejectionMap["consecutive_failures"]?.int(in: 1...1000)
+            ejection.consecutiveFailures =
+                try ejectionMap["consecutive_failures"]?.int(in: 1...1000)
                 ?? ejection.consecutiveFailures
-            ejection.duration = try ejectionMap["duration"]?.duration(in: .seconds(1)...(.seconds(3600)))
+            ejection.duration =
+                try ejectionMap["duration"]?.duration(in: .seconds(1)...(.seconds(3600)))
                 ?? ejection.duration
         }
         return UpstreamConfiguration(

@@ -3,11 +3,11 @@
 //===----------------------------------------------------------------------===//
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Turns the YAML tree into a ``GatewayConfiguration``, section by section, then checks what spans sections.
@@ -22,7 +22,8 @@ struct ConfigurationDecoder {
 
     func decode(_ root: ConfigNode) throws(ConfigurationError) -> GatewayConfiguration {
         let top = try root.mapping(allowed: Self.topLevelKeys)
-        let tokens = try top["tokens"].map { node throws(ConfigurationError) in try self.tokens(node) } ?? TokenSettings()
+        let tokens =
+            try top["tokens"].map { node throws(ConfigurationError) in try self.tokens(node) } ?? TokenSettings()
         let listeners = try self.listeners(try top.required("listen"))
         let admin = try top["admin"].map { node throws(ConfigurationError) in
             try self.admin(node, listeners: listeners)
@@ -33,7 +34,8 @@ struct ConfigurationDecoder {
         }
         let cutoffs = try self.cutoffs(try top.required("cutoffs"))
         let upstreams = try top["upstreams"].map { node throws(ConfigurationError) in try self.upstreams(node) } ?? [:]
-        let limits = try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) }
+        let limits =
+            try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) }
             ?? LimitsConfiguration()
         let routes = try self.routes(
             try top.required("routes"),
@@ -45,11 +47,13 @@ struct ConfigurationDecoder {
             )
         )
         let realm = try top["realm"].map { node throws(ConfigurationError) in try self.realm(node) } ?? "tokengate"
-        let trustedProxies = try top["trusted_proxies"].map { node throws(ConfigurationError) in
-            try self.trustedProxies(node)
-        } ?? []
+        let trustedProxies =
+            try top["trusted_proxies"].map { node throws(ConfigurationError) in
+                try self.trustedProxies(node)
+            } ?? []
         let log = try top["log"].map { node throws(ConfigurationError) in try self.log(node) } ?? LogConfiguration()
-        let http2 = try top["http2"].map { node throws(ConfigurationError) in try self.http2(node) }
+        let http2 =
+            try top["http2"].map { node throws(ConfigurationError) in try self.http2(node) }
             ?? HTTP2Configuration()
         let hsts = try top["hsts"].map { node throws(ConfigurationError) in try self.hsts(node) } ?? HSTSConfiguration()
         return GatewayConfiguration(
@@ -336,7 +340,10 @@ struct ConfigurationDecoder {
             } else {
                 let name = try sourceNode.string(maximumLength: 128)
                 guard ValueSyntax.isEnvironmentName(name) else {
-                    throw sourceNode.error(.invalidValue, "expected an environment variable name, got \(sourceNode.summary)")
+                    throw sourceNode.error(
+                        .invalidValue,
+                        "expected an environment variable name, got \(sourceNode.summary)"
+                    )
                 }
                 if sourceNode.context.checkFiles, getenv(name) == nil {
                     throw sourceNode.error(.fileNotFound, "environment variable \(name) is not set")
@@ -353,10 +360,8 @@ struct ConfigurationDecoder {
             preconditionFailure("unhandled key source \(sourceKey)")
         }
         if let algorithm, let algorithmNode, !tokens.algorithms.contains(algorithm) {
-            throw algorithmNode.error(
-                .conflict,
-                "\(algorithm.rawValue) is not in tokens.algorithms (\(tokens.algorithms.map(\.rawValue).joined(separator: ", ")))"
-            )
+            let allowed = tokens.algorithms.map(\.rawValue).joined(separator: ", ")
+            throw algorithmNode.error(.conflict, "\(algorithm.rawValue) is not in tokens.algorithms (\(allowed))")
         }
         return (source, algorithm, kid)
     }

@@ -5,11 +5,11 @@
 import Yams
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The whole gateway configuration: plain typed values, validated at load (DESIGN §6).

@@ -281,7 +281,10 @@ enum ValueSyntax {
         } else if text.hasPrefix("http://"), !requireHTTPS {
             rest = text.dropFirst(7)
         } else {
-            throw ValueSyntaxError(requireHTTPS ? "expected an https:// URL, got \(text)" : "expected an http:// or https:// URL, got \(text)")
+            throw ValueSyntaxError(
+                requireHTTPS
+                    ? "expected an https:// URL, got \(text)" : "expected an http:// or https:// URL, got \(text)"
+            )
         }
         guard self.isPrintableASCII(text, allowSpace: false) else {
             throw ValueSyntaxError("URLs must be printable ASCII without spaces (percent-encode the rest)")

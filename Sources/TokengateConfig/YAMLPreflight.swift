@@ -205,7 +205,8 @@ struct YAMLPreflight {
         }
         var message = problem
         if let context = parser.context.map({ String(cString: $0) }) {
-            message += " (\(context) started at line \(parser.context_mark.line + 1), column "
+            message +=
+                " (\(context) started at line \(parser.context_mark.line + 1), column "
                 + "\(parser.context_mark.column + 1))"
         }
         return Failure(

@@ -49,7 +49,9 @@ struct ConfigurationErrorTests {
 
     @Test("accept spelled as a bare word, an empty list or a repeated kind")
     func otherBadAccepts() {
-        for (value, shown) in [("api", "api"), ("[]", "[]"), ("[api, api]", "[api, api]"), ("{ api: true }", "a mapping")] {
+        for (value, shown) in [
+            ("api", "api"), ("[]", "[]"), ("[api, api]", "[api, api]"), ("{ api: true }", "a mapping"),
+        ] {
             self.expectError(
                 self.replacing(line: 10, with: "  - { path_prefix: /, upstream: api, accept: \(value) }"),
                 "test.yaml:10:46: routes[1].accept: expected [api], [session], [api, session] or none, got \(shown)"
@@ -120,7 +122,10 @@ struct ConfigurationErrorTests {
         // Same prefix on different hosts is fine.
         #expect(
             parseError(
-                self.replacing(line: 10, with: "  - { host: a.example, path_prefix: /api/, upstream: api, accept: none }")
+                self.replacing(
+                    line: 10,
+                    with: "  - { host: a.example, path_prefix: /api/, upstream: api, accept: none }"
+                )
             ) == nil
         )
     }
@@ -144,11 +149,17 @@ struct ConfigurationErrorTests {
     @Test("route hosts are names without ports")
     func routeHost() throws {
         self.expectError(
-            self.replacing(line: 9, with: "  - { host: api.example.com:8443, path_prefix: /api/, upstream: api, accept: [api] }"),
+            self.replacing(
+                line: 9,
+                with: "  - { host: api.example.com:8443, path_prefix: /api/, upstream: api, accept: [api] }"
+            ),
             "test.yaml:9:13: routes[0].host: host without a port: routes match the host name whatever the port"
         )
         let config = try parse(
-            self.replacing(line: 9, with: "  - { host: API.Example.COM., path_prefix: /api/, upstream: api, accept: [api] }")
+            self.replacing(
+                line: 9,
+                with: "  - { host: API.Example.COM., path_prefix: /api/, upstream: api, accept: [api] }"
+            )
         )
         #expect(config.routes[0].host == "api.example.com")
     }
@@ -177,15 +188,28 @@ struct ConfigurationErrorTests {
             code: .conflict
         )
         self.expectError(
-            minimalYAML.replacingOccurrences(of: "\n    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }", with: ""),
+            minimalYAML.replacingOccurrences(
+                of: "\n    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }",
+                with: ""
+            ),
             "test.yaml:2:5: listen[0]: a listener needs tls (tokengate serves over TLS) or plain_http: reject|redirect"
         )
         self.expectError(
-            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n  - { address: 127.0.0.1:80, plain_http: rejct }"),
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - { address: 127.0.0.1:80, plain_http: rejct }"
+            ),
             "test.yaml:4:42: listen[1].plain_http: expected one of reject, redirect, got rejct (did you mean 'reject'?)"
         )
         self.expectError(
-            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n  - { address: 127.0.0.1:80, plain_http: reject, redirect_port: 443 }"),
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - { address: 127.0.0.1:80, plain_http: reject, redirect_port: 443 }"
+            ),
             "test.yaml:4:50: listen[1].redirect_port: only for plain_http: redirect"
         )
     }
@@ -193,7 +217,12 @@ struct ConfigurationErrorTests {
     @Test("a redirecting plain listener points at the TLS port by default")
     func redirectPort() throws {
         let config = try parse(
-            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n  - { address: 127.0.0.1:80, plain_http: redirect }")
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - { address: 127.0.0.1:80, plain_http: redirect }"
+            )
         )
         #expect(config.listeners[1].mode == .plain(.redirect))
         #expect(config.listeners[1].redirectPort == 8443)
@@ -219,7 +248,12 @@ struct ConfigurationErrorTests {
     @Test("duplicate listeners, including wildcard overlaps")
     func duplicateListeners() {
         self.expectError(
-            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n  - address: 0.0.0.0:8443\n    plain_http: reject"),
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - address: 0.0.0.0:8443\n    plain_http: reject"
+            ),
             "test.yaml:4:14: listen[1].address: 0.0.0.0:8443 is already used by listen[0]",
             code: .duplicate
         )
@@ -259,7 +293,8 @@ struct ConfigurationErrorTests {
     func sizeErrors() {
         self.expectError(
             minimalYAML + "limits: { max_body_bytes: 10mb }\n",
-            "test.yaml:11:27: limits.max_body_bytes: unknown size unit 'mb' in 10mb (use B, KB, MB, GB, KiB, MiB or GiB)"
+            "test.yaml:11:27: limits.max_body_bytes: unknown size unit 'mb' in 10mb "
+                + "(use B, KB, MB, GB, KiB, MiB or GiB)"
         )
         self.expectError(
             minimalYAML + "limits: { max_header_bytes: 4KiB, max_uri_bytes: 8KiB }\n",
@@ -304,29 +339,42 @@ struct ConfigurationErrorTests {
     @Test("token sources: grammar, duplicates and public routes")
     func sources() throws {
         self.expectError(
-            self.replacing(line: 10, with: "  - { path_prefix: /, upstream: api, accept: none, sources: [authorization] }"),
+            self.replacing(
+                line: 10,
+                with: "  - { path_prefix: /, upstream: api, accept: none, sources: [authorization] }"
+            ),
             "test.yaml:10:52: routes[1].sources: a route with accept: none takes no token, so it has no sources",
             code: .conflict
         )
         self.expectError(
             self.replacing(
                 line: 9,
-                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [authorization, authorization] }"
+                with:
+                    "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [authorization, authorization] }"
             ),
             "test.yaml:9:82: routes[0].sources[1]: authorization is listed twice",
             code: .duplicate
         )
         self.expectError(
-            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"query:t\"] }"),
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"query:t\"] }"
+            ),
             "test.yaml:9:67: routes[0].sources[0]: expected authorization, header:NAME, cookie:NAME, form:FIELD or "
                 + "json:FIELD, got query:t"
         )
         self.expectError(
-            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X Token\"] }"),
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X Token\"] }"
+            ),
             "test.yaml:9:67: routes[0].sources[0]: 'X Token' is not a valid header name"
         )
         self.expectError(
-            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X-Tokengate-User\"] }"),
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X-Tokengate-User\"] }"
+            ),
             "test.yaml:9:67: routes[0].sources[0]: header X-Tokengate-User cannot carry a token (the gateway owns or "
                 + "needs it)"
         )
@@ -337,7 +385,11 @@ struct ConfigurationErrorTests {
                     + "\"cookie:auth_token\", \"form:access_token\", \"json:token\"], forward_token: keep }"
             )
         )
-        #expect(config.routes[0].sources == [.header("X-Api-Token"), .cookie("auth_token"), .form("access_token"), .json("token")])
+        #expect(
+            config.routes[0].sources == [
+                .header("X-Api-Token"), .cookie("auth_token"), .form("access_token"), .json("token"),
+            ]
+        )
         #expect(config.routes[0].forwardToken == .keep)
     }
 
@@ -420,7 +472,10 @@ struct ConfigurationErrorTests {
             "test.yaml:4:27: keys[1]: with several keys, each pem or hmac key needs a kid"
         )
         self.expectError(
-            self.replacing(line: 4, with: "keys: [ { pem: a.pem, alg: ES256, kid: k }, { pem: b.pem, alg: ES256, kid: k } ]"),
+            self.replacing(
+                line: 4,
+                with: "keys: [ { pem: a.pem, alg: ES256, kid: k }, { pem: b.pem, alg: ES256, kid: k } ]"
+            ),
             "test.yaml:4:71: keys[1].kid: kid k is already used by keys[0]"
         )
         self.expectError(
@@ -483,13 +538,18 @@ struct ConfigurationErrorTests {
             withPage.replacingOccurrences(
                 of: "session_cookie: s",
                 with: "whoami: { url: \"http://127.0.0.1:9000/whoami\", user_header: X-User }"
-            ).replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, apps: [ { name: ios, callback: \"myapp://token\" } ]")
+            ).replacingOccurrences(
+                of: "login_url: /login }",
+                with: "login_url: /login }, apps: [ { name: ios, callback: \"myapp://token\" } ]"
+            )
         )
         guard case .tokenPage(let whoamiPage) = whoami.routes[1].kind else {
             Issue.record("expected a token page")
             return
         }
-        #expect(whoamiPage.login == .whoami(WhoamiConfiguration(url: "http://127.0.0.1:9000/whoami", userHeader: "X-User")))
+        #expect(
+            whoamiPage.login == .whoami(WhoamiConfiguration(url: "http://127.0.0.1:9000/whoami", userHeader: "X-User"))
+        )
         #expect(whoamiPage.apps == [TokenPageApp(name: "ios", callback: "myapp://token")])
     }
 

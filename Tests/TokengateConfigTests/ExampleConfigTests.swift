@@ -23,12 +23,36 @@ struct ExampleConfigTests {
         #expect(tls.handshakeTimeout == .seconds(10))
         #expect(config.listeners[1].mode == .plain(.reject))
         #expect(config.listeners[1].redirectPort == nil)
-        #expect(config.keys == [KeySourceConfiguration(source: .jwks(ConfigPath(
-            path: configDirectory + "/../.dev/keys/public.jwks", original: "../.dev/keys/public.jwks")))])
-        #expect(config.signingKey?.source == .jwks(ConfigPath(
-            path: configDirectory + "/../.dev/keys/private.jwks", original: "../.dev/keys/private.jwks")))
-        #expect(config.cutoffs == .sqlite(ConfigPath(
-            path: configDirectory + "/../.dev/cutoffs.db", original: "../.dev/cutoffs.db")))
+        #expect(
+            config.keys == [
+                KeySourceConfiguration(
+                    source: .jwks(
+                        ConfigPath(
+                            path: configDirectory + "/../.dev/keys/public.jwks",
+                            original: "../.dev/keys/public.jwks"
+                        )
+                    )
+                )
+            ]
+        )
+        #expect(
+            config.signingKey?.source
+                == .jwks(
+                    ConfigPath(
+                        path: configDirectory + "/../.dev/keys/private.jwks",
+                        original: "../.dev/keys/private.jwks"
+                    )
+                )
+        )
+        #expect(
+            config.cutoffs
+                == .sqlite(
+                    ConfigPath(
+                        path: configDirectory + "/../.dev/cutoffs.db",
+                        original: "../.dev/cutoffs.db"
+                    )
+                )
+        )
         #expect(config.upstreams["demo"]?.targets == [UpstreamTarget(scheme: .http, host: "127.0.0.1", port: 9000)])
         #expect(config.upstreams["demo"]?.tls == nil)
         #expect(config.admin?.address == SocketAddressSpec(host: "127.0.0.1", port: 9901))
@@ -68,10 +92,19 @@ struct ExampleConfigTests {
         #expect(config.listeners[1].redirectPort == 443)
         #expect(config.admin?.secretFile?.path == "/etc/tokengate/admin.secret")
         #expect(config.keys.count == 2)
-        #expect(config.keys[1] == KeySourceConfiguration(
-            source: .pem(ConfigPath(path: "/etc/tokengate/keys/rsa-2024.pub.pem",
-                                    original: "/etc/tokengate/keys/rsa-2024.pub.pem")),
-            algorithm: .rs256, keyID: "rsa-2024"))
+        #expect(
+            config.keys[1]
+                == KeySourceConfiguration(
+                    source: .pem(
+                        ConfigPath(
+                            path: "/etc/tokengate/keys/rsa-2024.pub.pem",
+                            original: "/etc/tokengate/keys/rsa-2024.pub.pem"
+                        )
+                    ),
+                    algorithm: .rs256,
+                    keyID: "rsa-2024"
+                )
+        )
         #expect(config.signingKey?.keyID == "ed-2025")
         #expect(config.tokens.issuer == "https://www.example.com")
         #expect(config.tokens.algorithms == [.edDSA, .es256, .rs256])
@@ -84,9 +117,15 @@ struct ExampleConfigTests {
         #expect(postgres.user == "tokengate")
         #expect(postgres.database == "tokengate")
         #expect(postgres.tlsMode == .verifyFull)
-        #expect(postgres.rpTable == RPTableConfiguration(
-            table: "public.users", userColumn: "id", passwordChangedColumn: "password_changed_at",
-            apiDisabledColumn: "mobile_apps_disabled_at"))
+        #expect(
+            postgres.rpTable
+                == RPTableConfiguration(
+                    table: "public.users",
+                    userColumn: "id",
+                    passwordChangedColumn: "password_changed_at",
+                    apiDisabledColumn: "mobile_apps_disabled_at"
+                )
+        )
         #expect(config.upstreams["api"]?.targets.count == 2)
         #expect(config.upstreams["web"]?.tls?.caFile?.path == "/etc/tokengate/tls/internal-ca.pem")
         #expect(config.routes[0].host == "api.example.com")
@@ -101,7 +140,10 @@ struct ExampleConfigTests {
     func devConfigurationMissingFiles() throws {
         // A copy in a fresh directory, so a generated .dev/ in this checkout cannot hide the error.
         let directory = try TemporaryDirectory()
-        try directory.write("Config/dev.yaml", contents: try String(contentsOfFile: configDirectory + "/dev.yaml", encoding: .utf8))
+        try directory.write(
+            "Config/dev.yaml",
+            contents: try String(contentsOfFile: configDirectory + "/dev.yaml", encoding: .utf8)
+        )
         let path = directory.path + "/Config/dev.yaml"
         let error = #expect(throws: ConfigurationError.self) {
             try GatewayConfiguration.load(path: path, checkFiles: true)

@@ -40,7 +40,8 @@ struct FileCheckTests {
         #expect(error?.code == .fileNotFound)
         #expect(
             error?.description
-                == "\(path):3:51: listen[0].tls.certificates[0].key: file key.pem (\(directory.path)/key.pem) does not exist"
+                == "\(path):3:51: listen[0].tls.certificates[0].key: file key.pem (\(directory.path)/key.pem) "
+                + "does not exist"
         )
     }
 
@@ -48,11 +49,18 @@ struct FileCheckTests {
     func directoryInsteadOfFile() throws {
         let directory = try self.deployment()
         try FileManager.default.removeItem(atPath: directory.path + "/keys.jwks")
-        try FileManager.default.createDirectory(atPath: directory.path + "/keys.jwks", withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(
+            atPath: directory.path + "/keys.jwks",
+            withIntermediateDirectories: false
+        )
         let error = #expect(throws: ConfigurationError.self) {
             try GatewayConfiguration.load(path: directory.path + "/tokengate.yaml")
         }
-        #expect(error?.description.hasSuffix("4:17: keys[0].jwks: keys.jwks (\(directory.path)/keys.jwks) is not a regular file") == true)
+        #expect(
+            error?.description.hasSuffix(
+                "4:17: keys[0].jwks: keys.jwks (\(directory.path)/keys.jwks) is not a regular file"
+            ) == true
+        )
     }
 
     @Test("a database whose directory does not exist")

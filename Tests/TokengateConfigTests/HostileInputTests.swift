@@ -178,10 +178,12 @@ struct HostileInputTests {
             with: "  base: &b { targets: [ \"http://127.0.0.1:9000\" ] }\n  api: { <<: *b }"
         )
         #expect(
-            parseError(merge)?.description == "test.yaml:8:10: upstreams.api.<<: unknown key (YAML merge keys are not supported)"
+            parseError(merge)?.description
+                == "test.yaml:8:10: upstreams.api.<<: unknown key (YAML merge keys are not supported)"
         )
         #expect(
-            parseError(minimalYAML + "? [a, b]\n: c\n")?.description == "test.yaml:11:3: mapping keys must be plain strings"
+            parseError(minimalYAML + "? [a, b]\n: c\n")?.description
+                == "test.yaml:11:3: mapping keys must be plain strings"
         )
     }
 
@@ -201,10 +203,14 @@ struct HostileInputTests {
     func clippedSummaries() {
         let long = String(repeating: "z", count: 500)
         let error = parseError(minimalYAML + "log: { level: \"\(long)\\n\" }\n")
-        #expect(error?.message == "expected one of trace, debug, info, notice, warning, error, critical, got "
-            + String(repeating: "z", count: 60) + "…")
+        #expect(
+            error?.message == "expected one of trace, debug, info, notice, warning, error, critical, got "
+                + String(repeating: "z", count: 60) + "…"
+        )
         let newline = parseError(minimalYAML + "log: { level: \"a\\nb\" }\n")
-        #expect(newline?.message == "expected one of trace, debug, info, notice, warning, error, critical, got a\\u{a}b")
+        #expect(
+            newline?.message == "expected one of trace, debug, info, notice, warning, error, critical, got a\\u{a}b"
+        )
     }
 
     @Test("missing, unreadable and directory paths fail cleanly")

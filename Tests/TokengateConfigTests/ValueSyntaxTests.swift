@@ -107,11 +107,17 @@ struct ValueSyntaxTests {
         "invalid socket addresses",
         arguments: [
             ("::1:8443", "IPv6 addresses need brackets, as in [::1]:8443"),
-            ("127.0.0.1", "expected host:port or [ipv6]:port, such as 0.0.0.0:8443 or [::1]:8443, got 127.0.0.1 (missing :port)"),
+            (
+                "127.0.0.1",
+                "expected host:port or [ipv6]:port, such as 0.0.0.0:8443 or [::1]:8443, got 127.0.0.1 (missing :port)"
+            ),
             ("127.0.0.1:65536", "port in 127.0.0.1:65536 must be a number from 0 to 65535"),
             ("127.0.0.1:-1", "port in 127.0.0.1:-1 must be a number from 0 to 65535"),
             ("127.0.0.1:", "port in 127.0.0.1: must be a number from 0 to 65535"),
-            ("[::1]8443", "expected host:port or [ipv6]:port, such as 0.0.0.0:8443 or [::1]:8443, got [::1]8443 (missing :port)"),
+            (
+                "[::1]8443",
+                "expected host:port or [ipv6]:port, such as 0.0.0.0:8443 or [::1]:8443, got [::1]8443 (missing :port)"
+            ),
             ("[zz]:1", "'zz' is not an IPv6 address"),
             ("[127.0.0.1]:1", "'127.0.0.1' is not an IPv6 address"),
             ("256.0.0.1:80", "'256.0.0.1' is neither an IPv4 address nor a host name"),
@@ -140,8 +146,14 @@ struct ValueSyntaxTests {
         #expect(wildcard.conflicts(with: SocketAddressSpec(host: "127.0.0.1", port: 8443)))
         #expect(!wildcard.conflicts(with: SocketAddressSpec(host: "127.0.0.1", port: 8444)))
         #expect(!wildcard.conflicts(with: SocketAddressSpec(host: "::1", port: 8443)))
-        #expect(SocketAddressSpec(host: "::", port: 8443).conflicts(with: SocketAddressSpec(host: "10.0.0.1", port: 8443)))
-        #expect(!SocketAddressSpec(host: "127.0.0.1", port: 0).conflicts(with: SocketAddressSpec(host: "127.0.0.1", port: 0)))
+        #expect(
+            SocketAddressSpec(host: "::", port: 8443).conflicts(with: SocketAddressSpec(host: "10.0.0.1", port: 8443))
+        )
+        #expect(
+            !SocketAddressSpec(host: "127.0.0.1", port: 0).conflicts(
+                with: SocketAddressSpec(host: "127.0.0.1", port: 0)
+            )
+        )
         #expect(SocketAddressSpec(host: "::1", port: 443).description == "[::1]:443")
     }
 
@@ -198,7 +210,9 @@ struct ValueSyntaxTests {
         #expect(store.database == "cutoffs")
         #expect(store.tlsMode == .require)
         #expect(try ConfigurationDecoder.parsePostgresURL("postgres://g@[::1]/d").tlsMode == .disable)
-        #expect(try ConfigurationDecoder.parsePostgresURL("postgres://g@h/d?sslmode=verify-full").tlsMode == .verifyFull)
+        #expect(
+            try ConfigurationDecoder.parsePostgresURL("postgres://g@h/d?sslmode=verify-full").tlsMode == .verifyFull
+        )
         for bad in [
             "mysql://g@h/d", "postgres://h/d", "postgres://g@h", "postgres://g@h/", "postgres://g:pw@h/d",
             "postgres://g@h/d?sslmode=allow", "postgres://g@h/d?user=x", "postgres://g@h:0/d",
