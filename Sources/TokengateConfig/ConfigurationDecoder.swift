@@ -339,14 +339,16 @@ struct ConfigurationDecoder {
                 source = .hmacFile(try sourceNode.path(mustExist: true))
             } else {
                 let name = try sourceNode.string(maximumLength: 128)
+                // Neither message repeats the value: someone who pasted the secret itself here must not find it
+                // in a log.
                 guard ValueSyntax.isEnvironmentName(name) else {
                     throw sourceNode.error(
                         .invalidValue,
-                        "expected an environment variable name, got \(sourceNode.summary)"
+                        "expected the name of an environment variable (letters, digits, _), not its value"
                     )
                 }
                 if sourceNode.context.checkFiles, getenv(name) == nil {
-                    throw sourceNode.error(.fileNotFound, "environment variable \(name) is not set")
+                    throw sourceNode.error(.fileNotFound, "the environment variable named here is not set")
                 }
                 source = .hmacEnvironment(name)
             }

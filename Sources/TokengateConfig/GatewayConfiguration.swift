@@ -94,6 +94,12 @@ public struct GatewayConfiguration: Sendable, Equatable {
     ///
     /// - Throws: ``ConfigurationError``.
     public init(yaml: String, sourcePath: String, checkFiles: Bool = true) throws {
+        var yaml = yaml
+        if yaml.unicodeScalars.first == "\u{FEFF}" {
+            // A UTF-8 byte-order mark (editors on Windows add one). libyaml, told the encoding up front, would
+            // read it as content; dropping it also keeps columns on the first line right.
+            yaml = String(yaml.unicodeScalars.dropFirst())
+        }
         let bytes = Array(yaml.utf8)
         guard bytes.count <= GatewayConfiguration.maximumFileSize else {
             throw ConfigurationError(

@@ -47,6 +47,16 @@ public struct RouteConfiguration: Sendable, Equatable {
     }
 }
 
+extension RouteConfiguration {
+    /// The token page settings, when this is a `token_page` route.
+    public var tokenPage: TokenPageConfiguration? {
+        switch self.kind {
+        case .proxy: nil
+        case .tokenPage(let page): page
+        }
+    }
+}
+
 /// What a route does with a matching request.
 public enum RouteKind: Sendable, Equatable {
     /// Check the token per the route's policy and forward to the upstream.

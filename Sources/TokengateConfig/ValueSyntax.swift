@@ -252,7 +252,7 @@ enum ValueSyntax {
             scheme = .https
             rest = text.dropFirst(8)
         } else {
-            throw ValueSyntaxError("expected http://host:port or https://host:port, got \(text)")
+            throw ValueSyntaxError("expected http://host:port or https://host:port, got \(self.redacted(text))")
         }
         var authority = rest
         if authority.hasSuffix("/") {
@@ -301,6 +301,11 @@ enum ValueSyntax {
             throw ValueSyntaxError("missing host in \(text)")
         }
         _ = try self.authority(authority, defaultPort: 443, in: text)
+    }
+
+    /// A URL as it may be shown in a message: not at all when it could carry credentials (`user:pass@`).
+    static func redacted(_ url: String) -> String {
+        url.contains("@") ? "a URL with credentials" : url
     }
 
     // MARK: Names

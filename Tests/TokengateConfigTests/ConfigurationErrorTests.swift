@@ -440,6 +440,22 @@ struct ConfigurationErrorTests {
         #expect(error?.description.contains("hunter2") == false)
     }
 
+    @Test("values that may be secrets are not echoed")
+    func secretsNotEchoed() {
+        let pasted = parseError(self.replacing(line: 4, with: "keys: [ { hmac_env: \"c2VjcmV0+/=\", alg: HS256 } ]"))
+        #expect(
+            pasted?.description
+                == "test.yaml:4:21: keys[0].hmac_env: expected the name of an environment variable (letters, digits, "
+                + "_), not its value"
+        )
+        let credentials = parseError(self.replacing(line: 7, with: "  api: { targets: [ \"ftp://u:pw@h:1\" ] }"))
+        #expect(
+            credentials?.description
+                == "test.yaml:7:21: upstreams.api.targets[0]: expected http://host:port or https://host:port, got a "
+                + "URL with credentials"
+        )
+    }
+
     @Test("SQL names are identifiers, so the store can never be injected into")
     func sqlIdentifiers() {
         self.expectError(

@@ -74,6 +74,8 @@ struct ExampleConfigTests {
         #expect(page.loginURL == "/login")
         #expect(page.cookieName == "auth_token")
         #expect(config.routes[2].upstream == nil)
+        #expect(config.routes[2].tokenPage == page)
+        #expect(config.routes[0].tokenPage == nil)
         #expect(config.routes[3].accept == .none)
         #expect(config.routes[3].sources.isEmpty)
         #expect(config.realm == "tokengate-dev")

@@ -104,7 +104,7 @@ struct FileCheckTests {
         let error = #expect(throws: ConfigurationError.self) {
             try GatewayConfiguration.load(path: path)
         }
-        #expect(error?.description == "\(path):4:21: keys[0].hmac_env: environment variable \(name) is not set")
+        #expect(error?.description == "\(path):4:21: keys[0].hmac_env: the environment variable named here is not set")
         setenv(name, "super-secret-value", 1)
         defer { unsetenv(name) }
         let config = try GatewayConfiguration.load(path: path)

@@ -155,6 +155,22 @@ struct HostileInputTests {
         }
     }
 
+    @Test("a byte-order mark is fine")
+    func byteOrderMark() throws {
+        let config = try parse("\u{FEFF}" + minimalYAML)
+        #expect(config.routes.count == 2)
+        #expect(parseError("\u{FEFF}listen: 1\n")?.description == "test.yaml:1:9: listen: expected a list, got a scalar")
+    }
+
+    @Test("CRLF line ends are fine")
+    func crlf() throws {
+        let crlf = minimalYAML.replacingOccurrences(of: "\n", with: "\r\n")
+        let config = try parse(crlf)
+        #expect(config.routes.count == 2)
+        let error = parseError(crlf + "realm: \"\"\r\n")
+        #expect(error?.description == "test.yaml:11:8: realm: must not be empty")
+    }
+
     @Test("control characters and NUL are refused by the YAML reader")
     func controlCharacters() {
         let error = parseError(minimalYAML + "realm: a\u{0}b\n")
