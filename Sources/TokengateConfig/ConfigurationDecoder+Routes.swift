@@ -1,0 +1,456 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// What route decoding needs to know about the other sections.
+struct RouteEnvironment {
+    var tokens: TokenSettings
+    var upstreams: [String: UpstreamConfiguration]
+    var hasKeys: Bool
+    var hasSigningKey: Bool
+}
+
+// MARK: Routes
+
+extension ConfigurationDecoder {
+    static let proxyRouteKeys = [
+        "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
+    ]
+    static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
+
+    func routes(_ node: ConfigNode, environment: RouteEnvironment) throws(ConfigurationError) -> [RouteConfiguration] {
+        let items = try node.sequence(maximumCount: 1000)
+        guard !items.isEmpty else {
+            throw node.error(.missingKey, "at least one route is needed")
+        }
+        var routes: [RouteConfiguration] = []
+        var seen: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            let map = try item.mapping(
+                allowed: ["host", "path_prefix", "kind"] + Self.proxyRouteKeys + Self.tokenPageRouteKeys
+            )
+            let route = try self.route(map, item: item, environment: environment)
+            let identity = (route.host ?? "*") + " " + route.pathPrefix
+            if let other = seen[identity] {
+                throw map.keyNode("path_prefix").error(
+                    .duplicate,
+                    "same host and path_prefix as routes[\(other)]"
+                )
+            }
+            seen[identity] = index
+            routes.append(route)
+        }
+        return routes
+    }
+
+    private func route(_ map: ConfigMapping, item: ConfigNode, environment: RouteEnvironment) throws(ConfigurationError)
+        -> RouteConfiguration
+    {
+        let host = try map["host"].map { node throws(ConfigurationError) in try self.routeHost(node) }
+        let prefixNode = try map.required("path_prefix")
+        let pathPrefix = try self.pathPrefix(prefixNode)
+        let kindName = try map["kind"]?.scalar(expected: "proxy or token_page") ?? "proxy"
+        switch kindName {
+        case "proxy":
+            if let extra = Self.tokenPageRouteKeys.first(where: { map.has($0) }) {
+                throw map.keyNode(extra).error(.conflict, "only for kind: token_page")
+            }
+            return try self.proxyRoute(map, item: item, host: host, pathPrefix: pathPrefix, environment: environment)
+        case "token_page":
+            if let extra = Self.proxyRouteKeys.first(where: { map.has($0) }) {
+                throw map.keyNode(extra).error(.conflict, "not used by kind: token_page (it never forwards)")
+            }
+            guard environment.hasSigningKey else {
+                throw map.keyNode("kind").error(.missingKey, "a token_page route needs signing_key to mint tokens")
+            }
+            let page = try self.tokenPage(map, item: item, environment: environment)
+            return RouteConfiguration(
+                host: host,
+                pathPrefix: pathPrefix,
+                kind: .tokenPage(page),
+                upstream: nil,
+                accept: .none,
+                sources: []
+            )
+        default:
+            let kindNode = map["kind"]!
+            var message = "expected proxy or token_page, got \(kindNode.summary)"
+            if let suggestion = ValueSyntax.suggestion(for: kindName, among: ["proxy", "token_page"]) {
+                message += " (did you mean '\(suggestion)'?)"
+            }
+            throw kindNode.error(.invalidValue, message)
+        }
+    }
+
+    private func proxyRoute(
+        _ map: ConfigMapping,
+        item: ConfigNode,
+        host: String?,
+        pathPrefix: String,
+        environment: RouteEnvironment
+    ) throws(ConfigurationError) -> RouteConfiguration {
+        let upstreamNode = try map.required("upstream")
+        let upstream = try upstreamNode.string(maximumLength: 64)
+        guard environment.upstreams[upstream] != nil else {
+            let names = environment.upstreams.keys.sorted()
+            var message = "unknown upstream '\(upstream)'"
+            if let suggestion = ValueSyntax.suggestion(for: upstream, among: names) {
+                message += ", did you mean '\(suggestion)'?"
+            } else if names.isEmpty {
+                message += " (no upstreams are defined)"
+            } else {
+                message += " (defined: \(names.joined(separator: ", ")))"
+            }
+            throw upstreamNode.error(.unknownReference, message)
+        }
+        let acceptNode = try map.required("accept")
+        let accept = try self.accept(acceptNode)
+        var sources: [TokenSource] = []
+        var forwardToken = ForwardTokenMode.strip
+        var algorithms: [JWTAlgorithmName]?
+        var requiredClaims: [RequiredClaim] = []
+        if accept.acceptsTokens {
+            guard environment.hasKeys else {
+                throw acceptNode.error(.missingKey, "this route accepts tokens but no keys are configured")
+            }
+            sources =
+                try map["sources"].map { node throws(ConfigurationError) in try self.sources(node) }
+                ?? [.authorization]
+            forwardToken = try map["forward_token"]?.choice(ForwardTokenMode.self) ?? .strip
+            if let algorithmsNode = map["algorithms"] {
+                let list = try self.algorithmList(algorithmsNode)
+                if let outside = list.first(where: { !environment.tokens.algorithms.contains($0) }) {
+                    throw algorithmsNode.error(.conflict, "\(outside.rawValue) is not in tokens.algorithms")
+                }
+                algorithms = list
+            }
+            if let claimsNode = map["require_claims"] {
+                for claimNode in try claimsNode.sequence(maximumCount: 8) {
+                    let claim = try claimNode.choice(RequiredClaim.self)
+                    guard !requiredClaims.contains(claim) else {
+                        throw claimNode.error(.duplicate, "\(claim.rawValue) is listed twice")
+                    }
+                    if claim == .iss, environment.tokens.issuer == nil {
+                        throw claimNode.error(.conflict, "requiring iss needs tokens.issuer")
+                    }
+                    if claim == .aud, environment.tokens.audience.isEmpty {
+                        throw claimNode.error(.conflict, "requiring aud needs tokens.audience")
+                    }
+                    requiredClaims.append(claim)
+                }
+            }
+        } else {
+            for key in ["sources", "forward_token", "algorithms", "require_claims"] where map.has(key) {
+                throw map.keyNode(key).error(.conflict, "a route with accept: none takes no token, so it has no \(key)")
+            }
+        }
+        return RouteConfiguration(
+            host: host,
+            pathPrefix: pathPrefix,
+            kind: .proxy,
+            upstream: upstream,
+            accept: accept,
+            sources: sources,
+            forwardToken: forwardToken,
+            bodyLimit: try map["body_limit"]?.size(in: 0...(64 * 1024 * 1024 * 1024)),
+            algorithms: algorithms,
+            requiredClaims: requiredClaims
+        )
+    }
+
+    /// `[api]`, `[session]`, `[api, session]` (either order) or `none`.
+    func accept(_ node: ConfigNode) throws(ConfigurationError) -> AcceptPolicy {
+        let failure = node.error(
+            .invalidValue,
+            "expected [api], [session], [api, session] or none, got \(node.summary)"
+        )
+        if node.isScalar {
+            guard try node.scalar(expected: "[api], [session], [api, session] or none") == "none" else {
+                throw failure
+            }
+            return .none
+        }
+        guard node.isSequence else {
+            throw failure
+        }
+        var policy = AcceptPolicy.none
+        let items = try node.sequence(maximumCount: 2)
+        for item in items {
+            guard item.isScalar else {
+                throw failure
+            }
+            switch try item.scalar() {
+            case "api" where !policy.api:
+                policy.api = true
+            case "session" where !policy.session:
+                policy.session = true
+            default:
+                throw failure
+            }
+        }
+        guard policy.acceptsTokens else {
+            throw failure
+        }
+        return policy
+    }
+
+    func sources(_ node: ConfigNode) throws(ConfigurationError) -> [TokenSource] {
+        let items = try node.sequence(maximumCount: 16)
+        guard !items.isEmpty else {
+            throw node.error(.invalidValue, "list at least one source (the default is [authorization])")
+        }
+        var sources: [TokenSource] = []
+        for item in items {
+            let text = try item.string(maximumLength: 300)
+            let source: TokenSource
+            do {
+                source = try Self.tokenSource(text)
+            } catch {
+                throw item.error(error)
+            }
+            guard !sources.contains(source) else {
+                throw item.error(.duplicate, "\(source) is listed twice")
+            }
+            sources.append(source)
+        }
+        return sources
+    }
+
+    /// Headers a token may not be read from: they carry something else, or the gateway owns them.
+    private static let reservedHeaders: Set<String> = [
+        "authorization", "cookie", "host", "content-length", "transfer-encoding", "connection", "upgrade", "te",
+        "content-type", "forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-request-id",
+    ]
+
+    static func tokenSource(_ text: String) throws(ValueSyntaxError) -> TokenSource {
+        if text == "authorization" {
+            return .authorization
+        }
+        let form = "expected authorization, header:NAME, cookie:NAME, form:FIELD or json:FIELD, got \(text)"
+        guard let colon = text.firstIndex(of: ":") else {
+            throw ValueSyntaxError(form)
+        }
+        let kind = text[..<colon]
+        let name = String(text[text.index(after: colon)...])
+        guard !name.isEmpty else {
+            throw ValueSyntaxError("\(kind): needs a name, as in \(kind):auth_token")
+        }
+        switch kind {
+        case "header":
+            guard ValueSyntax.isToken(name) else {
+                throw ValueSyntaxError("'\(name)' is not a valid header name")
+            }
+            let lowered = name.lowercased()
+            if lowered == "authorization" {
+                throw ValueSyntaxError("use the authorization source for the Authorization header")
+            }
+            if lowered == "cookie" {
+                throw ValueSyntaxError("use cookie:NAME for a cookie")
+            }
+            guard !self.reservedHeaders.contains(lowered), !lowered.hasPrefix("x-tokengate-") else {
+                throw ValueSyntaxError("header \(name) cannot carry a token (the gateway owns or needs it)")
+            }
+            return .header(name)
+        case "cookie":
+            guard ValueSyntax.isToken(name) else {
+                throw ValueSyntaxError("'\(name)' is not a valid cookie name")
+            }
+            return .cookie(name)
+        case "form":
+            guard name.utf8.count <= 128, ValueSyntax.isPrintableASCII(name, allowSpace: false),
+                !name.contains(where: { "&=+%#;".contains($0) })
+            else {
+                throw ValueSyntaxError("'\(name)' is not a usable form field name")
+            }
+            return .form(name)
+        case "json":
+            guard name.utf8.count <= 128, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else {
+                throw ValueSyntaxError("'\(name)' is not a usable JSON field name")
+            }
+            return .json(name)
+        default:
+            throw ValueSyntaxError(form)
+        }
+    }
+
+    /// A host name (lower-cased) or IP literal; no port (matching ignores the request's port).
+    private func routeHost(_ node: ConfigNode) throws(ConfigurationError) -> String {
+        var host = try node.string(maximumLength: 255).lowercased()
+        if host.hasPrefix("["), host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            guard IPAddressParser.ipv6(host) != nil else {
+                throw node.error(.invalidValue, "'\(host)' is not an IPv6 address")
+            }
+            return host
+        }
+        if host.hasSuffix(".") {
+            host.removeLast()
+        }
+        guard ValueSyntax.isHostName(host) || IPAddressParser.ipv4(host) != nil else {
+            if host.contains(":") {
+                throw node.error(.invalidValue, "host without a port: routes match the host name whatever the port")
+            }
+            throw node.error(.invalidValue, "expected a host name such as api.example.com, got \(node.summary)")
+        }
+        return host
+    }
+
+    /// Starts with `/`; printable ASCII without `?`, `#`, `%`, `\` or dot segments, so the prefix means
+    /// exactly the bytes it shows.
+    private func pathPrefix(_ node: ConfigNode) throws(ConfigurationError) -> String {
+        let prefix = try node.string(maximumLength: 1024)
+        guard prefix.hasPrefix("/") else {
+            throw node.error(.invalidValue, "must start with /, got \(node.summary)")
+        }
+        guard ValueSyntax.isPrintableASCII(prefix, allowSpace: false) else {
+            throw node.error(.invalidValue, "must be printable ASCII without spaces")
+        }
+        if let bad = prefix.first(where: { "?#%\\".contains($0) }) {
+            throw node.error(.invalidValue, "must not contain '\(bad)' (a path prefix is matched on the raw path)")
+        }
+        let segments = prefix.split(separator: "/", omittingEmptySubsequences: false)
+        guard !segments.contains(where: { $0 == "." || $0 == ".." }) else {
+            throw node.error(.invalidValue, "must not contain . or .. segments")
+        }
+        return prefix
+    }
+
+    // MARK: Token page
+
+    private func tokenPage(_ map: ConfigMapping, item: ConfigNode, environment: RouteEnvironment)
+        throws(ConfigurationError) -> TokenPageConfiguration
+    {
+        let loginNode = try map.required("login")
+        let loginMap = try loginNode.mapping(allowed: ["session_cookie", "whoami", "login_url", "return_parameter"])
+        let login: TokenPageLogin
+        switch (loginMap["session_cookie"], loginMap["whoami"]) {
+        case (.some, .some):
+            throw loginMap.keyNode("whoami").error(.conflict, "login uses either session_cookie or whoami, not both")
+        case (nil, nil):
+            throw loginNode.error(.missingKey, "login needs session_cookie: NAME or whoami: { url, user_header }")
+        case (.some(let cookieNode), nil):
+            let name = try cookieNode.string(maximumLength: 256)
+            guard ValueSyntax.isToken(name) else {
+                throw cookieNode.error(.invalidValue, "'\(name)' is not a valid cookie name")
+            }
+            guard environment.hasKeys else {
+                throw cookieNode.error(.missingKey, "checking a session cookie needs keys")
+            }
+            login = .sessionCookie(name)
+        case (nil, .some(let whoamiNode)):
+            let whoami = try whoamiNode.mapping(allowed: ["url", "user_header", "timeout"])
+            let urlNode = try whoami.required("url")
+            let url = try urlNode.string(maximumLength: 2048)
+            do {
+                try ValueSyntax.httpURL(url)
+            } catch {
+                throw urlNode.error(error)
+            }
+            let headerNode = try whoami.required("user_header")
+            let header = try headerNode.string(maximumLength: 256)
+            guard ValueSyntax.isToken(header) else {
+                throw headerNode.error(.invalidValue, "'\(header)' is not a valid header name")
+            }
+            login = .whoami(
+                WhoamiConfiguration(
+                    url: url,
+                    userHeader: header,
+                    timeout: try whoami["timeout"]?.duration(in: .milliseconds(100)...(.seconds(60))) ?? .seconds(5)
+                )
+            )
+        }
+        let loginURLNode = try loginMap.required("login_url")
+        let loginURL = try loginURLNode.string(maximumLength: 2048)
+        if loginURL.hasPrefix("/") {
+            guard !loginURL.hasPrefix("//"), !loginURL.hasPrefix("/\\"),
+                ValueSyntax.isPrintableASCII(loginURL, allowSpace: false)
+            else {
+                throw loginURLNode.error(.invalidValue, "expected a path on this site (/login) or an https:// URL")
+            }
+        } else {
+            do {
+                try ValueSyntax.httpURL(loginURL, requireHTTPS: true)
+            } catch {
+                throw loginURLNode.error(.invalidValue, "expected a path on this site (/login) or an https:// URL")
+            }
+        }
+        var page = TokenPageConfiguration(login: login, loginURL: loginURL)
+        if let parameterNode = loginMap["return_parameter"] {
+            let parameter = try parameterNode.string(maximumLength: 64)
+            guard ValueSyntax.isSimpleName(parameter) else {
+                throw parameterNode.error(.invalidValue, "may hold letters, digits, _ and - only")
+            }
+            page.returnParameter = parameter
+        }
+        if let cookieNode = map["cookie_name"] {
+            let name = try cookieNode.string(maximumLength: 256)
+            guard ValueSyntax.isToken(name) else {
+                throw cookieNode.error(.invalidValue, "'\(name)' is not a valid cookie name")
+            }
+            page.cookieName = name
+        }
+        if let pathNode = map["cookie_path"] {
+            let path = try pathNode.string(maximumLength: 1024)
+            guard path.hasPrefix("/"), ValueSyntax.isPrintableASCII(path, allowSpace: false), !path.contains(";") else {
+                throw pathNode.error(.invalidValue, "expected a path starting with / (no spaces or ;)")
+            }
+            page.cookiePath = path
+        }
+        page.tokenLifetime = try map["token_lifetime"]?.duration(in: .seconds(60)...(.seconds(3650 * 86_400)))
+        if let appsNode = map["apps"] {
+            for appNode in try appsNode.sequence(maximumCount: 100) {
+                let app = try appNode.mapping(allowed: ["name", "callback"])
+                let nameNode = try app.required("name")
+                let name = try nameNode.string(maximumLength: 64)
+                guard ValueSyntax.isSimpleName(name) else {
+                    throw nameNode.error(.invalidValue, "app names may hold letters, digits, _ and - only")
+                }
+                guard !page.apps.contains(where: { $0.name == name }) else {
+                    throw nameNode.error(.duplicate, "app \(name) is listed twice")
+                }
+                let callbackNode = try app.required("callback")
+                let callback = try callbackNode.string(maximumLength: 2048)
+                do {
+                    try Self.checkCallback(callback)
+                } catch {
+                    throw callbackNode.error(error)
+                }
+                page.apps.append(TokenPageApp(name: name, callback: callback))
+            }
+        }
+        return page
+    }
+
+    /// A callback is a custom-scheme URL (`myapp://token`) or an https URL (a claimed link); never a scheme a
+    /// browser would run or render (`javascript:`, `data:`), never plain http, and without a fragment, since the
+    /// token is delivered in the fragment.
+    static func checkCallback(_ url: String) throws(ValueSyntaxError) {
+        guard let colon = url.firstIndex(of: ":") else {
+            throw ValueSyntaxError("expected a callback URL such as myapp://token, got \(url)")
+        }
+        let scheme = url[..<colon].lowercased()
+        let validScheme =
+            scheme.first.map({ $0.isASCII && $0.isLetter }) == true
+            && scheme.utf8.allSatisfy { byte in
+                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            }
+        guard validScheme else {
+            throw ValueSyntaxError("'\(scheme)' is not a URL scheme")
+        }
+        guard !["javascript", "data", "vbscript", "file", "blob", "about", "http", "ws", "wss", "ftp"].contains(scheme)
+        else {
+            throw ValueSyntaxError("callback scheme \(scheme) is not allowed (use a custom scheme or https)")
+        }
+        guard url.count > scheme.count + 1, ValueSyntax.isPrintableASCII(url, allowSpace: false) else {
+            throw ValueSyntaxError("callbacks must be printable ASCII without spaces")
+        }
+        guard !url.contains("#") else {
+            throw ValueSyntaxError("callbacks must not have a fragment (the token is delivered in it)")
+        }
+        if scheme == "https" {
+            try ValueSyntax.httpURL(url, requireHTTPS: true)
+        }
+    }
+}

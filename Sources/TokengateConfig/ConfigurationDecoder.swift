@@ -1,0 +1,370 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Turns the YAML tree into a ``GatewayConfiguration``, section by section, then checks what spans sections.
+///
+/// Sections are decoded in dependency order (tokens before keys, upstreams before routes) so each check can
+/// point at the node that is wrong, rather than at the thing it refers to.
+struct ConfigurationDecoder {
+    static let topLevelKeys = [
+        "listen", "admin", "keys", "signing_key", "tokens", "cutoffs", "upstreams", "routes", "limits", "realm",
+        "trusted_proxies", "log", "http2", "hsts",
+    ]
+
+    func decode(_ root: ConfigNode) throws(ConfigurationError) -> GatewayConfiguration {
+        let top = try root.mapping(allowed: Self.topLevelKeys)
+        let tokens =
+            try top["tokens"].map { node throws(ConfigurationError) in try self.tokens(node) } ?? TokenSettings()
+        let listeners = try self.listeners(try top.required("listen"))
+        let admin = try top["admin"].map { node throws(ConfigurationError) in
+            try self.admin(node, listeners: listeners)
+        }
+        let keys = try top["keys"].map { node throws(ConfigurationError) in try self.keys(node, tokens: tokens) } ?? []
+        let signingKey = try top["signing_key"].map { node throws(ConfigurationError) in
+            try self.signingKey(node, tokens: tokens)
+        }
+        let cutoffs = try self.cutoffs(try top.required("cutoffs"))
+        let upstreams = try top["upstreams"].map { node throws(ConfigurationError) in try self.upstreams(node) } ?? [:]
+        let limits =
+            try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) }
+            ?? LimitsConfiguration()
+        let routes = try self.routes(
+            try top.required("routes"),
+            environment: RouteEnvironment(
+                tokens: tokens,
+                upstreams: upstreams,
+                hasKeys: !keys.isEmpty,
+                hasSigningKey: signingKey != nil
+            )
+        )
+        let realm = try top["realm"].map { node throws(ConfigurationError) in try self.realm(node) } ?? "tokengate"
+        let trustedProxies =
+            try top["trusted_proxies"].map { node throws(ConfigurationError) in
+                try self.trustedProxies(node)
+            } ?? []
+        let log = try top["log"].map { node throws(ConfigurationError) in try self.log(node) } ?? LogConfiguration()
+        let http2 =
+            try top["http2"].map { node throws(ConfigurationError) in try self.http2(node) }
+            ?? HTTP2Configuration()
+        let hsts = try top["hsts"].map { node throws(ConfigurationError) in try self.hsts(node) } ?? HSTSConfiguration()
+        return GatewayConfiguration(
+            listeners: listeners,
+            admin: admin,
+            keys: keys,
+            signingKey: signingKey,
+            tokens: tokens,
+            cutoffs: cutoffs,
+            upstreams: upstreams,
+            routes: routes,
+            limits: limits,
+            realm: realm,
+            trustedProxies: trustedProxies,
+            log: log,
+            http2: http2,
+            hsts: hsts,
+            sourcePath: root.context.file
+        )
+    }
+
+    // MARK: Listeners
+
+    func listeners(_ node: ConfigNode) throws(ConfigurationError) -> [ListenerConfiguration] {
+        let items = try node.sequence(maximumCount: 64)
+        var listeners: [ListenerConfiguration] = []
+        var addressNodes: [ConfigNode] = []
+        var redirectPorts: [Int?] = []
+        for item in items {
+            let map = try item.mapping(allowed: ["address", "tls", "plain_http", "redirect_port"])
+            let addressNode = try map.required("address")
+            let address = try self.socketAddress(addressNode)
+            let mode: ListenerMode
+            switch (map["tls"], map["plain_http"]) {
+            case (.some, .some):
+                throw map.keyNode("plain_http").error(
+                    .conflict,
+                    "a listener has either tls or plain_http, not both"
+                )
+            case (nil, nil):
+                throw item.error(
+                    .missingKey,
+                    "a listener needs tls (tokengate serves over TLS) or plain_http: reject|redirect"
+                )
+            case (.some(let tls), nil):
+                mode = .tls(try self.tls(tls))
+            case (nil, .some(let plain)):
+                mode = .plain(try plain.choice(PlainHTTPMode.self))
+            }
+            var redirectPort: Int?
+            if let portNode = map["redirect_port"] {
+                guard case .plain(.redirect) = mode else {
+                    throw map.keyNode("redirect_port").error(.conflict, "only for plain_http: redirect")
+                }
+                redirectPort = try portNode.int(in: 1...65_535)
+            }
+            for (index, previous) in listeners.enumerated() where previous.address.conflicts(with: address) {
+                throw addressNode.error(.duplicate, "\(address) is already used by listen[\(index)]")
+            }
+            listeners.append(ListenerConfiguration(address: address, mode: mode))
+            addressNodes.append(addressNode)
+            redirectPorts.append(redirectPort)
+        }
+        guard let firstTLS = listeners.first(where: { $0.tls != nil }) else {
+            throw node.error(
+                .insecure,
+                "no TLS listener: tokengate only serves over TLS (a plain_http listener only rejects or redirects)"
+            )
+        }
+        for index in listeners.indices {
+            if case .plain(.redirect) = listeners[index].mode {
+                listeners[index].redirectPort = redirectPorts[index] ?? firstTLS.address.port
+            }
+        }
+        return listeners
+    }
+
+    func socketAddress(_ node: ConfigNode) throws(ConfigurationError) -> SocketAddressSpec {
+        let text = try node.scalar(expected: "host:port")
+        do {
+            return try ValueSyntax.socketAddress(text)
+        } catch {
+            throw node.error(error)
+        }
+    }
+
+    func tls(_ node: ConfigNode) throws(ConfigurationError) -> TLSListenerConfiguration {
+        let map = try node.mapping(allowed: ["certificates", "handshake_timeout", "min_version"])
+        guard let certificatesNode = map["certificates"] else {
+            throw node.error(.missingKey, "a TLS listener needs certificates: [ { cert: FILE, key: FILE } ]")
+        }
+        let items = try certificatesNode.sequence(maximumCount: 256)
+        guard !items.isEmpty else {
+            throw certificatesNode.error(.missingKey, "a TLS listener needs at least one certificate")
+        }
+        var certificates: [CertificateConfiguration] = []
+        var seenNames: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            let certificate = try item.mapping(allowed: ["cert", "key", "server_names"])
+            var serverNames: [String] = []
+            if let namesNode = certificate["server_names"] {
+                for nameNode in try namesNode.sequence(maximumCount: 1000) {
+                    let name = try nameNode.string(maximumLength: 255).lowercased()
+                    let bare = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
+                    guard ValueSyntax.isHostName(bare) else {
+                        throw nameNode.error(.invalidValue, "expected a host name or *.domain, got \(nameNode.summary)")
+                    }
+                    if let other = seenNames[name] {
+                        throw nameNode.error(.duplicate, "\(name) is already served by certificates[\(other)]")
+                    }
+                    seenNames[name] = index
+                    serverNames.append(name)
+                }
+            }
+            certificates.append(
+                CertificateConfiguration(
+                    cert: try certificate.required("cert").path(mustExist: true),
+                    key: try certificate.required("key").path(mustExist: true),
+                    serverNames: serverNames
+                )
+            )
+        }
+        return TLSListenerConfiguration(
+            certificates: certificates,
+            handshakeTimeout: try map["handshake_timeout"]?.duration(in: .milliseconds(100)...(.seconds(300)))
+                ?? .seconds(10),
+            minimumVersion: try map["min_version"]?.choice(TLSProtocolVersion.self) ?? .tls12
+        )
+    }
+
+    // MARK: Admin
+
+    func admin(_ node: ConfigNode, listeners: [ListenerConfiguration]) throws(ConfigurationError)
+        -> AdminConfiguration
+    {
+        let map = try node.mapping(allowed: ["address", "secret_file", "tls"])
+        let addressNode = try map.required("address")
+        let address = try self.socketAddress(addressNode)
+        for (index, listener) in listeners.enumerated() where listener.address.conflicts(with: address) {
+            throw addressNode.error(.duplicate, "\(address) is already used by listen[\(index)]")
+        }
+        let secretFile = try map["secret_file"]?.path(mustExist: true)
+        let tls = try map["tls"].map { node throws(ConfigurationError) in try self.tls(node) }
+        if !address.isLoopback, secretFile == nil, tls == nil {
+            throw addressNode.error(
+                .insecure,
+                "the admin listener on \(address) is reachable from other machines: it needs tls or secret_file"
+            )
+        }
+        return AdminConfiguration(address: address, secretFile: secretFile, tls: tls)
+    }
+
+    // MARK: Tokens
+
+    func tokens(_ node: ConfigNode) throws(ConfigurationError) -> TokenSettings {
+        let map = try node.mapping(allowed: [
+            "claims", "session_max_age", "clock_skew", "issuer", "audience", "algorithms",
+        ])
+        var claims = ClaimNames()
+        if let claimsNode = map["claims"] {
+            let claimsMap = try claimsNode.mapping(allowed: ["user", "issued_at", "api_only"])
+            claims.user = try claimsMap["user"]?.string(maximumLength: 128) ?? claims.user
+            claims.issuedAt = try claimsMap["issued_at"]?.string(maximumLength: 128) ?? claims.issuedAt
+            claims.apiOnly = try claimsMap["api_only"]?.string(maximumLength: 128) ?? claims.apiOnly
+            let names = [claims.user, claims.issuedAt, claims.apiOnly]
+            guard Set(names).count == names.count else {
+                throw claimsNode.error(.duplicate, "user, issued_at and api_only must name different claims")
+            }
+        }
+        var audience: [String] = []
+        if let audienceNode = map["audience"] {
+            if audienceNode.isSequence {
+                audience = try audienceNode.sequence(maximumCount: 64).map { item throws(ConfigurationError) in
+                    try item.string()
+                }
+            } else {
+                audience = [try audienceNode.string()]
+            }
+        }
+        var algorithms = JWTAlgorithmName.allCases
+        if let algorithmsNode = map["algorithms"] {
+            algorithms = try self.algorithmList(algorithmsNode)
+        }
+        return TokenSettings(
+            claims: claims,
+            sessionMaxAge: try map["session_max_age"]?.duration(in: .seconds(60)...(.seconds(366 * 86_400)))
+                ?? .seconds(14 * 86_400),
+            clockSkew: try map["clock_skew"]?.duration(in: .zero...(.seconds(600))) ?? .seconds(60),
+            issuer: try map["issuer"]?.string(),
+            audience: audience,
+            algorithms: algorithms
+        )
+    }
+
+    func algorithmList(_ node: ConfigNode) throws(ConfigurationError) -> [JWTAlgorithmName] {
+        var algorithms: [JWTAlgorithmName] = []
+        for item in try node.sequence(maximumCount: 16) {
+            let algorithm = try item.choice(JWTAlgorithmName.self)
+            guard !algorithms.contains(algorithm) else {
+                throw item.error(.duplicate, "\(algorithm.rawValue) is listed twice")
+            }
+            algorithms.append(algorithm)
+        }
+        guard !algorithms.isEmpty else {
+            throw node.error(.invalidValue, "must list at least one algorithm")
+        }
+        return algorithms
+    }
+
+    // MARK: Keys
+
+    static let keyFields = ["jwks", "pem", "hmac_file", "hmac_env", "alg", "kid"]
+
+    func keys(_ node: ConfigNode, tokens: TokenSettings) throws(ConfigurationError) -> [KeySourceConfiguration] {
+        let items = try node.sequence(maximumCount: 100)
+        var keys: [KeySourceConfiguration] = []
+        var kids: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            let map = try item.mapping(allowed: Self.keyFields)
+            let (source, algorithm, kid) = try self.keyMaterial(map, item: item, tokens: tokens)
+            if let kid {
+                if let other = kids[kid] {
+                    throw map.keyNode("kid").error(.duplicate, "kid \(kid) is already used by keys[\(other)]")
+                }
+                kids[kid] = index
+            } else if items.count > 1, !self.isJWKS(source) {
+                throw item.error(.missingKey, "with several keys, each pem or hmac key needs a kid")
+            }
+            keys.append(KeySourceConfiguration(source: source, algorithm: algorithm, keyID: kid))
+        }
+        return keys
+    }
+
+    func signingKey(_ node: ConfigNode, tokens: TokenSettings) throws(ConfigurationError) -> SigningKeyConfiguration {
+        let map = try node.mapping(allowed: Self.keyFields)
+        let (source, algorithm, kid) = try self.keyMaterial(map, item: node, tokens: tokens)
+        return SigningKeyConfiguration(source: source, algorithm: algorithm, keyID: kid)
+    }
+
+    private func isJWKS(_ source: KeyMaterialSource) -> Bool {
+        if case .jwks = source {
+            return true
+        }
+        return false
+    }
+
+    /// The shared shape of verification and signing keys: exactly one source, and an algorithm bound to it.
+    private func keyMaterial(
+        _ map: ConfigMapping,
+        item: ConfigNode,
+        tokens: TokenSettings
+    ) throws(ConfigurationError) -> (KeyMaterialSource, JWTAlgorithmName?, String?) {
+        let sourceKeys = map.present(among: ["jwks", "pem", "hmac_file", "hmac_env"])
+        guard sourceKeys.count == 1, let sourceKey = sourceKeys.first, let sourceNode = map[sourceKey] else {
+            if sourceKeys.isEmpty {
+                throw item.error(.missingKey, "a key needs one of jwks, pem, hmac_file or hmac_env")
+            }
+            throw map.keyNode(sourceKeys[1]).error(
+                .conflict,
+                "a key has exactly one of jwks, pem, hmac_file or hmac_env (one entry per key)"
+            )
+        }
+        let algorithmNode = map["alg"]
+        let algorithm = try algorithmNode?.choice(JWTAlgorithmName.self)
+        let kid = try map["kid"]?.string(maximumLength: 256)
+        if let kid, !ValueSyntax.isPrintableASCII(kid, allowSpace: false) {
+            throw map.keyNode("kid").error(.invalidValue, "kid must be printable ASCII without spaces")
+        }
+        let source: KeyMaterialSource
+        switch sourceKey {
+        case "jwks":
+            source = .jwks(try sourceNode.path(mustExist: true))
+        case "pem":
+            source = .pem(try sourceNode.path(mustExist: true))
+            guard let algorithm else {
+                throw item.error(.missingKey, "a pem key needs alg (the algorithm is bound to the key)")
+            }
+            guard !algorithm.isHMAC else {
+                throw map.keyNode("alg").error(.conflict, "\(algorithm.rawValue) is an HMAC algorithm; use hmac_file")
+            }
+        case "hmac_file", "hmac_env":
+            if sourceKey == "hmac_file" {
+                source = .hmacFile(try sourceNode.path(mustExist: true))
+            } else {
+                let name = try sourceNode.string(maximumLength: 128)
+                // Neither message repeats the value: someone who pasted the secret itself here must not find it
+                // in a log.
+                guard ValueSyntax.isEnvironmentName(name) else {
+                    throw sourceNode.error(
+                        .invalidValue,
+                        "expected the name of an environment variable (letters, digits, _), not its value"
+                    )
+                }
+                if sourceNode.context.checkFiles, getenv(name) == nil {
+                    throw sourceNode.error(.fileNotFound, "the environment variable named here is not set")
+                }
+                source = .hmacEnvironment(name)
+            }
+            guard let algorithm else {
+                throw item.error(.missingKey, "an hmac key needs alg: HS256, HS384 or HS512")
+            }
+            guard algorithm.isHMAC else {
+                throw map.keyNode("alg").error(.conflict, "an hmac key needs alg: HS256, HS384 or HS512")
+            }
+        default:
+            preconditionFailure("unhandled key source \(sourceKey)")
+        }
+        if let algorithm, let algorithmNode, !tokens.algorithms.contains(algorithm) {
+            let allowed = tokens.algorithms.map(\.rawValue).joined(separator: ", ")
+            throw algorithmNode.error(.conflict, "\(algorithm.rawValue) is not in tokens.algorithms (\(allowed))")
+        }
+        return (source, algorithm, kid)
+    }
+}

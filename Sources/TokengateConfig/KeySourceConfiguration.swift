@@ -1,0 +1,67 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// One source of verification keys.
+///
+/// The algorithm is bound to the key (DESIGN §1): a PEM key or an HMAC secret must say which algorithm it is
+/// for, and a JWK Set's keys carry their own `alg` (``algorithm`` then only fills in for JWKs that lack one).
+public struct KeySourceConfiguration: Sendable, Equatable {
+    public var source: KeyMaterialSource
+    public var algorithm: JWTAlgorithmName?
+    /// The `kid` tokens signed with this key carry. For a JWK Set the kids come from the set.
+    public var keyID: String?
+
+    public init(source: KeyMaterialSource, algorithm: JWTAlgorithmName? = nil, keyID: String? = nil) {
+        self.source = source
+        self.algorithm = algorithm
+        self.keyID = keyID
+    }
+}
+
+/// The key used to mint tokens (token page routes, `tokengate token mint`). Same shapes as a verification key,
+/// but the file holds a private key. Never exposed, never logged.
+public struct SigningKeyConfiguration: Sendable, Equatable {
+    public var source: KeyMaterialSource
+    public var algorithm: JWTAlgorithmName?
+    /// Which key of a JWK Set to sign with (required when the set holds several), and the `kid` put in tokens.
+    public var keyID: String?
+
+    public init(source: KeyMaterialSource, algorithm: JWTAlgorithmName? = nil, keyID: String? = nil) {
+        self.source = source
+        self.algorithm = algorithm
+        self.keyID = keyID
+    }
+}
+
+/// Where key material lives. Files are checked for existence at load; reading and parsing them is the gateway's
+/// job, so no key material ever passes through the configuration module.
+public enum KeyMaterialSource: Sendable, Equatable {
+    /// A JWK Set file (RFC 7517).
+    case jwks(ConfigPath)
+    /// A PEM file: a public key for verification, a private key for signing.
+    case pem(ConfigPath)
+    /// A file holding an HMAC secret (raw bytes; trailing newline stripped by the reader).
+    case hmacFile(ConfigPath)
+    /// The name of an environment variable holding an HMAC secret.
+    case hmacEnvironment(String)
+}
+
+/// A JWS algorithm tokengate supports (DESIGN §1). `none` does not exist here on purpose.
+public enum JWTAlgorithmName: String, Sendable, Hashable, CaseIterable {
+    case hs256 = "HS256"
+    case hs384 = "HS384"
+    case hs512 = "HS512"
+    case edDSA = "EdDSA"
+    case es256 = "ES256"
+    case rs256 = "RS256"
+    case ps256 = "PS256"
+
+    /// Whether this is a shared-secret (HMAC) algorithm.
+    public var isHMAC: Bool {
+        switch self {
+        case .hs256, .hs384, .hs512: true
+        case .edDSA, .es256, .rs256, .ps256: false
+        }
+    }
+}

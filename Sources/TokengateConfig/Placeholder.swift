@@ -1,1 +1,0 @@
-// TokengateConfig module placeholder; replaced as the module grows.

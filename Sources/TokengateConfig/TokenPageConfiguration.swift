@@ -1,0 +1,72 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// A `token_page` route (DESIGN §8): checks that the browser is logged in, mints an api token and hands it over.
+public struct TokenPageConfiguration: Sendable, Equatable {
+    public var login: TokenPageLogin
+    /// Where a browser that is not logged in is sent: a path on this site or an absolute `https://` URL.
+    public var loginURL: String
+    /// The query parameter that carries the same-site return address to the login page. Default `return_to`.
+    public var returnParameter: String
+    /// The well-known cookie the token is delivered in. Default `auth_token`.
+    public var cookieName: String
+    /// `Path=` of that cookie. Default `/`.
+    public var cookiePath: String
+    /// `exp` of minted tokens, as a lifetime; `nil` (the default) mints api tokens that only a cutoff ends.
+    public var tokenLifetime: Duration?
+    /// Apps allowed to receive the token by a redirect to their callback URL.
+    public var apps: [TokenPageApp]
+
+    public init(
+        login: TokenPageLogin,
+        loginURL: String,
+        returnParameter: String = "return_to",
+        cookieName: String = "auth_token",
+        cookiePath: String = "/",
+        tokenLifetime: Duration? = nil,
+        apps: [TokenPageApp] = []
+    ) {
+        self.login = login
+        self.loginURL = loginURL
+        self.returnParameter = returnParameter
+        self.cookieName = cookieName
+        self.cookiePath = cookiePath
+        self.tokenLifetime = tokenLifetime
+        self.apps = apps
+    }
+}
+
+/// How the token page knows who is logged in.
+public enum TokenPageLogin: Sendable, Equatable {
+    /// A valid *session* token in this cookie (the site's own login cookie).
+    case sessionCookie(String)
+    /// A subrequest to the RP's "who am I" endpoint with the browser's cookies.
+    case whoami(WhoamiConfiguration)
+}
+
+/// The RP's "who am I" endpoint: 2xx plus the user id in ``userHeader`` means logged in.
+public struct WhoamiConfiguration: Sendable, Equatable {
+    /// An absolute `http://` or `https://` URL (a path is allowed here, unlike upstream targets).
+    public var url: String
+    public var userHeader: String
+    /// Default 5s.
+    public var timeout: Duration
+
+    public init(url: String, userHeader: String, timeout: Duration = .seconds(5)) {
+        self.url = url
+        self.userHeader = userHeader
+        self.timeout = timeout
+    }
+}
+
+/// A registered app that receives its token by a redirect to a callback URL (custom scheme or https).
+public struct TokenPageApp: Sendable, Equatable {
+    public var name: String
+    public var callback: String
+
+    public init(name: String, callback: String) {
+        self.name = name
+        self.callback = callback
+    }
+}

@@ -1,0 +1,620 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Testing
+
+@testable import TokengateConfig
+
+/// Each kind of mistake yields the exact `file:line:column: key.path: message` line.
+@Suite("Configuration errors")
+struct ConfigurationErrorTests {
+    /// `minimalYAML` with line `number` (1-based) replaced by `replacement` (which may hold several lines).
+    func replacing(line number: Int, with replacement: String) -> String {
+        var lines = minimalYAML.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines[number - 1] = replacement
+        return lines.joined(separator: "\n")
+    }
+
+    func expectError(
+        _ yaml: String,
+        _ expected: String,
+        code: ConfigurationError.Code? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let error = parseError(yaml)
+        #expect(error?.description == expected, sourceLocation: sourceLocation)
+        if let code {
+            #expect(error?.code == code, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("the minimal configuration parses")
+    func minimalParses() throws {
+        let config = try parse(minimalYAML)
+        #expect(config.routes.map(\.pathPrefix) == ["/api/", "/"])
+        #expect(config.routes[0].sources == [.authorization])
+        #expect(config.listeners[0].tls?.certificates[0].cert.path.hasSuffix("/cert.pem") == true)
+    }
+
+    @Test("the brief's example: a bad accept list")
+    func badAccept() {
+        self.expectError(
+            self.replacing(line: 10, with: "  - { path_prefix: /, upstream: api, accept: [admin] }"),
+            "test.yaml:10:46: routes[1].accept: expected [api], [session], [api, session] or none, got [admin]",
+            code: .invalidValue
+        )
+    }
+
+    @Test("accept spelled as a bare word, an empty list or a repeated kind")
+    func otherBadAccepts() {
+        for (value, shown) in [
+            ("api", "api"), ("[]", "[]"), ("[api, api]", "[api, api]"), ("{ api: true }", "a mapping"),
+        ] {
+            self.expectError(
+                self.replacing(line: 10, with: "  - { path_prefix: /, upstream: api, accept: \(value) }"),
+                "test.yaml:10:46: routes[1].accept: expected [api], [session], [api, session] or none, got \(shown)"
+            )
+        }
+    }
+
+    @Test("accept in either order")
+    func acceptOrder() throws {
+        let config = try parse(
+            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: api, accept: [session, api] }")
+        )
+        #expect(config.routes[0].accept == .apiAndSession)
+    }
+
+    @Test("an unknown key gets a suggestion")
+    func unknownKeyWithSuggestion() {
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: api, acept: [api] }"),
+            "test.yaml:9:42: routes[0].acept: unknown key, did you mean 'accept'?",
+            code: .unknownKey
+        )
+    }
+
+    @Test("an unknown key far from any lists the expected keys")
+    func unknownKeyWithoutSuggestion() {
+        self.expectError(
+            minimalYAML + "frobnicate: 1\n",
+            "test.yaml:11:1: frobnicate: unknown key; expected one of: listen, admin, keys, signing_key, tokens, "
+                + "cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts",
+            code: .unknownKey
+        )
+    }
+
+    @Test("a route naming an unknown upstream")
+    func unknownUpstream() {
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: apii, accept: [api] }"),
+            "test.yaml:9:37: routes[0].upstream: unknown upstream 'apii', did you mean 'api'?",
+            code: .unknownReference
+        )
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: backend, accept: [api] }"),
+            "test.yaml:9:37: routes[0].upstream: unknown upstream 'backend' (defined: api)"
+        )
+    }
+
+    @Test("a missing required key is reported at its mapping")
+    func missingKey() {
+        self.expectError(
+            self.replacing(line: 9, with: "  - { upstream: api, accept: [api] }"),
+            "test.yaml:9:5: routes[0]: missing required key 'path_prefix'",
+            code: .missingKey
+        )
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: /api/, upstream: api }"),
+            "test.yaml:9:5: routes[0]: missing required key 'accept'"
+        )
+    }
+
+    @Test("two routes with the same host and prefix")
+    func duplicateRoute() {
+        self.expectError(
+            self.replacing(line: 10, with: "  - { path_prefix: /api/, upstream: api, accept: none }"),
+            "test.yaml:10:7: routes[1].path_prefix: same host and path_prefix as routes[0]",
+            code: .duplicate
+        )
+        // Same prefix on different hosts is fine.
+        #expect(
+            parseError(
+                self.replacing(
+                    line: 10,
+                    with: "  - { host: a.example, path_prefix: /api/, upstream: api, accept: none }"
+                )
+            ) == nil
+        )
+    }
+
+    @Test("path prefixes must start with / and mean exactly their bytes")
+    func badPathPrefix() {
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: api/, upstream: api, accept: [api] }"),
+            "test.yaml:9:20: routes[0].path_prefix: must start with /, got api/"
+        )
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: /a/../api/, upstream: api, accept: [api] }"),
+            "test.yaml:9:20: routes[0].path_prefix: must not contain . or .. segments"
+        )
+        self.expectError(
+            self.replacing(line: 9, with: "  - { path_prefix: /api%2F, upstream: api, accept: [api] }"),
+            "test.yaml:9:20: routes[0].path_prefix: must not contain '%' (a path prefix is matched on the raw path)"
+        )
+    }
+
+    @Test("route hosts are names without ports")
+    func routeHost() throws {
+        self.expectError(
+            self.replacing(
+                line: 9,
+                with: "  - { host: api.example.com:8443, path_prefix: /api/, upstream: api, accept: [api] }"
+            ),
+            "test.yaml:9:13: routes[0].host: host without a port: routes match the host name whatever the port"
+        )
+        let config = try parse(
+            self.replacing(
+                line: 9,
+                with: "  - { host: API.Example.COM., path_prefix: /api/, upstream: api, accept: [api] }"
+            )
+        )
+        #expect(config.routes[0].host == "api.example.com")
+    }
+
+    @Test("TLS is required")
+    func noTLSListener() {
+        let yaml = self.replacing(line: 2, with: "  - address: 127.0.0.1:8080\n    plain_http: reject")
+            .replacingOccurrences(of: "    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }\n", with: "")
+        self.expectError(
+            yaml,
+            "test.yaml:2:3: listen: no TLS listener: tokengate only serves over TLS (a plain_http listener only "
+                + "rejects or redirects)",
+            code: .insecure
+        )
+    }
+
+    @Test("a listener is tls or plain_http, exactly one")
+    func listenerMode() {
+        self.expectError(
+            self.replacing(line: 3, with: "    port: 1"),
+            "test.yaml:3:5: listen[0].port: unknown key; expected one of: address, tls, plain_http, redirect_port"
+        )
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n    plain_http: reject"),
+            "test.yaml:4:5: listen[0].plain_http: a listener has either tls or plain_http, not both",
+            code: .conflict
+        )
+        self.expectError(
+            minimalYAML.replacingOccurrences(
+                of: "\n    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }",
+                with: ""
+            ),
+            "test.yaml:2:5: listen[0]: a listener needs tls (tokengate serves over TLS) or plain_http: reject|redirect"
+        )
+        self.expectError(
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - { address: 127.0.0.1:80, plain_http: rejct }"
+            ),
+            "test.yaml:4:42: listen[1].plain_http: expected one of reject, redirect, got rejct (did you mean 'reject'?)"
+        )
+        self.expectError(
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - { address: 127.0.0.1:80, plain_http: reject, redirect_port: 443 }"
+            ),
+            "test.yaml:4:50: listen[1].redirect_port: only for plain_http: redirect"
+        )
+    }
+
+    @Test("a redirecting plain listener points at the TLS port by default")
+    func redirectPort() throws {
+        let config = try parse(
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - { address: 127.0.0.1:80, plain_http: redirect }"
+            )
+        )
+        #expect(config.listeners[1].mode == .plain(.redirect))
+        #expect(config.listeners[1].redirectPort == 8443)
+    }
+
+    @Test("a TLS listener without certificates")
+    func tlsWithoutCertificates() {
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { handshake_timeout: 5s }"),
+            "test.yaml:3:10: listen[0].tls: a TLS listener needs certificates: [ { cert: FILE, key: FILE } ]",
+            code: .missingKey
+        )
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { certificates: [] }"),
+            "test.yaml:3:26: listen[0].tls.certificates: a TLS listener needs at least one certificate"
+        )
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: cert.pem } ] }"),
+            "test.yaml:3:28: listen[0].tls.certificates[0]: missing required key 'key'"
+        )
+    }
+
+    @Test("duplicate listeners, including wildcard overlaps")
+    func duplicateListeners() {
+        self.expectError(
+            self.replacing(
+                line: 3,
+                with:
+                    "    tls: { certificates: [ { cert: c, key: k } ] }\n"
+                    + "  - address: 0.0.0.0:8443\n    plain_http: reject"
+            ),
+            "test.yaml:4:14: listen[1].address: 0.0.0.0:8443 is already used by listen[0]",
+            code: .duplicate
+        )
+        self.expectError(
+            minimalYAML + "admin: { address: 127.0.0.1:8443 }\n",
+            "test.yaml:11:19: admin.address: 127.0.0.1:8443 is already used by listen[0]"
+        )
+    }
+
+    @Test("a non-loopback admin listener needs TLS or a secret")
+    func adminExposure() throws {
+        self.expectError(
+            minimalYAML + "admin: { address: 0.0.0.0:9901 }\n",
+            "test.yaml:11:19: admin.address: the admin listener on 0.0.0.0:9901 is reachable from other machines: "
+                + "it needs tls or secret_file",
+            code: .insecure
+        )
+        let withSecret = try parse(minimalYAML + "admin: { address: 0.0.0.0:9901, secret_file: admin.secret }\n")
+        #expect(withSecret.admin?.secretFile?.original == "admin.secret")
+        let loopback = try parse(minimalYAML + "admin: { address: '[::1]:9901' }\n")
+        #expect(loopback.admin?.address == SocketAddressSpec(host: "::1", port: 9901))
+    }
+
+    @Test("durations need units")
+    func durationErrors() {
+        self.expectError(
+            minimalYAML + "tokens: { session_max_age: 14 }\n",
+            "test.yaml:11:28: tokens.session_max_age: duration 14 needs a unit (ms, s, m, h or d), for example 14s"
+        )
+        self.expectError(
+            minimalYAML + "tokens: { clock_skew: 1h }\n",
+            "test.yaml:11:23: tokens.clock_skew: must be from 0s to 10m, got 1h"
+        )
+    }
+
+    @Test("sizes need known units")
+    func sizeErrors() {
+        self.expectError(
+            minimalYAML + "limits: { max_body_bytes: 10mb }\n",
+            "test.yaml:11:27: limits.max_body_bytes: unknown size unit 'mb' in 10mb "
+                + "(use B, KB, MB, GB, KiB, MiB or GiB)"
+        )
+        self.expectError(
+            minimalYAML + "limits: { max_header_bytes: 4KiB, max_uri_bytes: 8KiB }\n",
+            "test.yaml:11:50: limits.max_uri_bytes: max_uri_bytes (8192) cannot exceed max_header_bytes (4096): "
+                + "the request line is part of the head",
+            code: .conflict
+        )
+    }
+
+    @Test("upstream targets are scheme://host:port only")
+    func upstreamTargets() {
+        self.expectError(
+            self.replacing(line: 7, with: "  api: { targets: [ \"http://127.0.0.1:9000/api\" ] }"),
+            "test.yaml:7:21: upstreams.api.targets[0]: upstream targets are host:port only (no path, query or "
+                + "fragment): the request path is forwarded as is"
+        )
+        self.expectError(
+            self.replacing(line: 7, with: "  api: { targets: [ \"ftp://127.0.0.1:9000\" ] }"),
+            "test.yaml:7:21: upstreams.api.targets[0]: expected http://host:port or https://host:port, got "
+                + "ftp://127.0.0.1:9000"
+        )
+        self.expectError(
+            self.replacing(line: 7, with: "  api: { targets: [ \"http://a:1\", \"https://b:2\" ] }"),
+            "test.yaml:7:35: upstreams.api.targets[1]: all targets of an upstream use the same scheme (http)"
+        )
+        self.expectError(
+            self.replacing(line: 7, with: "  api: { targets: [ \"http://a:1\" ], tls: { verify: false } }"),
+            "test.yaml:7:37: upstreams.api.tls: tls settings need https:// targets"
+        )
+    }
+
+    @Test("https upstreams get verifying TLS by default")
+    func httpsUpstreamDefaults() throws {
+        let config = try parse(self.replacing(line: 7, with: "  api: { targets: [ \"https://Backend.internal\" ] }"))
+        let upstream = try #require(config.upstreams["api"])
+        #expect(upstream.targets == [UpstreamTarget(scheme: .https, host: "backend.internal", port: 443)])
+        #expect(upstream.tls == UpstreamTLSConfiguration(caFile: nil, verify: true, serverName: nil))
+        #expect(upstream.connectTimeout == .seconds(2))
+        #expect(upstream.maxConnectionsPerTarget == 512)
+    }
+
+    @Test("token sources: grammar, duplicates and public routes")
+    func sources() throws {
+        self.expectError(
+            self.replacing(
+                line: 10,
+                with: "  - { path_prefix: /, upstream: api, accept: none, sources: [authorization] }"
+            ),
+            "test.yaml:10:52: routes[1].sources: a route with accept: none takes no token, so it has no sources",
+            code: .conflict
+        )
+        self.expectError(
+            self.replacing(
+                line: 9,
+                with:
+                    "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [authorization, authorization] }"
+            ),
+            "test.yaml:9:82: routes[0].sources[1]: authorization is listed twice",
+            code: .duplicate
+        )
+        self.expectError(
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"query:t\"] }"
+            ),
+            "test.yaml:9:67: routes[0].sources[0]: expected authorization, header:NAME, cookie:NAME, form:FIELD or "
+                + "json:FIELD, got query:t"
+        )
+        self.expectError(
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X Token\"] }"
+            ),
+            "test.yaml:9:67: routes[0].sources[0]: 'X Token' is not a valid header name"
+        )
+        self.expectError(
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X-Tokengate-User\"] }"
+            ),
+            "test.yaml:9:67: routes[0].sources[0]: header X-Tokengate-User cannot carry a token (the gateway owns or "
+                + "needs it)"
+        )
+        let config = try parse(
+            self.replacing(
+                line: 9,
+                with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X-Api-Token\", "
+                    + "\"cookie:auth_token\", \"form:access_token\", \"json:token\"], forward_token: keep }"
+            )
+        )
+        #expect(
+            config.routes[0].sources == [
+                .header("X-Api-Token"), .cookie("auth_token"), .form("access_token"), .json("token"),
+            ]
+        )
+        #expect(config.routes[0].forwardToken == .keep)
+    }
+
+    @Test("the cutoff store is exactly one of file, sqlite or postgres")
+    func cutoffStores() throws {
+        self.expectError(
+            self.replacing(line: 5, with: "cutoffs: { sqlite: cutoffs.db, file: cutoffs.json }"),
+            "test.yaml:5:32: cutoffs.file: cutoffs has exactly one store: file, sqlite or postgres",
+            code: .conflict
+        )
+        self.expectError(
+            self.replacing(line: 5, with: "cutoffs: { sqlite: cutoffs.db, table: t }"),
+            "test.yaml:5:32: cutoffs.table: only for the postgres store"
+        )
+        self.expectError(
+            self.replacing(line: 5, with: "cutoffs: {}"),
+            "test.yaml:5:10: cutoffs: cutoffs needs exactly one store: file, sqlite or postgres"
+        )
+        let config = try parse(
+            self.replacing(
+                line: 5,
+                with: "cutoffs: { postgres: \"postgres://gate@127.0.0.1/cutoffs\", rp_table: { table: app.users, "
+                    + "user_column: id, password_changed_column: pw_changed_at } }"
+            )
+        )
+        guard case .postgres(let store) = config.cutoffs else {
+            Issue.record("expected postgres")
+            return
+        }
+        #expect(store.port == 5432)
+        #expect(store.tlsMode == .disable)
+        #expect(store.table == "tokengate_cutoffs")
+        #expect(store.resyncInterval == .seconds(60))
+        #expect(store.staleAfter == .seconds(300))
+        #expect(store.rpTable?.apiDisabledColumn == nil)
+    }
+
+    @Test("a password in the PostgreSQL URL is refused and never echoed")
+    func postgresPassword() {
+        let error = parseError(
+            self.replacing(line: 5, with: "cutoffs: { postgres: \"postgres://gate:hunter2@db.example.com/cutoffs\" }")
+        )
+        #expect(
+            error?.description
+                == "test.yaml:5:22: cutoffs.postgres: the URL must not contain a password (it would end up in logs "
+                + "and process lists): use password_file"
+        )
+        #expect(error?.description.contains("hunter2") == false)
+    }
+
+    @Test("values that may be secrets are not echoed")
+    func secretsNotEchoed() {
+        let pasted = parseError(self.replacing(line: 4, with: "keys: [ { hmac_env: \"c2VjcmV0+/=\", alg: HS256 } ]"))
+        #expect(
+            pasted?.description
+                == "test.yaml:4:21: keys[0].hmac_env: expected the name of an environment variable (letters, digits, "
+                + "_), not its value"
+        )
+        let credentials = parseError(self.replacing(line: 7, with: "  api: { targets: [ \"ftp://u:pw@h:1\" ] }"))
+        #expect(
+            credentials?.description
+                == "test.yaml:7:21: upstreams.api.targets[0]: expected http://host:port or https://host:port, got a "
+                + "URL with credentials"
+        )
+    }
+
+    @Test("SQL names are identifiers, so the store can never be injected into")
+    func sqlIdentifiers() {
+        self.expectError(
+            self.replacing(
+                line: 5,
+                with: "cutoffs: { postgres: \"postgres://g@h/d\", table: \"cutoffs; DROP TABLE users\" }"
+            ),
+            "test.yaml:5:49: cutoffs.table: expected an SQL name such as users or app.users (letters, digits, _), "
+                + "got cutoffs; DROP TABLE users"
+        )
+    }
+
+    @Test("keys: exactly one source and an algorithm bound to it")
+    func keys() {
+        self.expectError(
+            self.replacing(line: 4, with: "keys: [ { pem: key.pem } ]"),
+            "test.yaml:4:9: keys[0]: a pem key needs alg (the algorithm is bound to the key)",
+            code: .missingKey
+        )
+        self.expectError(
+            self.replacing(line: 4, with: "keys: [ { hmac_env: SECRET, alg: RS256 } ]"),
+            "test.yaml:4:29: keys[0].alg: an hmac key needs alg: HS256, HS384 or HS512"
+        )
+        self.expectError(
+            self.replacing(line: 4, with: "keys: [ { jwks: a.jwks, pem: b.pem } ]"),
+            "test.yaml:4:25: keys[0].pem: a key has exactly one of jwks, pem, hmac_file or hmac_env (one entry per key)"
+        )
+        self.expectError(
+            self.replacing(line: 4, with: "keys: [ { jwks: a.jwks }, { pem: b.pem, alg: ES256 } ]"),
+            "test.yaml:4:27: keys[1]: with several keys, each pem or hmac key needs a kid"
+        )
+        self.expectError(
+            self.replacing(
+                line: 4,
+                with: "keys: [ { pem: a.pem, alg: ES256, kid: k }, { pem: b.pem, alg: ES256, kid: k } ]"
+            ),
+            "test.yaml:4:71: keys[1].kid: kid k is already used by keys[0]"
+        )
+        self.expectError(
+            self.replacing(line: 4, with: "keys: [ { pem: a.pem, alg: none } ]"),
+            "test.yaml:4:28: keys[0].alg: expected one of HS256, HS384, HS512, EdDSA, ES256, RS256, PS256, got none"
+        )
+        self.expectError(
+            self.replacing(line: 4, with: "keys: [ { pem: a.pem, alg: RS256 } ]") + "tokens: { algorithms: [EdDSA] }\n",
+            "test.yaml:4:28: keys[0].alg: RS256 is not in tokens.algorithms (EdDSA)"
+        )
+    }
+
+    @Test("routes that accept tokens need keys")
+    func routesNeedKeys() {
+        self.expectError(
+            self.replacing(line: 4, with: "keys: []"),
+            "test.yaml:9:50: routes[0].accept: this route accepts tokens but no keys are configured"
+        )
+    }
+
+    @Test("token pages need a signing key and a login mode")
+    func tokenPage() throws {
+        let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"
+        self.expectError(
+            self.replacing(line: 10, with: page),
+            "test.yaml:10:28: routes[1].kind: a token_page route needs signing_key to mint tokens"
+        )
+        let signed = minimalYAML + "signing_key: { jwks: private.jwks }\n"
+        let withPage = signed.replacingOccurrences(
+            of: "  - { path_prefix: /, upstream: api, accept: none }",
+            with: page
+        )
+        let config = try parse(withPage)
+        guard case .tokenPage(let settings) = config.routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(settings == TokenPageConfiguration(login: .sessionCookie("s"), loginURL: "/login"))
+        self.expectError(
+            withPage.replacingOccurrences(of: "login_url: /login", with: "login_url: //evil.example"),
+            "test.yaml:10:85: routes[1].login.login_url: expected a path on this site (/login) or an https:// URL"
+        )
+        self.expectError(
+            withPage.replacingOccurrences(of: "kind: token_page,", with: "kind: token_page, upstream: api,"),
+            "test.yaml:10:46: routes[1].upstream: not used by kind: token_page (it never forwards)"
+        )
+        self.expectError(
+            withPage.replacingOccurrences(of: "kind: token_page,", with: "kind: tokenpage,"),
+            "test.yaml:10:34: routes[1].kind: expected proxy or token_page, got tokenpage (did you mean 'token_page'?)"
+        )
+        self.expectError(
+            withPage.replacingOccurrences(
+                of: "login_url: /login }",
+                with: "login_url: /login }, apps: [ { name: evil, callback: \"javascript:alert(1)\" } ]"
+            ),
+            "test.yaml:10:127: routes[1].apps[0].callback: callback scheme javascript is not allowed (use a custom "
+                + "scheme or https)"
+        )
+        let whoami = try parse(
+            withPage.replacingOccurrences(
+                of: "session_cookie: s",
+                with: "whoami: { url: \"http://127.0.0.1:9000/whoami\", user_header: X-User }"
+            ).replacingOccurrences(
+                of: "login_url: /login }",
+                with: "login_url: /login }, apps: [ { name: ios, callback: \"myapp://token\" } ]"
+            )
+        )
+        guard case .tokenPage(let whoamiPage) = whoami.routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(
+            whoamiPage.login == .whoami(WhoamiConfiguration(url: "http://127.0.0.1:9000/whoami", userHeader: "X-User"))
+        )
+        #expect(whoamiPage.apps == [TokenPageApp(name: "ios", callback: "myapp://token")])
+    }
+
+    @Test("YAML-level problems: syntax, duplicate keys, wrong types, emptiness")
+    func yamlProblems() {
+        let syntax = parseError("listen: [\n")
+        #expect(syntax?.code == .syntax)
+        #expect(syntax?.file == "test.yaml")
+        #expect(syntax?.line == 2)
+        self.expectError(
+            self.replacing(line: 5, with: "cutoffs: { sqlite: a.db, sqlite: b.db }"),
+            "test.yaml:5:12: duplicate key 'sqlite' in a mapping",
+            code: .duplicate
+        )
+        self.expectError("listen: 8443\n", "test.yaml:1:9: listen: expected a list, got a scalar", code: .wrongType)
+        self.expectError("- a\n- b\n", "test.yaml:1:1: expected a mapping, got a list")
+        self.expectError("   \n\n", "test.yaml: the configuration is empty", code: .empty)
+        self.expectError("# only a comment\n", "test.yaml: the configuration is empty", code: .empty)
+        self.expectError(
+            minimalYAML + "log: { access_log: yes }\n",
+            "test.yaml:11:20: log.access_log: expected true or false, got yes"
+        )
+        self.expectError(
+            minimalYAML + "realm: 'a \"quoted\" realm'\n",
+            "test.yaml:11:8: realm: the realm must be printable ASCII without \" or \\"
+        )
+        self.expectError(
+            minimalYAML + "trusted_proxies: [ 10.0.0.1/8 ]\n",
+            "test.yaml:11:20: trusted_proxies[0]: expected an IP address or a network such as 10.0.0.0/8 (host bits "
+                + "zero), got 10.0.0.1/8"
+        )
+        self.expectError(
+            minimalYAML + "hsts: { preload: true }\n",
+            "test.yaml:11:9: hsts.preload: preload requires include_subdomains: true and max_age of at least 365d"
+        )
+    }
+
+    @Test("the description omits what is unknown")
+    func descriptionShapes() {
+        #expect(
+            ConfigurationError(code: .io, file: "x.yaml", message: "cannot open the configuration: no such file")
+                .description == "x.yaml: cannot open the configuration: no such file"
+        )
+        #expect(
+            ConfigurationError(code: .syntax, file: "x.yaml", line: 3, message: "bad").description == "x.yaml:3: bad"
+        )
+        #expect(
+            ConfigurationError(code: .invalidValue, file: "x.yaml", line: 3, column: 4, keyPath: "a.b", message: "bad")
+                .description == "x.yaml:3:4: a.b: bad"
+        )
+    }
+}
