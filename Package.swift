@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
         .package(url: "https://github.com/apple/swift-atomics.git", from: "1.3.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -82,6 +83,7 @@ let package = Package(
             dependencies: [
                 "TokengateTokens", "TokengateTLS", "TokengateConfig",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -106,8 +108,10 @@ let package = Package(
         .executableTarget(
             name: "tokengate",
             dependencies: [
-                "TokengateTokens", "TokengateConfig", "TokengateGateway",
+                "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateStores", "TokengateTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -116,9 +120,14 @@ let package = Package(
         ),
 
         // MARK: Tests
+        .target(
+            name: "TokengateTestSupport",
+            path: "Sources/TokengateTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TokengateTokensTests",
-            dependencies: ["TokengateTokens", "CTokengateOpenSSL"],
+            dependencies: ["TokengateTokens", "CTokengateOpenSSL", "TokengateTestSupport"],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
@@ -148,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "TokengateGatewayTests",
             dependencies: [
-                "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS",
+                "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS", "TokengateTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -100,10 +100,9 @@ extension TLSHandler {
             guard self.stateMachine.isActive else {
                 return
             }
-            if connection.pendingInboundBytes > 0 {
-                // Application data (or tickets) that arrived with the peer's last flight.
-                self.decode(context: context, deliver: true)
-            }
+            // Application data (or tickets) may have arrived with the peer's last flight, either still in
+            // the BIO or already pulled into OpenSSL's record buffer: only SSL_read can tell, so always try.
+            self.decode(context: context, deliver: true)
             if self.stateMachine.isActive, self.bufferedWrites.hasMark {
                 self.unbufferWrites(context: context)
             }

@@ -70,6 +70,25 @@ public final class KeySet: Sendable {
         try self.init(validating: keys)
     }
 
+    /// One HMAC secret given as raw bytes (from a secret file or an environment variable), bound to
+    /// `algorithm`. The secret must be at least as long as the hash output (RFC 7518 §3.2).
+    /// - Throws: ``KeyLoadingError``.
+    public convenience init(hmacSecret: [UInt8], algorithm: TokenAlgorithm, keyID: String? = nil) throws {
+        guard let bits = algorithm.hmacBits else {
+            throw KeyLoadingError(code: "unsupported_key", message: "\(algorithm.rawValue) is not an HMAC algorithm")
+        }
+        guard hmacSecret.count * 8 >= bits else {
+            throw KeyLoadingError(
+                code: "weak_key",
+                message: "the HMAC secret has \(hmacSecret.count) bytes; at least \(bits / 8) are required"
+            )
+        }
+        guard let check = SignatureCheck(hmacBits: bits, secret: hmacSecret) else {
+            throw KeyLoadingError(code: "invalid_key", message: "cannot prepare the HMAC key")
+        }
+        try self.init(validating: [VerificationKey(keyID: keyID, checks: [(algorithm, check)], isSymmetric: true)])
+    }
+
     /// The key objects of a JWK Set or single-JWK document.
     static func parseKeyObjects(_ data: Data) throws(KeyLoadingError) -> [Any] {
         let root: Any

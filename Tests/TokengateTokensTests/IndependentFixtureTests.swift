@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 import Foundation
+import TokengateTestSupport
 import Testing
 
 @testable import TokengateTokens
@@ -95,19 +96,14 @@ import Testing
     }()
 
     static func pythonVerify(jwksPath: String, token: String) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", TestSupport.packageRoot.appendingPathComponent("scripts/fixtures/make_token_fixtures.py").path,
-            "verify", "--jwks", jwksPath, token,
-        ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try ChildProcess.run(
+            "/usr/bin/env",
+            [
+                "python3", TestSupport.packageRoot.appendingPathComponent("scripts/fixtures/make_token_fixtures.py").path,
+                "verify", "--jwks", jwksPath, token,
+            ]
+        )
+        return (result.status, result.stdout + result.stderr)
     }
 
     @Test(arguments: TokenAlgorithm.allCases)

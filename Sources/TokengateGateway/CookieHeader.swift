@@ -1,0 +1,64 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// Reading and rewriting `Cookie` request headers (RFC 6265 §4.2, §5.4).
+///
+/// The seed's "split on `;`, then on the first `=`" done right: optional whitespace around pairs, a
+/// value in double quotes is unquoted, names compare case-sensitively (as browsers send them), and a
+/// pair without `=` is skipped rather than taken for a name.
+enum CookieHeader {
+    /// Every value of the cookie `name` across all `Cookie` header values, in order.
+    static func values(named name: String, in headerValues: [String]) -> [Substring] {
+        var found: [Substring] = []
+        for header in headerValues {
+            for pair in header.split(separator: ";", omittingEmptySubsequences: true) {
+                guard let (cookieName, value) = Self.split(pair) else { continue }
+                if cookieName == name {
+                    found.append(value)
+                }
+            }
+        }
+        return found
+    }
+
+    /// The `Cookie` header value with every cookie called `name` removed, or `nil` when nothing is left.
+    static func removing(_ name: String, from headerValues: [String]) -> String? {
+        var kept: [Substring] = []
+        for header in headerValues {
+            for pair in header.split(separator: ";", omittingEmptySubsequences: true) {
+                let trimmed = pair.trimmingOWS()
+                if trimmed.isEmpty { continue }
+                if let (cookieName, _) = Self.split(pair), cookieName == name { continue }
+                kept.append(trimmed)
+            }
+        }
+        return kept.isEmpty ? nil : kept.joined(separator: "; ")
+    }
+
+    private static func split(_ pair: Substring) -> (Substring, Substring)? {
+        guard let equals = pair.firstIndex(of: "=") else { return nil }
+        let name = pair[pair.startIndex..<equals].trimmingOWS()
+        var value = pair[pair.index(after: equals)...].trimmingOWS()
+        if value.count >= 2, value.first == "\"", value.last == "\"" {
+            value = value.dropFirst().dropLast()
+        }
+        guard !name.isEmpty else { return nil }
+        return (name, value)
+    }
+}
+
+extension Substring {
+    /// The substring without leading and trailing spaces and horizontal tabs (HTTP's OWS).
+    func trimmingOWS() -> Substring {
+        var start = self.startIndex
+        var end = self.endIndex
+        while start < end, self[start] == " " || self[start] == "\t" { start = self.index(after: start) }
+        while end > start {
+            let before = self.index(before: end)
+            guard self[before] == " " || self[before] == "\t" else { break }
+            end = before
+        }
+        return self[start..<end]
+    }
+}

@@ -1,0 +1,83 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// `application/x-www-form-urlencoded` bodies and URL queries (the WHATWG URL standard's parser):
+/// finding a field, and removing one while leaving every other byte as the client sent it.
+enum FormURLEncoded {
+    /// One `name=value` pair as raw bytes of the input, and its decoded name.
+    struct Pair {
+        var range: Range<Int>
+        var name: String
+        var rawValue: ArraySlice<UInt8>
+    }
+
+    static func pairs(_ bytes: [UInt8]) -> [Pair] {
+        var pairs: [Pair] = []
+        var start = 0
+        while start <= bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "&") { end += 1 }
+            if end > start {
+                let piece = bytes[start..<end]
+                let equals = piece.firstIndex(of: UInt8(ascii: "=")) ?? end
+                let name = Self.decode(bytes[start..<equals]) ?? ""
+                let value = equals < end ? bytes[(equals + 1)..<end] : []
+                pairs.append(Pair(range: start..<end, name: name, rawValue: value))
+            }
+            start = end + 1
+        }
+        return pairs
+    }
+
+    /// Every decoded value of the field `name`, in order; `nil` entries for values that are not valid
+    /// percent-encoded UTF-8.
+    static func values(named name: String, in bytes: [UInt8]) -> [String?] {
+        Self.pairs(bytes).filter { $0.name == name }.map { Self.decode($0.rawValue) }
+    }
+
+    /// The body with every `name` field removed, joined with `&` as before.
+    static func removing(_ name: String, from bytes: [UInt8]) -> [UInt8] {
+        let kept = Self.pairs(bytes).filter { $0.name != name }
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        for (index, pair) in kept.enumerated() {
+            if index > 0 { result.append(UInt8(ascii: "&")) }
+            result.append(contentsOf: bytes[pair.range])
+        }
+        return result
+    }
+
+    /// Percent-decoding with `+` as space. `nil` when a `%` escape is broken or the result is not UTF-8,
+    /// so that a half-decoded token is never verified.
+    static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "+") {
+                output.append(UInt8(ascii: " "))
+            } else if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex,
+                    let high = Self.hexValue(bytes[index + 1]), let low = Self.hexValue(bytes[index + 2])
+                else { return nil }
+                output.append(high << 4 | low)
+                index += 2
+            } else {
+                output.append(byte)
+            }
+            index += 1
+        }
+        return String(validating: output, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// An answer the gateway gives itself, without the backend: every refusal and every backend failure.
+///
+/// The words follow RFC 6750 §3 exactly (DESIGN §3): the `WWW-Authenticate` header and the JSON body
+/// carry the same `error` and `error_description`, and neither ever carries internals — no key id, no
+/// library message, no token, no stack trace. Descriptions are fixed strings chosen here or the
+/// ``RejectionReason`` text, never text that came from the request.
+struct GatewayAnswer: Sendable, Hashable {
+    var status: HTTPResponseStatus
+    /// The `error` member of the JSON body (and of the `WWW-Authenticate` challenge when there is one).
+    var error: String
+    var description: String
+    /// The full `WWW-Authenticate` value, when the answer carries a challenge.
+    var challenge: String?
+    /// The answer ends the connection: the request could not be framed safely, or its body was not read.
+    var closeConnection: Bool
+    /// The reason code for logs and metrics (`malformed`, `revoked`, `no_route`, …).
+    var reasonCode: String
+
+    init(
+        status: HTTPResponseStatus,
+        error: String,
+        description: String,
+        challenge: String? = nil,
+        closeConnection: Bool = false,
+        reasonCode: String
+    ) {
+        self.status = status
+        self.error = error
+        self.description = description
+        self.challenge = challenge
+        self.closeConnection = closeConnection
+        self.reasonCode = reasonCode
+    }
+
+    /// The JSON body: `{"error":"…","error_description":"…"}`.
+    var jsonBody: String {
+        "{\"error\":\(JSONString.quote(self.error)),\"error_description\":\(JSONString.quote(self.description))}"
+    }
+
+    /// The response head for this answer, with the security headers every gateway answer carries.
+    func responseHead(version: HTTPVersion, contentLength: Int) -> HTTPResponseHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(8)
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(contentLength))
+        headers.add(name: "cache-control", value: "no-store")
+        headers.add(name: "x-content-type-options", value: "nosniff")
+        if let challenge = self.challenge {
+            headers.add(name: "www-authenticate", value: challenge)
+        }
+        if self.closeConnection {
+            headers.add(name: "connection", value: "close")
+        }
+        return HTTPResponseHead(version: version, status: self.status, headers: headers)
+    }
+}
+
+// MARK: The answers, one constructor each.
+
+extension GatewayAnswer {
+    /// 400 `invalid_request`: the request is malformed in a way RFC 6750 names (a token in the URL, two
+    /// tokens, a broken `Authorization` header).
+    static func invalidRequest(_ description: String, realm: String, reason: String, close: Bool = false) -> Self {
+        GatewayAnswer(
+            status: .badRequest,
+            error: "invalid_request",
+            description: description,
+            challenge: Self.bearerChallenge(realm: realm, error: "invalid_request", description: description),
+            closeConnection: close,
+            reasonCode: reason
+        )
+    }
+
+    /// 401 with a bare challenge: no token was sent at all (RFC 6750 §3.1: no error code then).
+    static func tokenRequired(realm: String) -> Self {
+        GatewayAnswer(
+            status: .unauthorized,
+            error: "unauthorized",
+            description: "this resource requires a token",
+            challenge: "Bearer realm=\(Self.quotedParameter(realm))",
+            reasonCode: "no_token"
+        )
+    }
+
+    /// 401 `invalid_token`: a bad, expired or revoked token.
+    static func invalidToken(realm: String, reasonCode: String, description: String) -> Self {
+        GatewayAnswer(
+            status: .unauthorized,
+            error: "invalid_token",
+            description: description,
+            challenge: Self.bearerChallenge(realm: realm, error: "invalid_token", description: description),
+            reasonCode: reasonCode
+        )
+    }
+
+    /// 403 `insufficient_scope`: a valid token of a kind the route does not accept.
+    static func insufficientScope(realm: String, description: String) -> Self {
+        GatewayAnswer(
+            status: .forbidden,
+            error: "insufficient_scope",
+            description: description,
+            challenge: Self.bearerChallenge(realm: realm, error: "insufficient_scope", description: description),
+            reasonCode: "wrong_kind"
+        )
+    }
+
+    /// 403 for a cookie-borne token on an unsafe method from another site (DESIGN §2: the browser sent
+    /// the cookie on its own; counting it would be cross-site request forgery).
+    static func crossSiteCookie(realm: String) -> Self {
+        let description = "a cookie token is not accepted on a cross-site request"
+        return GatewayAnswer(
+            status: .forbidden,
+            error: "invalid_request",
+            description: description,
+            challenge: Self.bearerChallenge(realm: realm, error: "invalid_request", description: description),
+            reasonCode: "cross_site_cookie"
+        )
+    }
+
+    static func noRoute() -> Self {
+        GatewayAnswer(status: .notFound, error: "not_found", description: "no route for this path", reasonCode: "no_route")
+    }
+
+    static func malformedHTTP(_ description: String) -> Self {
+        GatewayAnswer(
+            status: .badRequest,
+            error: "bad_request",
+            description: description,
+            closeConnection: true,
+            reasonCode: "malformed_http"
+        )
+    }
+
+    static func headersTooLarge() -> Self {
+        GatewayAnswer(
+            status: .requestHeaderFieldsTooLarge,
+            error: "request_header_fields_too_large",
+            description: "the request headers are too large",
+            closeConnection: true,
+            reasonCode: "headers_too_large"
+        )
+    }
+
+    static func uriTooLong() -> Self {
+        GatewayAnswer(
+            status: .uriTooLong,
+            error: "uri_too_long",
+            description: "the request URI is too long",
+            closeConnection: true,
+            reasonCode: "uri_too_long"
+        )
+    }
+
+    static func payloadTooLarge() -> Self {
+        GatewayAnswer(
+            status: .payloadTooLarge,
+            error: "payload_too_large",
+            description: "the request body is too large",
+            closeConnection: true,
+            reasonCode: "body_too_large"
+        )
+    }
+
+    static func tlsRequired() -> Self {
+        GatewayAnswer(
+            status: .upgradeRequired,
+            error: "tls_required",
+            description: "this service is only available over HTTPS",
+            closeConnection: true,
+            reasonCode: "tls_required"
+        )
+    }
+
+    static func badGateway(_ description: String, reason: String) -> Self {
+        GatewayAnswer(status: .badGateway, error: "bad_gateway", description: description, reasonCode: reason)
+    }
+
+    static func serviceUnavailable(_ description: String, reason: String) -> Self {
+        GatewayAnswer(
+            status: .serviceUnavailable,
+            error: "service_unavailable",
+            description: description,
+            reasonCode: reason
+        )
+    }
+
+    static func gatewayTimeout() -> Self {
+        GatewayAnswer(
+            status: .gatewayTimeout,
+            error: "gateway_timeout",
+            description: "the backend did not answer in time",
+            reasonCode: "upstream_timeout"
+        )
+    }
+
+    static func shuttingDown() -> Self {
+        GatewayAnswer(
+            status: .serviceUnavailable,
+            error: "service_unavailable",
+            description: "the gateway is shutting down",
+            closeConnection: true,
+            reasonCode: "shutting_down"
+        )
+    }
+}
+
+// MARK: Challenge formatting
+
+extension GatewayAnswer {
+    static func bearerChallenge(realm: String, error: String, description: String) -> String {
+        "Bearer realm=\(Self.quotedParameter(realm)), error=\(Self.quotedParameter(error)), "
+            + "error_description=\(Self.quotedParameter(description))"
+    }
+
+    /// An RFC 7230 quoted-string. RFC 6750 limits `error_description` to printable ASCII without `"` and
+    /// `\`; the descriptions are ours, but the realm is configuration, so anything else is dropped.
+    static func quotedParameter(_ value: String) -> String {
+        var result = "\""
+        for scalar in value.unicodeScalars where scalar.value >= 0x20 && scalar.value < 0x7F {
+            if scalar == "\"" || scalar == "\\" { continue }
+            result.unicodeScalars.append(scalar)
+        }
+        result += "\""
+        return result
+    }
+}

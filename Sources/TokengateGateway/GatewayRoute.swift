@@ -1,0 +1,22 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import TokengateConfig
+import TokengateTokens
+
+/// A route as the request path uses it: the configured route with everything derived once at load
+/// (the accepted kinds, the extractor, the upstream's index) so nothing is recomputed per request.
+struct GatewayRoute: Sendable {
+    /// A stable name for logs and metrics: the host (if any) and the path prefix.
+    let name: String
+    /// The accepted kinds, or `nil` for a public route that takes no token.
+    let accept: AcceptedKinds?
+    let extractor: TokenExtractor
+    /// Index into ``GatewayRuntime/upstreams``.
+    let upstreamIndex: Int
+    /// Strip the token before forwarding (`forward_token: strip`, the default).
+    let stripToken: Bool
+    /// The most body bytes read to look for a token in a form or JSON body.
+    let tokenBodyLimit: Int
+}

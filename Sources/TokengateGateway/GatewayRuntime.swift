@@ -1,0 +1,45 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import TokengateConfig
+import TokengateTokens
+
+/// Everything the request path reads, built once from a configuration and never mutated: routes,
+/// the verifier with its keys, upstream settings, limits. A reload builds a new one and swaps it in.
+final class GatewayRuntime: Sendable {
+    let routes: [GatewayRoute]
+    let routeTable: RouteTable
+    let upstreams: [UpstreamSettings]
+    let verifier: TokenVerifier
+    let cutoffs: CutoffSnapshotHolder
+    let realm: String
+    let limits: LimitsConfiguration
+    let accessLog: Bool
+    /// The current UNIX time in seconds; injectable for tests.
+    let now: @Sendable () -> Int64
+
+    init(
+        routes: [GatewayRoute],
+        routeTable: RouteTable,
+        upstreams: [UpstreamSettings],
+        verifier: TokenVerifier,
+        cutoffs: CutoffSnapshotHolder,
+        realm: String,
+        limits: LimitsConfiguration,
+        accessLog: Bool,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
+        self.routes = routes
+        self.routeTable = routeTable
+        self.upstreams = upstreams
+        self.verifier = verifier
+        self.cutoffs = cutoffs
+        self.realm = realm
+        self.limits = limits
+        self.accessLog = accessLog
+        self.now = now
+    }
+}

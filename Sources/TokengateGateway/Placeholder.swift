@@ -1,1 +1,0 @@
-// TokengateGateway module placeholder; replaced as the module grows.

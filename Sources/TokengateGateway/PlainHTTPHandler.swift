@@ -1,0 +1,70 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+import TokengateConfig
+
+/// The plain-HTTP listener: it never forwards (DESIGN §4). Every request gets 426 with a JSON error, or
+/// a 308 redirect to the same path over https — without the query, which may hold what should never
+/// have been sent in the clear.
+final class PlainHTTPHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let mode: PlainHTTPMode
+    private let httpsPort: Int?
+
+    init(mode: PlainHTTPMode, httpsPort: Int?) {
+        self.mode = mode
+        self.httpsPort = httpsPort
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(let head) = self.unwrapInboundIn(data) else { return }
+        switch self.mode {
+        case .reject:
+            let answer = GatewayAnswer.tlsRequired()
+            let body = answer.jsonBody
+            context.write(self.wrapOutboundOut(.head(answer.responseHead(version: head.version, contentLength: body.utf8.count))), promise: nil)
+            context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        case .redirect:
+            var headers = HTTPHeaders()
+            let host = head.headers.first(name: "host").map { Self.hostWithoutPort($0) } ?? "localhost"
+            let port = self.httpsPort.map { $0 == 443 ? "" : ":\($0)" } ?? ""
+            let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/"
+            headers.add(name: "location", value: "https://\(host)\(port)\(path.hasPrefix("/") ? String(path) : "/")")
+            headers.add(name: "content-length", value: "0")
+            headers.add(name: "connection", value: "close")
+            context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .permanentRedirect, headers: headers))), promise: nil)
+        }
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    /// The host part of a Host header, only if it is a plausible host name: a redirect must not send a
+    /// browser to whatever a hostile Host header says with characters that break the Location header.
+    static func hostWithoutPort(_ host: String) -> String {
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            if let end = name.firstIndex(of: "]") { name = name[...end] }
+        } else if let colon = name.lastIndex(of: ":") {
+            name = name[..<colon]
+        }
+        let allowed = name.utf8.allSatisfy {
+            ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+                || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".")
+                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]") || $0 == UInt8(ascii: ":")
+        }
+        return allowed && !name.isEmpty ? String(name) : "localhost"
+    }
+}
+
+@available(*, unavailable)
+extension PlainHTTPHandler: Sendable {}

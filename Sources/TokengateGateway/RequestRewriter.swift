@@ -1,0 +1,129 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import TokengateConfig
+import TokengateTokens
+
+/// Turns the client's request head into the one the backend sees (DESIGN §5).
+///
+/// Order matters: first every header the client must not be able to send (hop-by-hop headers, and the
+/// whole `X-Tokengate-*` family in any case, any number of times) is removed; then the token is taken
+/// out of where it was; only then are the gateway's own identity and forwarding headers added, so no
+/// client value can survive next to them.
+enum RequestRewriter {
+    static let identityHeaderPrefix = "x-tokengate-"
+
+    /// Hop-by-hop headers (RFC 9110 §7.6.1) that describe the client's connection, not the request.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization",
+        "proxy-authenticate", "http2-settings",
+    ]
+
+    struct Forwarding {
+        var clientAddress: String?
+        var requestID: String
+        /// The scheme the client used: always `https` on the TLS listener.
+        var scheme: String
+    }
+
+    /// The head to send upstream. `newBodyLength` is set when the token was removed from the body.
+    static func upstreamHead(
+        from head: HTTPRequestHead,
+        identity: VerifiedToken?,
+        strip: TokenSource?,
+        newBodyLength: Int?,
+        forwarding: Forwarding
+    ) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(head.headers.count + 8)
+        let connectionTokens = Set(
+            head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+        )
+        var host: String?
+        var cookieValues: [String] = []
+        for (name, value) in head.headers {
+            let lower = name.lowercased()
+            if Self.hopByHop.contains(lower) || connectionTokens.contains(lower) { continue }
+            if lower.hasPrefix(Self.identityHeaderPrefix) { continue }
+            if lower == "x-forwarded-for" || lower == "x-forwarded-proto" || lower == "x-forwarded-host"
+                || lower == "forwarded" || lower == "x-request-id"
+            {
+                continue
+            }
+            if lower == "host" { host = value }
+            switch strip {
+            case .authorization where lower == "authorization":
+                continue
+            case .header(let tokenHeader) where lower == tokenHeader.lowercased():
+                continue
+            case .cookie where lower == "cookie":
+                cookieValues.append(value)
+                continue
+            case .form, .json:
+                if lower == "content-length", newBodyLength != nil { continue }
+            default:
+                break
+            }
+            headers.add(name: name, value: value)
+        }
+        if case .cookie(let name) = strip, let remaining = CookieHeader.removing(name, from: cookieValues) {
+            headers.add(name: "cookie", value: remaining)
+        }
+        if let newBodyLength {
+            headers.add(name: "content-length", value: String(newBodyLength))
+        }
+        if let identity {
+            headers.add(name: "x-tokengate-user", value: identity.subject)
+            headers.add(name: "x-tokengate-token-kind", value: identity.kind.rawValue)
+            headers.add(name: "x-tokengate-issued-at", value: String(identity.issuedAt))
+            if let keyID = identity.keyID {
+                headers.add(name: "x-tokengate-key-id", value: keyID)
+            }
+        }
+        // At the edge the client's own X-Forwarded-* values are not trusted (they were dropped above): the
+        // backend learns the address the gateway saw.
+        if let address = forwarding.clientAddress {
+            headers.add(name: "x-forwarded-for", value: address)
+        }
+        headers.add(name: "x-forwarded-proto", value: forwarding.scheme)
+        if let host {
+            headers.add(name: "x-forwarded-host", value: host)
+        }
+        headers.add(name: "x-request-id", value: forwarding.requestID)
+        return HTTPRequestHead(version: .http1_1, method: head.method, uri: head.uri, headers: headers)
+    }
+
+    /// The client's request id when it is a sane one (printable, short), so that traces join up.
+    static func requestID(from head: HTTPRequestHead, generate: () -> String) -> String {
+        if let given = head.headers.first(name: "x-request-id"), !given.isEmpty, given.utf8.count <= 128,
+            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        {
+            return given
+        }
+        return generate()
+    }
+
+    /// The response head sent to the client: hop-by-hop headers removed (the encoder frames the body
+    /// itself), HSTS added because the client reached us over TLS.
+    static func clientResponseHead(from head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(head.headers.count + 2)
+        let connectionTokens = Set(head.headers[canonicalForm: "connection"].map { $0.lowercased() })
+        for (name, value) in head.headers {
+            let lower = name.lowercased()
+            if Self.hopByHop.contains(lower) || connectionTokens.contains(lower) || lower == "transfer-encoding" {
+                continue
+            }
+            headers.add(name: name, value: value)
+        }
+        if !headers.contains(name: "strict-transport-security") {
+            headers.add(name: "strict-transport-security", value: "max-age=31536000")
+        }
+        if close {
+            headers.add(name: "connection", value: "close")
+        }
+        return HTTPResponseHead(version: version, status: head.status, headers: headers)
+    }
+}

@@ -1,0 +1,30 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// A keep-alive HTTP/1.1 connection to one backend, owned by an ``UpstreamPool`` on one event loop.
+///
+/// At most one exchange uses it at a time; between exchanges it sits idle in the pool with a timer
+/// that closes it after the upstream's idle timeout.
+final class UpstreamConnection {
+    let channel: any Channel
+    let targetIndex: Int
+    let handler: UpstreamResponseHandler
+    /// Closes the connection when it has been idle in the pool for too long.
+    var idleTimer: Scheduled<Void>?
+    /// Set once the connection served an exchange; a reused connection may have been closed by the
+    /// backend in the meantime, which makes a failure before any response byte safe to retry.
+    var reused = false
+
+    init(channel: any Channel, targetIndex: Int, handler: UpstreamResponseHandler) {
+        self.channel = channel
+        self.targetIndex = targetIndex
+        self.handler = handler
+    }
+}
+
+@available(*, unavailable)
+extension UpstreamConnection: Sendable {}

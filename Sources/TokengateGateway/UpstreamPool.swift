@@ -1,0 +1,169 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import TokengateTLS
+
+/// Keep-alive connections from one event loop to the backends of one upstream.
+///
+/// Each event loop has its own pool, so an exchange never hops threads: the client connection, its
+/// upstream connection and this pool all live on one loop, and nothing here takes a lock. Targets are
+/// used round-robin; one that refuses a connection is skipped for ``UpstreamSettings/ejectionTime``
+/// (passive ejection).
+final class UpstreamPool {
+    let settings: UpstreamSettings
+    let eventLoop: any EventLoop
+    private let logger: Logger
+    private var idle: [[UpstreamConnection]]
+    private var open: [Int]
+    private var ejectedUntil: [NIODeadline]
+    private var cursor = 0
+
+    init(settings: UpstreamSettings, eventLoop: any EventLoop, logger: Logger) {
+        self.settings = settings
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.idle = Array(repeating: [], count: settings.targets.count)
+        self.open = Array(repeating: 0, count: settings.targets.count)
+        self.ejectedUntil = Array(repeating: .uptimeNanoseconds(0), count: settings.targets.count)
+    }
+
+    /// The number of open connections (idle and busy), for metrics and tests.
+    var openConnections: Int { self.open.reduce(0, +) }
+
+    /// A connection to a usable target other than those in `excluding`: an idle one if there is one,
+    /// else a new one. Fails with ``UpstreamError/noTargetAvailable`` when every target is ejected,
+    /// excluded or at its connection limit.
+    func acquire(excluding: Set<Int> = []) -> EventLoopFuture<UpstreamConnection> {
+        self.eventLoop.preconditionInEventLoop()
+        let now = NIODeadline.now()
+        let count = self.settings.targets.count
+        var fallback: Int?
+        for step in 0..<count {
+            let index = (self.cursor + step) % count
+            if excluding.contains(index) { continue }
+            if self.ejectedUntil[index] > now {
+                fallback = fallback ?? index
+                continue
+            }
+            self.cursor = (index + 1) % count
+            if let connection = self.takeIdle(index) {
+                return self.eventLoop.makeSucceededFuture(connection)
+            }
+            if self.open[index] < self.settings.maxConnectionsPerTarget {
+                return self.connect(index)
+            }
+        }
+        // Every usable target is ejected: try the first ejected one rather than refuse outright, so a
+        // single-backend upstream recovers as soon as its backend does.
+        if let index = fallback, self.open[index] < self.settings.maxConnectionsPerTarget {
+            if let connection = self.takeIdle(index) {
+                return self.eventLoop.makeSucceededFuture(connection)
+            }
+            return self.connect(index)
+        }
+        return self.eventLoop.makeFailedFuture(UpstreamError.noTargetAvailable)
+    }
+
+    /// Gives a connection back after an exchange. A connection that is not reusable (the response said
+    /// `close`, the exchange was aborted) is closed instead.
+    func release(_ connection: UpstreamConnection, reusable: Bool) {
+        self.eventLoop.preconditionInEventLoop()
+        connection.handler.receiver = nil
+        guard reusable, connection.channel.isActive else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        connection.reused = true
+        connection.idleTimer = self.eventLoop.scheduleTask(in: self.settings.idleTimeout) { [weak self] in
+            self?.closeIdle(connection)
+        }
+        self.idle[connection.targetIndex].append(connection)
+    }
+
+    /// Marks a target as refusing connections.
+    func eject(_ index: Int) {
+        self.ejectedUntil[index] = .now() + self.settings.ejectionTime
+    }
+
+    func closeAll() {
+        for connections in self.idle {
+            for connection in connections {
+                connection.idleTimer?.cancel()
+                connection.channel.close(promise: nil)
+            }
+        }
+        self.idle = Array(repeating: [], count: self.settings.targets.count)
+    }
+
+    private func takeIdle(_ index: Int) -> UpstreamConnection? {
+        // Most recently used first: it is the least likely to have been closed by the backend.
+        while let connection = self.idle[index].popLast() {
+            connection.idleTimer?.cancel()
+            connection.idleTimer = nil
+            if connection.channel.isActive {
+                return connection
+            }
+        }
+        return nil
+    }
+
+    private func closeIdle(_ connection: UpstreamConnection) {
+        if let position = self.idle[connection.targetIndex].firstIndex(where: { $0 === connection }) {
+            self.idle[connection.targetIndex].remove(at: position)
+        }
+        connection.channel.close(promise: nil)
+    }
+
+    private func forget(_ connection: UpstreamConnection) {
+        self.open[connection.targetIndex] -= 1
+        connection.idleTimer?.cancel()
+        if let position = self.idle[connection.targetIndex].firstIndex(where: { $0 === connection }) {
+            self.idle[connection.targetIndex].remove(at: position)
+        }
+    }
+
+    private func connect(_ index: Int) -> EventLoopFuture<UpstreamConnection> {
+        let target = self.settings.targets[index]
+        let tlsContext = target.useTLS ? self.settings.tlsContext : nil
+        let logger = self.logger
+        self.open[index] += 1
+        let bootstrap = ClientBootstrap(group: self.eventLoop)
+            .connectTimeout(self.settings.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.autoRead, value: true)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    if let tlsContext {
+                        try sync.addHandler(
+                            TLSHandler(context: tlsContext, serverHostname: target.host, logger: logger)
+                        )
+                    }
+                    try sync.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes)
+                    try sync.addHandler(UpstreamResponseHandler())
+                }
+            }
+        return bootstrap.connect(host: target.host, port: target.port).flatMapThrowing { channel in
+            let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
+            let connection = UpstreamConnection(channel: channel, targetIndex: index, handler: handler)
+            handler.onClose = { [weak self] in self?.forget(connection) }
+            return connection
+        }.flatMapErrorThrowing { error in
+            self.open[index] -= 1
+            self.eject(index)
+            self.logger.warning(
+                "upstream connect failed",
+                metadata: ["upstream": "\(self.settings.name)", "target": "\(target.display)", "error": "\(error)"]
+            )
+            throw UpstreamError.connectFailed
+        }
+    }
+}
+
+@available(*, unavailable)
+extension UpstreamPool: Sendable {}

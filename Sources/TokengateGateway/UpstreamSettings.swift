@@ -1,0 +1,30 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import TokengateTLS
+
+/// One upstream as the forwarding code uses it: its backends and its timeouts, with the TLS client
+/// context built once at load for `https://` targets.
+struct UpstreamSettings: Sendable {
+    struct Target: Sendable, Hashable {
+        var host: String
+        var port: Int
+        var useTLS: Bool
+        /// `scheme://host:port`, for logs (an upstream address is not a secret).
+        var display: String
+    }
+
+    var name: String
+    var targets: [Target]
+    var connectTimeout: TimeAmount
+    var responseTimeout: TimeAmount
+    var idleTimeout: TimeAmount
+    /// The most connections one event loop keeps open to one target; past it, other targets are tried,
+    /// then the request gets 503. Sized for the concurrency a loop serves, not a small constant.
+    var maxConnectionsPerTarget: Int
+    /// How long a target that refused a connection is skipped (passive ejection).
+    var ejectionTime: TimeAmount
+    var tlsContext: TLSClientContext?
+}

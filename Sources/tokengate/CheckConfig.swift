@@ -1,0 +1,36 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import ArgumentParser
+import TokengateConfig
+import TokengateGateway
+
+/// `tokengate check-config FILE`: everything `serve` checks before it binds a port.
+struct CheckConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate a configuration file, its keys and certificates, without starting anything."
+    )
+
+    @Argument(help: "The configuration file (YAML).")
+    var file: String
+
+    func run() throws {
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(path: self.file)
+        } catch {
+            fail("\(error)")
+        }
+        do {
+            try GatewayServer.check(configuration)
+        } catch {
+            fail("\(self.file): \(error)")
+        }
+        print(
+            "\(self.file): ok (\(configuration.listeners.count) listeners, \(configuration.routes.count) routes, "
+                + "\(configuration.upstreams.count) upstreams)"
+        )
+    }
+}

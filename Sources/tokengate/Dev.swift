@@ -1,0 +1,104 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import ArgumentParser
+import Foundation
+import NIOCore
+import NIOPosix
+import TokengateConfig
+import TokengateGateway
+import TokengateTLS
+import TokengateTokens
+
+/// `tokengate dev`: the embedded default for a first run. Generates what a first run needs in `.dev/`
+/// (a self-signed certificate and a signing key, never committed), starts a demo backend, runs the
+/// gateway with `Config/dev.yaml`, and prints a working `curl` line with a freshly minted token.
+struct Dev: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the gateway on its embedded default: dev certificate and keys, SQLite cutoffs, a demo backend."
+    )
+
+    @Option(help: "The configuration file.")
+    var config = "Config/dev.yaml"
+
+    @Option(help: "Where the generated dev files go (must match the paths in the configuration).")
+    var directory = ".dev"
+
+    @Option(name: .customLong("backend-port"), help: "The demo backend's port (the configuration's upstream).")
+    var backendPort = 9000
+
+    func run() async throws {
+        try self.prepareFiles()
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(path: self.config)
+        } catch {
+            fail("\(error)")
+        }
+        let backendGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let backend: DemoBackend
+        do {
+            backend = try await DemoBackend.start(port: self.backendPort, group: backendGroup)
+        } catch {
+            fail("cannot start the demo backend on 127.0.0.1:\(self.backendPort): \(error)")
+        }
+        let directory = self.directory
+        try await GatewayLauncher(configuration: configuration).run { addresses in
+            let signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/keys/private.jwks"))))
+            let token = try signer.mint(
+                TokenClaims(
+                    subject: "demo-user",
+                    issuedAt: Int64(Date().timeIntervalSince1970),
+                    apiOnly: true,
+                    expiresAt: nil,
+                    notBefore: nil,
+                    issuer: nil,
+                    audience: nil
+                )
+            )
+            let port = addresses.first?.port ?? 8443
+            FileOutput.standardOutput(
+                """
+
+                tokengate is running (demo backend on 127.0.0.1:\(backend.port)). Try an API call with a fresh api token:
+
+                  curl --cacert \(directory)/tls/cert.pem -H "Authorization: Bearer \(token)" https://localhost:\(port)/api/hello
+
+                and without one (401), or over plain HTTP (426):
+
+                  curl --cacert \(directory)/tls/cert.pem https://localhost:\(port)/api/hello
+                  curl http://127.0.0.1:8080/api/hello
+
+                More tokens: .build/release/tokengate token mint --key \(directory)/keys/private.jwks --sub alice --api-only
+                Ctrl-C stops the gateway.
+
+
+                """
+            )
+        }
+        try? await backend.stop()
+        try? await backendGroup.shutdownGracefully()
+    }
+
+    /// Creates the dev certificate and keys on first run; later runs reuse them (delete `.dev/` to start
+    /// over). Private files are written with mode 0600.
+    private func prepareFiles() throws {
+        let tls = self.directory + "/tls"
+        let keys = self.directory + "/keys"
+        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: tls + "/cert.pem") || !FileManager.default.fileExists(atPath: tls + "/key.pem") {
+            let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost", "127.0.0.1", "::1"], validityDays: 30)
+            try FileOutput.write(certificate.privateKeyPEM, to: tls + "/key.pem", mode: 0o600)
+            try FileOutput.write(certificate.certificatePEM, to: tls + "/cert.pem", mode: 0o644)
+            print("generated a self-signed dev certificate in \(tls)/")
+        }
+        if !FileManager.default.fileExists(atPath: keys + "/private.jwks") || !FileManager.default.fileExists(atPath: keys + "/public.jwks") {
+            let generated = try KeyGenerator.generate(algorithm: .edDSA, keyID: "dev-" + Keygen.randomKeyID())
+            try FileOutput.write(generated.privateJWKS, to: keys + "/private.jwks", mode: 0o600)
+            try FileOutput.write(generated.publicJWKS, to: keys + "/public.jwks", mode: 0o644)
+            print("generated a dev signing key (EdDSA) in \(keys)/")
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import TokengateConfig
+import TokengateGateway
+import TokengateStores
+import TokengateTokens
+import UnixSignals
+
+/// Starts everything a configuration asks for — the cutoff store and its sync service, the gateway's
+/// listeners, the admin listener — and runs them until SIGTERM or SIGINT, then shuts down gracefully.
+///
+/// Order matters: the cutoff store is read completely before any listener binds, so the gateway never
+/// serves a single request with an empty snapshot (which would accept every revoked token).
+struct GatewayLauncher {
+    let configuration: GatewayConfiguration
+
+    func run(onStarted: @escaping @Sendable ([SocketAddress]) async throws -> Void) async throws {
+        Self.bootstrapLogging(self.configuration.log.level)
+        let logger = Logger(label: "tokengate")
+        let holder = CutoffSnapshotHolder(.empty)
+        let store: any CutoffStore
+        switch self.configuration.cutoffs {
+        case .file(let path):
+            store = JSONFileCutoffStore(path: path.path)
+        case .sqlite(let path):
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: (path.path as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true
+                )
+                store = try await SQLiteCutoffStore.open(path: path.path, logger: logger)
+            } catch {
+                fail("cutoff store \(path): \(error)")
+            }
+        case .postgres:
+            fail("the PostgreSQL cutoff store is not available in this build yet; use `cutoffs: { sqlite: PATH }`")
+        }
+        let sync = CutoffSyncService(store: store, logger: logger) { holder.store($0) }
+        do {
+            try await sync.start()
+        } catch {
+            fail("cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start")
+        }
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let server: GatewayServer
+        do {
+            server = try GatewayServer(configuration: self.configuration, cutoffs: holder, group: group, logger: logger)
+        } catch {
+            fail("\(self.configuration.sourcePath): \(error)")
+        }
+        let addresses = try await server.start()
+
+        var admin: AdminServer?
+        if let adminConfiguration = self.configuration.admin {
+            let secret = adminConfiguration.secretFile.map { path -> [UInt8] in
+                guard var bytes = FileManager.default.contents(atPath: path.path).map(Array.init), !bytes.isEmpty else {
+                    fail("cannot read the admin secret file \(path)")
+                }
+                while bytes.last == UInt8(ascii: "\n") || bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+                return bytes
+            }
+            let api = AdminAPI(service: sync)
+            admin = try await AdminServer.start(
+                host: adminConfiguration.address.host,
+                port: adminConfiguration.address.port,
+                secret: secret,
+                tls: nil,
+                group: group,
+                logger: logger
+            ) { request in
+                switch request.path {
+                case "/healthz":
+                    return .init(status: 200, body: "{\"status\":\"ok\"}")
+                case "/readyz":
+                    let stale = await sync.isStale(now: CutoffSyncService.systemNow())
+                    return stale
+                        ? .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"}")
+                        : .init(status: 200, body: "{\"status\":\"ready\"}")
+                default:
+                    let response = await api.handle(method: request.method, path: request.path, body: request.body)
+                    return .init(status: response.status, body: response.json)
+                }
+            }
+        }
+        try await onStarted(addresses)
+
+        let drain = TimeAmount(self.configuration.limits.drainTimeout)
+        let serviceGroup = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: CutoffSyncRunner(sync: sync)),
+                    .init(service: GatewayShutdownService(server: server, admin: admin, drain: drain)),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await serviceGroup.run()
+        try? await store.close()
+        try? await group.shutdownGracefully()
+    }
+
+    static func bootstrapLogging(_ level: LogLevelName) {
+        let swiftLevel = Logger.Level(rawValue: level.rawValue) ?? .info
+        LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: swiftLevel) }
+    }
+}
+
+/// Keeps the cutoff snapshot current until shutdown.
+struct CutoffSyncRunner: Service {
+    let sync: CutoffSyncService
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await self.sync.run()
+        }
+    }
+}
+
+/// Waits for the shutdown signal, then drains the gateway.
+struct GatewayShutdownService: Service {
+    let server: GatewayServer
+    let admin: AdminServer?
+    let drain: TimeAmount
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await self.server.shutdown(drainTimeout: self.drain)
+        await self.admin?.stop()
+    }
+}

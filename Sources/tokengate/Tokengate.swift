@@ -1,0 +1,55 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import ArgumentParser
+import Foundation
+
+/// The `tokengate` command: the gateway and the tools around it.
+@main
+struct Tokengate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tokengate",
+        abstract: "An edge reverse proxy that lets a website's mobile apps in with tokens, and nobody else.",
+        subcommands: [
+            Serve.self, Dev.self, CheckConfig.self, Keygen.self, TokenCommand.self, Revoke.self,
+        ]
+    )
+
+    /// Runs the command, mapping argument errors to exit status 2 (ArgumentParser's default is 64) so
+    /// every usage error and bad input file exits the same way.
+    static func main() async {
+        do {
+            var command = try Self.parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = Self.exitCode(for: error)
+            if code == .success {
+                Self.exit(withError: error)
+            }
+            if code == .validationFailure {
+                FileOutput.standardError(Self.fullMessage(for: error) + "\n")
+                Foundation.exit(ExitStatus.usage)
+            }
+            Self.exit(withError: error)
+        }
+    }
+}
+
+/// Exit codes shared by the subcommands: 0 success, 1 an invalid token (for `token verify`), 2 a usage
+/// error or an unreadable/invalid input file.
+enum ExitStatus {
+    static let invalidToken: Int32 = 1
+    static let usage: Int32 = 2
+}
+
+/// Prints `message` to standard error and exits with status 2: the way every subcommand reports a bad
+/// input file or argument, so scripts can tell it from an invalid token (status 1).
+func fail(_ message: String) -> Never {
+    FileOutput.standardError("tokengate: \(message)\n")
+    exit(ExitStatus.usage)
+}

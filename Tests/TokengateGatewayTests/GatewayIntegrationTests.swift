@@ -1,0 +1,374 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Testing
+import TokengateGateway
+import TokengateTokens
+
+/// The gateway as a user and an attacker meet it: a real TLS listener on loopback, a real backend behind
+/// it, and the real `curl` and `openssl s_client` in front.
+@Suite(.serialized)
+struct GatewayIntegrationTests {
+    /// Runs `body` against a freshly started gateway, and always stops it.
+    private func withGateway(
+        routes: String = GatewayHarness.defaultRoutes,
+        upstreams: String? = nil,
+        limits: String = "",
+        _ body: (GatewayHarness) async throws -> Void
+    ) async throws {
+        let harness = GatewayHarness()
+        do {
+            try await harness.start(routes: routes, upstreams: upstreams, limits: limits)
+            try await body(harness)
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
+
+    private func curl(_ harness: GatewayHarness, _ arguments: [String]) throws -> Curl.Result {
+        try Curl.run(arguments, caFile: harness.certificatePath)
+    }
+
+    // MARK: The token from each source.
+
+    @Test func acceptsTheTokenFromEverySourceAndForwardsTheIdentityWithoutTheToken() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let cases: [(String, [String])] = [
+                ("authorization", ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/items"]),
+                ("header", ["-H", "X-Api-Token: \(token)", "\(gateway.baseURL)/api/items"]),
+                ("cookie", ["-H", "Cookie: theme=dark; auth_token=\(token); lang=en", "\(gateway.baseURL)/api/items"]),
+                ("form", ["--data", "a=1&access_token=\(token)&b=2", "\(gateway.baseURL)/api/items"]),
+                ("json", ["-H", "Content-Type: application/json", "--data", "{\"token\":\"\(token)\",\"n\":1}", "\(gateway.baseURL)/api/items"]),
+            ]
+            for (source, arguments) in cases {
+                let result = try self.curl(gateway, arguments)
+                #expect(result.status == 200, "\(source): \(result.body) \(result.stderr)")
+                let echo = try #require(try JSONSerialization.jsonObject(with: Data(result.body.utf8)) as? [String: Any], "\(source)")
+                #expect(echo["user"] as? String == "alice", "\(source)")
+                #expect(!result.body.contains(token), "the backend saw the token (\(source)): \(result.body)")
+                let headers = (echo["headers"] as? [[String]]) ?? []
+                let names = headers.map { $0[0] }
+                #expect(names.contains("x-tokengate-token-kind"), "\(source)")
+                #expect(names.contains("x-tokengate-issued-at"), "\(source)")
+                #expect(names.contains("x-tokengate-key-id"), "\(source)")
+                #expect(names.contains("x-forwarded-for") && names.contains("x-forwarded-proto"), "\(source)")
+                #expect(names.contains("x-request-id"), "\(source)")
+                if source == "cookie" {
+                    let cookie = headers.first { $0[0] == "cookie" }?[1]
+                    #expect(cookie == "theme=dark; lang=en", "the other cookies must pass untouched")
+                }
+                if source == "form" {
+                    #expect(echo["body"] as? String == "a=1&b=2", "the form field is removed, the rest kept")
+                    #expect(echo["body_bytes"] as? Int == 7, "Content-Length follows the new body")
+                }
+            }
+        }
+    }
+
+    @Test func aSpoofedIdentityHeaderNeverReachesTheBackend() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let result = try self.curl(gateway, [
+                "-H", "Authorization: Bearer \(token)",
+                "-H", "X-Tokengate-User: mallory", "-H", "x-TOKENGATE-user: mallory2", "-H", "X-Tokengate-Token-Kind: api",
+                "-H", "X-Forwarded-For: 6.6.6.6",
+                "\(gateway.baseURL)/api/x",
+            ])
+            #expect(result.status == 200)
+            #expect(!result.body.contains("mallory"), "\(result.body)")
+            #expect(!result.body.contains("6.6.6.6"), "\(result.body)")
+            let echo = try #require(try JSONSerialization.jsonObject(with: Data(result.body.utf8)) as? [String: Any])
+            let users = ((echo["headers"] as? [[String]]) ?? []).filter { $0[0] == "x-tokengate-user" }
+            #expect(users.map { $0[1] } == ["alice"])
+        }
+    }
+
+    @Test func aPublicRouteForwardsWithoutAToken() async throws {
+        try await self.withGateway { gateway in
+            let result = try self.curl(gateway, ["\(gateway.baseURL)/about?x=1"])
+            #expect(result.status == 200)
+            #expect(result.header("strict-transport-security") != nil)
+            #expect(!result.body.contains("x-tokengate-user"))
+        }
+    }
+
+    @Test func forwardTokenKeepLeavesTheTokenForTheBackend() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let result = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/keep/x"])
+            #expect(result.status == 200)
+            #expect(result.body.contains(token))
+        }
+    }
+
+    // MARK: Refusals, with RFC 6750's exact words.
+
+    @Test func noTokenGets401WithABareChallenge() async throws {
+        try await self.withGateway { gateway in
+            let result = try self.curl(gateway, ["\(gateway.baseURL)/api/items"])
+            #expect(result.status == 401)
+            #expect(result.header("www-authenticate") == "Bearer realm=\"test.example\"")
+            #expect(result.body.contains("\"error\":\"unauthorized\""))
+            #expect(gateway.backend.requestsReceived == 0)
+        }
+    }
+
+    @Test func aTokenInTheURLIsRefusedAndNeverForwardedOrLogged() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            for query in ["access_token=\(token)", "auth_token=\(token)", "q=\(token)"] {
+                let result = try self.curl(gateway, ["\(gateway.baseURL)/api/items?\(query)"])
+                #expect(result.status == 400, "\(query)")
+                #expect(result.body.contains("\"error\":\"invalid_request\""))
+                #expect(result.body.contains("tokens must not be sent in the URL"))
+            }
+            #expect(gateway.backend.requestsReceived == 0, "the backend saw a request with a token in its URL")
+            let logs = gateway.logLines.all.joined(separator: "\n")
+            #expect(!logs.contains(token), "a token was logged")
+            #expect(!logs.contains("access_token="), "a query string was logged")
+        }
+    }
+
+    @Test func aTokenSentTwoWaysIsRefused() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let result = try self.curl(gateway, [
+                "-H", "Authorization: Bearer \(token)", "-H", "Cookie: auth_token=\(token)", "\(gateway.baseURL)/api/items",
+            ])
+            #expect(result.status == 400)
+            #expect(result.header("www-authenticate")?.contains("error=\"invalid_request\"") == true)
+            #expect(gateway.backend.requestsReceived == 0)
+        }
+    }
+
+    @Test func aRevokedTokenGets401WithTheExactHeader() async throws {
+        try await self.withGateway { gateway in
+            let now = Int64(Date().timeIntervalSince1970)
+            let old = try gateway.mint("bob", issuedAt: now - 100)
+            let new = try gateway.mint("bob", issuedAt: now - 10)
+            gateway.cutoffs.store(CutoffSnapshot(users: ["bob": UserCutoffs(revokedBefore: now - 50)]))
+            let refused = try self.curl(gateway, ["-H", "Authorization: Bearer \(old)", "\(gateway.baseURL)/api/items"])
+            #expect(refused.status == 401)
+            let description = RejectionReason.revoked.description
+            #expect(
+                refused.header("www-authenticate")
+                    == "Bearer realm=\"test.example\", error=\"invalid_token\", error_description=\"\(description)\""
+            )
+            #expect(refused.body == "{\"error\":\"invalid_token\",\"error_description\":\"\(description)\"}")
+            let accepted = try self.curl(gateway, ["-H", "Authorization: Bearer \(new)", "\(gateway.baseURL)/api/items"])
+            #expect(accepted.status == 200, "a token issued after the cutoff still works")
+            #expect(gateway.backend.requestsReceived == 1)
+        }
+    }
+
+    @Test func aBadSignatureGets401() async throws {
+        try await self.withGateway { gateway in
+            var token = try gateway.mint("alice")
+            token.removeLast(2)
+            token += token.hasSuffix("A") ? "BB" : "AA"
+            let result = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/items"])
+            #expect(result.status == 401)
+            #expect(result.header("www-authenticate")?.contains("error=\"invalid_token\"") == true)
+            #expect(gateway.backend.requestsReceived == 0)
+        }
+    }
+
+    @Test func theWrongKindGets403InsufficientScope() async throws {
+        try await self.withGateway { gateway in
+            let session = try gateway.mint("alice", apiOnly: false)
+            let api = try gateway.mint("alice", apiOnly: true)
+            let onAPI = try self.curl(gateway, ["-H", "Authorization: Bearer \(session)", "\(gateway.baseURL)/api/items"])
+            #expect(onAPI.status == 403)
+            #expect(onAPI.header("www-authenticate")?.contains("error=\"insufficient_scope\"") == true)
+            let onAccount = try self.curl(gateway, ["-H", "Cookie: session=\(api)", "\(gateway.baseURL)/account/me"])
+            #expect(onAccount.status == 403, "an api token may never be used as a browser session cookie")
+            let both = try self.curl(gateway, ["-H", "Authorization: Bearer \(session)", "\(gateway.baseURL)/both/x"])
+            #expect(both.status == 200)
+        }
+    }
+
+    @Test func aCookieTokenOnACrossSiteUnsafeRequestIsRefused() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let crossSite = try self.curl(gateway, [
+                "-X", "POST", "-H", "Cookie: auth_token=\(token)", "-H", "Origin: https://evil.example", "\(gateway.baseURL)/api/items",
+            ])
+            #expect(crossSite.status == 403)
+            let noProof = try self.curl(gateway, ["-X", "DELETE", "-H", "Cookie: auth_token=\(token)", "\(gateway.baseURL)/api/items"])
+            #expect(noProof.status == 403)
+            let sameSite = try self.curl(gateway, [
+                "-X", "POST", "-H", "Cookie: auth_token=\(token)", "-H", "Origin: https://localhost:\(gateway.tlsPort)",
+                "\(gateway.baseURL)/api/items",
+            ])
+            #expect(sameSite.status == 200)
+            let fetchSite = try self.curl(gateway, [
+                "-X", "PUT", "-H", "Cookie: auth_token=\(token)", "-H", "Sec-Fetch-Site: same-origin", "\(gateway.baseURL)/api/items",
+            ])
+            #expect(fetchSite.status == 200)
+            #expect(gateway.backend.requestsReceived == 2)
+        }
+    }
+
+    @Test func plainHTTPIsRefusedWith426() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let result = try Curl.run(["-H", "Authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.plainPort)/api/items"], caFile: nil)
+            #expect(result.status == 426)
+            #expect(result.body.contains("\"error\":\"tls_required\""))
+            #expect(gateway.backend.requestsReceived == 0)
+        }
+    }
+
+    // MARK: Backend trouble.
+
+    @Test func aDeadBackendGets502AndASlowOne504() async throws {
+        let closedPort = try Self.unusedPort()
+        try await self.withGateway(
+            routes: """
+                  - { path_prefix: /dead/, upstream: dead, accept: none }
+                  - { path_prefix: /, upstream: api, accept: none }
+                """,
+            upstreams: """
+                  api: { targets: [ "http://127.0.0.1:{UPSTREAM}" ], connect_timeout: 1s, response_timeout: 1s }
+                  dead: { targets: [ "http://127.0.0.1:\(closedPort)" ], connect_timeout: 1s, response_timeout: 1s }
+                """
+        ) { gateway in
+            let dead = try self.curl(gateway, ["\(gateway.baseURL)/dead/x"])
+            #expect(dead.status == 502 || dead.status == 503, "\(dead.status) \(dead.body)")
+            #expect(dead.body.contains("\"error\""))
+            let slow = try self.curl(gateway, ["\(gateway.baseURL)/slow?ms=3000"])
+            #expect(slow.status == 504)
+            #expect(slow.body.contains("gateway_timeout"))
+            let fine = try self.curl(gateway, ["\(gateway.baseURL)/fine"])
+            #expect(fine.status == 200, "the gateway still serves after backend trouble")
+        }
+    }
+
+    @Test func aBackendFailingMidResponseAbortsTheClientResponse() async throws {
+        try await self.withGateway { gateway in
+            let result = try self.curl(gateway, ["\(gateway.baseURL)/abort"])
+            #expect(result.exitCode != 0, "curl must see a truncated response, not a clean end")
+            #expect(result.status == 200)
+        }
+    }
+
+    @Test func aLargeBodyStreamsThroughWithBoundedMemory() async throws {
+        try await self.withGateway { gateway in
+            let size = 100 * 1024 * 1024
+            let file = gateway.directory + "/big.bin"
+            #expect(FileManager.default.createFile(atPath: file, contents: nil))
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+            let chunk = Data(repeating: 0x61, count: 1024 * 1024)
+            for _ in 0..<100 { handle.write(chunk) }
+            try handle.close()
+            let before = Self.residentMemory()
+            let result = try Curl.run(
+                ["-H", "Content-Type: application/octet-stream", "--data-binary", "@\(file)", "\(gateway.baseURL)/upload"],
+                caFile: gateway.certificatePath,
+                timeout: 120
+            )
+            let after = Self.residentMemory()
+            #expect(result.status == 200, "\(result.stderr)")
+            let echo = try #require(try JSONSerialization.jsonObject(with: Data(result.body.utf8)) as? [String: Any])
+            #expect(echo["body_bytes"] as? Int == size)
+            // The test process holds the gateway and the backend; 100 MB buffered anywhere would show.
+            #expect(after - before < 48 * 1024 * 1024, "resident memory grew by \((after - before) / 1024 / 1024) MiB")
+            let download = try Curl.run(["\(gateway.baseURL)/big?bytes=\(size)", "-o", "/dev/null"], caFile: gateway.certificatePath, timeout: 120)
+            #expect(download.exitCode == 0)
+        }
+    }
+
+    // MARK: Hostile HTTP over real TLS (openssl s_client), each closing the connection unforwarded.
+
+    @Test(arguments: [
+        ("content-length and transfer-encoding", "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("duplicate content-length", "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+        ("obs-fold", "GET /x HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n  folded\r\n\r\n"),
+        ("bare LF", "GET /x HTTP/1.1\nHost: a\n\n"),
+        ("transfer-encoding not chunked", "POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
+        ("two hosts", "GET /x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"),
+    ])
+    func smugglingShapesGet400AndAClosedConnection(_ name: String, _ request: String) async throws {
+        try await self.withGateway { gateway in
+            // A second, valid request after the hostile one: it must never be answered.
+            let followUp = "GET /second HTTP/1.1\r\nHost: a\r\n\r\n"
+            let output = try OpenSSLClient.exchange(port: gateway.tlsPort, send: request + followUp)
+            #expect(output.hasPrefix("HTTP/1.1 400"), "\(name): \(output.prefix(200))")
+            #expect(output.components(separatedBy: "HTTP/1.1 ").count == 2, "\(name): more than one response")
+            #expect(gateway.backend.requestsReceived == 0, "\(name) reached the backend")
+        }
+    }
+
+    @Test func oversizedHeadersURIAndBodiesGetTheirStatus() async throws {
+        try await self.withGateway(limits: "limits: { max_header_bytes: 4KiB, max_uri_bytes: 1KiB, max_token_body_bytes: 1KiB }") { gateway in
+            let header = try self.curl(gateway, ["-H", "X-Big: \(String(repeating: "a", count: 6000))", "\(gateway.baseURL)/x"])
+            #expect(header.status == 431)
+            let uri = try self.curl(gateway, ["\(gateway.baseURL)/\(String(repeating: "a", count: 2000))"])
+            #expect(uri.status == 414)
+            let body = try self.curl(gateway, ["--data", "access_token=\(String(repeating: "a", count: 4000))", "\(gateway.baseURL)/api/x"])
+            #expect(body.status == 413)
+            #expect(gateway.backend.requestsReceived == 0)
+        }
+    }
+
+    // MARK: TLS as clients meet it.
+
+    @Test func tlsOneOneIsRefusedAndOneTwoAndOneThreeWork() async throws {
+        try await self.withGateway { gateway in
+            for (flag, ok) in [("-tls1_1", false), ("-tls1_2", true), ("-tls1_3", true)] {
+                let (code, stdout, _) = try Curl.process(
+                    "/usr/bin/openssl",
+                    ["s_client", "-connect", "127.0.0.1:\(gateway.tlsPort)", flag, "-servername", "localhost", "-alpn", "http/1.1"],
+                    input: Data("Q\n".utf8)
+                )
+                if ok {
+                    #expect(code == 0, "\(flag) failed")
+                    #expect(stdout.contains("ALPN protocol: http/1.1"), "\(flag)")
+                } else {
+                    #expect(code != 0 || !stdout.contains("Cipher is "), "\(flag) was accepted")
+                }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    static func unusedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func residentMemory() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            let kilobytes = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+            return kilobytes * 1024
+        }
+        return 0
+    }
+}
+
+/// Raw bytes over real TLS with `openssl s_client`, for requests curl refuses to send.
+enum OpenSSLClient {
+    static func exchange(port: Int, send: String) throws -> String {
+        let (_, stdout, _) = try Curl.process(
+            "/usr/bin/timeout",
+            ["10", "/usr/bin/openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-quiet", "-ign_eof", "-servername", "localhost"],
+            input: Data(send.utf8)
+        )
+        return stdout
+    }
+}

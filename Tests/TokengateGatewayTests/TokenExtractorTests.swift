@@ -1,0 +1,182 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import Testing
+import TokengateConfig
+
+@testable import TokengateGateway
+
+@Suite struct TokenExtractorTests {
+    let extractor = TokenExtractor(
+        sources: [.authorization, .header("X-Api-Token"), .cookie("auth_token"), .form("access_token"), .json("token")],
+        realm: "r"
+    )
+
+    private func headers(_ pairs: [(String, String)]) -> HTTPHeaders {
+        HTTPHeaders(pairs)
+    }
+
+    @Test func bearerParsingFollowsRFC6750() {
+        #expect(TokenExtractor.bearerToken("Bearer abc.def-_~+/=") == .token("abc.def-_~+/="))
+        #expect(TokenExtractor.bearerToken("bearer   abc") == .token("abc"))
+        #expect(TokenExtractor.bearerToken("BEARER abc") == .token("abc"))
+        #expect(TokenExtractor.bearerToken("Basic dXNlcjpwYXNz") == .notBearer)
+        #expect(TokenExtractor.bearerToken("Bearer") == .malformed)
+        #expect(TokenExtractor.bearerToken("Bearer ") == .malformed)
+        #expect(TokenExtractor.bearerToken("Bearer a b") == .malformed)
+        #expect(TokenExtractor.bearerToken("Bearer a\"b") == .malformed)
+        #expect(TokenExtractor.bearerToken("Bearerabc") == .notBearer)
+    }
+
+    @Test func findsTheTokenInEachSource() {
+        #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("Authorization", "Bearer t1")]), body: nil) == .token("t1", .authorization))
+        #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("x-api-token", " t2 ")]), body: nil) == .token("t2", .header("X-Api-Token")))
+        #expect(
+            self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("Cookie", "a=1; auth_token=\"t3\"; b=2")]), body: nil)
+                == .token("t3", .cookie("auth_token"))
+        )
+        let form = self.headers([("Content-Type", "application/x-www-form-urlencoded; charset=utf-8"), ("Content-Length", "20")])
+        #expect(self.extractor.extract(method: .POST, uri: "/a", headers: form, body: nil) == .needsBody)
+        #expect(self.extractor.extract(method: .POST, uri: "/a", headers: form, body: Array("x=1&access_token=t%2B4".utf8)) == .token("t+4", .form("access_token")))
+        let json = self.headers([("Content-Type", "application/json"), ("Content-Length", "20")])
+        #expect(self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array("{\"token\":\"t5\"}".utf8)) == .token("t5", .json("token")))
+    }
+
+    @Test func refusesTokensInTheURL() {
+        for uri in ["/a?access_token=x", "/a?ACCESS_TOKEN=x", "/a?x=1&auth_token=y", "/a?q=eyJhbGciOi.eyJzdWIi.sig", "/a?token=x#frag"] {
+            guard case .answer(let answer) = self.extractor.extract(method: .GET, uri: uri, headers: [:], body: nil) else {
+                Issue.record("\(uri) was not refused")
+                continue
+            }
+            #expect(answer.status == .badRequest)
+            #expect(answer.reasonCode == "token_in_url")
+        }
+        #expect(self.extractor.extract(method: .GET, uri: "/a?page=2&sort=name", headers: [:], body: nil) == .noToken)
+    }
+
+    @Test func refusesMoreThanOneToken() {
+        let cases: [HTTPHeaders] = [
+            self.headers([("Authorization", "Bearer a"), ("Authorization", "Bearer b")]),
+            self.headers([("Authorization", "Bearer a"), ("Cookie", "auth_token=b")]),
+            self.headers([("Cookie", "auth_token=a; auth_token=b")]),
+            self.headers([("Cookie", "auth_token=a"), ("Cookie", "auth_token=b")]),
+            self.headers([("X-Api-Token", "a"), ("X-Api-Token", "b")]),
+        ]
+        for headers in cases {
+            guard case .answer(let answer) = self.extractor.extract(method: .GET, uri: "/a", headers: headers, body: nil) else {
+                Issue.record("\(headers) was not refused")
+                continue
+            }
+            #expect(answer.status == .badRequest)
+        }
+        let form = self.headers([("Authorization", "Bearer a"), ("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", "16")])
+        #expect(self.extractor.extract(method: .POST, uri: "/a", headers: form, body: nil) == .needsBody, "a body could hold a second token")
+        guard case .answer = self.extractor.extract(method: .POST, uri: "/a", headers: form, body: Array("access_token=b".utf8)) else {
+            Issue.record("header + form token was not refused")
+            return
+        }
+        let twice = self.headers([("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", "16")])
+        guard case .answer = self.extractor.extract(method: .POST, uri: "/a", headers: twice, body: Array("access_token=a&access_token=b".utf8)) else {
+            Issue.record("two form tokens were not refused")
+            return
+        }
+    }
+
+    @Test func aCookieOnAnUnsafeMethodNeedsSameSiteProof() {
+        let cookie = ("Cookie", "auth_token=t")
+        let cases: [([(String, String)], Bool)] = [
+            ([cookie, ("Host", "api.example"), ("Origin", "https://api.example")], true),
+            ([cookie, ("Host", "api.example"), ("Origin", "https://evil.example")], false),
+            ([cookie, ("Host", "api.example"), ("Origin", "http://api.example")], false),
+            ([cookie, ("Host", "api.example"), ("Origin", "null")], false),
+            ([cookie, ("Host", "api.example"), ("Sec-Fetch-Site", "same-origin")], true),
+            ([cookie, ("Host", "api.example"), ("Sec-Fetch-Site", "cross-site"), ("Origin", "https://api.example")], false),
+            ([cookie, ("Host", "api.example")], false),
+        ]
+        for (headers, accepted) in cases {
+            let outcome = self.extractor.extract(method: .POST, uri: "/a", headers: self.headers(headers), body: nil)
+            #expect((outcome == .token("t", .cookie("auth_token"))) == accepted, "\(headers)")
+        }
+        #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([cookie]), body: nil) == .token("t", .cookie("auth_token")))
+    }
+
+    @Test func otherSchemesAndEmptyValuesAreNoToken() {
+        #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("Authorization", "Basic eDp5")]), body: nil) == .noToken)
+        #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("Cookie", "auth_token=")]), body: nil) == .noToken)
+        #expect(self.extractor.extract(method: .GET, uri: "/a", headers: [:], body: nil) == .noToken)
+    }
+
+    @Test func brokenBodiesAreRefusedNotIgnored() {
+        let form = self.headers([("Content-Type", "application/x-www-form-urlencoded"), ("Content-Length", "20")])
+        guard case .answer = self.extractor.extract(method: .POST, uri: "/a", headers: form, body: Array("access_token=%zz".utf8)) else {
+            Issue.record("a broken percent escape was not refused")
+            return
+        }
+        let json = self.headers([("Content-Type", "application/json"), ("Content-Length", "20")])
+        guard case .answer = self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array("{\"token\": 5}".utf8)) else {
+            Issue.record("a non-string token was not refused")
+            return
+        }
+        guard case .answer = self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array("[1,2]".utf8)) else {
+            Issue.record("a non-object JSON body was not refused")
+            return
+        }
+    }
+}
+
+@Suite struct RequestSyntaxTests {
+    @Test func cookieRemovalKeepsTheOthers() {
+        #expect(CookieHeader.removing("auth_token", from: ["a=1; auth_token=x;b=2"]) == "a=1; b=2")
+        #expect(CookieHeader.removing("auth_token", from: ["auth_token=x"]) == nil)
+        #expect(CookieHeader.removing("auth_token", from: ["a=1", "auth_token=x"]) == "a=1")
+        #expect(CookieHeader.values(named: "Auth_Token", in: ["auth_token=x"]).isEmpty, "cookie names are case-sensitive")
+    }
+
+    @Test func formFieldRemovalKeepsEveryOtherByte() {
+        #expect(FormURLEncoded.removing("access_token", from: Array("a=%20b&access_token=x&c".utf8)) == Array("a=%20b&c".utf8))
+        #expect(FormURLEncoded.removing("access_token", from: Array("access_token=x".utf8)) == [])
+        #expect(FormURLEncoded.decode(Array("a+b%41%e2%82%ac".utf8)[...]) == "a bA€")
+        #expect(FormURLEncoded.decode(Array("%4".utf8)[...]) == nil)
+        #expect(FormURLEncoded.decode(Array("%ff".utf8)[...]) == nil, "not UTF-8")
+    }
+
+    @Test func answersQuoteSafely() {
+        #expect(GatewayAnswer.quotedParameter("a\"b\\c\nd") == "\"abcd\"")
+        #expect(JSONString.quote("a\"\n\u{1}") == "\"a\\\"\\n\\u0001\"")
+        let answer = GatewayAnswer.invalidToken(realm: "r", reasonCode: "expired", description: "the token has expired")
+        #expect(answer.challenge == "Bearer realm=\"r\", error=\"invalid_token\", error_description=\"the token has expired\"")
+        #expect(answer.jsonBody == "{\"error\":\"invalid_token\",\"error_description\":\"the token has expired\"}")
+    }
+
+    @Test func theRewriterDropsSpoofedIdentityAndHopByHopHeaders() {
+        let head = HTTPRequestHead(
+            version: .http1_1,
+            method: .GET,
+            uri: "/x",
+            headers: HTTPHeaders([
+                ("Host", "api.example"), ("Authorization", "Bearer t"), ("X-Tokengate-User", "mallory"),
+                ("x-tokengate-USER", "m2"), ("Connection", "keep-alive, X-Secret"), ("X-Secret", "s"), ("Keep-Alive", "5"),
+                ("X-Forwarded-For", "6.6.6.6"), ("Accept", "*/*"),
+            ])
+        )
+        let upstream = RequestRewriter.upstreamHead(
+            from: head,
+            identity: nil,
+            strip: .authorization,
+            newBodyLength: nil,
+            forwarding: .init(clientAddress: "127.0.0.1", requestID: "id1", scheme: "https")
+        )
+        #expect(upstream.headers["x-tokengate-user"].isEmpty)
+        #expect(upstream.headers["authorization"].isEmpty)
+        #expect(upstream.headers["x-secret"].isEmpty)
+        #expect(upstream.headers["keep-alive"].isEmpty)
+        #expect(upstream.headers["connection"].isEmpty)
+        #expect(upstream.headers["x-forwarded-for"] == ["127.0.0.1"])
+        #expect(upstream.headers["x-forwarded-host"] == ["api.example"])
+        #expect(upstream.headers["x-forwarded-proto"] == ["https"])
+        #expect(upstream.headers["x-request-id"] == ["id1"])
+        #expect(upstream.headers["accept"] == ["*/*"])
+    }
+}
