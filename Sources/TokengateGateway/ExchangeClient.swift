@@ -1,0 +1,35 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// The client side of one exchange, as the codec that carries it sees it: an HTTP/1.1 connection (one
+/// exchange at a time) or an HTTP/2 stream.
+///
+/// ``ProxyExchange`` holds the request logic — routing, authorization, forwarding, answers, the access
+/// log — once for both protocols; a conformer only moves bytes and says what its transport can do. All
+/// calls happen on ``eventLoop``.
+protocol ExchangeClient: AnyObject {
+    var eventLoop: any EventLoop { get }
+    var allocator: ByteBufferAllocator { get }
+    /// Whether the client can take more response bytes now (backpressure on the upstream's reads).
+    var isWritable: Bool { get }
+    /// The client's IP address, for `X-Forwarded-For`.
+    var clientAddress: String? { get }
+    /// Whether this transport can keep going after the exchange (HTTP/1.1 keep-alive). An HTTP/2 stream
+    /// always can: the connection is not the exchange's to close.
+    var closesConnectionOnAnswer: Bool { get }
+
+    func write(_ part: HTTPServerResponsePart)
+    func flush()
+    /// Stops (or resumes) reading the request body: HTTP/1.1 holds `read()`, HTTP/2 holds window updates.
+    func setRequestReadingPaused(_ paused: Bool)
+    /// The exchange is over. `closeConnection` asks an HTTP/1.1 connection to close once the response is
+    /// out; `requestEnded` says whether the request's end has been seen (if not, the codec drops the rest).
+    func exchangeCompleted(closeConnection: Bool, requestEnded: Bool)
+    /// The response cannot be completed cleanly: HTTP/1.1 closes the connection, HTTP/2 resets the stream.
+    /// The client must never see a clean end of a response the backend did not finish.
+    func abort()
+}

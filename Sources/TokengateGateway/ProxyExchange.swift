@@ -1,0 +1,505 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Logging
+import NIOCore
+import NIOHTTP1
+import TokengateConfig
+import TokengateTokens
+
+/// One request through the gateway, whatever protocol carried it: route, authorize, forward, stream the
+/// response back — or answer here.
+///
+/// ### Function
+/// The state moves `(readingBody →) awaitingUpstream → forwarding → finished`, or to `answered` when the
+/// gateway answers itself. Bodies stream both ways with backpressure: while the upstream connection is
+/// not there yet or not writable, the client's body reading is paused (``ExchangeClient``); while the
+/// client is not writable, the upstream connection's reads are held back.
+///
+/// ### Failure
+/// A backend that fails before its response starts gets a 502/503/504 answer (or, for a reused
+/// keep-alive connection the backend had closed, one retry on a fresh connection when the whole request
+/// is still at hand); one that fails after the response started makes the client side abort, so the
+/// client sees a truncated response and never a clean end.
+final class ProxyExchange: UpstreamResponseReceiver {
+    private enum State {
+        /// Reading a form or JSON body to look for the token in it.
+        case readingBody(route: Int, body: ByteBuffer, limit: Int)
+        case awaitingUpstream
+        case forwarding(UpstreamConnection)
+        /// The gateway answered; the rest of the request is dropped.
+        case answered
+        case finished
+    }
+
+    private var state: State = .awaitingUpstream
+    private unowned let client: any ExchangeClient
+    private let runtime: GatewayRuntime
+    private let pools: LoopUpstreamPools
+    private let logger: Logger
+    private let closeRequested: Bool
+
+    private let head: HTTPRequestHead
+    private let requestID: String
+    private let start: NIODeadline
+    private var routeName = "-"
+    private var upstreamIndex = 0
+    private var upstreamHead: HTTPRequestHead?
+    private var identity: VerifiedToken?
+    /// Targets that already refused a connection for this request.
+    private var triedTargets: Set<Int> = []
+    /// Request body parts received while no upstream connection was ready yet.
+    private var queued: [HTTPServerRequestPart] = []
+    private var requestEnded = false
+    /// The whole request body while it is still at hand (no body, or one read to look for a token), so a
+    /// retry can send it again.
+    private var replayableBody: ByteBuffer?
+    private var responseStarted = false
+    private var status: HTTPResponseStatus?
+    private var responseTimer: Scheduled<Void>?
+
+    /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
+    ///   close`, HTTP/1.0, or a graceful shutdown in progress).
+    init(
+        head: HTTPRequestHead,
+        requestID: String,
+        client: any ExchangeClient,
+        runtime: GatewayRuntime,
+        pools: LoopUpstreamPools,
+        logger: Logger,
+        closeRequested: Bool
+    ) {
+        self.head = head
+        self.requestID = requestID
+        self.client = client
+        self.runtime = runtime
+        self.pools = pools
+        self.logger = logger
+        self.closeRequested = closeRequested
+        self.start = .now()
+    }
+
+    var isFinished: Bool {
+        switch self.state {
+        case .finished: true
+        case .readingBody, .awaitingUpstream, .forwarding, .answered: false
+        }
+    }
+
+    // MARK: Events from the client side.
+
+    /// The request head arrived. `rejection` is the codec's own verdict on the head (framing problems
+    /// only the codec can see), answered before anything else.
+    func begin(rejection: GatewayAnswer?) {
+        if let rejection {
+            self.answer(rejection)
+            return
+        }
+        if let answer = self.checkLimits() {
+            self.answer(answer)
+            return
+        }
+        guard let routeIndex = self.runtime.routeTable.match(host: self.head.headers.first(name: "host"), path: self.head.uri)
+        else {
+            self.answer(.noRoute())
+            return
+        }
+        let route = self.runtime.routes[routeIndex]
+        self.routeName = route.name
+        self.upstreamIndex = route.upstreamIndex
+        self.authorize(route: routeIndex, body: nil)
+    }
+
+    func receivedBody(_ buffer: ByteBuffer) {
+        switch self.state {
+        case .readingBody(let route, var body, let limit):
+            if body.readableBytes + buffer.readableBytes > limit {
+                self.answer(.payloadTooLarge())
+                return
+            }
+            self.state = .finished  // Parked while the buffer grows, so it is not copied on write.
+            var buffer = buffer
+            body.writeBuffer(&buffer)
+            self.state = .readingBody(route: route, body: body, limit: limit)
+        case .awaitingUpstream:
+            self.queued.append(.body(buffer))
+            self.replayableBody = nil
+        case .forwarding(let connection):
+            self.replayableBody = nil
+            connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
+        case .answered, .finished:
+            break
+        }
+    }
+
+    func receivedEnd(_ trailers: HTTPHeaders?) {
+        self.requestEnded = true
+        switch self.state {
+        case .readingBody(let route, let body, _):
+            self.state = .awaitingUpstream
+            self.authorize(route: route, body: body)
+        case .awaitingUpstream:
+            self.queued.append(.end(trailers))
+        case .forwarding(let connection):
+            connection.channel.writeAndFlush(HTTPClientRequestPart.end(trailers), promise: nil)
+            self.startResponseTimer()
+        case .answered:
+            self.state = .finished
+            self.client.exchangeCompleted(closeConnection: self.answerClosed, requestEnded: true)
+        case .finished:
+            break
+        }
+    }
+
+    /// The client side finished a read batch: a good moment to push the body upstream.
+    func clientReadComplete() {
+        if case .forwarding(let connection) = self.state {
+            connection.channel.flush()
+        }
+    }
+
+    /// The client went away (connection closed, stream reset).
+    func clientClosed() {
+        self.cancelResponseTimer()
+        if case .forwarding(let connection) = self.state {
+            // Mid-exchange the upstream connection is in an unknown state: never reuse it.
+            self.release(connection, reusable: false)
+        }
+        self.state = .finished
+    }
+
+    func clientWritabilityChanged(isWritable: Bool) {
+        guard case .forwarding(let connection) = self.state else { return }
+        if isWritable {
+            connection.handler.resumeReading(channel: connection.channel)
+        } else {
+            connection.handler.pauseReading()
+        }
+    }
+
+    /// Whether the client side should hold its body reads now.
+    var wantsRequestReadingPaused: Bool {
+        switch self.state {
+        case .awaitingUpstream: true
+        case .forwarding(let connection): !connection.channel.isWritable
+        case .readingBody, .answered, .finished: false
+        }
+    }
+
+    // MARK: Authorization.
+
+    /// Runs the authorizer and acts on its decision. `body` is the whole request body when the authorizer
+    /// asked for it, and `nil` on the first call.
+    private func authorize(route routeIndex: Int, body: ByteBuffer?) {
+        let route = self.runtime.routes[routeIndex]
+        let authorizer = RequestAuthorizer(route: route, verifier: self.runtime.verifier, realm: self.runtime.realm)
+        let bodyBytes = body.map { Array($0.readableBytesView) }
+        let decision = authorizer.decide(
+            head: self.head,
+            body: bodyBytes,
+            cutoffs: self.runtime.cutoffs.load(),
+            now: self.runtime.now()
+        )
+        switch decision {
+        case .answer(let answer):
+            self.answer(answer)
+        case .readBody(let limit):
+            guard body == nil else {
+                // The authorizer asked again for the body it was just given: a bug, never a forward.
+                self.answer(.malformedHTTP("the request body could not be read"))
+                return
+            }
+            let size = self.head.headers.first(name: "content-length").flatMap(Int.init) ?? 0
+            if size > limit {
+                self.answer(.payloadTooLarge())
+                return
+            }
+            self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: size), limit: limit)
+        case .forward(let identity, let strip):
+            var newBody: ByteBuffer?
+            if let strip, let bodyBytes {
+                switch strip {
+                case .form(let field):
+                    newBody = ByteBuffer(bytes: FormURLEncoded.removing(field, from: bodyBytes))
+                case .json(let field):
+                    newBody = JSONBody.removing(field, from: bodyBytes).map { ByteBuffer(bytes: $0) }
+                case .authorization, .header, .cookie:
+                    break
+                }
+            }
+            self.identity = identity
+            self.upstreamHead = RequestRewriter.upstreamHead(
+                from: self.head,
+                identity: identity,
+                strip: strip,
+                newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
+                forwarding: .init(clientAddress: self.client.clientAddress, requestID: self.requestID, scheme: "https")
+            )
+            if body != nil {
+                self.replayableBody = newBody ?? body
+            } else if !TokenExtractor.hasBody(self.head.headers) {
+                self.replayableBody = self.client.allocator.buffer(capacity: 0)
+            }
+            self.state = .awaitingUpstream
+            self.client.setRequestReadingPaused(true)
+            self.connectUpstream()
+        }
+    }
+
+    /// The limits every codec shares: the URI and the header section.
+    private func checkLimits() -> GatewayAnswer? {
+        if self.head.uri.utf8.count > self.runtime.limits.maxURIBytes {
+            return .uriTooLong()
+        }
+        var headerBytes = 0
+        for (name, value) in self.head.headers { headerBytes += name.utf8.count + value.utf8.count + 4 }
+        if headerBytes > self.runtime.limits.maxHeaderBytes {
+            return .headersTooLarge()
+        }
+        if !self.head.uri.hasPrefix("/") {
+            return .malformedHTTP("the request target must be an absolute path")
+        }
+        return nil
+    }
+}
+
+// MARK: The upstream side.
+
+extension ProxyExchange {
+    private var pool: UpstreamPool { self.pools.pools[self.upstreamIndex] }
+
+    private func connectUpstream() {
+        let pool = self.pool
+        pool.acquire(excluding: self.triedTargets).assumeIsolated().whenComplete { result in
+            guard case .awaitingUpstream = self.state else {
+                // The client went away while we connected: the connection is fresh and clean, keep it.
+                if case .success(let connection) = result { pool.release(connection, reusable: true) }
+                return
+            }
+            switch result {
+            case .success(let connection):
+                self.upstreamConnected(connection)
+            case .failure(let error):
+                let error = error as? UpstreamError ?? .connectFailed
+                self.answer(
+                    error == .noTargetAvailable
+                        ? .serviceUnavailable("no backend is available", reason: error.code)
+                        : .badGateway("the backend could not be reached", reason: error.code)
+                )
+            }
+        }
+    }
+
+    private func upstreamConnected(_ connection: UpstreamConnection) {
+        guard let head = self.upstreamHead else {
+            preconditionFailure("an upstream connection arrived for a request that is not forwarded")
+        }
+        self.triedTargets.insert(connection.targetIndex)
+        connection.handler.receiver = self
+        if !self.client.isWritable {
+            connection.handler.pauseReading()
+        }
+        let queued = self.queued
+        self.queued = []
+        self.state = .forwarding(connection)
+        connection.channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        if let body = self.replayableBody, self.requestEnded {
+            if body.readableBytes > 0 {
+                connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil)
+            }
+            if queued.isEmpty {
+                connection.channel.write(HTTPClientRequestPart.end(nil), promise: nil)
+            }
+        }
+        for part in queued {
+            switch part {
+            case .head: preconditionFailure("a queued request part was a head")
+            case .body(let buffer): connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
+            case .end(let trailers): connection.channel.write(HTTPClientRequestPart.end(trailers), promise: nil)
+            }
+        }
+        connection.channel.flush()
+        if self.requestEnded {
+            self.startResponseTimer()
+        }
+        self.client.setRequestReadingPaused(!connection.channel.isWritable)
+    }
+
+    private func release(_ connection: UpstreamConnection, reusable: Bool) {
+        connection.handler.receiver = nil
+        self.pool.release(connection, reusable: reusable)
+    }
+
+    private func startResponseTimer() {
+        self.cancelResponseTimer()
+        let timeout = self.runtime.upstreams[self.upstreamIndex].responseTimeout
+        self.responseTimer = self.client.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            self.responseTimedOut()
+        }
+    }
+
+    private func cancelResponseTimer() {
+        self.responseTimer?.cancel()
+        self.responseTimer = nil
+    }
+
+    private func responseTimedOut() {
+        self.responseTimer = nil
+        guard case .forwarding(let connection) = self.state else { return }
+        self.release(connection, reusable: false)
+        if self.responseStarted {
+            self.log(status: self.status?.code ?? 0, reason: "upstream_timeout")
+            self.state = .finished
+            self.client.abort()
+        } else {
+            self.answer(.gatewayTimeout())
+        }
+    }
+
+    func upstreamReceived(_ part: HTTPClientResponsePart) {
+        guard case .forwarding(let connection) = self.state else { return }
+        switch part {
+        case .head(let head):
+            if head.status.code < 200 {
+                return  // 1xx from the backend: interim, not forwarded (100-continue is handled hop by hop).
+            }
+            self.cancelResponseTimer()
+            self.responseStarted = true
+            self.status = head.status
+            let clientHead = RequestRewriter.clientResponseHead(
+                from: head,
+                version: self.head.version,
+                close: self.closesAfterResponse
+            )
+            self.client.write(.head(clientHead))
+        case .body(let buffer):
+            self.client.write(.body(.byteBuffer(buffer)))
+        case .end(let trailers):
+            // Reusable only when the backend saw the whole request: an early answer (a 413, say) leaves the
+            // connection's framing unknown.
+            self.release(connection, reusable: self.requestEnded)
+            self.state = .finished
+            self.log(status: self.status?.code ?? 0, reason: "-")
+            self.client.write(.end(trailers))
+            self.client.flush()
+            self.client.exchangeCompleted(closeConnection: self.closesAfterResponse, requestEnded: self.requestEnded)
+        }
+    }
+
+    func upstreamReadComplete() {
+        self.client.flush()
+    }
+
+    func upstreamFailed(_ error: any Error) {
+        guard case .forwarding(let connection) = self.state else { return }
+        self.cancelResponseTimer()
+        self.release(connection, reusable: false)
+        if self.responseStarted {
+            self.logger.warning("upstream failed mid-response", metadata: ["request_id": "\(self.requestID)", "error": "\(error)"])
+            self.log(status: self.status?.code ?? 0, reason: "upstream_aborted")
+            self.state = .finished
+            self.client.abort()
+            return
+        }
+        // A reused connection the backend had closed while idle: nothing of the response arrived, and with
+        // the whole request still at hand it is safe to send again on a fresh connection.
+        if connection.reused, self.replayableBody != nil, self.queued.isEmpty {
+            self.triedTargets.remove(connection.targetIndex)
+            self.state = .awaitingUpstream
+            self.connectUpstream()
+            return
+        }
+        self.answer(
+            error is HTTPParserError
+                ? .badGateway("the backend sent a malformed response", reason: UpstreamError.malformedResponse.code)
+                : .badGateway("the backend closed the connection", reason: UpstreamError.connectionClosed.code)
+        )
+    }
+
+    func upstreamWritabilityChanged(isWritable: Bool) {
+        if case .forwarding = self.state {
+            self.client.setRequestReadingPaused(!isWritable)
+        }
+    }
+
+    /// HTTP/1.1 closes after this response when the client asked, or when the request was not read to its
+    /// end before the backend answered.
+    private var closesAfterResponse: Bool {
+        self.client.closesConnectionOnAnswer && (self.closeRequested || !self.requestEnded)
+    }
+}
+
+// MARK: Answers written by the gateway itself.
+
+extension ProxyExchange {
+    /// Whether the last answer asked the connection to close.
+    private var answerClosed: Bool {
+        self.client.closesConnectionOnAnswer && (self.closeRequested || self.answerForcedClose)
+    }
+
+    private var answerForcedClose: Bool {
+        // An answer before the request ended, with body bytes still to come, closes: the gateway will not
+        // read an unbounded body it has already refused.
+        !self.requestEnded && TokenExtractor.hasBody(self.head.headers)
+    }
+
+    /// Writes `answer` and finishes the exchange (or waits for the request's end, which the codec drops).
+    private func answer(_ answer: GatewayAnswer) {
+        self.cancelResponseTimer()
+        if case .forwarding(let connection) = self.state {
+            self.release(connection, reusable: false)
+        }
+        var answer = answer
+        if self.client.closesConnectionOnAnswer, self.closeRequested || self.answerForcedClose {
+            answer.closeConnection = true
+        }
+        if !self.client.closesConnectionOnAnswer {
+            answer.closeConnection = false
+        }
+        let body = answer.jsonBody
+        var head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count)
+        head.headers.add(name: "strict-transport-security", value: "max-age=31536000")
+        self.client.write(.head(head))
+        self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
+        self.client.write(.end(nil))
+        self.client.flush()
+        self.log(status: answer.status.code, reason: answer.reasonCode)
+        self.client.setRequestReadingPaused(false)
+        if self.requestEnded {
+            self.state = .finished
+            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: true)
+        } else {
+            self.state = .answered
+            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: false)
+        }
+    }
+
+    // MARK: Access log: one line per request; never a token, never a query string.
+
+    private func log(status: UInt, reason: String) {
+        guard self.runtime.accessLog else { return }
+        let path = self.head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let latency = (NIODeadline.now() - self.start).nanoseconds / 1000
+        var metadata: Logger.Metadata = [
+            "request_id": "\(self.requestID)",
+            "route": "\(self.routeName)",
+            "method": "\(self.head.method.rawValue)",
+            "path": "\(path)",
+            "status": "\(status)",
+            "reason": "\(reason)",
+            "latency_us": "\(latency)",
+        ]
+        if let identity = self.identity {
+            metadata["user"] = "\(identity.subject)"
+            metadata["token_kind"] = "\(identity.kind.rawValue)"
+        }
+        if self.upstreamHead != nil {
+            metadata["upstream"] = "\(self.runtime.upstreams[self.upstreamIndex].name)"
+        }
+        self.logger.info("request", metadata: metadata)
+    }
+}
+
+@available(*, unavailable)
+extension ProxyExchange: Sendable {}
