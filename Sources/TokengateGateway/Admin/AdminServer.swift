@@ -14,7 +14,7 @@ import TokengateTLS
 /// What each path does is the caller's (the executable wires the cutoff store's admin API in): this
 /// type does the transport, the body limit and the authentication. When a secret is configured every
 /// request must carry `Authorization: Bearer <secret>`, compared in constant time; `/healthz` stays open
-/// so a liveness probe needs no secret.
+/// and `/readyz` stay open so probes need no secret (they say nothing that needs one).
 public final class AdminServer: Sendable {
     /// One admin request, read whole (bodies are small and bounded).
     public struct Request: Sendable {
@@ -123,7 +123,7 @@ final class AdminConnectionHandler: ChannelInboundHandler {
             self.write(.init(status: 413, body: Self.error("payload_too_large", "the request body is too large")), head: head, context: context)
             return
         }
-        if path != "/healthz", let secret = self.secret, !Self.authorized(head.headers, secret: secret) {
+        if path != "/healthz", path != "/readyz", let secret = self.secret, !Self.authorized(head.headers, secret: secret) {
             self.write(.init(status: 401, body: Self.error("unauthorized", "the admin API needs the admin secret")), head: head, context: context)
             return
         }
