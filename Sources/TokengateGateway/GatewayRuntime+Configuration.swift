@@ -25,6 +25,7 @@ extension GatewayRuntime {
     static func build(
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
+        metrics: GatewayMetrics? = nil,
         now: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
@@ -99,6 +100,7 @@ extension GatewayRuntime {
                 )
             )
         }
+        let metrics = metrics ?? GatewayMetrics(routeNames: routes.map(\.name), upstreamNames: upstreamNames)
         return GatewayRuntime(
             routes: routes,
             routeTable: RouteTable(routes: configuration.routes),
@@ -108,6 +110,7 @@ extension GatewayRuntime {
             realm: configuration.realm,
             limits: configuration.limits,
             accessLog: configuration.log.accessLog,
+            metrics: metrics,
             now: now ?? { Int64(Date().timeIntervalSince1970) }
         )
     }

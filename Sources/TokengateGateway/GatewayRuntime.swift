@@ -18,6 +18,7 @@ final class GatewayRuntime: Sendable {
     let realm: String
     let limits: LimitsConfiguration
     let accessLog: Bool
+    let metrics: GatewayMetrics
     /// The current UNIX time in seconds; injectable for tests.
     let now: @Sendable () -> Int64
 
@@ -30,6 +31,7 @@ final class GatewayRuntime: Sendable {
         realm: String,
         limits: LimitsConfiguration,
         accessLog: Bool,
+        metrics: GatewayMetrics,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.routes = routes
@@ -40,6 +42,7 @@ final class GatewayRuntime: Sendable {
         self.realm = realm
         self.limits = limits
         self.accessLog = accessLog
+        self.metrics = metrics
         self.now = now
     }
 }

@@ -42,9 +42,17 @@ public final class GatewayServer: Sendable {
         self.tlsContexts = contexts
         self.group = group
         self.logger = logger
-        self.pools = UpstreamPoolDirectory(upstreams: self.runtime.upstreams, group: group, logger: logger)
+        self.pools = UpstreamPoolDirectory(
+            upstreams: self.runtime.upstreams,
+            group: group,
+            logger: logger,
+            metrics: self.runtime.metrics
+        )
         self.registry = ConnectionRegistry(limit: configuration.limits.maxConnections)
     }
+
+    /// The gateway's metrics, for the admin listener's `/metrics`.
+    public var metrics: GatewayMetrics { self.runtime.metrics }
 
     /// Everything `init` checks without binding anything: the keys parse, the certificates load and match
     /// their keys. For `tokengate check-config`.

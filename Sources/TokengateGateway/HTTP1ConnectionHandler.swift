@@ -2,9 +2,11 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import CoreMetrics
 import Logging
 import NIOCore
 import NIOHTTP1
+import TokengateTLS
 
 /// The HTTP/1.1 codec side of a client connection: one ``ProxyExchange`` at a time, keep-alive, and the
 /// framing checks only HTTP/1.1 has.
@@ -122,6 +124,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             }
             return
         }
+        if case .handshakeCompleted = event as? TLSUserEvent {
+            self.runtime.metrics.tlsHandshakes.increment()
+        }
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             // No bytes from the client for the idle timeout. Between requests that ends the connection; during
             // an exchange the response timeout is the one that counts, unless the client stalls its own body.
@@ -150,6 +155,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             if self.runtime.accessLog {
                 self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
             }
+        } else if let tlsError = error as? TLSError {
+            self.runtime.metrics.recordTLSFailure(tlsError.code.description)
         } else if !(error is HTTPParserError) {
             self.logger.debug("client connection error", metadata: ["error": "\(error)"])
         }

@@ -10,8 +10,15 @@ import NIOCore
 final class LoopUpstreamPools {
     let pools: [UpstreamPool]
 
-    init(upstreams: [UpstreamSettings], eventLoop: any EventLoop, logger: Logger) {
-        self.pools = upstreams.map { UpstreamPool(settings: $0, eventLoop: eventLoop, logger: logger) }
+    init(upstreams: [UpstreamSettings], eventLoop: any EventLoop, logger: Logger, metrics: GatewayMetrics) {
+        self.pools = upstreams.enumerated().map { index, settings in
+            UpstreamPool(
+                settings: settings,
+                eventLoop: eventLoop,
+                logger: logger,
+                connectFailures: metrics.upstreams[index].connectFailures
+            )
+        }
     }
 }
 
@@ -39,10 +46,10 @@ final class UpstreamPoolDirectory: Sendable {
 
     private let byLoop: [ObjectIdentifier: Entry]
 
-    init(upstreams: [UpstreamSettings], group: any EventLoopGroup, logger: Logger) {
+    init(upstreams: [UpstreamSettings], group: any EventLoopGroup, logger: Logger, metrics: GatewayMetrics) {
         var byLoop: [ObjectIdentifier: Entry] = [:]
         for loop in group.makeIterator() {
-            let pools = LoopUpstreamPools(upstreams: upstreams, eventLoop: loop, logger: logger)
+            let pools = LoopUpstreamPools(upstreams: upstreams, eventLoop: loop, logger: logger, metrics: metrics)
             byLoop[ObjectIdentifier(loop)] = Entry(eventLoop: loop, pools: pools)
         }
         self.byLoop = byLoop

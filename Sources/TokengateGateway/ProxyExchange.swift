@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import CoreMetrics
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -44,6 +45,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private let requestID: String
     private let start: NIODeadline
     private var routeName = "-"
+    private var routeIndex: Int?
+    private var upstreamSentAt: NIODeadline?
     private var upstreamIndex = 0
     private var upstreamHead: HTTPRequestHead?
     private var identity: VerifiedToken?
@@ -106,6 +109,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             return
         }
         let route = self.runtime.routes[routeIndex]
+        self.routeIndex = routeIndex
         self.routeName = route.name
         self.upstreamIndex = route.upstreamIndex
         self.authorize(route: routeIndex, body: nil)
@@ -304,6 +308,7 @@ extension ProxyExchange {
         self.queued = []
         self.state = .forwarding(connection)
         connection.channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        self.upstreamSentAt = .now()
         if let body = self.replayableBody, self.requestEnded {
             if body.readableBytes > 0 {
                 connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil)
@@ -365,6 +370,9 @@ extension ProxyExchange {
                 return  // 1xx from the backend: interim, not forwarded (100-continue is handled hop by hop).
             }
             self.cancelResponseTimer()
+            if let sent = self.upstreamSentAt {
+                self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((NIODeadline.now() - sent).nanoseconds)
+            }
             self.responseStarted = true
             self.status = head.status
             let clientHead = RequestRewriter.clientResponseHead(
@@ -475,12 +483,20 @@ extension ProxyExchange {
         }
     }
 
-    // MARK: Access log: one line per request; never a token, never a query string.
+    // MARK: Metrics and the access log: one line per request; never a token, never a query string.
 
     private func log(status: UInt, reason: String) {
+        let nanoseconds = (NIODeadline.now() - self.start).nanoseconds
+        self.runtime.metrics.recordRequest(
+            route: self.routeIndex,
+            unsafeMethod: TokenExtractor.isUnsafe(self.head.method),
+            status: status,
+            reason: reason,
+            nanoseconds: nanoseconds
+        )
         guard self.runtime.accessLog else { return }
         let path = self.head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let latency = (NIODeadline.now() - self.start).nanoseconds / 1000
+        let latency = nanoseconds / 1000
         var metadata: Logger.Metadata = [
             "request_id": "\(self.requestID)",
             "route": "\(self.routeName)",

@@ -26,5 +26,7 @@ final class UpstreamConnection {
     }
 }
 
-@available(*, unavailable)
-extension UpstreamConnection: Sendable {}
+// `@unchecked Sendable` only so that it can travel inside an `EventLoopFuture` from the pool to the exchange:
+// the connection is created, used and released on one event loop (the pool checks `preconditionInEventLoop`),
+// and no other thread ever touches it.
+extension UpstreamConnection: @unchecked Sendable {}

@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import CoreMetrics
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -23,8 +24,11 @@ final class UpstreamPool {
     private var ejectedUntil: [NIODeadline]
     private var cursor = 0
 
-    init(settings: UpstreamSettings, eventLoop: any EventLoop, logger: Logger) {
+    private let connectFailures: CoreMetrics.Counter
+
+    init(settings: UpstreamSettings, eventLoop: any EventLoop, logger: Logger, connectFailures: CoreMetrics.Counter) {
         self.settings = settings
+        self.connectFailures = connectFailures
         self.eventLoop = eventLoop
         self.logger = logger
         self.idle = Array(repeating: [], count: settings.targets.count)
@@ -79,7 +83,7 @@ final class UpstreamPool {
             return
         }
         connection.reused = true
-        connection.idleTimer = self.eventLoop.scheduleTask(in: self.settings.idleTimeout) { [weak self] in
+        connection.idleTimer = self.eventLoop.assumeIsolated().scheduleTask(in: self.settings.idleTimeout) { [weak self] in
             self?.closeIdle(connection)
         }
         self.idle[connection.targetIndex].append(connection)
@@ -148,7 +152,8 @@ final class UpstreamPool {
                     try sync.addHandler(UpstreamResponseHandler())
                 }
             }
-        return bootstrap.connect(host: target.host, port: target.port).flatMapThrowing { channel in
+        // The bootstrap runs on this pool's loop, so the callbacks below run here too and may touch the pool.
+        return bootstrap.connect(host: target.host, port: target.port).assumeIsolated().flatMapThrowing { channel in
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
             let connection = UpstreamConnection(channel: channel, targetIndex: index, handler: handler)
             handler.onClose = { [weak self] in self?.forget(connection) }
@@ -156,12 +161,13 @@ final class UpstreamPool {
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1
             self.eject(index)
+            self.connectFailures.increment()
             self.logger.warning(
                 "upstream connect failed",
                 metadata: ["upstream": "\(self.settings.name)", "target": "\(target.display)", "error": "\(error)"]
             )
             throw UpstreamError.connectFailed
-        }
+        }.nonisolated()
     }
 }
 

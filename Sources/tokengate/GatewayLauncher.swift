@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import CoreMetrics
 import ServiceLifecycle
 import TokengateConfig
 import TokengateGateway
@@ -79,6 +80,14 @@ struct GatewayLauncher {
                 switch request.path {
                 case "/healthz":
                     return .init(status: 200, body: "{\"status\":\"ok\"}")
+                case "/metrics":
+                    let snapshot = await sync.snapshot
+                    server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
+                    if let lastSync = await sync.lastSyncAt {
+                        server.metrics.cutoffLastSync.record(lastSync)
+                        server.metrics.cutoffLag.record(CutoffSyncService.systemNow() - lastSync)
+                    }
+                    return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
                 case "/readyz":
                     let stale = await sync.isStale(now: CutoffSyncService.systemNow())
                     return stale

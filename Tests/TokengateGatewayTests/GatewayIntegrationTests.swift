@@ -224,6 +224,24 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func metricsCountRequestsAndRejectionsByRoute() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            _ = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/a"])
+            _ = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/b"])
+            _ = try self.curl(gateway, ["\(gateway.baseURL)/api/c"])
+            _ = try self.curl(gateway, ["-X", "POST", "\(gateway.baseURL)/open"])
+            let text = gateway.server.metrics.render()
+            #expect(text.contains(#"tokengate_requests_total{route="/api/",method_class="safe",status="2xx"} 2"#), "\(text)")
+            #expect(text.contains(#"tokengate_requests_total{route="/api/",method_class="safe",status="4xx"} 1"#))
+            #expect(text.contains(#"tokengate_rejections_total{route="/api/",reason="no_token"} 1"#))
+            #expect(text.contains(#"tokengate_requests_total{route="/",method_class="unsafe",status="2xx"} 1"#))
+            #expect(text.contains("tokengate_tls_handshakes_total 4"))
+            #expect(text.contains("tokengate_request_duration_seconds_bucket"))
+            #expect(!text.contains(token))
+        }
+    }
+
     // MARK: Backend trouble.
 
     @Test func aDeadBackendGets502AndASlowOne504() async throws {

@@ -1,0 +1,131 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import CoreMetrics
+import Prometheus
+import TokengateTokens
+
+/// The gateway's Prometheus metrics, through swift-metrics with the swift-prometheus factory.
+///
+/// Every metric object a request touches is created once, at start, and kept in arrays and dictionaries
+/// built then: recording is an atomic add (counters) or one short uncontended lock inside the histogram
+/// (swift-prometheus guards its buckets with one); no metric is looked up by label and nothing is
+/// allocated per request.
+public final class GatewayMetrics: Sendable {
+    /// The registry `/metrics` renders.
+    public let registry: PrometheusCollectorRegistry
+    let factory: PrometheusMetricsFactory
+
+    /// Per route: `[method class][status class]` request counters, rejections by reason, latency.
+    let routes: [RouteMetrics]
+    /// Per upstream, indexed like ``GatewayRuntime/upstreams``.
+    let upstreams: [UpstreamMetrics]
+    let tlsHandshakes: CoreMetrics.Counter
+    let tlsFailures: [String: CoreMetrics.Counter]
+    let tlsFailuresOther: CoreMetrics.Counter
+    public let cutoffGeneration: CoreMetrics.Gauge
+    public let cutoffLastSync: CoreMetrics.Gauge
+    public let cutoffLag: CoreMetrics.Gauge
+    public let configGeneration: CoreMetrics.Gauge
+    public let configReloads: CoreMetrics.Counter
+    public let configReloadFailures: CoreMetrics.Counter
+
+    /// Reason codes the gateway answers with, besides the token ones.
+    static let gatewayReasons = [
+        "no_token", "token_in_url", "multiple_tokens", "malformed_authorization", "malformed_body", "cross_site_cookie",
+        "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "upstream_timeout",
+        "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
+        "upstream_aborted", "shutting_down",
+    ]
+
+    static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed"]
+
+    struct RouteMetrics: Sendable {
+        let requests: [[CoreMetrics.Counter]]
+        let rejections: [String: CoreMetrics.Counter]
+        let latency: CoreMetrics.Timer
+    }
+
+    struct UpstreamMetrics: Sendable {
+        let latency: CoreMetrics.Timer
+        let connectFailures: CoreMetrics.Counter
+    }
+
+    init(routeNames: [String], upstreamNames: [String], registry: PrometheusCollectorRegistry = .init()) {
+        self.registry = registry
+        let factory = PrometheusMetricsFactory(registry: registry)
+        self.factory = factory
+        let reasons = RejectionReason.all.map(\.code) + Self.gatewayReasons
+        self.routes = routeNames.map { route in
+            RouteMetrics(
+                requests: ["safe", "unsafe"].map { methodClass in
+                    ["1xx", "2xx", "3xx", "4xx", "5xx"].map { status in
+                        CoreMetrics.Counter(
+                            label: "tokengate_requests_total",
+                            dimensions: [("route", route), ("method_class", methodClass), ("status", status)],
+                            factory: factory
+                        )
+                    }
+                },
+                rejections: Dictionary(
+                    uniqueKeysWithValues: reasons.map { reason in
+                        (
+                            reason,
+                            CoreMetrics.Counter(
+                                label: "tokengate_rejections_total",
+                                dimensions: [("route", route), ("reason", reason)],
+                                factory: factory
+                            )
+                        )
+                    }
+                ),
+                latency: CoreMetrics.Timer(label: "tokengate_request_duration_seconds", dimensions: [("route", route)], factory: factory)
+            )
+        }
+        self.upstreams = upstreamNames.map { upstream in
+            UpstreamMetrics(
+                latency: CoreMetrics.Timer(label: "tokengate_upstream_duration_seconds", dimensions: [("upstream", upstream)], factory: factory),
+                connectFailures: CoreMetrics.Counter(
+                    label: "tokengate_upstream_connect_failures_total",
+                    dimensions: [("upstream", upstream)],
+                    factory: factory
+                )
+            )
+        }
+        self.tlsHandshakes = CoreMetrics.Counter(label: "tokengate_tls_handshakes_total", factory: factory)
+        self.tlsFailures = Dictionary(
+            uniqueKeysWithValues: Self.tlsReasons.map {
+                ($0, CoreMetrics.Counter(label: "tokengate_tls_failures_total", dimensions: [("reason", $0)], factory: factory))
+            }
+        )
+        self.tlsFailuresOther = CoreMetrics.Counter(label: "tokengate_tls_failures_total", dimensions: [("reason", "other")], factory: factory)
+        self.cutoffGeneration = CoreMetrics.Gauge(label: "tokengate_cutoff_snapshot_generation", factory: factory)
+        self.cutoffLastSync = CoreMetrics.Gauge(label: "tokengate_cutoff_last_sync_timestamp_seconds", factory: factory)
+        self.cutoffLag = CoreMetrics.Gauge(label: "tokengate_cutoff_sync_lag_seconds", factory: factory)
+        self.configGeneration = CoreMetrics.Gauge(label: "tokengate_config_generation", factory: factory)
+        self.configReloads = CoreMetrics.Counter(label: "tokengate_config_reloads_total", factory: factory)
+        self.configReloadFailures = CoreMetrics.Counter(label: "tokengate_config_reload_failures_total", factory: factory)
+    }
+
+    /// Records one finished request. `route` is `nil` when no route matched.
+    func recordRequest(route: Int?, unsafeMethod: Bool, status: UInt, reason: String, nanoseconds: Int64) {
+        guard let route, route < self.routes.count else { return }
+        let metrics = self.routes[route]
+        let statusClass = min(max(Int(status / 100), 1), 5) - 1
+        metrics.requests[unsafeMethod ? 1 : 0][statusClass].increment()
+        if status >= 400, let counter = metrics.rejections[reason] {
+            counter.increment()
+        }
+        metrics.latency.recordNanoseconds(nanoseconds)
+    }
+
+    func recordTLSFailure(_ code: String) {
+        (self.tlsFailures[code] ?? self.tlsFailuresOther).increment()
+    }
+
+    /// The Prometheus text exposition of every metric.
+    public func render() -> String {
+        self.registry.emitToString()
+    }
+}
