@@ -1,0 +1,48 @@
+// swift-tools-version:6.1
+//
+// tokengate hot-path benchmarks (issue 2, item 5; DESIGN §11), kept in their own package so that
+// package-benchmark, jwt-kit and swift-crypto never reach the product's dependency graph.
+//
+// Run from this directory:  swift package --disable-sandbox benchmark
+import PackageDescription
+
+let package = Package(
+    name: "tokengate-benchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        // The product under test. The explicit name keeps `package: "tokengate"` valid whatever the checkout's
+        // directory is called (a path dependency's identity is otherwise the directory name).
+        .package(name: "tokengate", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        // The comparison peer, pinned so that figures stay comparable between runs.
+        .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
+    ],
+    targets: [
+        // The system libcrypto through pkg-config, for the bare-verify floor.
+        .systemLibrary(
+            name: "CBenchOpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        // The floor itself: libcrypto verifications of a fixed signature with keys built in advance.
+        .target(
+            name: "CBenchLibcrypto",
+            dependencies: ["CBenchOpenSSL"]
+        ),
+        .executableTarget(
+            name: "TokenVerify",
+            dependencies: [
+                "CBenchLibcrypto",
+                .product(name: "TokengateTokens", package: "tokengate"),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ],
+            path: "Benchmarks/TokenVerify",
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)
