@@ -111,7 +111,7 @@ import Testing
     }
 
     @Test(
-        .enabled(if: IndependentFixtureTests.python.usable, "skipped: python3 with the 'cryptography' package is missing"),
+        .enabled(if: IndependentFixtureTests.python.usable, "python3 with the cryptography package is missing"),
         arguments: TokenAlgorithm.allCases
     )
     func tokensMintedHereVerifyInPython(_ algorithm: TokenAlgorithm) throws {
