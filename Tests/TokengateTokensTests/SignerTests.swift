@@ -93,4 +93,32 @@ import Testing
         let good = try signer.mint(TokenClaims(subject: clean, issuedAt: TestSupport.now, apiOnly: true))
         #expect(verifier.verify(good, accept: .any, cutoffs: .empty, now: TestSupport.now).token?.subject == clean)
     }
+
+    /// Many tasks verify with the same verifier at once (the C objects are shared read-only).
+    @Test func concurrentVerification() async throws {
+        var tokens: [(TokenVerifier, String)] = []
+        for algorithm in TokenAlgorithm.allCases {
+            let keys = try KeyGenerator.generate(algorithm: algorithm, keyID: "c")
+            let token = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))
+                .mint(TokenClaims(subject: "alice", issuedAt: TestSupport.now, apiOnly: true))
+            tokens.append((TokenVerifier(keys: try KeySet(jwks: Array(keys.publicJWKS.utf8))), token))
+        }
+        let work = tokens
+        let failures = await withTaskGroup(of: Int.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    var failures = 0
+                    for _ in 0..<25 {
+                        for (verifier, token) in work
+                        where verifier.verify(token, accept: .api, cutoffs: .empty, now: TestSupport.now).token == nil {
+                            failures += 1
+                        }
+                    }
+                    return failures
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(failures == 0)
+    }
 }
