@@ -38,6 +38,23 @@ import TokengateTLS
         #expect(pair.clientRecorder.errors.isEmpty)
     }
 
+    @Test func clientVerifiesIPAddressSANsAndRejectsWrongNames() throws {
+        let server = try TLSServerContext(certificates: [self.localhost.source], alpnProtocols: ["http/1.1"])
+        let client = try TLSClientContext(trustRootsPath: self.localhost.certificatePath)
+        var byIP = try ChannelPair(server: server, client: client, serverHostname: "127.0.0.1")
+        defer { byIP.finish() }
+        try byIP.connect()
+        #expect(byIP.clientRecorder.errors.isEmpty)
+        #expect(try #require(byIP.clientRecorder.handshake).serverName == nil, "no SNI for IP literals")
+
+        var wrongName = try ChannelPair(server: server, client: client, serverHostname: "evil.example")
+        defer { wrongName.finish() }
+        try wrongName.connect()
+        let error = try #require(wrongName.clientRecorder.errors.first as? TLSError)
+        #expect(error.code == .handshakeFailed)
+        #expect(error.message.contains("hostname mismatch"), "\(error.message)")
+    }
+
     @Test func noALPNOverlapContinuesForHTTP1Lists() throws {
         let server = try TLSServerContext(certificates: [self.localhost.source], alpnProtocols: ["http/1.1"])
         let client = try TLSClientContext(trustRootsPath: self.localhost.certificatePath, alpnProtocols: ["spdy/3"])
@@ -125,6 +142,47 @@ import TokengateTLS
         try pair.server.writeAndFlush(ByteBuffer(string: "pong")).wait()
         try pair.interactInMemory()
         #expect(pair.clientRecorder.received == ByteBuffer(string: "pong"))
+    }
+
+    @Test func applicationDataInTheSameReadAsTheClientFinishedIsDelivered() throws {
+        let server = try TLSServerContext(certificates: [self.localhost.source], alpnProtocols: ["http/1.1"])
+        let client = try TLSClientContext(trustRootsPath: self.localhost.certificatePath)
+        var pair = try ChannelPair(server: server, client: client, serverHostname: "localhost")
+        defer { pair.finish() }
+        try pair.server.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        try pair.client.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
+        let clientHello = try #require(try pair.client.readOutbound(as: ByteBuffer.self))
+        try pair.server.writeInbound(clientHello)
+        while let flight = try pair.server.readOutbound(as: ByteBuffer.self) {
+            try pair.client.writeInbound(flight)
+        }
+        // The TLS 1.3 client is done; its Finished and its first request leave together.
+        pair.client.writeAndFlush(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"), promise: nil)
+        var coalesced = ByteBuffer()
+        while var bytes = try pair.client.readOutbound(as: ByteBuffer.self) {
+            coalesced.writeBuffer(&bytes)
+        }
+        try pair.server.writeInbound(coalesced)
+        #expect(pair.serverRecorder.handshake != nil)
+        #expect(pair.serverRecorder.received == ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"))
+    }
+
+    @Test func smallWritesOfOneFlushShareARecord() throws {
+        let server = try TLSServerContext(certificates: [self.localhost.source], alpnProtocols: ["http/1.1"])
+        let client = try TLSClientContext(trustRootsPath: self.localhost.certificatePath)
+        var pair = try ChannelPair(server: server, client: client, serverHostname: "localhost")
+        defer { pair.finish() }
+        try pair.connect()
+        pair.serverWrites.removeAll()
+        let header = String(repeating: "h", count: 300)
+        let body = String(repeating: "b", count: 200)
+        pair.server.write(ByteBuffer(string: header), promise: nil)
+        let last = pair.server.writeAndFlush(ByteBuffer(string: body))
+        try pair.interactInMemory()
+        try last.wait()
+        #expect(pair.clientRecorder.received == ByteBuffer(string: header + body))
+        // TLS 1.3 with AES-GCM: one record is 5 + 500 + 1 + 16 bytes; two would be 22 bytes more.
+        #expect(pair.serverWrites == [500 + 22])
     }
 
     @Test func writesDuringTheHandshakeAreBufferedUntilFlushedAndSent() throws {

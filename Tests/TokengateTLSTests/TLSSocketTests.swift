@@ -173,16 +173,23 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
 }
 
 /// Runs a command with a 20 s limit and returns its exit status and combined output.
+///
+/// The limit is a SIGKILL from here rather than `timeout(1)`: children spawned from the test runner's
+/// threads inherit a signal mask with SIGALRM/SIGTERM blocked, so `timeout` could never fire.
 private func run(_ executable: String, _ arguments: [String], input: String?) throws -> (status: Int32, output: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-    process.arguments = ["20", executable] + arguments
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
     process.standardError = output
     let stdin = Pipe()
     process.standardInput = stdin
     try process.run()
+    let pid = process.processIdentifier
+    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+    DispatchQueue.global().asyncAfter(deadline: .now() + 20, execute: watchdog)
+    defer { watchdog.cancel() }
     if let input {
         stdin.fileHandleForWriting.write(Data(input.utf8))
     }
