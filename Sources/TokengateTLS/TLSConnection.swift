@@ -47,6 +47,9 @@ final class TLSConnection {
     private let allocator: ByteBufferAllocator
     /// Ciphertext received from the network and not yet consumed by OpenSSL.
     private var inbound: ByteBuffer?
+    /// Small plaintext writes gathered into one record (see ``encrypt(_:)``). Never leaves this object, so it
+    /// is reused across flushes without copy-on-write.
+    private var staging: ByteBuffer?
     /// Ciphertext OpenSSL produced and we have not handed to the channel yet.
     private var outbound: ByteBuffer?
     /// How big the next `outbound` should be when it is first allocated (set before a flush).
@@ -92,6 +95,7 @@ final class TLSConnection {
     /// happens when bytes are still pending, e.g. after a failure or in the closing state.
     func receive(_ buffer: ByteBuffer) {
         if var pending = self.inbound, pending.readableBytes > 0 {
+            self.inbound = nil  // keep `pending` uniquely referenced so the append does not copy it first
             var buffer = buffer
             pending.writeBuffer(&buffer)
             self.inbound = pending
@@ -189,6 +193,43 @@ final class TLSConnection {
         default:
             return .failed(self.describeFailure(error, code: .readFailed))
         }
+    }
+
+    /// Writes up to this size are coalesced: an HTTP response's header block and a short body then travel in
+    /// one record (one AEAD seal, 22–29 bytes of overhead) instead of one each. Larger writes go to
+    /// `SSL_write` straight from the caller's buffer, without a copy.
+    static let coalescingLimit = 4096
+
+    /// Encrypts `buffer`, possibly holding it back to share a record with the next small writes. Call
+    /// ``finishEncrypting()`` after the last buffer of a flush.
+    func encrypt(_ buffer: ByteBuffer) -> StepResult {
+        guard buffer.readableBytes <= Self.coalescingLimit else {
+            if case .failed(let error) = self.finishEncrypting() {
+                return .failed(error)
+            }
+            return self.write(buffer)
+        }
+        if let staging = self.staging, staging.readableBytes + buffer.readableBytes > TLSPolicy.maxRecordPlaintext {
+            if case .failed(let error) = self.finishEncrypting() {
+                return .failed(error)
+            }
+        }
+        var buffer = buffer
+        if self.staging == nil {
+            self.staging = self.allocator.buffer(capacity: TLSPolicy.maxRecordPlaintext)
+        }
+        self.staging!.writeBuffer(&buffer)
+        return .complete
+    }
+
+    /// Encrypts whatever ``encrypt(_:)`` held back.
+    func finishEncrypting() -> StepResult {
+        guard let staging = self.staging, staging.readableBytes > 0 else {
+            return .complete
+        }
+        let result = self.write(staging)
+        self.staging!.clear()
+        return result
     }
 
     /// Encrypts all of `buffer`, at most ``TLSPolicy/maxRecordPlaintext`` bytes per `SSL_write` so each call

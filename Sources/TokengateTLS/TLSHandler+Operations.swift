@@ -100,8 +100,9 @@ extension TLSHandler {
             guard self.stateMachine.isActive else {
                 return
             }
-            // Application data (or tickets) may have arrived with the peer's last flight, either still in
-            // the BIO or already pulled into OpenSSL's record buffer: only SSL_read can tell, so always try.
+            // Application data may have arrived with the peer's last flight. Always try SSL_read: with
+            // read-ahead, OpenSSL may already have pulled those records out of our BIO into its own buffer,
+            // so an empty BIO does not mean there is nothing to decrypt (it returns WANT_READ at once if so).
             self.decode(context: context, deliver: true)
             if self.stateMachine.isActive, self.bufferedWrites.hasMark {
                 self.unbufferWrites(context: context)
@@ -241,11 +242,16 @@ extension TLSHandler {
             guard buffer.readableBytes > 0 else {
                 continue
             }
-            if case .failed(let error) = connection.write(buffer) {
+            if case .failed(let error) = connection.encrypt(buffer) {
                 combined?.fail(error)
                 self.fail(context: context, error: error)
                 return
             }
+        }
+        if case .failed(let error) = connection.finishEncrypting() {
+            combined?.fail(error)
+            self.fail(context: context, error: error)
+            return
         }
         self.writeToNetwork(context: context, promise: combined)
     }

@@ -21,8 +21,9 @@ public import NIOCore
 ///
 /// ### Writes
 /// Writes are buffered until `flush`, also during the handshake (the flush is remembered and done when the
-/// handshake completes). A flush encrypts every flushed write, in records of at most 16 KiB, into one
-/// pre-sized ByteBuffer and does one network write; the write promises complete with that write.
+/// handshake completes). A flush encrypts every flushed write, in records of at most 16 KiB (writes of up to
+/// 4 KiB share records, see ``TLSConnection/encrypt(_:)``), into one pre-sized ByteBuffer and does one network
+/// write; the write promises complete with that write.
 ///
 /// ### Close
 /// `close()` on an established connection sends close_notify and waits up to ``closeNotifyTimeout`` for the
@@ -142,7 +143,9 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
             self.logger.debug("TLS handshake failed", metadata: ["tls.error": "\(error)"])
             context.fireErrorCaught(error)
         case .reportUncleanShutdown:
-            self.deliverPlaintext(context: context)
+            if self.deliverPlaintext(context: context) {
+                context.fireChannelReadComplete()
+            }
             let error = TLSError(code: .uncleanShutdown, message: "connection closed without close_notify")
             self.logger.debug("TLS unclean shutdown", metadata: ["tls.error": "\(error)"])
             context.fireErrorCaught(error)
