@@ -4,6 +4,7 @@
 
 import Foundation
 import NIOCore
+import Prometheus
 import TokengateConfig
 import TokengateTLS
 import TokengateTokens
@@ -26,6 +27,7 @@ extension GatewayRuntime {
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
         metrics: GatewayMetrics? = nil,
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         now: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
@@ -100,7 +102,8 @@ extension GatewayRuntime {
                 )
             )
         }
-        let metrics = metrics ?? GatewayMetrics(routeNames: routes.map(\.name), upstreamNames: upstreamNames)
+        let metrics =
+            metrics ?? GatewayMetrics(routeNames: routes.map(\.name), upstreamNames: upstreamNames, registry: registry)
         return GatewayRuntime(
             routes: routes,
             routeTable: RouteTable(routes: configuration.routes),

@@ -2,11 +2,13 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import CoreMetrics
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Prometheus
 import TokengateConfig
 import TokengateTLS
 import TokengateTokens
@@ -17,14 +19,16 @@ import TokengateTokens
 /// first that cannot be bound, closing the others), ``shutdown(drainTimeout:)`` stops accepting,
 /// lets in-flight exchanges finish within the drain timeout, then closes what is left.
 public final class GatewayServer: Sendable {
-    private let configuration: GatewayConfiguration
-    private let runtime: GatewayRuntime
-    private let tlsContexts: [Int: TLSServerContext]
+    private let generations: GatewayGenerationHolder
+    private let cutoffs: CutoffSnapshotHolder
     private let group: any EventLoopGroup
-    private let pools: UpstreamPoolDirectory
     private let registry: ConnectionRegistry
     private let logger: Logger
+    private let metricsRegistry: PrometheusCollectorRegistry
+    private let now: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
+    /// Serializes reloads (SIGHUP and the admin API may race); requests never take it.
+    private let reloadLock = NIOLock()
 
     /// - Parameters:
     ///   - cutoffs: the holder the cutoff store keeps current; requests read it without locks.
@@ -36,60 +40,91 @@ public final class GatewayServer: Sendable {
         logger: Logger,
         now: (@Sendable () -> Int64)? = nil
     ) throws {
-        self.configuration = configuration
-        self.runtime = try GatewayRuntime.build(from: configuration, cutoffs: cutoffs, now: now)
-        let contexts = try Self.makeTLSContexts(configuration)
-        self.tlsContexts = contexts
+        self.cutoffs = cutoffs
         self.group = group
         self.logger = logger
-        self.pools = UpstreamPoolDirectory(
-            upstreams: self.runtime.upstreams,
+        self.now = now
+        self.metricsRegistry = PrometheusCollectorRegistry()
+        let generation = try GatewayGeneration(
+            number: 1,
+            configuration: configuration,
+            cutoffs: cutoffs,
+            metrics: nil,
+            registry: self.metricsRegistry,
             group: group,
             logger: logger,
-            metrics: self.runtime.metrics
+            now: now
         )
+        generation.runtime.metrics.configGeneration.record(1)
+        self.generations = GatewayGenerationHolder(generation)
         self.registry = ConnectionRegistry(limit: configuration.limits.maxConnections)
     }
 
     /// The gateway's metrics, for the admin listener's `/metrics`.
-    public var metrics: GatewayMetrics { self.runtime.metrics }
+    public var metrics: GatewayMetrics { self.generations.load().runtime.metrics }
+
+    /// The number of the configuration generation now serving (1 at start, +1 per successful reload).
+    public var generation: Int { self.generations.load().number }
+
+    /// Reloads configuration, keys and certificates: `configuration` is built into a complete new
+    /// generation first (every key file parsed, every certificate loaded), and only then swapped in. A
+    /// configuration that fails to build throws, and the old one keeps serving, untouched.
+    ///
+    /// Requests in flight finish with the generation they started with; open connections stay open and
+    /// take the new one at their next request. Listener addresses are not rebound: changing them needs a
+    /// restart, and such a change is refused.
+    public func reload(configuration: GatewayConfiguration) throws {
+        try self.reloadLock.withLock {
+            let current = self.generations.load()
+            let oldAddresses = current.configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
+            let newAddresses = configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
+            guard oldAddresses == newAddresses else {
+                current.runtime.metrics.configReloadFailures.increment()
+                throw GatewayStartupError("listeners cannot change on reload (restart the gateway to change them)")
+            }
+            let next: GatewayGeneration
+            do {
+                next = try GatewayGeneration(
+                    number: current.number + 1,
+                    configuration: configuration,
+                    cutoffs: self.cutoffs,
+                    metrics: nil,
+                    registry: self.metricsRegistry,
+                    group: self.group,
+                    logger: self.logger,
+                    now: self.now
+                )
+            } catch {
+                current.runtime.metrics.configReloadFailures.increment()
+                throw error
+            }
+            let previous = self.generations.exchange(next)
+            previous.pools.closeAll()
+            next.runtime.metrics.configReloads.increment()
+            next.runtime.metrics.configGeneration.record(Int64(next.number))
+            self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
+        }
+    }
 
     /// Everything `init` checks without binding anything: the keys parse, the certificates load and match
     /// their keys. For `tokengate check-config`.
     public static func check(_ configuration: GatewayConfiguration) throws {
         _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
-        _ = try Self.makeTLSContexts(configuration)
-    }
-
-    private static func makeTLSContexts(_ configuration: GatewayConfiguration) throws -> [Int: TLSServerContext] {
-        var contexts: [Int: TLSServerContext] = [:]
-        for (index, listener) in configuration.listeners.enumerated() {
-            guard case .tls(let tls) = listener.mode else { continue }
-            do {
-                contexts[index] = try TLSServerContext(
-                    certificates: tls.certificates.map {
-                        TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
-                    },
-                    alpnProtocols: ["http/1.1"]
-                )
-            } catch {
-                throw GatewayStartupError("listener \(listener.address): \(error)")
-            }
-        }
-        return contexts
+        _ = try GatewayGeneration.makeTLSContexts(configuration)
     }
 
     /// Binds every listener. Returns the bound addresses in configuration order (useful with port 0).
     @discardableResult
     public func start() async throws -> [SocketAddress] {
         var bound: [SocketAddress] = []
-        let httpsPort = self.configuration.listeners.first { $0.tls != nil }?.address.port
+        let configuration = self.generations.load().configuration
+        let httpsPort = configuration.listeners.first { $0.tls != nil }?.address.port
         do {
-            for (index, listener) in self.configuration.listeners.enumerated() {
+            for (index, listener) in configuration.listeners.enumerated() {
                 let channel: any Channel
                 switch listener.mode {
                 case .tls(let tls):
-                    channel = try await self.bindTLS(listener.address, context: self.tlsContexts[index]!, handshakeTimeout: .init(tls.handshakeTimeout))
+                    channel = try await self.bindTLS(listener.address, index: index, handshakeTimeout: .init(tls.handshakeTimeout))
                 case .plain(let mode):
                     channel = try await self.bindPlain(listener.address, mode: mode, httpsPort: listener.redirectPort ?? httpsPort)
                 }
@@ -120,32 +155,32 @@ public final class GatewayServer: Sendable {
         for channel in self.registry.all {
             channel.close(promise: nil)
         }
-        self.pools.closeAll()
+        self.generations.load().pools.closeAll()
         self.logger.info("stopped", metadata: ["forced_connections": "\(self.registry.count)"])
     }
 
     // MARK: Listeners
 
-    private func bindTLS(_ address: SocketAddressSpec, context tlsContext: TLSServerContext, handshakeTimeout: TimeAmount) async throws -> any Channel {
-        let runtime = self.runtime
-        let pools = self.pools
+    private func bindTLS(_ address: SocketAddressSpec, index: Int, handshakeTimeout: TimeAmount) async throws -> any Channel {
+        let generations = self.generations
         let registry = self.registry
         let logger = self.logger
-        let limits = self.configuration.limits
         return try await self.serverBootstrap().childChannelInitializer { channel in
             guard registry.add(channel) else {
                 logger.warning("connection limit reached", metadata: ["limit": "\(registry.limit)"])
                 return channel.close()
             }
+            // The certificates and limits of the generation current when the connection arrives.
+            let generation = generations.load()
+            let limits = generation.configuration.limits
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
-                try sync.addHandler(TLSHandler(context: tlsContext, handshakeTimeout: handshakeTimeout, logger: logger))
+                try sync.addHandler(TLSHandler(context: generation.tlsContexts[index]!, handshakeTimeout: handshakeTimeout, logger: logger))
                 try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.idleTimeout)))
                 try Self.addHTTP1Handlers(to: sync, limits: limits)
                 try sync.addHandler(
                     HTTP1ConnectionHandler(
-                        runtime: runtime,
-                        pools: pools.pools(for: channel.eventLoop),
+                        generations: generations,
                         clientAddress: channel.remoteAddress?.ipAddress,
                         logger: logger
                     )
@@ -155,7 +190,7 @@ public final class GatewayServer: Sendable {
     }
 
     private func bindPlain(_ address: SocketAddressSpec, mode: PlainHTTPMode, httpsPort: Int?) async throws -> any Channel {
-        let limits = self.configuration.limits
+        let limits = self.generations.load().configuration.limits
         return try await self.serverBootstrap().childChannelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations

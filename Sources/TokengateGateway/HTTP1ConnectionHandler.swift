@@ -29,8 +29,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     private var state: State = .idle
-    private let runtime: GatewayRuntime
-    private let pools: LoopUpstreamPools
+    private let generations: GatewayGenerationHolder
     private let logger: Logger
     let clientAddress: String?
     private var context: ChannelHandlerContext?
@@ -42,9 +41,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// Set by graceful shutdown: finish the exchange in flight, then close.
     private var closeWhenIdle = false
 
-    init(runtime: GatewayRuntime, pools: LoopUpstreamPools, clientAddress: String?, logger: Logger) {
-        self.runtime = runtime
-        self.pools = pools
+    init(generations: GatewayGenerationHolder, clientAddress: String?, logger: Logger) {
+        self.generations = generations
         self.clientAddress = clientAddress
         self.logger = logger
         self.connectionID = String(UInt64.random(in: 0...UInt64.max), radix: 16)
@@ -67,12 +65,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case (.head(let head), .idle):
             self.requestCounter += 1
             let requestID = RequestRewriter.requestID(from: head) { "\(self.connectionID)-\(self.requestCounter)" }
+            // One atomic load per request: the configuration it is served with, even across a reload.
+            let generation = self.generations.load()
             let exchange = ProxyExchange(
                 head: head,
                 requestID: requestID,
                 client: self,
-                runtime: self.runtime,
-                pools: self.pools,
+                runtime: generation.runtime,
+                pools: generation.pools.pools(for: context.eventLoop),
                 logger: self.logger,
                 closeRequested: !head.isKeepAlive || self.closeWhenIdle
             )
@@ -125,7 +125,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             return
         }
         if case .handshakeCompleted = event as? TLSUserEvent {
-            self.runtime.metrics.tlsHandshakes.increment()
+            self.generations.load().runtime.metrics.tlsHandshakes.increment()
         }
         if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
             // No bytes from the client for the idle timeout. Between requests that ends the connection; during
@@ -152,11 +152,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             context.write(self.wrapOutboundOut(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count))), promise: nil)
             context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
-            if self.runtime.accessLog {
+            if self.generations.load().runtime.accessLog {
                 self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
             }
         } else if let tlsError = error as? TLSError {
-            self.runtime.metrics.recordTLSFailure(tlsError.code.description)
+            self.generations.load().runtime.metrics.recordTLSFailure(tlsError.code.description)
         } else if !(error is HTTPParserError) {
             self.logger.debug("client connection error", metadata: ["error": "\(error)"])
         }

@@ -59,6 +59,7 @@ struct GatewayLauncher {
         }
         let addresses = try await server.start()
 
+        let configurationPath = self.configuration.sourcePath
         var admin: AdminServer?
         if let adminConfiguration = self.configuration.admin {
             let secret = adminConfiguration.secretFile.map { path -> [UInt8] in
@@ -88,6 +89,11 @@ struct GatewayLauncher {
                         server.metrics.cutoffLag.record(CutoffSyncService.systemNow() - lastSync)
                     }
                     return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
+                case "/admin/reload":
+                    guard request.method == "POST" else {
+                        return .init(status: 405, body: "{\"error\":\"method_not_allowed\",\"error_description\":\"use POST\"}")
+                    }
+                    return Self.reload(server: server, path: configurationPath, logger: logger)
                 case "/readyz":
                     let stale = await sync.isStale(now: CutoffSyncService.systemNow())
                     return stale
@@ -106,6 +112,7 @@ struct GatewayLauncher {
             configuration: .init(
                 services: [
                     .init(service: CutoffSyncRunner(sync: sync)),
+                    .init(service: ReloadOnHangup(server: server, path: configurationPath, logger: logger)),
                     .init(service: GatewayShutdownService(server: server, admin: admin, drain: drain)),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
@@ -117,9 +124,41 @@ struct GatewayLauncher {
         try? await group.shutdownGracefully()
     }
 
+    /// Reloads configuration, keys and certificates from `path`; a bad file is refused with its reason
+    /// and the running configuration stays.
+    static func reload(server: GatewayServer, path: String, logger: Logger) -> AdminServer.Response {
+        do {
+            let configuration = try GatewayConfiguration.load(path: path)
+            try server.reload(configuration: configuration)
+            return .init(status: 200, body: "{\"status\":\"reloaded\",\"generation\":\(server.generation)}")
+        } catch {
+            logger.error("reload refused; the previous configuration keeps serving", metadata: ["reason": "\(error)"])
+            return .init(
+                status: 422,
+                body: "{\"error\":\"reload_refused\",\"error_description\":\(JSONString.quote("\(error)"))}"
+            )
+        }
+    }
+
     static func bootstrapLogging(_ level: LogLevelName) {
         let swiftLevel = Logger.Level(rawValue: level.rawValue) ?? .info
         LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: swiftLevel) }
+    }
+}
+
+/// Reloads on SIGHUP until shutdown.
+struct ReloadOnHangup: Service {
+    let server: GatewayServer
+    let path: String
+    let logger: Logger
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        await cancelWhenGracefulShutdown {
+            for await _ in signals {
+                _ = GatewayLauncher.reload(server: self.server, path: self.path, logger: self.logger)
+            }
+        }
     }
 }
 

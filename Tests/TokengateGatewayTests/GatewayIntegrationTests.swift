@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import TokengateConfig
 import TokengateGateway
 import TokengateTokens
 
@@ -239,6 +240,51 @@ struct GatewayIntegrationTests {
             #expect(text.contains("tokengate_tls_handshakes_total 4"))
             #expect(text.contains("tokengate_request_duration_seconds_bucket"))
             #expect(!text.contains(token))
+        }
+    }
+
+    // MARK: Reload
+
+    @Test func reloadsWithoutFailingARequestAndRefusesABadConfiguration() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let urls = (0..<40).flatMap { ["-o", "/dev/null", "\(gateway.baseURL)/api/item\($0)"] }
+            // A request loop on keep-alive connections, running while the configuration is swapped.
+            let loop = Task.detached { () throws -> [String] in
+                var statuses: [String] = []
+                for _ in 0..<5 {
+                    let (_, stdout, _) = try Curl.process(
+                        "/usr/bin/curl",
+                        ["-sS", "--cacert", gateway.certificatePath, "-H", "Authorization: Bearer \(token)",
+                         "-w", "%{http_code}\n"] + urls
+                    )
+                    statuses += stdout.split(separator: "\n").map(String.init)
+                }
+                return statuses
+            }
+            let path = gateway.directory + "/tokengate.yaml"
+            let original = try String(contentsOfFile: path, encoding: .utf8)
+            // Good: a new route. Bad: a key file that does not parse. Good again.
+            try (original + "\n  - { path_prefix: /new/, upstream: api, accept: none }\n")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            try gateway.server.reload(configuration: GatewayConfiguration.load(path: path))
+            #expect(gateway.server.generation == 2)
+            try "{\"keys\": [{\"kty\": \"oct\"}]}".write(toFile: gateway.directory + "/broken.jwks", atomically: true, encoding: .utf8)
+            let broken = original.replacingOccurrences(of: "jwks: public.jwks", with: "jwks: broken.jwks")
+            try broken.write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(throws: (any Error).self) {
+                try gateway.server.reload(configuration: GatewayConfiguration.load(path: path))
+            }
+            #expect(gateway.server.generation == 2, "a bad configuration must not replace the running one")
+            try original.write(toFile: path, atomically: true, encoding: .utf8)
+            try gateway.server.reload(configuration: GatewayConfiguration.load(path: path))
+            #expect(gateway.server.generation == 3)
+            let statuses = try await loop.value
+            #expect(statuses.count == 200)
+            #expect(statuses.allSatisfy { $0 == "200" }, "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
+            let after = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/x"])
+            #expect(after.status == 200)
+            #expect(gateway.server.metrics.render().contains("tokengate_config_reloads_total 2"))
         }
     }
 
