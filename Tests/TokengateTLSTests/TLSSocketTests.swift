@@ -117,6 +117,19 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
         }
     }
 
+    @Test func renegotiationIsRefused() throws {
+        try self.withServer { port in
+            // `R` on its own line asks s_client to renegotiate (TLS 1.2 only; commands need no -ign_eof).
+            let result = try run(
+                "/usr/bin/openssl",
+                ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2"],
+                input: "R\n"
+            )
+            #expect(result.output.contains("RENEGOTIATING"), "\(result.output)")
+            #expect(result.output.contains("no renegotiation"), "\(result.output)")
+        }
+    }
+
     @Test func opensslClientWithTLS11IsRefused() throws {
         try self.withServer { port in
             let result = try run(
@@ -176,7 +189,8 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
 ///
 /// The limit is a SIGKILL from here rather than `timeout(1)`: children spawned from the test runner's
 /// threads inherit a signal mask with SIGALRM/SIGTERM blocked, so `timeout` could never fire.
-private func run(_ executable: String, _ arguments: [String], input: String?) throws -> (status: Int32, output: String) {
+private func run(_ executable: String, _ arguments: [String], input: String?) throws -> (status: Int32, output: String)
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
