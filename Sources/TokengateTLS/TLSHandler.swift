@@ -102,9 +102,11 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 allocator: context.channel.allocator
             )
         case .client(let client, let hostname):
-            connection = TLSConnection(sslContext: client.context, isServer: false, allocator: context.channel.allocator)
+            connection = TLSConnection(
+                sslContext: client.context, isServer: false, allocator: context.channel.allocator)
             if let connection, let hostname, !Self.configureClient(connection, hostname: hostname, client: client) {
-                self.fail(context: context, error: TLSError(code: .invalidConfiguration, message: "bad server hostname"))
+                self.fail(
+                    context: context, error: TLSError(code: .invalidConfiguration, message: "bad server hostname"))
                 return
             }
         }

@@ -25,7 +25,8 @@ extension TLSServerContext {
     /// chain is attached to the current leaf), and the key is checked against the leaf with
     /// `X509_check_private_key` before `SSL_CTX_use_PrivateKey`, so that a mismatch gets its own message
     /// instead of OpenSSL's generic one.
-    static func load(_ source: TLSCertificateSource, into context: OpaquePointer) throws(TLSError) -> LoadedCertificate {
+    static func load(_ source: TLSCertificateSource, into context: OpaquePointer) throws(TLSError) -> LoadedCertificate
+    {
         let certificatePath = source.certificatePath
         let keyPath = source.privateKeyPath
 

@@ -5,6 +5,7 @@
 import CTokengateOpenSSL
 import Foundation
 import Testing
+
 @testable import TokengateTLS
 
 @Suite struct TLSContextTests {
@@ -59,7 +60,9 @@ import Testing
         let b = try TestCertificate.make(["b.example"])
         let error = try #require(throws: TLSError.self) {
             try TLSServerContext(
-                certificates: [TLSCertificateSource(certificatePath: a.certificatePath, privateKeyPath: b.privateKeyPath)],
+                certificates: [
+                    TLSCertificateSource(certificatePath: a.certificatePath, privateKeyPath: b.privateKeyPath)
+                ],
                 alpnProtocols: ["http/1.1"]
             )
         }

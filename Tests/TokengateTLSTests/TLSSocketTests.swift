@@ -36,6 +36,49 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
     }
 }
 
+/// Collects a client connection's plaintext and TLS events; completes `done` when the channel goes inactive.
+private final class ResponseCollector: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    struct Result: Sendable {
+        var body = ""
+        var handshake: TLSUserEvent?
+        var sawShutdown = false
+        var errors: [String] = []
+    }
+
+    private var result = Result()
+    private let done: EventLoopPromise<Result>
+
+    init(done: EventLoopPromise<Result>) {
+        self.done = done
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.result.body += String(buffer: self.unwrapInboundIn(data))
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event as? TLSUserEvent {
+        case .handshakeCompleted?:
+            self.result.handshake = event as? TLSUserEvent
+            context.writeAndFlush(NIOAny(ByteBuffer(string: "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")), promise: nil)
+        case .shutdownCompleted?:
+            self.result.sawShutdown = true
+        case nil:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.result.errors.append("\(error)")
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.done.succeed(self.result)
+    }
+}
+
 /// Real sockets on 127.0.0.1 driven by the real `openssl s_client` and `curl`.
 @Suite(.serialized) struct TLSSocketTests {
     let certificate: TestCertificate
@@ -117,6 +160,19 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
         }
     }
 
+    @Test func renegotiationIsRefused() throws {
+        try self.withServer { port in
+            // `R` on its own line asks s_client to renegotiate (TLS 1.2 only; commands need no -ign_eof).
+            let result = try run(
+                "/usr/bin/openssl",
+                ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2"],
+                input: "R\n"
+            )
+            #expect(result.output.contains("RENEGOTIATING"), "\(result.output)")
+            #expect(result.output.contains("no renegotiation"), "\(result.output)")
+        }
+    }
+
     @Test func opensslClientWithTLS11IsRefused() throws {
         try self.withServer { port in
             let result = try run(
@@ -138,6 +194,36 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
             )
             #expect(result.status != 0)
             #expect(result.output.contains("handshake failure"), "\(result.output)")
+        }
+    }
+
+    @Test func tokengateClientTalksToTokengateServer() throws {
+        try self.withServer { port in
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            defer { try? group.syncShutdownGracefully() }
+            let clientContext = try TLSClientContext(trustRootsPath: self.certificate.certificatePath)
+            let done = group.next().makePromise(of: ResponseCollector.Result.self)
+            let logger = Logger(label: "tokengate.tls.socket-tests.client")
+            _ = try ClientBootstrap(group: group)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            TLSHandler(context: clientContext, serverHostname: "localhost", logger: logger)
+                        )
+                        try channel.pipeline.syncOperations.addHandler(ResponseCollector(done: done))
+                    }
+                }
+                .connect(host: "127.0.0.1", port: port)
+                .wait()
+            let result = try done.futureResult.wait()
+            #expect(result.errors.isEmpty, "\(result.errors)")
+            #expect(
+                result.handshake
+                    == .handshakeCompleted(negotiatedProtocol: "http/1.1", serverName: "localhost", version: "TLSv1.3")
+            )
+            #expect(result.body.hasPrefix("HTTP/1.1 200 OK\r\n"))
+            #expect(result.body.hasSuffix("hello over tls\n"))
+            #expect(result.sawShutdown, "the server's close_notify was answered")
         }
     }
 
@@ -176,7 +262,8 @@ private final class TinyHTTPResponder: ChannelInboundHandler {
 ///
 /// The limit is a SIGKILL from here rather than `timeout(1)`: children spawned from the test runner's
 /// threads inherit a signal mask with SIGALRM/SIGTERM blocked, so `timeout` could never fire.
-private func run(_ executable: String, _ arguments: [String], input: String?) throws -> (status: Int32, output: String) {
+private func run(_ executable: String, _ arguments: [String], input: String?) throws -> (status: Int32, output: String)
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

@@ -1,3 +1,6 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
 #ifndef C_TOKENGATE_SHIMS_TLS_H
 #define C_TOKENGATE_SHIMS_TLS_H
 
