@@ -18,6 +18,9 @@ protocol ExchangeClient: AnyObject {
     var isWritable: Bool { get }
     /// The client's IP address, for `X-Forwarded-For`.
     var clientAddress: String? { get }
+    /// The peer is a configured TLS-terminating proxy (`trusted_proxies`) talking plain HTTP: its
+    /// `X-Forwarded-Proto` and `X-Forwarded-For` are believed, and only requests it marks `https` pass.
+    var viaTrustedProxy: Bool { get }
     /// Whether this transport can keep going after the exchange (HTTP/1.1 keep-alive). An HTTP/2 stream
     /// always can: the connection is not the exchange's to close.
     var closesConnectionOnAnswer: Bool { get }

@@ -190,12 +190,33 @@ public final class GatewayServer: Sendable {
     }
 
     private func bindPlain(_ address: SocketAddressSpec, mode: PlainHTTPMode, httpsPort: Int?) async throws -> any Channel {
-        let limits = self.generations.load().configuration.limits
+        let generations = self.generations
+        let registry = self.registry
+        let logger = self.logger
         return try await self.serverBootstrap().childChannelInitializer { channel in
-            channel.eventLoop.makeCompletedFuture {
+            let generation = generations.load()
+            let limits = generation.configuration.limits
+            let peer = channel.remoteAddress?.ipAddress
+            // Behind a TLS-terminating load balancer: requests from a configured proxy address are served
+            // (when it says the client used https); everyone else only ever gets the refusal or redirect.
+            let trusted = peer.map { ip in generation.configuration.trustedProxies.contains { $0.contains(ipAddress: ip) } } ?? false
+            guard trusted else {
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try Self.addHTTP1Handlers(to: sync, limits: limits)
+                    try sync.addHandler(PlainHTTPHandler(mode: mode, httpsPort: httpsPort))
+                }
+            }
+            guard registry.add(channel) else {
+                return channel.close()
+            }
+            return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
+                try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.idleTimeout)))
                 try Self.addHTTP1Handlers(to: sync, limits: limits)
-                try sync.addHandler(PlainHTTPHandler(mode: mode, httpsPort: httpsPort))
+                try sync.addHandler(
+                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, viaTrustedProxy: true, logger: logger)
+                )
             }
         }.bind(host: address.host, port: address.port).get()
     }

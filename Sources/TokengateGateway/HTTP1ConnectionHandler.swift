@@ -32,6 +32,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private let generations: GatewayGenerationHolder
     private let logger: Logger
     let clientAddress: String?
+    let viaTrustedProxy: Bool
     private var context: ChannelHandlerContext?
     private var readingPaused = false
     private var lastResponseEnd: EventLoopFuture<Void>?
@@ -41,8 +42,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// Set by graceful shutdown: finish the exchange in flight, then close.
     private var closeWhenIdle = false
 
-    init(generations: GatewayGenerationHolder, clientAddress: String?, logger: Logger) {
+    init(generations: GatewayGenerationHolder, clientAddress: String?, viaTrustedProxy: Bool = false, logger: Logger) {
         self.generations = generations
+        self.viaTrustedProxy = viaTrustedProxy
         self.clientAddress = clientAddress
         self.logger = logger
         self.connectionID = String(UInt64.random(in: 0...UInt64.max), radix: 16)

@@ -99,6 +99,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(rejection)
             return
         }
+        if self.client.viaTrustedProxy, self.head.headers.first(name: "x-forwarded-proto")?.lowercased() != "https" {
+            // A trusted proxy forwarding a request its client sent in the clear: TLS is still required.
+            self.answer(.tlsRequired())
+            return
+        }
         if let answer = self.checkLimits() {
             self.answer(answer)
             return
@@ -238,7 +243,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 identity: identity,
                 strip: strip,
                 newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
-                forwarding: .init(clientAddress: self.client.clientAddress, requestID: self.requestID, scheme: "https")
+                forwarding: .init(
+                    clientAddress: self.forwardedFor,
+                    requestID: self.requestID,
+                    scheme: "https"
+                )
             )
             if body != nil {
                 self.replayableBody = newBody ?? body
@@ -249,6 +258,15 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.client.setRequestReadingPaused(true)
             self.connectUpstream()
         }
+    }
+
+    /// The `X-Forwarded-For` chain for the backend: the peer's address, after the chain a trusted proxy
+    /// reported (a client's own chain is never believed).
+    private var forwardedFor: String? {
+        guard self.client.viaTrustedProxy else { return self.client.clientAddress }
+        let reported = self.head.headers[canonicalForm: "x-forwarded-for"].map(String.init).joined(separator: ", ")
+        guard let peer = self.client.clientAddress else { return reported.isEmpty ? nil : reported }
+        return reported.isEmpty ? peer : reported + ", " + peer
     }
 
     /// The limits every codec shares: the URI and the header section.

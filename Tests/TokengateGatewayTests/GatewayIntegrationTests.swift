@@ -288,6 +288,23 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func aTrustedTLSTerminatingProxyMayForwardPlainHTTP() async throws {
+        try await self.withGateway(limits: "trusted_proxies: [ 127.0.0.1/32 ]") { gateway in
+            let token = try gateway.mint("alice")
+            let plain = "http://127.0.0.1:\(gateway.plainPort)/api/items"
+            let forwarded = try Curl.run(
+                ["-H", "Authorization: Bearer \(token)", "-H", "X-Forwarded-Proto: https", "-H", "X-Forwarded-For: 203.0.113.7", plain],
+                caFile: nil
+            )
+            #expect(forwarded.status == 200)
+            #expect(forwarded.body.contains("\"user\":\"alice\""))
+            #expect(forwarded.body.contains("203.0.113.7, 127.0.0.1"), "the proxy's chain is kept, the peer appended")
+            let clear = try Curl.run(["-H", "Authorization: Bearer \(token)", plain], caFile: nil)
+            #expect(clear.status == 426, "a request the proxy received in the clear is still refused")
+            #expect(gateway.backend.requestsReceived == 1)
+        }
+    }
+
     // MARK: Backend trouble.
 
     @Test func aDeadBackendGets502AndASlowOne504() async throws {
