@@ -24,6 +24,8 @@ protocol ExchangeClient: AnyObject {
     /// Whether this transport can keep going after the exchange (HTTP/1.1 keep-alive). An HTTP/2 stream
     /// always can: the connection is not the exchange's to close.
     var closesConnectionOnAnswer: Bool { get }
+    /// A graceful shutdown is in progress: the response should tell the client the connection ends.
+    var isDraining: Bool { get }
 
     func write(_ part: HTTPServerResponsePart)
     func flush()

@@ -213,6 +213,7 @@ extension HTTP1ConnectionHandler {
     var allocator: ByteBufferAllocator { self.context!.channel.allocator }
     var isWritable: Bool { self.context?.channel.isWritable ?? false }
     var closesConnectionOnAnswer: Bool { true }
+    var isDraining: Bool { self.closeWhenIdle }
 
     func write(_ part: HTTPServerResponsePart) {
         guard let context = self.context else { return }

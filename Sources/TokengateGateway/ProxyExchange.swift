@@ -452,7 +452,7 @@ extension ProxyExchange {
     /// HTTP/1.1 closes after this response when the client asked, or when the request was not read to its
     /// end before the backend answered.
     private var closesAfterResponse: Bool {
-        self.client.closesConnectionOnAnswer && (self.closeRequested || !self.requestEnded)
+        self.client.closesConnectionOnAnswer && (self.closeRequested || self.client.isDraining || !self.requestEnded)
     }
 }
 
@@ -461,7 +461,7 @@ extension ProxyExchange {
 extension ProxyExchange {
     /// Whether the last answer asked the connection to close.
     private var answerClosed: Bool {
-        self.client.closesConnectionOnAnswer && (self.closeRequested || self.answerForcedClose)
+        self.client.closesConnectionOnAnswer && (self.closeRequested || self.client.isDraining || self.answerForcedClose)
     }
 
     private var answerForcedClose: Bool {
@@ -477,7 +477,7 @@ extension ProxyExchange {
             self.release(connection, reusable: false)
         }
         var answer = answer
-        if self.client.closesConnectionOnAnswer, self.closeRequested || self.answerForcedClose {
+        if self.answerClosed {
             answer.closeConnection = true
         }
         if !self.client.closesConnectionOnAnswer {

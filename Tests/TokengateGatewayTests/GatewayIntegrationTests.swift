@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import NIOCore
 import Testing
 import TokengateConfig
 import TokengateGateway
@@ -303,6 +304,22 @@ struct GatewayIntegrationTests {
             #expect(clear.status == 426, "a request the proxy received in the clear is still refused")
             #expect(gateway.backend.requestsReceived == 1)
         }
+    }
+
+    @Test func gracefulShutdownFinishesTheRequestInFlight() async throws {
+        let gateway = GatewayHarness()
+        try await gateway.start()
+        let inFlight = Task.detached {
+            try Curl.run(["\(gateway.baseURL)/slow?ms=700"], caFile: gateway.certificatePath)
+        }
+        try await Task.sleep(for: .milliseconds(250))
+        await gateway.server.shutdown(drainTimeout: .seconds(5))
+        let result = try await inFlight.value
+        #expect(result.status == 200, "the request in flight was cut: \(result.stderr)")
+        #expect(result.header("connection") == "close")
+        let after = try Curl.run(["\(gateway.baseURL)/x"], caFile: gateway.certificatePath)
+        #expect(after.status == 0, "the listener still accepted after shutdown")
+        await gateway.stop()
     }
 
     // MARK: Backend trouble.
