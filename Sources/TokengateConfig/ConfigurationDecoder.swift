@@ -17,7 +17,7 @@
 struct ConfigurationDecoder {
     static let topLevelKeys = [
         "listen", "admin", "keys", "signing_key", "tokens", "cutoffs", "upstreams", "routes", "limits", "realm",
-        "trusted_proxies", "log", "http2", "hsts",
+        "trusted_proxies", "log", "http2", "hsts", "event_loops",
     ]
 
     func decode(_ root: ConfigNode) throws(ConfigurationError) -> GatewayConfiguration {
@@ -56,6 +56,7 @@ struct ConfigurationDecoder {
             try top["http2"].map { node throws(ConfigurationError) in try self.http2(node) }
             ?? HTTP2Configuration()
         let hsts = try top["hsts"].map { node throws(ConfigurationError) in try self.hsts(node) } ?? HSTSConfiguration()
+        let eventLoops = try top["event_loops"].map { node throws(ConfigurationError) in try node.int(in: 1...256) }
         return GatewayConfiguration(
             listeners: listeners,
             admin: admin,
@@ -71,6 +72,7 @@ struct ConfigurationDecoder {
             log: log,
             http2: http2,
             hsts: hsts,
+            eventLoops: eventLoops,
             sourcePath: root.context.file
         )
     }

@@ -36,6 +36,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var log: LogConfiguration
     public var http2: HTTP2Configuration
     public var hsts: HSTSConfiguration
+    /// How many event loops (threads) serve connections; `nil` means one per core. The load bench pins the
+    /// gateway to one core with `event_loops: 1`.
+    public var eventLoops: Int?
     /// The configuration file as the caller named it (`<memory>` style names for in-memory text).
     public var sourcePath: String
 
@@ -57,6 +60,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         log: LogConfiguration = LogConfiguration(),
         http2: HTTP2Configuration = HTTP2Configuration(),
         hsts: HSTSConfiguration = HSTSConfiguration(),
+        eventLoops: Int? = nil,
         sourcePath: String
     ) {
         self.listeners = listeners
@@ -73,6 +77,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         self.log = log
         self.http2 = http2
         self.hsts = hsts
+        self.eventLoops = eventLoops
         self.sourcePath = sourcePath
     }
 

@@ -50,7 +50,7 @@ struct GatewayLauncher {
             fail("cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start")
         }
 
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: self.configuration.eventLoops ?? System.coreCount)
         let server: GatewayServer
         do {
             server = try GatewayServer(configuration: self.configuration, cutoffs: holder, group: group, logger: logger)
