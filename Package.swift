@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .executable(name: "tokengate", targets: ["tokengate"]),
         .library(name: "TokengateTokens", targets: ["TokengateTokens"]),
+        .library(name: "TokengateClient", targets: ["TokengateClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -109,6 +110,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: The mobile side of the token page (DESIGN §8): Foundation only, builds on Linux and Apple platforms.
+        .target(
+            name: "TokengateClient",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: The executable.
         .executableTarget(
             name: "tokengate",
@@ -161,9 +168,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "TokengateClientTests",
+            dependencies: ["TokengateClient"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "TokengateGatewayTests",
             dependencies: [
                 "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS", "TokengateTestSupport",
+                "TokengateClient",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,0 +1,25 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// What the gateway does next for a token page request.
+enum TokenPageAction: Sendable, Equatable {
+    /// Write this answer.
+    case answer(TokenPageAnswer)
+    /// Ask the RP who is logged in: `GET url` with `Cookie: forwardCookies` and nothing else of the request,
+    /// within the configured timeout, then call
+    /// ``TokenPageResponder/respond(to:whoami:now:)`` with what came back.
+    ///
+    /// `forwardCookies` is the browser's cookies without the token page's own cookie (an earlier api token
+    /// is none of the RP's business). The gateway must not follow redirects; it passes the status as it is.
+    case askWhoami(url: String, forwardCookies: String)
+}
+
+/// What the "who am I" subrequest gave.
+enum TokenPageWhoamiResult: Sendable, Equatable {
+    /// The RP answered: its status code and the value of the configured user header (all of them, in order;
+    /// more than one is treated as no answer).
+    case answered(status: Int, userHeaderValues: [String])
+    /// No answer: connection refused, timeout, malformed response.
+    case failed
+}

@@ -1,0 +1,72 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// What the token page answers: a complete response for the gateway to write as it is.
+///
+/// Every answer carries the headers that keep a token out of caches, frames and referrers (`no-store`, a
+/// strict CSP, `X-Frame-Options: DENY`, `Referrer-Policy: no-referrer`, `nosniff`), whether or not it holds
+/// a token, so no branch can forget them. ``headers`` already holds `Content-Length` for ``body``.
+///
+/// The answer may hold a token (in `Set-Cookie`, `Location` or the body): the gateway must never log its
+/// headers or body. ``reasonCode`` and ``user`` are what may be logged.
+struct TokenPageAnswer: Sendable, Equatable {
+    var status: HTTPResponseStatus
+    var headers: HTTPHeaders
+    /// Empty for redirects, and for `HEAD` (whose `Content-Length` still gives the `GET` body's size).
+    var body: [UInt8]
+    /// For logs and metrics, e.g. `token_page_issued`, `token_page_login_required`. Never holds a token.
+    var reasonCode: String
+    /// The user a token was minted for, when one was.
+    var user: String?
+
+    func responseHead(version: HTTPVersion) -> HTTPResponseHead {
+        HTTPResponseHead(version: version, status: self.status, headers: self.headers)
+    }
+
+    /// The security headers of every token page answer (DESIGN §8).
+    static let contentSecurityPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+    static func securityHeaders() -> HTTPHeaders {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(10)
+        headers.add(name: "cache-control", value: "no-store")
+        headers.add(name: "pragma", value: "no-cache")
+        headers.add(name: "content-security-policy", value: Self.contentSecurityPolicy)
+        headers.add(name: "x-frame-options", value: "DENY")
+        headers.add(name: "referrer-policy", value: "no-referrer")
+        headers.add(name: "x-content-type-options", value: "nosniff")
+        return headers
+    }
+
+    /// A redirect (`302` after `GET`/`HEAD`). `location` must already be safe for a header: the callers
+    /// build it from configuration and percent-encoded values only.
+    static func redirect(to location: String, reasonCode: String, user: String? = nil) -> Self {
+        var headers = Self.securityHeaders()
+        headers.add(name: "location", value: location)
+        headers.add(name: "content-length", value: "0")
+        return TokenPageAnswer(status: .found, headers: headers, body: [], reasonCode: reasonCode, user: user)
+    }
+
+    /// A JSON error in the gateway's usual shape: `{"error":"…","error_description":"…"}`. The description is
+    /// always a fixed text chosen here, never text from the request.
+    static func error(
+        _ status: HTTPResponseStatus,
+        error: String,
+        description: String,
+        reasonCode: String,
+        extraHeaders: [(String, String)] = []
+    ) -> Self {
+        let json = "{\"error\":\(JSONString.quote(error)),\"error_description\":\(JSONString.quote(description))}"
+        var headers = Self.securityHeaders()
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(json.utf8.count))
+        for (name, value) in extraHeaders {
+            headers.add(name: name, value: value)
+        }
+        return TokenPageAnswer(status: status, headers: headers, body: Array(json.utf8), reasonCode: reasonCode)
+    }
+}

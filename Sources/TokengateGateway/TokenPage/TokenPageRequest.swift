@@ -1,0 +1,102 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import TokengateConfig
+
+/// A token page request, read and checked: the method, the same-site return address and the query
+/// parameters the page understands.
+///
+/// Query parameters (all optional, each at most once; others are ignored):
+/// - `app=NAME`: deliver the token by a redirect to that registered app's callback instead of the page;
+/// - `cancel=1` (with `app`): the user declined; redirect to the callback with `status=unauthorized`;
+/// - `state=…` (with `app`): an opaque value the app chose, echoed in the callback so the app can tell its own
+///   request from one it never made (1–256 characters of `A-Z a-z 0-9 - . _ ~`).
+struct TokenPageRequest: Sendable, Equatable {
+    static let maximumStateLength = 256
+    static let maximumQueryLength = 4096
+
+    var isHead: Bool
+    /// The request target as received, when it is a same-site path; the login page sends the browser back
+    /// here. `nil` when it is not (the page then refuses to redirect to the login).
+    var returnAddress: String?
+    var app: TokenPageApp?
+    var cancel: Bool
+    var state: String?
+
+    /// Why a request cannot be served; each maps to a fixed answer.
+    enum Refusal: Sendable, Equatable {
+        case method
+        case badQuery
+        case unknownApp
+        case cancelWithoutApp
+        case stateWithoutApp
+        case badState
+    }
+
+    enum Parsed: Sendable, Equatable {
+        case request(TokenPageRequest)
+        case refused(Refusal)
+    }
+
+    static func parse(_ head: HTTPRequestHead, apps: [TokenPageApp]) -> Parsed {
+        let isHead: Bool
+        switch head.method {
+        case .GET: isHead = false
+        case .HEAD: isHead = true
+        default: return .refused(.method)
+        }
+        let uri = head.uri
+        let query: Substring
+        if let mark = uri.firstIndex(of: "?") {
+            query = uri[uri.index(after: mark)...]
+        } else {
+            query = ""
+        }
+        guard query.utf8.count <= Self.maximumQueryLength else { return .refused(.badQuery) }
+
+        var seen: [String: String] = [:]
+        for pair in FormURLEncoded.pairs(Array(query.utf8)) where Self.parameters.contains(pair.name) {
+            // A parameter given twice is ambiguous (which app? which state?): refuse rather than pick one.
+            guard seen[pair.name] == nil, let value = FormURLEncoded.decode(pair.rawValue) else {
+                return .refused(.badQuery)
+            }
+            seen[pair.name] = value
+        }
+        let appName = seen["app"]
+        let cancel = seen["cancel"]
+        let state = seen["state"]
+
+        var app: TokenPageApp?
+        if let appName {
+            // Exact match against the configured list; the callback always comes from configuration.
+            guard let registered = apps.first(where: { $0.name == appName }) else { return .refused(.unknownApp) }
+            app = registered
+        }
+        let isCancel: Bool
+        switch cancel {
+        case nil: isCancel = false
+        case "1": isCancel = true
+        case .some: return .refused(.badQuery)
+        }
+        if isCancel && app == nil { return .refused(.cancelWithoutApp) }
+        if let state {
+            guard app != nil else { return .refused(.stateWithoutApp) }
+            guard (1...Self.maximumStateLength).contains(state.utf8.count),
+                state.utf8.allSatisfy(PercentEncoding.isUnreserved)
+            else { return .refused(.badState) }
+        }
+        return .request(
+            TokenPageRequest(
+                isHead: isHead,
+                returnAddress: SameSiteReturnPath.validate(uri),
+                app: app,
+                cancel: isCancel,
+                state: state
+            )
+        )
+    }
+
+    private static let parameters: Set<String> = ["app", "cancel", "state"]
+}

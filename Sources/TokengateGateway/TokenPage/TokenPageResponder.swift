@@ -1,0 +1,244 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import TokengateConfig
+import TokengateTokens
+
+/// The token page (DESIGN §8): decides, without any I/O, what a `token_page` route answers.
+///
+/// ### Overview
+/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only; `app`, `cancel`, `state` at most once
+///    each; `app` must name a configured app exactly. Refusals are fixed JSON errors.
+/// 2. `?app=NAME&cancel=1` redirects to that app's callback with `status=unauthorized&message=…` at once; no
+///    login is needed to decline.
+/// 3. Who is logged in:
+///    - `session_cookie: NAME`: exactly one such cookie holding a valid *session* token (api tokens do not log
+///      a browser in; cutoffs apply). Two cookies of that name are refused (cookie tossing from a sibling
+///      domain could otherwise log the browser in as someone else).
+///    - `whoami`: the gateway asks the RP (``TokenPageAction/askWhoami(url:forwardCookies:)``) and hands the
+///      result to ``respond(to:whoami:now:)``: 2xx with exactly one non-empty user header is logged in;
+///      401, 403 and 3xx are not; anything else, or no answer, is a 502 (fail closed, never a token).
+/// 4. Not logged in: `302` to `login_url` with `return_parameter=<this request's path and query>`, only when
+///    that address is a same-site path (``SameSiteReturnPath``); otherwise `400`.
+/// 5. Logged in: an api token is minted (`api_only: true`, `iat` now, `exp` now + `token_lifetime` when set,
+///    `iss`/`aud` when the verification policy requires them) and delivered:
+///    - with `app`: `302` to the configured callback with `#access_token=…&token_type=bearer[&expires_in=…]
+///      [&state=…]` in the fragment, never the query (a fragment is not sent to servers or in `Referer`);
+///    - otherwise: `200` with `Set-Cookie: <cookie_name>=…; HttpOnly; Secure; SameSite=Strict; Path=…
+///      [; Max-Age=…]`, the title `tokengate-token:<token>` (``titlePrefix``) and the token in the page body.
+///
+/// Every answer carries `Cache-Control: no-store` and the strict security headers (``TokenPageAnswer``). The
+/// token appears only in that one answer: never in a log field (``TokenPageAnswer/reasonCode`` and
+/// ``TokenPageAnswer/user`` are the loggable parts) and never in a URL except the callback fragment the
+/// configuration registers.
+struct TokenPageResponder: Sendable {
+    /// The page title is this prefix followed by the token; the client library looks for exactly this.
+    static let titlePrefix = "tokengate-token:"
+
+    let configuration: TokenPageConfiguration
+    /// Never exposed: the responder is the only code on the request path that mints.
+    private let signer: TokenSigner
+    private let verifier: TokenVerifier
+
+    /// - Parameters:
+    ///   - signer: built from `signing_key`, with the configuration's claim names.
+    ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss`/`aud` are put into
+    ///     minted tokens so that they pass the gateway's own checks.
+    init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier) {
+        self.configuration = configuration
+        self.signer = signer
+        self.verifier = verifier
+    }
+
+    // MARK: Entry points
+
+    /// The first step for every request on the route.
+    func respond(to head: HTTPRequestHead, cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAction {
+        let request: TokenPageRequest
+        switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
+        case .request(let parsed): request = parsed
+        case .refused(let refusal): return .answer(Self.answer(for: refusal))
+        }
+        if request.cancel, let app = request.app {
+            return .answer(self.cancelRedirect(app: app, state: request.state))
+        }
+        let cookieHeaders = head.headers["cookie"]
+        switch self.configuration.login {
+        case .sessionCookie(let name):
+            let values = CookieHeader.values(named: name, in: cookieHeaders)
+            guard values.count <= 1 else {
+                return .answer(
+                    .error(
+                        .badRequest,
+                        error: "invalid_request",
+                        description: "more than one session cookie was sent",
+                        reasonCode: "token_page_ambiguous_session"
+                    )
+                )
+            }
+            guard let value = values.first,
+                case .valid(let token) = self.verifier.verify(value, accept: .session, cutoffs: cutoffs, now: now)
+            else {
+                return .answer(self.loginRedirect(request))
+            }
+            return .answer(self.deliver(to: token.subject, request: request, now: now))
+        case .whoami(let whoami):
+            guard let cookies = CookieHeader.removing(self.configuration.cookieName, from: cookieHeaders) else {
+                // No cookies at all: nobody can be logged in, so there is no one to ask.
+                return .answer(self.loginRedirect(request))
+            }
+            return .askWhoami(url: whoami.url, forwardCookies: cookies)
+        }
+    }
+
+    /// The second step in `whoami` mode, with what the RP said.
+    func respond(to head: HTTPRequestHead, whoami: TokenPageWhoamiResult, now: Int64) -> TokenPageAnswer {
+        let request: TokenPageRequest
+        switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
+        case .request(let parsed): request = parsed
+        case .refused(let refusal): return Self.answer(for: refusal)
+        }
+        switch whoami {
+        case .failed:
+            return Self.loginCheckFailed
+        case .answered(let status, let values):
+            switch status {
+            case 200...299:
+                // A 2xx without a usable user id is a broken endpoint, not a login: fail closed.
+                guard values.count == 1, let user = Self.userID(values[0]) else { return Self.loginCheckFailed }
+                return self.deliver(to: user, request: request, now: now)
+            case 300...399, 401, 403:
+                return self.loginRedirect(request)
+            default:
+                return Self.loginCheckFailed
+            }
+        }
+    }
+
+    // MARK: Decisions
+
+    private func loginRedirect(_ request: TokenPageRequest) -> TokenPageAnswer {
+        guard let returnAddress = request.returnAddress else {
+            return .error(
+                .badRequest,
+                error: "invalid_request",
+                description: "the request target is not a path on this site",
+                reasonCode: "token_page_bad_return_address"
+            )
+        }
+        var login = Substring(self.configuration.loginURL)
+        var fragment: Substring = ""
+        if let hash = login.firstIndex(of: "#") {
+            fragment = login[hash...]
+            login = login[..<hash]
+        }
+        let separator = login.contains("?") ? "&" : "?"
+        var location = String(login) + separator + self.configuration.returnParameter + "="
+        location += PercentEncoding.encode(returnAddress) + fragment
+        return .redirect(to: location, reasonCode: "token_page_login_required")
+    }
+
+    private func cancelRedirect(app: TokenPageApp, state: String?) -> TokenPageAnswer {
+        var location = app.callback + (app.callback.contains("?") ? "&" : "?")
+        location += "status=unauthorized&message=" + PercentEncoding.encode(Self.cancelMessage)
+        if let state { location += "&state=" + state }
+        return .redirect(to: location, reasonCode: "token_page_canceled")
+    }
+
+    /// Mints the api token and hands it over, by the app's callback or by the page.
+    private func deliver(to user: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
+        let lifetime = self.configuration.tokenLifetime.map { $0.components.seconds }
+        let claims = TokenClaims(
+            subject: user,
+            issuedAt: now,
+            apiOnly: true,
+            expiresAt: lifetime.map { now + $0 },
+            issuer: self.verifier.policy.issuer,
+            audience: self.verifier.policy.audience
+        )
+        let token: String
+        do {
+            token = try self.signer.mint(claims)
+        } catch {
+            // The error says nothing secret, but the answer stays fixed text anyway.
+            return .error(
+                .internalServerError,
+                error: "server_error",
+                description: "cannot issue a token",
+                reasonCode: "token_page_mint_failed"
+            )
+        }
+        if let app = request.app {
+            var location = app.callback + "#access_token=" + PercentEncoding.encode(token) + "&token_type=bearer"
+            if let lifetime { location += "&expires_in=\(lifetime)" }
+            if let state = request.state { location += "&state=" + state }
+            return .redirect(to: location, reasonCode: "token_page_issued_app", user: user)
+        }
+        return self.page(token: token, user: user, lifetime: lifetime, isHead: request.isHead)
+    }
+
+    // MARK: Fixed answers
+
+    static let cancelMessage = "user canceled"
+
+    static let loginCheckFailed = TokenPageAnswer.error(
+        .badGateway,
+        error: "bad_gateway",
+        description: "the login check did not answer",
+        reasonCode: "token_page_whoami_failed"
+    )
+
+    static func answer(for refusal: TokenPageRequest.Refusal) -> TokenPageAnswer {
+        switch refusal {
+        case .method:
+            .error(
+                .methodNotAllowed,
+                error: "method_not_allowed",
+                description: "the token page answers GET only",
+                reasonCode: "token_page_method",
+                extraHeaders: [("allow", "GET, HEAD")]
+            )
+        case .badQuery:
+            .error(
+                .badRequest,
+                error: "invalid_request",
+                description: "malformed or repeated query parameter",
+                reasonCode: "token_page_bad_query"
+            )
+        case .unknownApp:
+            .error(.badRequest, error: "invalid_request", description: "unknown app", reasonCode: "token_page_unknown_app")
+        case .cancelWithoutApp:
+            .error(
+                .badRequest,
+                error: "invalid_request",
+                description: "cancel needs an app",
+                reasonCode: "token_page_bad_query"
+            )
+        case .stateWithoutApp:
+            .error(
+                .badRequest,
+                error: "invalid_request",
+                description: "state needs an app",
+                reasonCode: "token_page_bad_query"
+            )
+        case .badState:
+            .error(
+                .badRequest,
+                error: "invalid_request",
+                description: "state must be 1 to 256 characters of A-Z a-z 0-9 - . _ ~",
+                reasonCode: "token_page_bad_query"
+            )
+        }
+    }
+
+    /// The RP's user id, trimmed; `nil` when empty, longer than 256 bytes or holding control characters.
+    static func userID(_ value: String) -> String? {
+        let trimmed = Substring(value).trimmingOWS()
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 256,
+            !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else { return nil }
+        return String(trimmed)
+    }
+}

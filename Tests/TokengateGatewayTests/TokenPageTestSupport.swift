@@ -1,0 +1,163 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import TokengateClient
+import TokengateConfig
+import TokengateGateway
+import TokengateTLS
+import TokengateTokens
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A clock the tests move by hand, shared by the gateway and the demo RP: revocation compares whole seconds
+/// (`iat < revoked_before`), so a flow that runs within one real second needs time to pass on purpose.
+final class TokenPageTestClock: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var seconds: Int64
+
+    init(_ start: Int64 = Int64(Date().timeIntervalSince1970)) {
+        self.seconds = start
+    }
+
+    var now: Int64 {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.seconds
+    }
+
+    func advance(by delta: Int64) {
+        self.lock.lock()
+        self.seconds += delta
+        self.lock.unlock()
+    }
+}
+
+/// The seed's whole flow on loopback: the demo RP behind a real gateway with a token page, over real TLS.
+final class TokenPageHarness: @unchecked Sendable {
+    // @unchecked: set up once in `start` before any test reads it, then only read.
+    let directory = NSTemporaryDirectory() + "tokengate-tokenpage-" + UUID().uuidString
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+    let cutoffs = CutoffSnapshotHolder(.empty)
+    let clock = TokenPageTestClock()
+    let logLines = LogCapture()
+    var rp: DemoRP!
+    var server: GatewayServer!
+    var tlsPort = 0
+
+    static let callback = "tokengate-demo://token"
+
+    var baseURL: String { "https://localhost:\(self.tlsPort)" }
+    var certificatePath: String { self.directory + "/cert.pem" }
+
+    func start() async throws {
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+        let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost", "127.0.0.1"])
+        try certificate.certificatePEM.write(toFile: self.directory + "/cert.pem", atomically: true, encoding: .utf8)
+        try certificate.privateKeyPEM.write(toFile: self.directory + "/key.pem", atomically: true, encoding: .utf8)
+        let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only-tokenpage")
+        try keys.privateJWKS.write(toFile: self.directory + "/private.jwks", atomically: true, encoding: .utf8)
+        try keys.publicJWKS.write(toFile: self.directory + "/public.jwks", atomically: true, encoding: .utf8)
+        let signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))
+
+        let clock = self.clock
+        let cutoffs = self.cutoffs
+        self.rp = try await DemoRP.start(port: 0, group: self.group, signer: signer, now: { clock.now }) { change in
+            Self.apply(change, to: cutoffs)
+        }
+        let yaml = """
+            listen:
+              - address: 127.0.0.1:0
+                tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
+            keys: [ { jwks: public.jwks } ]
+            signing_key: { jwks: private.jwks }
+            cutoffs: { file: cutoffs.json }
+            realm: test.example
+            upstreams:
+              rp: { targets: [ "http://127.0.0.1:\(self.rp.port)" ], connect_timeout: 1s, response_timeout: 2s }
+            routes:
+              - { path_prefix: /api/, upstream: rp, accept: [api], sources: [authorization, "form:access_token"] }
+              - { path_prefix: /account/, upstream: rp, accept: [session], sources: ["cookie:session"] }
+              - path_prefix: /token
+                kind: token_page
+                login: { session_cookie: session, login_url: /login }
+                apps: [ { name: ios, callback: "\(Self.callback)" } ]
+              - { path_prefix: /, upstream: rp, accept: none }
+            """
+        try "{}".write(toFile: self.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
+        try yaml.write(toFile: self.directory + "/tokengate.yaml", atomically: true, encoding: .utf8)
+        let configuration = try GatewayConfiguration.load(path: self.directory + "/tokengate.yaml")
+        let capture = self.logLines
+        var logger = Logger(label: "tokengate-test") { _ in CapturingLogHandler(capture: capture) }
+        logger.logLevel = .debug
+        self.server = try GatewayServer(
+            configuration: configuration,
+            cutoffs: self.cutoffs,
+            group: self.group,
+            logger: logger,
+            now: { clock.now }
+        )
+        self.tlsPort = try await self.server.start()[0].port!
+    }
+
+    func stop() async {
+        await self.server?.shutdown(drainTimeout: .seconds(1))
+        try? await self.rp?.stop()
+        try? await self.group.shutdownGracefully()
+        try? FileManager.default.removeItem(atPath: self.directory)
+    }
+
+    /// What a cutoff store does with the RP's change: a new snapshot with the user's cutoff moved.
+    static func apply(_ change: DemoRP.CutoffChange, to holder: CutoffSnapshotHolder) {
+        let current = holder.load()
+        var users = current.users
+        var user = users[change.user] ?? UserCutoffs()
+        switch change.kind {
+        case .passwordChanged: user.revokedBefore = change.at
+        case .mobileAppsDisabled: user.apiRevokedBefore = change.at
+        }
+        users[change.user] = user
+        holder.store(
+            CutoffSnapshot(globalRevokedBefore: current.globalRevokedBefore, users: users, generation: current.generation + 1)
+        )
+    }
+
+    // MARK: The browser and the app, with curl.
+
+    func curl(_ arguments: [String]) throws -> Curl.Result {
+        try Curl.run(arguments, caFile: self.certificatePath)
+    }
+
+    /// Sends a `URLRequest` built by the client library, exactly as built (method, headers, body).
+    func send(_ request: URLRequest) throws -> Curl.Result {
+        var arguments = ["-X", request.httpMethod ?? "GET"]
+        for (name, value) in (request.allHTTPHeaderFields ?? [:]).sorted(by: { $0.key < $1.key }) {
+            arguments += ["-H", "\(name): \(value)"]
+        }
+        if let body = request.httpBody {
+            arguments += ["--data-binary", String(decoding: body, as: UTF8.self)]
+        }
+        arguments.append(request.url!.absoluteString)
+        return try self.curl(arguments)
+    }
+}
+
+extension Curl.Result {
+    /// Every value of a header (curl's `-D` output keeps each line).
+    func headers(_ name: String) -> [String] {
+        self.headers.filter { $0.0.lowercased() == name.lowercased() }.map(\.1)
+    }
+
+    /// The `<title>` of an HTML body.
+    var title: String? {
+        guard let start = self.body.range(of: "<title>"), let end = self.body.range(of: "</title>") else { return nil }
+        return String(self.body[start.upperBound..<end.lowerBound])
+    }
+}
