@@ -19,4 +19,12 @@ struct GatewayRoute: Sendable {
     let stripToken: Bool
     /// The most body bytes read to look for a token in a form or JSON body.
     let tokenBodyLimit: Int
+    /// Set on a `token_page` route: the gateway answers it itself and never forwards.
+    let tokenPage: TokenPageRoute?
+}
+
+/// A `token_page` route's responder and, in whoami mode, the client for its login subrequest.
+struct TokenPageRoute: Sendable {
+    let responder: TokenPageResponder
+    let whoami: WhoamiClient?
 }

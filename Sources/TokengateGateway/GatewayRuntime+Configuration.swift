@@ -91,6 +91,10 @@ extension GatewayRuntime {
                 accept = nil
             }
             let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
+            var tokenPage: TokenPageRoute?
+            if case .tokenPage(let page) = route.kind {
+                tokenPage = try Self.tokenPageRoute(page, configuration: configuration, verifier: verifier)
+            }
             routes.append(
                 GatewayRoute(
                     name: name,
@@ -98,7 +102,8 @@ extension GatewayRuntime {
                     extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
-                    tokenBodyLimit: route.bodyLimit ?? configuration.limits.maxTokenBodyBytes
+                    tokenBodyLimit: route.bodyLimit ?? configuration.limits.maxTokenBodyBytes,
+                    tokenPage: tokenPage
                 )
             )
         }
@@ -115,6 +120,45 @@ extension GatewayRuntime {
             accessLog: configuration.log.accessLog,
             metrics: metrics,
             now: now ?? { Int64(Date().timeIntervalSince1970) }
+        )
+    }
+
+    /// The responder of a token page: the signing key (a private JWK Set; never exposed) and the login mode.
+    static func tokenPageRoute(
+        _ page: TokenPageConfiguration,
+        configuration: GatewayConfiguration,
+        verifier: TokenVerifier
+    ) throws -> TokenPageRoute {
+        guard let signingKey = configuration.signingKey else {
+            throw GatewayStartupError("a token_page route needs signing_key")
+        }
+        guard case .jwks(let path) = signingKey.source else {
+            throw GatewayStartupError("signing_key: token pages sign with a private JWK Set (jwks: PATH)")
+        }
+        guard let bytes = FileManager.default.contents(atPath: path.path) else {
+            throw GatewayStartupError("signing_key: cannot read \(path)")
+        }
+        let signer: TokenSigner
+        do {
+            signer = try TokenSigner(
+                privateJWKS: Array(bytes),
+                keyID: signingKey.keyID,
+                claimNames: TokengateTokens.ClaimNames(
+                    user: configuration.tokens.claims.user,
+                    issuedAt: configuration.tokens.claims.issuedAt,
+                    apiOnly: configuration.tokens.claims.apiOnly
+                )
+            )
+        } catch {
+            throw GatewayStartupError("signing_key \(path): \(error)")
+        }
+        var whoami: WhoamiClient?
+        if case .whoami(let settings) = page.login {
+            whoami = try WhoamiClient(configuration: settings)
+        }
+        return TokenPageRoute(
+            responder: TokenPageResponder(configuration: page, signer: signer, verifier: verifier),
+            whoami: whoami
         )
     }
 

@@ -29,6 +29,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case readingBody(route: Int, body: ByteBuffer, limit: Int)
         case awaitingUpstream
         case forwarding(UpstreamConnection)
+        /// The gateway answers itself once an asynchronous step is done (the token page's whoami call).
+        case answerPending
         /// The gateway answered; the rest of the request is dropped.
         case answered
         case finished
@@ -86,7 +88,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var isFinished: Bool {
         switch self.state {
         case .finished: true
-        case .readingBody, .awaitingUpstream, .forwarding, .answered: false
+        case .readingBody, .awaitingUpstream, .forwarding, .answerPending, .answered: false
         }
     }
 
@@ -117,6 +119,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.routeIndex = routeIndex
         self.routeName = route.name
         self.upstreamIndex = route.upstreamIndex
+        if let tokenPage = route.tokenPage {
+            self.serveTokenPage(tokenPage)
+            return
+        }
         self.authorize(route: routeIndex, body: nil)
     }
 
@@ -137,7 +143,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case .forwarding(let connection):
             self.replayableBody = nil
             connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
-        case .answered, .finished:
+        case .answerPending, .answered, .finished:
             break
         }
     }
@@ -156,7 +162,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case .answered:
             self.state = .finished
             self.client.exchangeCompleted(closeConnection: self.answerClosed, requestEnded: true)
-        case .finished:
+        case .answerPending, .finished:
             break
         }
     }
@@ -192,7 +198,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         switch self.state {
         case .awaitingUpstream: true
         case .forwarding(let connection): !connection.channel.isWritable
-        case .readingBody, .answered, .finished: false
+        case .readingBody, .answerPending, .answered, .finished: false
         }
     }
 
@@ -499,6 +505,49 @@ extension ProxyExchange {
             self.state = .answered
             self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: false)
         }
+    }
+
+    // MARK: The token page: answered here, never forwarded.
+
+    private func serveTokenPage(_ page: TokenPageRoute) {
+        self.state = .answerPending
+        switch page.responder.respond(to: self.head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
+        case .answer(let answer):
+            self.writeTokenPage(answer)
+        case .askWhoami(_, let cookies):
+            guard let whoami = page.whoami else {
+                self.writeTokenPage(page.responder.respond(to: self.head, whoami: .failed, now: self.runtime.now()))
+                return
+            }
+            whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
+                result in
+                guard case .answerPending = self.state else { return }  // The client went away meanwhile.
+                self.writeTokenPage(page.responder.respond(to: self.head, whoami: result, now: self.runtime.now()))
+            }
+        }
+    }
+
+    /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the
+    /// page): only the reason code and the user go to the log.
+    private func writeTokenPage(_ answer: TokenPageAnswer) {
+        var head = answer.responseHead(version: self.head.version)
+        let close = self.answerClosed
+        if close {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+        }
+        head.headers.replaceOrAdd(name: "strict-transport-security", value: "max-age=31536000")
+        self.client.write(.head(head))
+        if !answer.body.isEmpty {
+            self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
+        }
+        self.client.write(.end(nil))
+        self.client.flush()
+        if let user = answer.user {
+            self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
+        }
+        self.log(status: answer.status.code, reason: answer.reasonCode)
+        self.state = self.requestEnded ? .finished : .answered
+        self.client.exchangeCompleted(closeConnection: close, requestEnded: self.requestEnded)
     }
 
     // MARK: Metrics and the access log: one line per request; never a token, never a query string.

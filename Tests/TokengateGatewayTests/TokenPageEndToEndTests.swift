@@ -85,7 +85,7 @@ struct TokenPageEndToEndTests {
         return (outcome, result)
     }
 
-    @Test(.disabled("waiting for gateway wiring"))
+    @Test
     func theSeedFlowEndToEnd() async throws {
         try await self.withHarness { gateway in
             var seen: [String] = []
@@ -104,7 +104,8 @@ struct TokenPageEndToEndTests {
 
             // Password change → API 401 → the library drops the token.
             gateway.clock.advance(by: 10)
-            let changed = try gateway.curl(["-H", "Cookie: session=\(first.session)", "--data", "password=new-secret", gateway.baseURL + "/account/password"])
+            // As a browser does, the form post carries its Origin (a cookie on an unsafe method needs it).
+            let changed = try gateway.curl(["-H", "Cookie: session=\(first.session)", "-H", "Origin: \(gateway.baseURL)", "--data", "password=new-secret", gateway.baseURL + "/account/password"])
             #expect(changed.status == 200, "\(changed.body)")
             (outcome, result) = try self.apiCall(gateway, &token)
             #expect(result.status == 401)
@@ -121,7 +122,7 @@ struct TokenPageEndToEndTests {
 
             // "Disable mobile apps" → the api token gets 401, the browser session still 200.
             gateway.clock.advance(by: 10)
-            let disabled = try gateway.curl(["-X", "POST", "-H", "Cookie: session=\(second.session)", gateway.baseURL + "/account/disable-mobile-apps"])
+            let disabled = try gateway.curl(["-X", "POST", "-H", "Cookie: session=\(second.session)", "-H", "Origin: \(gateway.baseURL)", gateway.baseURL + "/account/disable-mobile-apps"])
             #expect(disabled.status == 200, "\(disabled.body)")
             (outcome, result) = try self.apiCall(gateway, &token)
             #expect(result.status == 401)
