@@ -122,6 +122,7 @@ let package = Package(
             dependencies: [
                 "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateStores", "TokengateTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),

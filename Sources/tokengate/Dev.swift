@@ -4,10 +4,12 @@
 
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import TokengateConfig
 import TokengateGateway
+import TokengateStores
 import TokengateTLS
 import TokengateTokens
 
@@ -25,7 +27,7 @@ struct Dev: AsyncParsableCommand {
     @Option(help: "Where the generated dev files go (must match the paths in the configuration).")
     var directory = ".dev"
 
-    @Option(name: .customLong("backend-port"), help: "The demo backend's port (the configuration's upstream).")
+    @Option(name: .customLong("backend-port"), help: "The demo site's port (the configuration's upstream).")
     var backendPort = 9000
 
     func run() async throws {
@@ -37,15 +39,25 @@ struct Dev: AsyncParsableCommand {
             fail("\(error)")
         }
         let backendGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let backend: DemoBackend
-        do {
-            backend = try await DemoBackend.start(port: self.backendPort, group: backendGroup)
-        } catch {
-            fail("cannot start the demo backend on 127.0.0.1:\(self.backendPort): \(error)")
-        }
         let directory = self.directory
-        try await GatewayLauncher(configuration: configuration).run { addresses in
-            let signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/keys/private.jwks"))))
+        let backendPort = self.backendPort
+        let signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/keys/private.jwks"))))
+        let site = NIOLockedValueBox<DemoRP?>(nil)
+        try await GatewayLauncher(configuration: configuration).run { addresses, sync in
+            // The demo site: a login form, the site's session cookie, "who am I", and the password change and
+            // "disable mobile apps" buttons, which write their cutoffs through the gateway's own store.
+            let rp: DemoRP
+            do {
+                rp = try await DemoRP.start(port: backendPort, group: backendGroup, signer: signer) { change in
+                    switch change.kind {
+                    case .passwordChanged: _ = try? await sync.passwordChanged(user: change.user, at: change.at)
+                    case .mobileAppsDisabled: _ = try? await sync.disableMobileApps(user: change.user, at: change.at)
+                    }
+                }
+            } catch {
+                fail("cannot start the demo site on 127.0.0.1:\(backendPort): \(error)")
+            }
+            site.withLockedValue { $0 = rp }
             let token = try signer.mint(
                 TokenClaims(
                     subject: "demo-user",
@@ -61,7 +73,7 @@ struct Dev: AsyncParsableCommand {
             FileOutput.standardOutput(
                 """
 
-                tokengate is running (demo backend on 127.0.0.1:\(backend.port)). Try an API call with a fresh api token:
+                tokengate is running (demo site on 127.0.0.1:\(rp.port)). Try an API call with a fresh api token:
 
                   curl --cacert \(directory)/tls/cert.pem -H "Authorization: Bearer \(token)" https://localhost:\(port)/api/hello
 
@@ -70,6 +82,10 @@ struct Dev: AsyncParsableCommand {
                   curl --cacert \(directory)/tls/cert.pem https://localhost:\(port)/api/hello
                   curl http://127.0.0.1:8080/api/hello
 
+                The token page, as a mobile app's web view would open it (log in as alice with any password):
+
+                  https://localhost:\(port)/token
+
                 More tokens: .build/release/tokengate token mint --key \(directory)/keys/private.jwks --sub alice --api-only
                 Ctrl-C stops the gateway.
 
@@ -77,7 +93,7 @@ struct Dev: AsyncParsableCommand {
                 """
             )
         }
-        try? await backend.stop()
+        try? await site.withLockedValue { $0 }?.stop()
         try? await backendGroup.shutdownGracefully()
     }
 

@@ -22,7 +22,9 @@ import UnixSignals
 struct GatewayLauncher {
     let configuration: GatewayConfiguration
 
-    func run(onStarted: @escaping @Sendable ([SocketAddress]) async throws -> Void) async throws {
+    /// - Parameter onStarted: called once every listener is bound, with their addresses and the cutoff sync
+    ///   service (the dev default's demo site writes its password changes through it).
+    func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
         let holder = CutoffSnapshotHolder(.empty)
@@ -57,7 +59,14 @@ struct GatewayLauncher {
         } catch {
             fail("\(self.configuration.sourcePath): \(error)")
         }
-        let addresses = try await server.start()
+        let addresses: [SocketAddress]
+        do {
+            addresses = try await server.start()
+        } catch {
+            // Close the store before leaving: a store dropped open is an unclean end for its database.
+            try? await store.close()
+            fail("\(error)")
+        }
 
         let configurationPath = self.configuration.sourcePath
         var admin: AdminServer?
@@ -70,42 +79,23 @@ struct GatewayLauncher {
                 return bytes
             }
             let api = AdminAPI(service: sync)
-            admin = try await AdminServer.start(
-                host: adminConfiguration.address.host,
-                port: adminConfiguration.address.port,
-                secret: secret,
-                tls: nil,
-                group: group,
-                logger: logger
-            ) { request in
-                switch request.path {
-                case "/healthz":
-                    return .init(status: 200, body: "{\"status\":\"ok\"}")
-                case "/metrics":
-                    let snapshot = await sync.snapshot
-                    server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
-                    if let lastSync = await sync.lastSyncAt {
-                        server.metrics.cutoffLastSync.record(lastSync)
-                        server.metrics.cutoffLag.record(CutoffSyncService.systemNow() - lastSync)
-                    }
-                    return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
-                case "/admin/reload":
-                    guard request.method == "POST" else {
-                        return .init(status: 405, body: "{\"error\":\"method_not_allowed\",\"error_description\":\"use POST\"}")
-                    }
-                    return Self.reload(server: server, path: configurationPath, logger: logger)
-                case "/readyz":
-                    let stale = await sync.isStale(now: CutoffSyncService.systemNow())
-                    return stale
-                        ? .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"}")
-                        : .init(status: 200, body: "{\"status\":\"ready\"}")
-                default:
-                    let response = await api.handle(method: request.method, path: request.path, body: request.body)
-                    return .init(status: response.status, body: response.json)
-                }
+            do {
+                admin = try await AdminServer.start(
+                    host: adminConfiguration.address.host,
+                    port: adminConfiguration.address.port,
+                    secret: secret,
+                    tls: nil,
+                    group: group,
+                    logger: logger,
+                    handler: Self.adminHandler(server: server, sync: sync, api: api, configurationPath: configurationPath, logger: logger)
+                )
+            } catch {
+                await server.shutdown(drainTimeout: .zero)
+                try? await store.close()
+                fail("cannot listen on the admin address \(adminConfiguration.address): \(error)")
             }
         }
-        try await onStarted(addresses)
+        try await onStarted(addresses, sync)
 
         let drain = TimeAmount(self.configuration.limits.drainTimeout)
         let serviceGroup = ServiceGroup(
@@ -122,6 +112,43 @@ struct GatewayLauncher {
         try await serviceGroup.run()
         try? await store.close()
         try? await group.shutdownGracefully()
+    }
+
+    /// What the admin listener answers: probes, metrics, reload, and the cutoff admin API.
+    static func adminHandler(
+        server: GatewayServer,
+        sync: CutoffSyncService,
+        api: AdminAPI,
+        configurationPath: String,
+        logger: Logger
+    ) -> AdminServer.Handler {
+        { request in
+            switch request.path {
+            case "/healthz":
+                return .init(status: 200, body: "{\"status\":\"ok\"}")
+            case "/metrics":
+                let snapshot = await sync.snapshot
+                server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
+                if let lastSync = await sync.lastSyncAt {
+                    server.metrics.cutoffLastSync.record(lastSync)
+                    server.metrics.cutoffLag.record(CutoffSyncService.systemNow() - lastSync)
+                }
+                return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
+            case "/admin/reload":
+                guard request.method == "POST" else {
+                    return .init(status: 405, body: "{\"error\":\"method_not_allowed\",\"error_description\":\"use POST\"}")
+                }
+                return Self.reload(server: server, path: configurationPath, logger: logger)
+            case "/readyz":
+                let stale = await sync.isStale(now: CutoffSyncService.systemNow())
+                return stale
+                    ? .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"}")
+                    : .init(status: 200, body: "{\"status\":\"ready\"}")
+            default:
+                let response = await api.handle(method: request.method, path: request.path, body: request.body)
+                return .init(status: response.status, body: response.json)
+            }
+        }
     }
 
     /// Reloads configuration, keys and certificates from `path`; a bad file is refused with its reason

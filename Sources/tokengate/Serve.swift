@@ -19,6 +19,6 @@ struct Serve: AsyncParsableCommand {
         } catch {
             fail("\(error)")
         }
-        try await GatewayLauncher(configuration: configuration).run { _ in }
+        try await GatewayLauncher(configuration: configuration).run { _, _ in }
     }
 }
