@@ -51,6 +51,16 @@ final class GatewayGeneration: Sendable, AtomicReference {
         )
     }
 
+    /// A generation around an already built runtime and without TLS contexts: for handler tests that feed
+    /// plaintext HTTP straight into the pipeline.
+    init(runtime: GatewayRuntime, configuration: GatewayConfiguration, group: any EventLoopGroup, logger: Logger) {
+        self.number = 1
+        self.configuration = configuration
+        self.runtime = runtime
+        self.tlsContexts = [:]
+        self.pools = UpstreamPoolDirectory(upstreams: runtime.upstreams, group: group, logger: logger, metrics: runtime.metrics)
+    }
+
     static func makeTLSContexts(_ configuration: GatewayConfiguration) throws -> [Int: TLSServerContext] {
         var contexts: [Int: TLSServerContext] = [:]
         for (index, listener) in configuration.listeners.enumerated() {

@@ -1,0 +1,137 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Prometheus
+import Testing
+import TokengateConfig
+import TokengateTokens
+
+@testable import TokengateGateway
+
+/// The HTTP/1.1 codec and the exchange's own answers on an EmbeddedChannel: no sockets, no backend
+/// (the upstream is never reached in these cases), time and bytes under the test's control.
+@Suite struct HTTP1ConnectionHandlerTests {
+    /// A channel with the gateway's HTTP/1.1 pipeline (without TLS) and a generation built from a small
+    /// configuration; the keys are generated in a temp directory.
+    private func makeChannel() throws -> (EmbeddedChannel, TokenSigner, () -> Void) {
+        let directory = NSTemporaryDirectory() + "tokengate-h1-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only")
+        try keys.publicJWKS.write(toFile: directory + "/public.jwks", atomically: true, encoding: .utf8)
+        let yaml = """
+            listen:
+              - address: 127.0.0.1:8443
+                tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
+            keys: [ { jwks: public.jwks } ]
+            cutoffs: { file: cutoffs.json }
+            realm: unit
+            upstreams:
+              api: { targets: [ "http://127.0.0.1:9" ] }
+            routes:
+              - { path_prefix: /api/, upstream: api, accept: [api], sources: [authorization, "form:access_token"] }
+            """
+        let configuration = try GatewayConfiguration(yaml: yaml, sourcePath: directory + "/tokengate.yaml", checkFiles: false)
+        let channel = EmbeddedChannel()
+        let runtime = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
+        let generation = GatewayGenerationHolder(
+            GatewayGeneration(
+                runtime: runtime,
+                configuration: configuration,
+                group: channel.embeddedEventLoop,
+                logger: Logger(label: "test")
+            )
+        )
+        let sync = channel.pipeline.syncOperations
+        try GatewayServer.addHTTP1Handlers(to: sync, limits: configuration.limits)
+        try sync.addHandler(HTTP1ConnectionHandler(generations: generation, clientAddress: "192.0.2.1", logger: Logger(label: "test")))
+        // An EmbeddedChannel is inactive until connected; the close checks below need a live one.
+        try channel.connect(to: try SocketAddress(ipAddress: "192.0.2.1", port: 40000)).wait()
+        #expect(channel.isActive)
+        let signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))
+        return (channel, signer, { try? FileManager.default.removeItem(atPath: directory) })
+    }
+
+    private func send(_ channel: EmbeddedChannel, _ text: String) throws {
+        try channel.writeInbound(ByteBuffer(string: text))
+    }
+
+    private func output(_ channel: EmbeddedChannel) throws -> String {
+        var text = ""
+        while var buffer = try channel.readOutbound(as: ByteBuffer.self) {
+            text += buffer.readString(length: buffer.readableBytes) ?? ""
+        }
+        return text
+    }
+
+    @Test func anAnswerWithoutBodyKeepsTheConnectionForTheNextRequest() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        try self.send(channel, "GET /api/a HTTP/1.1\r\nHost: x\r\n\r\nGET /api/a?access_token=t HTTP/1.1\r\nHost: x\r\n\r\n")
+        let text = try self.output(channel)
+        #expect(text.components(separatedBy: "HTTP/1.1 401").count == 2, "\(text)")
+        #expect(text.contains("HTTP/1.1 400"), "the pipelined second request is answered on the same connection")
+        #expect(text.contains("tokens must not be sent in the URL"))
+        #expect(channel.isActive, "\(text)")
+    }
+
+    @Test func anAnswerBeforeAnUnreadBodyClosesTheConnection() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        try self.send(channel, "POST /api/a HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\nabc")
+        let text = try self.output(channel)
+        #expect(text.hasPrefix("HTTP/1.1 401"), "\(text)")
+        #expect(text.lowercased().contains("connection: close"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(!channel.isActive, "the refused body is never read to its end")
+    }
+
+    @Test func framingProblemsGet400AndClose() throws {
+        for request in [
+            "GET /api/a HTTP/1.1\r\n\r\n",
+            "GET /api/a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            "POST /api/a HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            "POST /api/a HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+        ] {
+            let (channel, _, cleanup) = try self.makeChannel()
+            defer { cleanup(); _ = try? channel.finish() }
+            try? self.send(channel, request)
+            let text = try self.output(channel)
+            #expect(text.hasPrefix("HTTP/1.1 400"), "\(request.debugDescription): \(text)")
+            #expect(!channel.isActive, "\(request.debugDescription) left the connection open")
+        }
+    }
+
+    @Test func aFormTokenThatIsBadIsReadFromTheBodyAndRefused() throws {
+        let (channel, signer, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        var token = try signer.mint(
+            TokenClaims(subject: "u", issuedAt: Int64(Date().timeIntervalSince1970), apiOnly: true, expiresAt: nil, notBefore: nil, issuer: nil, audience: nil)
+        )
+        token.removeLast(3)
+        token += "AAA"
+        let body = "access_token=\(token)"
+        try self.send(
+            channel,
+            "POST /api/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        )
+        #expect(try self.output(channel).isEmpty, "nothing is answered before the body is read")
+        try self.send(channel, body)
+        let text = try self.output(channel)
+        #expect(text.hasPrefix("HTTP/1.1 401"), "\(text)")
+        #expect(text.contains("error=\"invalid_token\""))
+        #expect(!text.lowercased().contains("connection: close"), "the body was read whole: keep-alive goes on")
+    }
+
+    @Test func anIdleConnectionIsClosed() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.read)
+        #expect(!channel.isActive)
+    }
+}
