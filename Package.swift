@@ -81,7 +81,7 @@ let package = Package(
         .target(
             name: "TokengateGateway",
             dependencies: [
-                "TokengateTokens", "TokengateTLS", "TokengateConfig",
+                "TokengateTokens", "TokengateTLS", "TokengateConfig", "CTokengateNghttp2", "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
