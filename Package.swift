@@ -158,6 +158,7 @@ let package = Package(
             name: "TokengateGatewayTests",
             dependencies: [
                 "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS", "TokengateTestSupport",
+                "CTokengateNghttp2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

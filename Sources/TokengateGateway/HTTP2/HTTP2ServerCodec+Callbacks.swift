@@ -159,22 +159,22 @@ extension HTTP2ServerCodec {
             self.headerBlockStartedAt = nil
             guard let stream = self.streams[header.stream_id] else { return 0 }
             if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                self.events.append(.requestHead(header.stream_id))
+                self.record(.requestHead(header.stream_id))
                 if endStream {
                     stream.remoteEnded = true
-                    self.events.append(.requestEnd(header.stream_id, nil))
+                    self.record(.requestEnd(header.stream_id, nil))
                 }
             } else if endStream {
                 // Trailers (nghttp2 insists they end the stream).
                 stream.remoteEnded = true
                 let trailers = stream.trailers
                 stream.trailers = nil
-                self.events.append(.requestEnd(header.stream_id, trailers))
+                self.record(.requestEnd(header.stream_id, trailers))
             }
         case NGHTTP2_DATA.rawValue:
             if endStream, let stream = self.streams[header.stream_id] {
                 stream.remoteEnded = true
-                self.events.append(.requestEnd(header.stream_id, nil))
+                self.record(.requestEnd(header.stream_id, nil))
             }
         default:
             break
@@ -193,11 +193,11 @@ extension HTTP2ServerCodec {
         if let last = self.events.last, case .requestBody(id, var buffer) = last {
             self.events.removeLast()
             buffer.writeBytes(bytes)
-            self.events.append(.requestBody(id, buffer))
+            self.record(.requestBody(id, buffer))
         } else {
             var buffer = self.allocator.buffer(capacity: bytes.count)
             buffer.writeBytes(bytes)
-            self.events.append(.requestBody(id, buffer))
+            self.record(.requestBody(id, buffer))
         }
         return 0
     }
@@ -207,7 +207,7 @@ extension HTTP2ServerCodec {
         stream.closed = true
         stream.body.removeAll()
         stream.queuedBytes = 0
-        self.events.append(.streamClosed(id, HTTP2ErrorCode(code)))
+        self.record(.streamClosed(id, HTTP2ErrorCode(code)))
         return 0
     }
 
@@ -244,6 +244,12 @@ extension HTTP2ServerCodec {
     }
 
     private func needsProcessingAfterCallback() {
+        self.scheduleProcessing()
+    }
+
+    /// Records an event for the handlers and makes sure a round delivers it.
+    func record(_ event: Event) {
+        self.events.append(event)
         self.scheduleProcessing()
     }
 }

@@ -31,7 +31,7 @@ extension HTTP2ServerCodec {
         stream.queuedBytes += buffer.readableBytes
         if stream.writable, stream.queuedBytes > self.configuration.maxQueuedBytesPerStream {
             stream.writable = false
-            self.events.append(.writabilityChanged(id, false))
+            self.record(.writabilityChanged(id, false))
         }
         self.markDirty(stream)
     }
@@ -131,8 +131,7 @@ extension HTTP2ServerCodec {
         stream.queuedBytes -= written
         if !stream.writable, stream.queuedBytes <= self.configuration.maxQueuedBytesPerStream / 2 {
             stream.writable = true
-            self.events.append(.writabilityChanged(id, true))
-            self.scheduleProcessing()
+            self.record(.writabilityChanged(id, true))
         }
         if stream.body.isEmpty, stream.endWritten {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue

@@ -337,7 +337,10 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.context?.close(promise: nil)
             return
         }
-        // Other fatal errors: whatever nghttp2 queued (its own GOAWAY) still goes out, then the close.
+        // Other fatal errors: a terminating GOAWAY (ENHANCE_YOUR_CALM for a CONTINUATION flood, which
+        // nghttp2 stops at its limit), whatever nghttp2 queued still goes out, then the close.
+        let tooManyContinuations = code == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue
+        self.goawayDue = (tooManyContinuations ? .enhanceYourCalm : .protocolError, true)
         self.state = .closing
     }
 
