@@ -267,6 +267,9 @@ import Testing
         let frames = try client.read()
         let goaway = frames.first { $0.type == H2Frame.goaway }?.goaway
         #expect(goaway?.code == self.calm, sourceLocation: sourceLocation)
+        // Closed after the linger that keeps the GOAWAY from being lost to a reset.
+        #expect(!client.isClosed, sourceLocation: sourceLocation)
+        try client.lingerOver()
         #expect(client.isClosed, sourceLocation: sourceLocation)
     }
 
@@ -343,6 +346,7 @@ import Testing
         #expect(resets.count == HTTP2DoSHeuristics.Limits().serverReset.burst + 1)
         #expect(resets.allSatisfy { $0.errorCode == 0x1 })
         #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == self.calm)
+        try client.lingerOver()
         #expect(client.isClosed)
         #expect(client.log.resets.count == client.log.heads.count)
     }
@@ -357,6 +361,7 @@ import Testing
         #expect(!client.isClosed)
         client.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
         try client.read()
+        try client.lingerOver()
         #expect(client.isClosed)
     }
 
@@ -368,6 +373,7 @@ import Testing
         client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
         let frames = try client.read()
         #expect(frames.contains { $0.type == H2Frame.goaway })
+        try client.lingerOver()
         #expect(client.isClosed)
         #expect(client.log.heads.isEmpty)
     }
@@ -383,6 +389,7 @@ import Testing
         client.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
         let frames = try client.read()
         #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == 0)
+        try client.lingerOver()
         #expect(client.isClosed)
     }
 

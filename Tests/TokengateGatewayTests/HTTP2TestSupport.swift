@@ -317,6 +317,12 @@ final class H2EmbeddedClient {
 
     var isClosed: Bool { !self.channel.isActive }
 
+    /// Lets the close linger pass.
+    func lingerOver() throws {
+        self.channel.embeddedEventLoop.advanceTime(by: HTTP2ServerConfiguration().closeLinger)
+        try self.read()
+    }
+
     func finish() {
         _ = try? self.channel.finish(acceptAlreadyClosed: true)
     }

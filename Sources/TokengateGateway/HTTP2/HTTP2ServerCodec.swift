@@ -533,17 +533,32 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private func closeIfDone(_ session: OpaquePointer, context: ChannelHandlerContext) {
         let wantsRead = nghttp2_session_want_read(session) != 0
         let wantsWrite = nghttp2_session_want_write(session) != 0
+        let linger: TimeAmount
         switch self.state {
-        case .active where !wantsRead && !wantsWrite, .closing where !wantsWrite:
-            self.state = .closed
-            self.cancelTimer()
-            if let lastWrite = self.lastWrite {
-                lastWrite.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-            } else {
-                context.close(promise: nil)
-            }
+        case .active where !wantsRead && !wantsWrite:
+            // Both sides are done (a graceful GOAWAY, or the client's): nothing unread is left behind.
+            linger = .zero
+        case .closing where !wantsWrite:
+            // We end a connection the client may still be writing to (a flood, a timeout, a protocol error).
+            // Closing a socket with unread input makes the kernel send RST and drop what it has not sent yet:
+            // the GOAWAY would be lost. So linger a moment, reading and dropping, before the close.
+            linger = self.configuration.closeLinger
         case .active, .closing, .idle, .closed:
-            break
+            return
+        }
+        self.state = .closed
+        self.cancelTimer()
+        let close = {
+            if linger == .zero {
+                context.close(promise: nil)
+            } else {
+                context.eventLoop.assumeIsolated().scheduleTask(in: linger) { context.close(promise: nil) }
+            }
+        }
+        if let lastWrite = self.lastWrite {
+            lastWrite.assumeIsolated().whenComplete { _ in close() }
+        } else {
+            close()
         }
     }
 

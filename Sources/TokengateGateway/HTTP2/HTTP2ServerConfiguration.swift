@@ -30,6 +30,9 @@ struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// The connection preface, and every header block once begun (HEADERS + CONTINUATIONs), must arrive
     /// completely within this; otherwise GOAWAY and close.
     var headerReadTimeout = TimeAmount.seconds(10)
+    /// How long the codec keeps reading (and dropping) after a terminating GOAWAY before it closes, so the
+    /// GOAWAY is not destroyed by the RST a close with unread input causes.
+    var closeLinger = TimeAmount.milliseconds(250)
     var dos = HTTP2DoSHeuristics.Limits()
 
     init() {}
