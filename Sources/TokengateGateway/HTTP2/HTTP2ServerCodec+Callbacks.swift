@@ -24,7 +24,9 @@ extension HTTP2ServerCodec {
     func makeSession() throws(HTTP2SessionError) -> OpaquePointer {
         var callbacks: OpaquePointer?
         var result = nghttp2_session_callbacks_new(&callbacks)
-        guard result == 0, let callbacks else { throw HTTP2SessionError(call: "nghttp2_session_callbacks_new", code: result) }
+        guard result == 0, let callbacks else {
+            throw HTTP2SessionError(call: "nghttp2_session_callbacks_new", code: result)
+        }
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, onBeginFrame)
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
@@ -50,7 +52,9 @@ extension HTTP2ServerCodec {
 
         var session: OpaquePointer?
         result = nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
-        guard result == 0, let session else { throw HTTP2SessionError(call: "nghttp2_session_server_new2", code: result) }
+        guard result == 0, let session else {
+            throw HTTP2SessionError(call: "nghttp2_session_server_new2", code: result)
+        }
 
         var settings = [
             nghttp2_settings_entry(
@@ -218,11 +222,12 @@ extension HTTP2ServerCodec {
         case NGHTTP2_RST_STREAM.rawValue:
             // Every reset the gateway sends for a reason other than "no error" costs the client nothing to
             // provoke and may leave work running behind a closed stream (MadeYouReset): rate-limited.
-            if frame.pointee.rst_stream.error_code != HTTP2ErrorCode.noError.rawValue, let now = self.context?.eventLoop.now,
+            let code = frame.pointee.rst_stream.error_code
+            if code != HTTP2ErrorCode.noError.rawValue, let now = self.context?.eventLoop.now,
                 case .enhanceYourCalm(let tripped) = self.heuristics.record(.serverReset, now: now)
             {
                 self.calm = tripped
-                self.needsProcessingAfterCallback()
+                self.scheduleProcessing()
             }
         case NGHTTP2_DATA.rawValue, NGHTTP2_HEADERS.rawValue:
             if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0, let now = self.context?.eventLoop.now {
@@ -241,10 +246,6 @@ extension HTTP2ServerCodec {
             break
         }
         return 0
-    }
-
-    private func needsProcessingAfterCallback() {
-        self.scheduleProcessing()
     }
 
     /// Records an event for the handlers and makes sure a round delivers it.

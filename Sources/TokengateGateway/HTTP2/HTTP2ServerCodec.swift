@@ -479,7 +479,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         )
         stream.body.removeAll()
         stream.queuedBytes = 0
-        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, HTTP2ErrorCode.internalError.rawValue)
+        let code = HTTP2ErrorCode.internalError.rawValue
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code)
     }
 
     private func submitGoaway(_ session: OpaquePointer) {
@@ -607,7 +608,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         } else if let started = self.headerBlockStartedAt, now >= started + headerTimeout {
             self.logger.debug("HTTP/2 header read timeout")
             self.goawayDue = (.noError, true)
-        } else if self.openStreamCount == 0, let idle = self.idleSince, now >= idle + self.configuration.idleTimeout {
+        } else if self.openStreamCount == 0, let idle = self.idleSince,
+            now >= idle + self.configuration.idleTimeout
+        {
             self.logger.debug("HTTP/2 idle timeout")
             self.goawayDue = (.noError, true)
         }
