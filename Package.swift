@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "TokengateGateway",
             dependencies: [
-                "TokengateTokens", "TokengateTLS", "TokengateConfig",
+                "TokengateTokens", "TokengateTLS", "TokengateConfig", "CTokengateNghttp2", "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -177,7 +177,7 @@ let package = Package(
             name: "TokengateGatewayTests",
             dependencies: [
                 "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS", "TokengateTestSupport",
-                "TokengateClient",
+                "TokengateClient", "CTokengateNghttp2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

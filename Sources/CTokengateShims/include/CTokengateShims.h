@@ -6,5 +6,6 @@
 #include "CTokengateShims_version.h"
 #include "CTokengateShims_crypto.h"
 #include "CTokengateShims_tls.h"
+#include "CTokengateShims_nghttp2.h"
 
 #endif

@@ -1,0 +1,77 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+
+/// An outgoing header block (response head or trailers) in the flat form the C shim takes: every name and
+/// value back to back in ``bytes``, their lengths in ``lengths``, and a never-index mark per field.
+///
+/// Building it is where HTTP/1 response heads become HTTP/2: `:status` first, names lowercased (HTTP/2
+/// forbids uppercase, nghttp2 does not fix it when sending), and the connection-specific fields that an
+/// HTTP/2 message must not carry removed (RFC 9113 §8.2.2): `connection`, every field `connection` names,
+/// `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`, `te`, `http2-settings`.
+struct HTTP2HeaderBlock: Sendable, Equatable {
+    private(set) var bytes: [UInt8] = []
+    private(set) var lengths: [Int] = []
+    private(set) var neverIndex: [UInt8] = []
+
+    var count: Int { self.neverIndex.count }
+
+    private static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "http2-settings",
+    ]
+    /// Fields that carry secrets: kept out of the HPACK dynamic table, so a compression oracle cannot
+    /// recover them.
+    private static let sensitive: Set<String> = ["set-cookie", "authorization", "proxy-authorization", "cookie"]
+
+    /// The response head's fields; `nil` for an informational (1xx) head, which is not forwarded.
+    static func response(_ head: HTTPResponseHead) -> HTTP2HeaderBlock? {
+        guard head.status.code >= 200, head.status.code <= 999 else { return nil }
+        var block = HTTP2HeaderBlock()
+        block.append(":status", String(head.status.code), sensitive: false)
+        block.appendRegular(head.headers)
+        return block
+    }
+
+    /// The trailers' fields; `nil` when nothing is left to send.
+    static func trailers(_ headers: HTTPHeaders) -> HTTP2HeaderBlock? {
+        var block = HTTP2HeaderBlock()
+        block.appendRegular(headers)
+        return block.count == 0 ? nil : block
+    }
+
+    /// The field names in order (for tests and logs; values are never logged).
+    var names: [String] {
+        var result: [String] = []
+        var offset = 0
+        for index in 0..<self.count {
+            let nameLength = self.lengths[2 * index]
+            result.append(String(decoding: self.bytes[offset..<offset + nameLength], as: UTF8.self))
+            offset += nameLength + self.lengths[2 * index + 1]
+        }
+        return result
+    }
+
+    private mutating func appendRegular(_ headers: HTTPHeaders) {
+        var named: Set<String> = []
+        for value in headers[canonicalForm: "connection"] {
+            named.insert(value.lowercased())
+        }
+        for (name, value) in headers {
+            let lower = name.lowercased()
+            if Self.hopByHop.contains(lower) || named.contains(lower) || lower.hasPrefix(":") || lower.isEmpty {
+                continue
+            }
+            self.append(lower, value, sensitive: Self.sensitive.contains(lower))
+        }
+    }
+
+    private mutating func append(_ name: String, _ value: String, sensitive: Bool) {
+        self.bytes.append(contentsOf: name.utf8)
+        self.bytes.append(contentsOf: value.utf8)
+        self.lengths.append(name.utf8.count)
+        self.lengths.append(value.utf8.count)
+        self.neverIndex.append(sensitive ? 1 : 0)
+    }
+}

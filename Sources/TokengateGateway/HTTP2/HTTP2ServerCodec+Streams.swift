@@ -1,0 +1,167 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import CTokengateNghttp2
+import Logging
+import CTokengateShims
+import NIOCore
+import NIOHTTP1
+
+// MARK: What HTTP2ServerStream forwards: queue the write, mark the stream, let the next round submit it.
+
+extension HTTP2ServerCodec {
+    func streamWriteHead(_ id: Int32, _ head: HTTPResponseHead) {
+        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
+            return
+        }
+        guard let block = HTTP2HeaderBlock.response(head) else { return }  // 1xx: not forwarded.
+        stream.headWritten = true
+        stream.pendingHead = block
+        self.markDirty(stream)
+    }
+
+    func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
+        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, buffer.readableBytes > 0
+        else { return }
+        guard stream.headWritten, !stream.endWritten else {
+            preconditionFailure("HTTP/2 stream \(id): a body part was written before the head or after the end")
+        }
+        stream.body.append(buffer)
+        stream.queuedBytes += buffer.readableBytes
+        if stream.writable, stream.queuedBytes > self.configuration.maxQueuedBytesPerStream {
+            stream.writable = false
+            self.record(.writabilityChanged(id, false))
+        }
+        self.markDirty(stream)
+    }
+
+    func streamWriteEnd(_ id: Int32, _ trailers: HTTPHeaders?) {
+        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, !stream.endWritten else {
+            return
+        }
+        guard stream.headWritten else {
+            // An end without a head is a bug in the caller; the client must not see a half response.
+            stream.resetRequested = .internalError
+            self.markDirty(stream)
+            return
+        }
+        stream.endWritten = true
+        stream.pendingTrailers = trailers.flatMap { HTTP2HeaderBlock.trailers($0) }
+        self.markDirty(stream)
+    }
+
+    func streamReset(_ id: Int32, code: HTTP2ErrorCode) {
+        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil else { return }
+        stream.handler = nil  // It asked: it is not told again.
+        stream.resetRequested = code
+        stream.body.removeAll()
+        stream.queuedBytes = 0
+        self.markDirty(stream)
+    }
+
+    func streamConsumed(_ id: Int32, bytes: Int) {
+        guard bytes > 0, let stream = self.streams[id] else { return }
+        let count = min(bytes, stream.unconsumed)
+        guard count > 0 else { return }
+        stream.unconsumed -= count
+        stream.consumePending += count
+        self.markDirty(stream)
+    }
+
+    func streamIsWritable(_ id: Int32) -> Bool {
+        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil else { return false }
+        return stream.writable
+    }
+
+    /// Submits a response head (with or without a body to pull) or trailers through the C shim.
+    static func submit(
+        _ block: HTTP2HeaderBlock,
+        session: OpaquePointer,
+        stream id: Int32,
+        response: Bool,
+        withBody: Bool
+    ) -> Int32 {
+        block.bytes.withUnsafeBytes { bytes in
+            block.lengths.withUnsafeBufferPointer { lengths in
+                block.neverIndex.withUnsafeBufferPointer { neverIndex in
+                    if response {
+                        CTokengateShims_nghttp2_submit_response(
+                            session, id, bytes.baseAddress, lengths.baseAddress, neverIndex.baseAddress,
+                            block.count, withBody ? readResponseData : nil
+                        )
+                    } else {
+                        CTokengateShims_nghttp2_submit_trailer(
+                            session, id, bytes.baseAddress, lengths.baseAddress, neverIndex.baseAddress, block.count
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// The data provider's pull (called by nghttp2 during `mem_send`): copies up to `length` queued bytes.
+    ///
+    /// Nothing queued and no end yet → NGHTTP2_ERR_DEFERRED (the next write resumes the stream). All queued
+    /// and the end written → EOF, with NO_END_STREAM when trailers follow (they are submitted next round:
+    /// never from here).
+    func pullResponseData(
+        stream id: Int32,
+        into destination: UnsafeMutablePointer<UInt8>,
+        length: Int,
+        flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard let stream = self.streams[id], !stream.closed else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        var written = 0
+        while written < length, !stream.body.isEmpty {
+            let index = stream.body.startIndex
+            let count = stream.body[index].withUnsafeReadableBytes { source in
+                let count = min(source.count, length - written)
+                UnsafeMutableRawPointer(destination + written).copyMemory(from: source.baseAddress!, byteCount: count)
+                return count
+            }
+            stream.body[index].moveReaderIndex(forwardBy: count)
+            if stream.body[index].readableBytes == 0 {
+                stream.body.removeFirst()
+            }
+            written += count
+        }
+        stream.queuedBytes -= written
+        if !stream.writable, stream.queuedBytes <= self.configuration.maxQueuedBytesPerStream / 2 {
+            stream.writable = true
+            self.record(.writabilityChanged(id, true))
+        }
+        if stream.body.isEmpty, stream.endWritten {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            if stream.pendingTrailers != nil {
+                flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+                stream.trailersDue = true
+                self.markDirty(stream)
+            }
+            return written
+        }
+        if written == 0 {
+            stream.deferred = true
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
+        return written
+    }
+}
+
+/// nghttp2's data source read callback: finds the codec through the session's user data and the stream by
+/// id (the provider's `source` is unused).
+private func readResponseData(
+    _ session: OpaquePointer?,
+    _ streamID: Int32,
+    _ buffer: UnsafeMutablePointer<UInt8>?,
+    _ length: Int,
+    _ flags: UnsafeMutablePointer<UInt32>?,
+    _ source: UnsafeMutablePointer<nghttp2_data_source>?,
+    _ userData: UnsafeMutableRawPointer?
+) -> Int {
+    guard let buffer, let flags, let userData else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    let codec = Unmanaged<HTTP2ServerCodec>.fromOpaque(userData).takeUnretainedValue()
+    return codec.pullResponseData(stream: streamID, into: buffer, length: length, flags: flags)
+}

@@ -1,0 +1,51 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import TokengateConfig
+
+/// Settings and limits of one ``HTTP2ServerCodec``.
+struct HTTP2ServerConfiguration: Sendable, Hashable {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS. nghttp2 refuses streams beyond it with RST_STREAM REFUSED_STREAM
+    /// (which counts towards ``HTTP2DoSHeuristics/Event/serverReset``).
+    var maxConcurrentStreams = 100
+    /// SETTINGS_INITIAL_WINDOW_SIZE: how much request body a client may send on one stream before the
+    /// consumer reports bytes consumed (``HTTP2ServerStream/consumed(bytes:)``).
+    var initialWindowSize = 65_535
+    /// The connection-level receive window, announced with a WINDOW_UPDATE on stream 0 right after SETTINGS.
+    /// At least `initialWindowSize` so that one slow stream cannot starve all the others.
+    var connectionWindowSize = 1 << 20
+    /// The cap on one request's decoded header list (names + values + 32 per field, as RFC 9113 §6.5.2
+    /// counts it; pseudo-headers included). Announced as SETTINGS_MAX_HEADER_LIST_SIZE; past it the request
+    /// gets a 431 answer and is never handed to the request logic.
+    var maxHeaderListSize = 16_384 + 8_192 + 1_024
+    /// Response body bytes queued on one stream above which ``HTTP2ServerStream/isWritable`` turns false;
+    /// it turns true again below half of this.
+    var maxQueuedBytesPerStream = 64 * 1024
+    /// Bytes taken from nghttp2 into one network write before the codec checks the channel's writability.
+    var maxBytesPerFlush = 256 * 1024
+    /// No open stream for this long: GOAWAY NO_ERROR, then close.
+    var idleTimeout = TimeAmount.seconds(60)
+    /// The connection preface, and every header block once begun (HEADERS + CONTINUATIONs), must arrive
+    /// completely within this; otherwise GOAWAY and close.
+    var headerReadTimeout = TimeAmount.seconds(10)
+    /// How long the codec keeps reading (and dropping) after a terminating GOAWAY before it closes, so the
+    /// GOAWAY is not destroyed by the RST a close with unread input causes.
+    var closeLinger = TimeAmount.milliseconds(250)
+    var dos = HTTP2DoSHeuristics.Limits()
+
+    init() {}
+
+    /// The gateway's configuration mapped onto the codec's: `http2:` for the protocol settings, `limits:`
+    /// for the header size (the same budget an HTTP/1.1 request gets for its header section and URI) and
+    /// the timeouts.
+    init(_ http2: HTTP2Configuration, limits: LimitsConfiguration) {
+        self.maxConcurrentStreams = http2.maxConcurrentStreams
+        self.initialWindowSize = http2.initialWindowSize
+        self.connectionWindowSize = max(1 << 20, http2.initialWindowSize)
+        self.maxHeaderListSize = limits.maxHeaderBytes + limits.maxURIBytes + 1_024
+        self.idleTimeout = TimeAmount(limits.idleTimeout)
+        self.headerReadTimeout = TimeAmount(limits.requestHeaderTimeout)
+    }
+}

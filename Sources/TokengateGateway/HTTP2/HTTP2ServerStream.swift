@@ -1,0 +1,66 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// One HTTP/2 stream as the request logic sees it: a handle through which it writes the response.
+///
+/// The handle holds no state of its own: every call is forwarded to the ``HTTP2ServerCodec`` that created
+/// it, which queues the write and submits it to nghttp2 on its next processing round (at once when called
+/// from inside an ``HTTP2StreamHandler`` callback, otherwise on the next event-loop tick, so a burst of
+/// writes becomes one network write). Once the stream is closed, or the codec gone, writes are dropped.
+///
+/// Must only be used on the connection's event loop.
+final class HTTP2ServerStream {
+    /// The HTTP/2 stream identifier (odd, client-initiated).
+    let id: Int32
+    private weak var codec: HTTP2ServerCodec?
+
+    init(id: Int32, codec: HTTP2ServerCodec) {
+        self.id = id
+        self.codec = codec
+    }
+
+    /// The response head. 1xx heads are dropped (informational responses are not forwarded); hop-by-hop
+    /// fields (`connection`, `transfer-encoding`, `keep-alive`, …) are removed and names lowercased.
+    func writeHead(_ head: HTTPResponseHead) {
+        self.codec?.streamWriteHead(self.id, head)
+    }
+
+    /// Queues response body bytes. Check ``isWritable`` afterwards: above the per-stream limit the caller
+    /// should stop reading from its source until ``HTTP2StreamHandler/writabilityChanged(_:)`` says true.
+    func writeBody(_ buffer: ByteBuffer) {
+        self.codec?.streamWriteBody(self.id, buffer)
+    }
+
+    /// Ends the response, with trailers when `trailers` is non-empty.
+    func writeEnd(_ trailers: HTTPHeaders?) {
+        self.codec?.streamWriteEnd(self.id, trailers)
+    }
+
+    /// Resets the stream (RST_STREAM with `code`); queued response bytes are dropped.
+    func reset(code: HTTP2ErrorCode) {
+        self.codec?.streamReset(self.id, code: code)
+    }
+
+    /// Reports request body bytes as passed on (to the upstream): only now may the client send more, with a
+    /// WINDOW_UPDATE for the stream and the connection. This is how a slow backend slows the client down.
+    func consumed(bytes: Int) {
+        self.codec?.streamConsumed(self.id, bytes: bytes)
+    }
+
+    /// False while more than the per-stream limit of response bytes waits for the client.
+    var isWritable: Bool {
+        self.codec?.streamIsWritable(self.id) ?? false
+    }
+
+    /// The connection's allocator, for response buffers.
+    var allocator: ByteBufferAllocator {
+        self.codec?.allocator ?? ByteBufferAllocator()
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2ServerStream: Sendable {}

@@ -1,0 +1,72 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// What ``HTTP2ServerCodec`` keeps for one stream besides nghttp2's own stream: the request being
+/// collected, the response waiting to be submitted or pulled, and the flow-control bookkeeping.
+///
+/// A class (owned by the codec's stream table, never shared) so that nghttp2's callbacks can update it in
+/// place while the table is being read: a struct in a dictionary would be copied, body queue and all, on
+/// every mutation through a lookup.
+final class HTTP2StreamState {
+    let id: Int32
+    let handle: HTTP2ServerStream
+    /// The request logic's handler; created when the request head is complete, `nil` before, for a
+    /// request the codec answered itself, and after the handler reset the stream.
+    var handler: (any HTTP2StreamHandler)?
+
+    // MARK: Request (inbound)
+
+    var request: HTTP2RequestHeadBuilder
+    /// Trailers being collected (a second header block, with END_STREAM).
+    var trailers: HTTPHeaders?
+    var trailerListSize = 0
+    /// The codec answered the request itself (431, 400): its body is dropped and counted as consumed.
+    var answeredByCodec = false
+    /// END_STREAM received.
+    var remoteEnded = false
+    /// Request body bytes handed to the handler and not yet reported consumed. On close, whatever is left
+    /// is given back to the connection window, or a client could shrink it for good by resetting streams.
+    var unconsumed = 0
+    /// Bytes reported consumed, to pass to `nghttp2_session_consume` on the next round.
+    var consumePending = 0
+
+    // MARK: Response (outbound)
+
+    /// A head was written (queued or submitted).
+    var headWritten = false
+    /// The head's block, until it is submitted.
+    var pendingHead: HTTP2HeaderBlock?
+    var body = CircularBuffer<ByteBuffer>(initialCapacity: 4)
+    var queuedBytes = 0
+    var endWritten = false
+    var pendingTrailers: HTTP2HeaderBlock?
+    /// The data provider returned EOF without END_STREAM: the trailers are to be submitted next round.
+    var trailersDue = false
+    /// The data provider returned NGHTTP2_ERR_DEFERRED: `nghttp2_session_resume_data` once there is more.
+    var deferred = false
+    /// END_STREAM sent.
+    var localEnded = false
+    var writable = true
+    /// An RST_STREAM to submit next round.
+    var resetRequested: HTTP2ErrorCode?
+
+    // MARK: Bookkeeping
+
+    /// nghttp2 closed the stream (on_stream_close); nothing more is submitted for it.
+    var closed = false
+    /// Listed in the codec's dirty list for the next submit round.
+    var dirty = false
+
+    init(id: Int32, handle: HTTP2ServerStream, headerListLimit: Int) {
+        self.id = id
+        self.handle = handle
+        self.request = HTTP2RequestHeadBuilder(limit: headerListLimit)
+    }
+}
+
+@available(*, unavailable)
+extension HTTP2StreamState: Sendable {}

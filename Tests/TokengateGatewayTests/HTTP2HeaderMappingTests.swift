@@ -1,0 +1,102 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import Testing
+
+@testable import TokengateGateway
+
+@Suite struct HTTP2HeaderMappingTests {
+    private func build(_ fields: [(String, String)], limit: Int = 4096) -> HTTP2RequestHeadBuilder.Outcome {
+        var builder = HTTP2RequestHeadBuilder(limit: limit)
+        for (name, value) in fields { builder.add(name: name, value: value) }
+        return builder.build()
+    }
+
+    private let pseudo = [(":method", "POST"), (":scheme", "https"), (":authority", "api.example.test"), (":path", "/v1/x?y=1")]
+
+    @Test func pseudoHeadersBecomeAnHTTP1Head() throws {
+        guard case .head(let head) = self.build(self.pseudo + [("accept", "*/*"), ("cookie", "a=1"), ("cookie", "b=2")]) else {
+            Issue.record("rejected")
+            return
+        }
+        #expect(head.method == .POST)
+        #expect(head.uri == "/v1/x?y=1")
+        #expect(head.version == HTTPVersion(major: 2, minor: 0))
+        #expect(head.headers[canonicalForm: "host"] == ["api.example.test"])
+        #expect(head.headers.first(name: "accept") == "*/*")
+        #expect(head.headers[canonicalForm: "cookie"] == ["a=1; b=2"])
+        #expect(!head.headers.contains(name: ":authority"))
+    }
+
+    @Test func aMatchingHostIsFoldedAndAConflictingOneRejected() {
+        guard case .head(let head) = self.build(self.pseudo + [("host", "API.example.test")]) else {
+            Issue.record("rejected")
+            return
+        }
+        #expect(head.headers[canonicalForm: "host"] == ["api.example.test"])
+        guard case .reject(let answer) = self.build(self.pseudo + [("host", "evil.example")]) else {
+            Issue.record("accepted a Host that differs from :authority")
+            return
+        }
+        #expect(answer.status == .badRequest)
+    }
+
+    @Test func hostWithoutAuthorityIsUsedAndNeitherIsRejected() {
+        let noAuthority = self.pseudo.filter { $0.0 != ":authority" }
+        guard case .head(let head) = self.build(noAuthority + [("host", "h.example")]) else {
+            Issue.record("rejected")
+            return
+        }
+        #expect(head.headers.first(name: "host") == "h.example")
+        guard case .reject = self.build(noAuthority) else {
+            Issue.record("accepted a request with no authority")
+            return
+        }
+    }
+
+    @Test func theHeaderListCapGivesA431() {
+        var builder = HTTP2RequestHeadBuilder(limit: 200)
+        for (name, value) in self.pseudo { builder.add(name: name, value: value) }
+        #expect(!builder.oversized)
+        builder.add(name: "x-big", value: String(repeating: "a", count: 100))
+        #expect(builder.oversized)
+        #expect(builder.listSize > 200)
+        guard case .reject(let answer) = builder.build() else {
+            Issue.record("accepted an oversized header list")
+            return
+        }
+        #expect(answer.status == .requestHeaderFieldsTooLarge)
+    }
+
+    @Test func connectIsRejected() {
+        guard case .reject(let answer) = self.build([(":method", "CONNECT"), (":authority", "x:443")]) else {
+            Issue.record("accepted CONNECT")
+            return
+        }
+        #expect(answer.status == .badRequest)
+    }
+
+    @Test func responseHeadsLoseHopByHopFieldsAndAreLowercased() throws {
+        let head = HTTPResponseHead(
+            version: .http1_1,
+            status: .created,
+            headers: [
+                "Content-Type": "text/plain", "Connection": "close, X-Hop", "X-Hop": "1", "Keep-Alive": "timeout=5",
+                "Transfer-Encoding": "chunked", "Upgrade": "h2c", "TE": "trailers", "Proxy-Connection": "x",
+                "Set-Cookie": "s=1", "X-Upper": "A",
+            ]
+        )
+        let block = try #require(HTTP2HeaderBlock.response(head))
+        #expect(block.names == [":status", "content-type", "set-cookie", "x-upper"])
+        #expect(block.neverIndex == [0, 0, 1, 0])
+        #expect(Array(block.bytes.prefix(10)) == Array(":status201".utf8))
+    }
+
+    @Test func informationalHeadsAreNotForwarded() {
+        #expect(HTTP2HeaderBlock.response(HTTPResponseHead(version: .http1_1, status: .continue)) == nil)
+        #expect(HTTP2HeaderBlock.trailers(["Connection": "close"]) == nil)
+        #expect(HTTP2HeaderBlock.trailers(["X-Sum": "1"])?.names == ["x-sum"])
+    }
+}

@@ -1,0 +1,415 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+
+@testable import TokengateGateway
+
+/// The codec in an EmbeddedChannel, driven with hand-built frames.
+@Suite struct HTTP2ServerCodecTests {
+    private let calm: UInt32 = 0xb
+
+    @Test func theServerPrefaceAnnouncesTheSettings() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.maxConcurrentStreams = 7
+        configuration.initialWindowSize = 12_345
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        let frames = try client.read()
+        let settings = try #require(frames.first)
+        #expect(settings.type == H2Frame.settings && settings.flags == 0)
+        var entries: [UInt16: UInt32] = [:]
+        for offset in stride(from: 0, to: settings.payload.count, by: 6) {
+            let p = settings.payload
+            entries[UInt16(p[offset]) << 8 | UInt16(p[offset + 1])] =
+                UInt32(p[offset + 2]) << 24 | UInt32(p[offset + 3]) << 16 | UInt32(p[offset + 4]) << 8 | UInt32(p[offset + 5])
+        }
+        #expect(entries[0x3] == 7)  // MAX_CONCURRENT_STREAMS
+        #expect(entries[0x4] == 12_345)  // INITIAL_WINDOW_SIZE
+        #expect(entries[0x6] == UInt32(configuration.maxHeaderListSize))  // MAX_HEADER_LIST_SIZE
+        #expect(entries[0x2] == 0)  // ENABLE_PUSH
+        // The connection window is opened to its configured size right away.
+        let update = try #require(frames.first { $0.type == H2Frame.windowUpdate && $0.stream == 0 })
+        #expect(update.windowIncrement == UInt32(configuration.connectionWindowSize - 65_535))
+    }
+
+    @Test func aGetIsMappedToAnHTTP1HeadAndAnswered() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hello?x=1", extra: [("cookie", "a=1"), ("cookie", "b=2"), ("accept", "*/*")]))
+        let frames = try client.read()
+        let head = try #require(client.log.heads.first)
+        #expect(head.method == .GET && head.uri == "/hello?x=1" && head.version.major == 2)
+        #expect(head.headers.first(name: "host") == "example.test")
+        #expect(head.headers[canonicalForm: "cookie"] == ["a=1; b=2"])
+        let blocks = client.headerBlocks(frames)
+        #expect(blocks.count == 1)
+        let response = try #require(blocks.first)
+        #expect(response.stream == 1 && !response.endStream)
+        #expect(response.fields.first?.0 == ":status" && response.fields.value(":status") == "200")
+        #expect(response.fields.value("x-upper") == "A")
+        #expect(response.fields.value("connection") == nil && response.fields.value("transfer-encoding") == nil)
+        let data = frames.filter { $0.type == H2Frame.data && $0.stream == 1 }
+        #expect(String(decoding: data.flatMap(\.payload), as: UTF8.self) == "GET /hello?x=1 example.test\n")
+        #expect(data.last?.flags == H2Frame.endStream)
+        #expect(client.log.resets.isEmpty)
+        #expect(!client.isClosed)
+    }
+
+    @Test func aPostBodyIsDeliveredAndWindowUpdatesFollowConsumption() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.initialWindowSize = 1_000
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.read()
+        // `/noconsume` never reports bytes consumed: the stream's window stays shut.
+        try client.send(.request(1, method: "POST", path: "/noconsume", endStream: false), .data(1, [UInt8](repeating: 7, count: 1_000)))
+        let before = try client.read()
+        #expect(client.log.bodies[1]?.count == 1_000)
+        #expect(!before.contains { $0.type == H2Frame.windowUpdate && $0.stream == 1 })
+        // More than the window is a flow-control error (nghttp2 enforces the window it announced).
+        let stream = try #require(client.log.streams[1])
+        stream.consumed(bytes: 1_000)
+        let after = try client.read()
+        let update = try #require(after.first { $0.type == H2Frame.windowUpdate && $0.stream == 1 })
+        #expect(update.windowIncrement == 1_000)
+        try client.send(.data(1, Array("tail".utf8), endStream: true))
+        let response = try client.read()
+        let body = String(decoding: response.filter { $0.type == H2Frame.data }.flatMap(\.payload), as: UTF8.self)
+        #expect(body.hasPrefix("POST /noconsume example.test\n"))
+        #expect(body.hasSuffix("tail"))
+        #expect(body.utf8.count == "POST /noconsume example.test\n".utf8.count + 1_004)
+    }
+
+    @Test func bodyBeyondTheWindowIsAFlowControlError() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.initialWindowSize = 100
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.read()
+        try client.send(.request(1, method: "POST", path: "/noconsume", endStream: false), .data(1, [UInt8](repeating: 1, count: 100)))
+        try client.read()
+        try client.send(.data(1, [UInt8](repeating: 1, count: 100)))
+        let frames = try client.read()
+        // A stream error: RST_STREAM FLOW_CONTROL_ERROR, and the handler is told to stop. (nghttp2 1.52 still
+        // hands over the offending frame's payload before the reset, so at most one frame past the window.)
+        #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 1 }?.errorCode == 0x3)
+        #expect(client.log.resets.map(\.1) == [.flowControlError])
+        #expect(!frames.contains { $0.type == H2Frame.goaway })
+    }
+
+    @Test func responseTrailersFollowTheData() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/trailers"))
+        let frames = try client.read().filter { $0.stream == 1 }
+        #expect(frames.map(\.type) == [H2Frame.headers, H2Frame.data, H2Frame.headers])
+        #expect(frames[1].flags & H2Frame.endStream == 0)
+        let blocks = client.headerBlocks(frames)
+        #expect(blocks.last?.fields.value("x-checksum") == "42")
+        #expect(blocks.last?.endStream == true)
+    }
+
+    @Test func requestTrailersReachTheHandler() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(
+            .request(1, method: "POST", path: "/echo", endStream: false),
+            .data(1, Array("abc".utf8)),
+            .headers(1, [("x-digest", "d1")], endStream: true)
+        )
+        try client.read()
+        let trailers = try #require(client.log.ends[1] ?? nil)
+        #expect(trailers.first(name: "x-digest") == "d1")
+    }
+
+    @Test func oversizedHeadersGetA431AndNeverReachAHandler() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.maxHeaderListSize = 1_000
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/x", extra: [("x-big", String(repeating: "b", count: 2_000))]))
+        let frames = try client.read()
+        #expect(client.log.heads.isEmpty)
+        let response = try #require(client.headerBlocks(frames).first)
+        #expect(response.fields.value(":status") == "431")
+        #expect(response.fields.value("connection") == nil)
+        let body = String(decoding: frames.filter { $0.type == H2Frame.data }.flatMap(\.payload), as: UTF8.self)
+        #expect(body.contains("request_header_fields_too_large"))
+        // The connection goes on.
+        try client.send(.request(3, path: "/ok"))
+        try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/ok"])
+    }
+
+    @Test func connectionSpecificRequestHeadersAreRefusedByNghttp2() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/x", extra: [("connection", "keep-alive")]))
+        let frames = try client.read()
+        #expect(client.log.heads.isEmpty)
+        #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 1 }?.errorCode == 0x1)
+    }
+
+    @Test func aClientResetReachesTheHandler() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hang"))
+        try client.read()
+        #expect(client.log.heads.count == 1)
+        try client.send(.rstStream(1, 0x8))
+        try client.read()
+        #expect(client.log.resets.map(\.0) == [1])
+        #expect(client.log.resets.first?.1 == .cancel)
+        // Writes after the reset are dropped, not sent.
+        let stream = try #require(client.log.streams[1])
+        stream.writeHead(HTTPResponseHead(version: .http1_1, status: .ok))
+        #expect(try client.read().filter { $0.stream == 1 }.isEmpty)
+        #expect(!stream.isWritable)
+    }
+
+    @Test func aHandlerResetSendsRstStream() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hang"))
+        try client.read()
+        let stream = try #require(client.log.streams[1])
+        stream.reset(code: .internalError)
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.rstStream }?.errorCode == 0x2)
+        #expect(client.log.resets.isEmpty)  // The handler asked for it: it is not told again.
+    }
+
+    @Test func anEarlyCompleteResponseAsksTheClientToStopSending() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, method: "POST", path: "/hang", endStream: false))
+        try client.read()
+        let stream = try #require(client.log.streams[1])
+        stream.writeHead(HTTPResponseHead(version: .http1_1, status: .unauthorized))
+        stream.writeEnd(nil)
+        let frames = try client.read().filter { $0.stream == 1 }
+        #expect(frames.map(\.type) == [H2Frame.headers, H2Frame.rstStream])
+        #expect(frames.last?.errorCode == 0x0)
+        #expect(client.log.resets.map(\.1) == [.noError])
+    }
+
+    @Test func gracefulShutdownSendsGoawayAndFinishesInFlightStreams() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hang"), .request(3, path: "/hang"))
+        try client.read()
+        client.channel.pipeline.fireUserInboundEventTriggered(GatewayShutdownEvent())
+        let frames = try client.read()
+        let goaway = try #require(frames.first { $0.type == H2Frame.goaway }?.goaway)
+        #expect(goaway.lastStream == 3 && goaway.code == 0)
+        #expect(!client.isClosed)
+        // A new stream after the GOAWAY is not processed.
+        try client.send(.request(5, path: "/late"))
+        try client.read()
+        #expect(!client.log.heads.contains { $0.uri == "/late" })
+        for id: Int32 in [1, 3] {
+            let stream = try #require(client.log.streams[id])
+            stream.writeHead(HTTPResponseHead(version: .http1_1, status: .ok))
+            stream.writeEnd(nil)
+            try client.read()
+            #expect(client.isClosed == (id == 3))
+        }
+        #expect(client.log.resets.isEmpty)
+    }
+
+    @Test func slowClientsBackPressureTheResponse() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.maxQueuedBytesPerStream = 64 * 1024
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        // 256 KiB against the client's default 64 KiB windows.
+        try client.send(.request(1, path: "/big?262144"))
+        var frames = try client.read()
+        var received = frames.filter { $0.type == H2Frame.data }.reduce(0) { $0 + $1.payload.count }
+        #expect(received == 65_535)
+        let stream = try #require(client.log.streams[1])
+        #expect(!stream.isWritable)
+        #expect(client.log.writability.map(\.1) == [false])
+        // The client reads and opens its windows: the rest flows, and the stream becomes writable again.
+        while received < 262_144 {
+            try client.send(.windowUpdate(0, 65_535), .windowUpdate(1, 65_535))
+            frames = try client.read()
+            let more = frames.filter { $0.type == H2Frame.data }.reduce(0) { $0 + $1.payload.count }
+            #expect(more > 0)
+            if more == 0 { break }
+            received += more
+        }
+        #expect(received == 262_144)
+        #expect(client.received.last { $0.type == H2Frame.data }?.flags == H2Frame.endStream)
+        #expect(client.log.writability.map(\.1) == [false, true])
+    }
+
+    // MARK: Floods
+
+    private func expectCalm(_ client: H2EmbeddedClient, _ sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let frames = try client.read()
+        let goaway = frames.first { $0.type == H2Frame.goaway }?.goaway
+        #expect(goaway?.code == self.calm, sourceLocation: sourceLocation)
+        // Closed after the linger that keeps the GOAWAY from being lost to a reset.
+        #expect(!client.isClosed, sourceLocation: sourceLocation)
+        try client.lingerOver()
+        #expect(client.isClosed, sourceLocation: sourceLocation)
+    }
+
+    @Test func aPingFloodEndsTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(bytes: (0..<200).flatMap { _ in H2Frame.ping().bytes })
+        try self.expectCalm(client)
+    }
+
+    @Test func pingsAtAnHonestRateAreAnswered() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hang"))  // An open stream keeps the connection from idling.
+        for _ in 0..<60 {
+            try client.send(.ping())
+            client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(500))
+        }
+        let frames = try client.read()
+        #expect(frames.filter { $0.type == H2Frame.ping && $0.flags == H2Frame.ack }.count == 60)
+        #expect(!frames.contains { $0.type == H2Frame.goaway })
+    }
+
+    @Test func anEmptyDataFloodEndsTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, method: "POST", path: "/hang", endStream: false))
+        try client.send(bytes: (0..<100).flatMap { _ in H2Frame.data(1, []).bytes })
+        try self.expectCalm(client)
+        #expect(client.log.resets.map(\.0) == [1])  // The stream's work is cancelled with the connection.
+    }
+
+    @Test func aWindowUpdateFloodEndsTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(bytes: (0..<1_000).flatMap { _ in H2Frame.windowUpdate(0, 1).bytes })
+        try self.expectCalm(client)
+    }
+
+    @Test func aSettingsAndPriorityFloodEndsTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        var bytes: [UInt8] = []
+        for i in 0..<500 {
+            let frame: H2Frame = i % 2 == 0 ? .settings([]) : .priority(Int32(2 * i + 1))
+            bytes += frame.bytes
+        }
+        try client.send(bytes: bytes)
+        try self.expectCalm(client)
+    }
+
+    /// MadeYouReset (CVE-2025-8671): each stream is opened, then made invalid (more DATA than its declared
+    /// content-length), so nghttp2 resets it: the handler is told every time, and the connection ends once
+    /// the resets pile up.
+    @Test func provokedServerResetsEndTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        var id: Int32 = 1
+        for _ in 0..<150 where !client.isClosed {
+            try client.send(
+                .request(id, method: "POST", path: "/hang", extra: [("content-length", "1")], endStream: false),
+                .data(id, [1, 2], endStream: true)
+            )
+            id += 2
+        }
+        let frames = try client.read()
+        let resets = frames.filter { $0.type == H2Frame.rstStream }
+        #expect(resets.count == HTTP2DoSHeuristics.Limits().serverReset.burst + 1)
+        #expect(resets.allSatisfy { $0.errorCode == 0x1 })
+        #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == self.calm)
+        try client.lingerOver()
+        #expect(client.isClosed)
+        #expect(client.log.resets.count == client.log.heads.count)
+    }
+
+    // MARK: Timeouts
+
+    @Test func noPrefaceWithinTheHeaderTimeoutCloses() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.read()
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(9))
+        #expect(!client.isClosed)
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        try client.read()
+        try client.lingerOver()
+        #expect(client.isClosed)
+    }
+
+    @Test func anUnfinishedHeaderBlockTimesOut() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.headers(1, [(":method", "GET")], endStream: true, endHeaders: false))
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        let frames = try client.read()
+        #expect(frames.contains { $0.type == H2Frame.goaway })
+        try client.lingerOver()
+        #expect(client.isClosed)
+        #expect(client.log.heads.isEmpty)
+    }
+
+    @Test func anIdleConnectionIsClosedWithGoaway() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/x"))
+        try client.read()
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(!client.isClosed)
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == 0)
+        try client.lingerOver()
+        #expect(client.isClosed)
+    }
+
+    @Test func anOpenStreamKeepsTheConnectionFromIdling() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hang"))
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(300))
+        try client.read()
+        #expect(!client.isClosed)
+    }
+
+    @Test func notHTTP2AtAllIsClosedWithoutAnswer() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.read()
+        try client.send(bytes: Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        try client.read()
+        #expect(client.isClosed)
+        #expect(client.log.heads.isEmpty)
+    }
+}
