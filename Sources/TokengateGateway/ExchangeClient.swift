@@ -31,8 +31,10 @@ protocol ExchangeClient: AnyObject {
     func flush()
     /// Stops (or resumes) reading the request body: HTTP/1.1 holds `read()`, HTTP/2 holds window updates.
     func setRequestReadingPaused(_ paused: Bool)
-    /// The exchange is over. `closeConnection` asks an HTTP/1.1 connection to close once the response is
-    /// out; `requestEnded` says whether the request's end has been seen (if not, the codec drops the rest).
+    /// The exchange is over and its response written (not yet flushed: the codec flushes here, after it is
+    /// ready for the next request, since a flush can deliver the next pipelined request at once).
+    /// `closeConnection` asks an HTTP/1.1 connection to close once the response is out; `requestEnded` says
+    /// whether the request's end has been seen (if not, the codec drops the rest).
     func exchangeCompleted(closeConnection: Bool, requestEnded: Bool)
     /// The response cannot be completed cleanly: HTTP/1.1 closes the connection, HTTP/2 resets the stream.
     /// The client must never see a clean end of a response the backend did not finish.

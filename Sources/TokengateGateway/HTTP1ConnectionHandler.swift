@@ -36,6 +36,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private var context: ChannelHandlerContext?
     private var readingPaused = false
     private var lastResponseEnd: EventLoopFuture<Void>?
+    /// The current response's `.end` was written. `HTTPServerPipelineHandler` reacts to that write by handing
+    /// over the next pipelined request at once, re-entrantly, before the exchange has finished its own
+    /// bookkeeping: such parts wait here and are processed by ``exchangeCompleted(closeConnection:requestEnded:)``.
+    private var responseEndWritten = false
+    private var deferredParts: [HTTPServerRequestPart] = []
     private var pendingRead = false
     private var requestCounter = 0
     private let connectionID: String
@@ -61,7 +66,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     // MARK: Inbound from the client.
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch (self.unwrapInboundIn(data), self.state) {
+        let part = self.unwrapInboundIn(data)
+        if case .exchanging = self.state, self.responseEndWritten {
+            self.deferredParts.append(part)
+            return
+        }
+        self.process(part, context: context)
+    }
+
+    private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch (part, self.state) {
         case (_, .closed):
             return  // Pipelined bytes after a close are never acted upon.
         case (.head(let head), .idle):
@@ -79,6 +93,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
                 closeRequested: !head.isKeepAlive || self.closeWhenIdle
             )
             self.state = .exchanging(exchange)
+            self.responseEndWritten = false
             exchange.begin(rejection: Self.framingProblem(head))
         case (.head, .exchanging), (.head, .discarding):
             preconditionFailure("a request head arrived while another request was in flight")
@@ -218,6 +233,7 @@ extension HTTP1ConnectionHandler {
     func write(_ part: HTTPServerResponsePart) {
         guard let context = self.context else { return }
         if case .end = part {
+            self.responseEndWritten = true
             // Kept so that a close waits until the response is out.
             let promise = context.eventLoop.makePromise(of: Void.self)
             self.lastResponseEnd = promise.futureResult
@@ -245,6 +261,8 @@ extension HTTP1ConnectionHandler {
         let close = closeConnection || self.closeWhenIdle
         if !requestEnded {
             self.state = .discarding(close: close)
+            context.flush()
+            self.processDeferredParts(context: context)
             if close {
                 // Give the client a moment to read the answer before the socket goes: closing at once with
                 // unread body bytes in the kernel becomes a reset that can eat the answer. A client that
@@ -268,6 +286,18 @@ extension HTTP1ConnectionHandler {
             }
         } else {
             self.state = .idle
+            context.flush()
+            self.processDeferredParts(context: context)
+        }
+    }
+
+    /// Runs the parts that arrived while the previous exchange was completing, in order. Each may start and
+    /// even finish an exchange (which may defer more parts): the loop takes them one at a time.
+    private func processDeferredParts(context: ChannelHandlerContext) {
+        while !self.deferredParts.isEmpty {
+            if case .exchanging = self.state, self.responseEndWritten { return }
+            let part = self.deferredParts.removeFirst()
+            self.process(part, context: context)
         }
     }
 

@@ -414,7 +414,8 @@ extension ProxyExchange {
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")
             self.client.write(.end(trailers))
-            self.client.flush()
+            // No flush here: `exchangeCompleted` flushes once the codec is ready for the next request, because
+            // a flush can hand over the next pipelined request at once.
             self.client.exchangeCompleted(closeConnection: self.closesAfterResponse, requestEnded: self.requestEnded)
         }
     }
@@ -495,7 +496,6 @@ extension ProxyExchange {
         self.client.write(.head(head))
         self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
         self.client.write(.end(nil))
-        self.client.flush()
         self.log(status: answer.status.code, reason: answer.reasonCode)
         self.client.setRequestReadingPaused(false)
         if self.requestEnded {
@@ -541,7 +541,6 @@ extension ProxyExchange {
             self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
         }
         self.client.write(.end(nil))
-        self.client.flush()
         if let user = answer.user {
             self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
         }

@@ -402,6 +402,21 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let one = "GET /api/1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            let two = "GET /api/2 HTTP/1.1\r\nHost: a\r\n\r\n"
+            let three = "GET /pub HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+            let output = try OpenSSLClient.exchange(port: gateway.tlsPort, send: one + two + one + three)
+            // Bodies run straight into the next status line, so find the status lines by pattern.
+            let statuses = output.matches(of: /HTTP\/1\.1 (\d{3})/).map { String($0.output.1) }
+            #expect(statuses == ["200", "401", "200", "200"], "\(output.prefix(400))")
+            #expect(output.contains("\"path\":\"/api/1\"") && output.contains("\"path\":\"/pub\""))
+            #expect(gateway.backend.requestsReceived == 3)
+        }
+    }
+
     @Test func oversizedHeadersURIAndBodiesGetTheirStatus() async throws {
         try await self.withGateway(limits: "limits: { max_header_bytes: 4KiB, max_uri_bytes: 1KiB, max_token_body_bytes: 1KiB }") { gateway in
             let header = try self.curl(gateway, ["-H", "X-Big: \(String(repeating: "a", count: 6000))", "\(gateway.baseURL)/x"])
