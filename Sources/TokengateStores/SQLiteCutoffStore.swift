@@ -195,7 +195,7 @@ public actor SQLiteCutoffStore: CutoffStore {
         }
         let current = try await self.rows("SELECT \(c) FROM user_cutoffs WHERE user_id = ?1", [.text(user)])
         let kept = try current.first.flatMap { try self.time($0.columns[0].data) }
-        return try Self.unchangedResult(kept: kept, requested: at, what: "the user's \(c)")
+        return try CutoffWriteResult.unchanged(kept: kept, requested: at, what: "the user's \(c)")
     }
 
     private func writeGlobal(at: Int64, force: Bool, now: Int64) async throws -> CutoffWriteResult {
@@ -215,24 +215,10 @@ public actor SQLiteCutoffStore: CutoffStore {
                 message: "\(self.storeDescription): the global_cutoff row is missing"
             )
         }
-        return try Self.unchangedResult(kept: try self.time(row.columns[0].data), requested: at, what: "the global cutoff")
-    }
-
-    /// A non-forced write that changed nothing: the same time was stored (success), or a later one (refused).
-    private static func unchangedResult(kept: Int64?, requested: Int64, what: String) throws -> CutoffWriteResult {
-        guard let kept, kept >= requested else {
-            // The guarded statement changed nothing yet the stored value is earlier: a concurrent forced write
-            // moved it back between our two statements. Report it as unavailable so the caller retries.
-            throw CutoffStoreError(code: .storeUnavailable, message: "\(what) changed concurrently; retry")
-        }
-        if kept == requested {
-            return CutoffWriteResult(cutoff: kept, changed: false, forced: false)
-        }
-        throw CutoffStoreError(
-            code: .cutoffWouldMoveBackward,
-            message: "\(what) is already \(kept), later than the requested \(requested); "
-                + "cutoffs only move forward unless forced",
-            keptCutoff: kept
+        return try CutoffWriteResult.unchanged(
+            kept: try self.time(row.columns[0].data),
+            requested: at,
+            what: "the global cutoff"
         )
     }
 
