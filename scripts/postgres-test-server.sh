@@ -90,8 +90,24 @@ url() {
     echo "postgres://$TEST_USER@127.0.0.1:$port/$TEST_DB"
 }
 
+# Closes every inherited descriptor but 0-2 (and bash's own 255) in the current (sub)shell. The server is a
+# daemon: anything it inherits stays open as long as it runs, and some callers wait for their descriptors to
+# close (swift-corelibs-foundation's Process notices a child's exit that way, so it would wait for the server).
+close_inherited_fds() {
+    local fd
+    for fd in /proc/$BASHPID/fd/*; do
+        fd="${fd##*/}"
+        if [ "$fd" -gt 2 ] && [ "$fd" != 255 ]; then
+            eval "exec $fd>&-" 2>/dev/null || true
+        fi
+    done
+}
+
 start_server() {
-    as_owner "$PGBIN/pg_ctl" -D "$DATA" -l "$DIR/server.log" -w -t 30 start >&2 || {
+    (
+        close_inherited_fds
+        as_owner "$PGBIN/pg_ctl" -D "$DATA" -l "$DIR/server.log" -w -t 30 start >&2
+    ) || {
         log "the server did not start; its log:"
         tail -n 30 "$DIR/server.log" >&2 || true
         exit 1
