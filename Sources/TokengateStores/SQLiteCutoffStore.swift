@@ -227,10 +227,10 @@ public actor SQLiteCutoffStore: CutoffStore {
         self.state = .closed
         switch previous {
         case .open(let connection):
-            try await connection.sqlite.close()
+            try await Self.closeIgnoringCancellation(connection.sqlite)
         case .opening(let task):
             if let connection = try? await task.value {
-                try await connection.sqlite.close()
+                try await Self.closeIgnoringCancellation(connection.sqlite)
             }
         case .idle, .closed:
             break
@@ -294,7 +294,7 @@ extension SQLiteCutoffStore {
                 let connection = try await task.value
                 guard case .opening = self.state else {
                     // Closed while opening.
-                    try? await connection.sqlite.close()
+                    try? await Self.closeIgnoringCancellation(connection.sqlite)
                     throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
                 }
                 self.state = .open(connection)
@@ -313,7 +313,17 @@ extension SQLiteCutoffStore {
         if case .open(let current) = self.state, current.sqlite === connection.sqlite {
             self.state = .idle
         }
-        try? await connection.sqlite.close()
+        try? await Self.closeIgnoringCancellation(connection.sqlite)
+    }
+
+    /// Closes `sqlite` even when the calling task is cancelled (the sync service's run loop stopping mid-poll).
+    ///
+    /// sqlite-nio runs `close` on its thread pool with `runIfActive`, which throws at once in a cancelled task
+    /// without closing; the connection would then be released open, which leaks the handle and trips
+    /// sqlite-nio's "not closed before deinitializing" assertion. An unstructured task does not inherit the
+    /// cancellation.
+    static func closeIgnoringCancellation(_ sqlite: SQLiteConnection) async throws {
+        try await Task { try await sqlite.close() }.value
     }
 
     private nonisolated func unavailable(_ error: any Error) -> CutoffStoreError {
@@ -377,7 +387,7 @@ extension SQLiteCutoffStore {
         do {
             try await Self.configure(sqlite, description: description)
         } catch {
-            try? await sqlite.close()
+            try? await Self.closeIgnoringCancellation(sqlite)
             if let error = error as? CutoffStoreError {
                 throw error
             }
@@ -388,7 +398,7 @@ extension SQLiteCutoffStore {
         }
 
         guard let after = FileIdentity(path: path), before == nil || before == after else {
-            try? await sqlite.close()
+            try? await Self.closeIgnoringCancellation(sqlite)
             throw unavailable("the database file was replaced while it was being opened")
         }
         return OpenConnection(sqlite: sqlite, identity: after)
