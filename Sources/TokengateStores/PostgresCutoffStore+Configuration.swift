@@ -115,7 +115,8 @@ extension PostgresCutoffStore {
             guard (1...65535).contains(port) else {
                 throw invalid("has a port out of range")
             }
-            self.init(host: host, port: port, user: user, database: String(path.dropFirst()), password: password, tls: tls)
+            self.init(
+                host: host, port: port, user: user, database: String(path.dropFirst()), password: password, tls: tls)
         }
 
         public var description: String {

@@ -211,7 +211,8 @@ extension PostgresCutoffStore {
                     version = value
                 }
                 guard let version else {
-                    throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
+                    throw CutoffStoreError(
+                        code: .invalidStoreFile, message: "\(description): the global row is missing")
                 }
                 guard version <= Self.schemaVersion else {
                     throw CutoffStoreError(

@@ -62,7 +62,8 @@ extension PostgresCutoffStore {
         }
 
         /// Reads the columns' types from the catalog and builds the statements.
-        func resolve(on connection: PostgresConnection, logger: Logger, description: String) async throws -> Statements {
+        func resolve(on connection: PostgresConnection, logger: Logger, description: String) async throws -> Statements
+        {
             var name = PostgresBindings()
             name.append(self.table.quoted)
             let rows = try await connection.query(
@@ -98,8 +99,10 @@ extension PostgresCutoffStore {
 
             let t = self.table.quoted
             let u = self.userID.quoted
-            let p = try self.secondsExpression(self.passwordChanged, type: try type(of: self.passwordChanged), description)
-            let a = try self.apiDisabled.map { try self.secondsExpression($0, type: try type(of: $0), description) }
+            let p = try self.secondsExpression(
+                self.passwordChanged, type: try type(of: self.passwordChanged), description)
+            let a =
+                try self.apiDisabled.map { try self.secondsExpression($0, type: try type(of: $0), description) }
                 ?? "NULL::bigint"
             let lookupUserID: UserIDBinding
             let userCondition: String
@@ -121,7 +124,9 @@ extension PostgresCutoffStore {
             return Statements(
                 load: "SELECT 1::bigint, \(u)::text, \(p), \(a) FROM \(t) WHERE \(notNull)",
                 marker: """
-                    SELECT count(*)::text || ':' || coalesce(sum(\(p))::text, '-') || ':' || coalesce(sum(\(a))::text, '-')
+                    SELECT count(*)::text
+                        || ':' || coalesce(sum(\(p))::text, '-')
+                        || ':' || coalesce(sum(\(a))::text, '-')
                     FROM \(t)
                     """,
                 lookup: "SELECT NULL::bigint, max(\(p)), max(\(a)) FROM \(t) WHERE \(userCondition)",
@@ -131,7 +136,9 @@ extension PostgresCutoffStore {
         }
 
         /// An SQL expression for a time column as bigint UNIX seconds, fractions rounded up (fail closed).
-        private func secondsExpression(_ column: PostgresIdentifier, type: String, _ description: String) throws -> String {
+        private func secondsExpression(_ column: PostgresIdentifier, type: String, _ description: String) throws
+            -> String
+        {
             let c = column.quoted
             let timestamp = """
                 CASE WHEN isfinite(\(c)) THEN ceil(extract(epoch FROM \(c)))::bigint \

@@ -119,7 +119,8 @@ public actor PostgresCutoffStore: CutoffStore {
         self.listenConfiguration = listenConfiguration
 
         // Newest-only: signals are hints to resync, so a burst of them needs one resync, not one each.
-        let (signals, signalSink) = AsyncStream.makeStream(of: CutoffChangeSignal.self, bufferingPolicy: .bufferingNewest(1))
+        let (signals, signalSink) = AsyncStream.makeStream(
+            of: CutoffChangeSignal.self, bufferingPolicy: .bufferingNewest(1))
         self.changeSignals = signals
         self.signalSink = signalSink
         (self.closedSignal, self.closedSink) = AsyncStream.makeStream(of: Void.self)
@@ -229,7 +230,8 @@ public actor PostgresCutoffStore: CutoffStore {
             }
             guard let result else {
                 if hasGlobalRow {
-                    throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
+                    throw CutoffStoreError(
+                        code: .invalidStoreFile, message: "\(description): the global row is missing")
                 }
                 return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
             }
@@ -360,7 +362,8 @@ extension PostgresCutoffStore {
                 timeoutError: {
                     CutoffStoreError(
                         code: .storeUnavailable,
-                        message: "\(description): no answer within \(timeout) (is the server up, and store.run() running?)"
+                        message:
+                            "\(description): no answer within \(timeout) (is the server up, and store.run() running?)"
                     )
                 }
             ) {
@@ -421,7 +424,8 @@ extension PostgresCutoffStore {
             if let underlying = error.underlying {
                 parts.append("\(underlying)")
             }
-            return CutoffStoreError(code: .storeUnavailable, message: "\(description): \(parts.joined(separator: ": "))")
+            return CutoffStoreError(
+                code: .storeUnavailable, message: "\(description): \(parts.joined(separator: ": "))")
         }
         if error is PostgresDecodingError {
             return CutoffStoreError(
@@ -457,7 +461,8 @@ extension PostgresCutoffStore {
         } catch {
             throw CutoffStoreError(
                 code: .invalidStoreConfiguration,
-                message: "postgres: the TLS settings cannot be used (CA file \(configuration.tlsCAFile ?? "none")): \(error)"
+                message:
+                    "postgres: the TLS settings cannot be used (CA file \(configuration.tlsCAFile ?? "none")): \(error)"
             )
         }
         if configuration.tls.isRequired {
@@ -491,14 +496,17 @@ extension PostgresCutoffStore {
                     try await connection.listen(on: channel) { notifications in
                         self.runState.withLockedValue { $0.listening = true }
                         if failing {
-                            self.logger.info("cutoff store LISTEN connection is back", metadata: ["store": "\(self.storeDescription)"])
+                            self.logger.info(
+                                "cutoff store LISTEN connection is back",
+                                metadata: ["store": "\(self.storeDescription)"])
                         }
                         failing = false
                         delay = .milliseconds(100)
                         self.signalSink.yield(CutoffChangeSignal(user: nil))
                         for try await notification in notifications {
                             let payload = notification.payload
-                            self.signalSink.yield(CutoffChangeSignal(user: payload == "*" || payload.isEmpty ? nil : payload))
+                            self.signalSink.yield(
+                                CutoffChangeSignal(user: payload == "*" || payload.isEmpty ? nil : payload))
                         }
                     }
                 } catch {

@@ -79,11 +79,14 @@ struct PostgresIdentifier: Sendable, Hashable, CustomStringConvertible {
         guard let first = bytes.first, bytes.count <= Self.maxPartLength, Self.isLetterOrUnderscore(first) else {
             return false
         }
-        return bytes.allSatisfy { Self.isLetterOrUnderscore($0) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) }
+        return bytes.allSatisfy {
+            Self.isLetterOrUnderscore($0) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+        }
     }
 
     private static func isLetterOrUnderscore(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+            || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
             || byte == UInt8(ascii: "_")
     }
 

@@ -17,7 +17,8 @@ struct PostgresConfigurationTests {
 
     static let hostile = [
         "", "users; DROP TABLE users", "\"users\"", "users\"--", "a.b.c", ".users", "users.", "1users", "us ers",
-        "users'", "usérs", "users$1", "users\u{0}", String(repeating: "a", count: 64), "a-b", "a..b", "pg_catalog.users--",
+        "users'", "usérs", "users$1", "users\u{0}", String(repeating: "a", count: 64), "a-b", "a..b",
+        "pg_catalog.users--",
     ]
 
     @Test("hostile table names are refused before anything reaches SQL", arguments: Self.hostile)
@@ -68,7 +69,8 @@ struct PostgresConfigurationTests {
 
     @Test("the URL form: user, host, port, database, sslmode; a password in the URL is refused")
     func url() async throws {
-        let parsed = try PostgresCutoffStore.Configuration(url: "postgres://tg@db.internal:6432/cutoffs?sslmode=require")
+        let parsed = try PostgresCutoffStore.Configuration(
+            url: "postgres://tg@db.internal:6432/cutoffs?sslmode=require")
         #expect(parsed.user == "tg")
         #expect(parsed.host == "db.internal")
         #expect(parsed.port == 6432)
@@ -98,7 +100,10 @@ struct PostgresConfigurationTests {
         let store = try PostgresCutoffStore(configuration: configuration)
         var dumped = ""
         dump(configuration, to: &dumped)
-        for text in [configuration.description, String(describing: configuration), String(reflecting: configuration), dumped, store.storeDescription] {
+        for text in [
+            configuration.description, String(describing: configuration), String(reflecting: configuration), dumped,
+            store.storeDescription,
+        ] {
             #expect(!text.contains("correct-horse-battery"), "\(text)")
         }
     }

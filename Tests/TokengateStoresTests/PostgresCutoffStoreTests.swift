@@ -24,7 +24,8 @@ struct PostgresCutoffStoreTests {
     ) -> CutoffSyncService {
         CutoffSyncService(
             store: store,
-            configuration: .init(pollInterval: pollInterval, fullReloadInterval: .seconds(3600), staleAfter: staleAfter),
+            configuration: .init(
+                pollInterval: pollInterval, fullReloadInterval: .seconds(3600), staleAfter: staleAfter),
             publish: published.publish
         )
     }
@@ -40,7 +41,8 @@ struct PostgresCutoffStoreTests {
             let first = try await store.passwordChanged(user: "alice", at: 1_000)
             #expect(first == CutoffWriteResult(cutoff: 1_000, changed: true, forced: false))
             // Committed: another client sees it right after the call returned.
-            #expect(try PostgresTestServer.psql("SELECT revoked_before FROM \(table) WHERE user_id = 'alice'") == "1000")
+            #expect(
+                try PostgresTestServer.psql("SELECT revoked_before FROM \(table) WHERE user_id = 'alice'") == "1000")
 
             let backward = await expectStoreError(.cutoffWouldMoveBackward) {
                 try await store.passwordChanged(user: "alice", at: 900)
@@ -52,8 +54,12 @@ struct PostgresCutoffStoreTests {
             await expectStoreError(.cutoffWouldMoveBackward) { try await store.revokeAll(at: 400) }
 
             let lookup = try await store.cutoffs(for: "alice")
-            #expect(lookup == CutoffLookup(user: UserCutoffs(revokedBefore: 1_000, apiRevokedBefore: 1_100), globalRevokedBefore: 500))
-            #expect(try await store.cutoffs(for: "nobody") == CutoffLookup(user: UserCutoffs(), globalRevokedBefore: 500))
+            #expect(
+                lookup
+                    == CutoffLookup(
+                        user: UserCutoffs(revokedBefore: 1_000, apiRevokedBefore: 1_100), globalRevokedBefore: 500))
+            #expect(
+                try await store.cutoffs(for: "nobody") == CutoffLookup(user: UserCutoffs(), globalRevokedBefore: 500))
 
             let before = try await store.load()
             #expect(before.users == ["alice": UserCutoffs(revokedBefore: 1_000, apiRevokedBefore: 1_100)])
@@ -74,7 +80,8 @@ struct PostgresCutoffStoreTests {
             #expect(try await store.load().forceEpoch == after.forceEpoch + 2)
             // A forward change by SQL changes the marker but not the epoch.
             let markerBefore = try await store.changeMarker()
-            try PostgresTestServer.psql("INSERT INTO \(table) (user_id, revoked_before, updated_at) VALUES ('bob', 7, 0)")
+            try PostgresTestServer.psql(
+                "INSERT INTO \(table) (user_id, revoked_before, updated_at) VALUES ('bob', 7, 0)")
             #expect(try await store.changeMarker() != markerBefore)
             #expect(try await store.load().forceEpoch == after.forceEpoch + 2)
 
@@ -131,7 +138,8 @@ struct PostgresCutoffStoreTests {
                     let oldTokenIAT = CutoffSyncService.systemNow() - 1
                     #expect(!rejects(publishedB.latest, user: user, iat: oldTokenIAT))
                     let start = clock.now
-                    let response = await api.handle(method: "POST", path: "/admin/users/\(user)/password-changed", body: [])
+                    let response = await api.handle(
+                        method: "POST", path: "/admin/users/\(user)/password-changed", body: [])
                     #expect(response.status == 200, "\(response.json)")
                     // A's own snapshot already rejects the old token when the admin call returns.
                     #expect(rejects(publishedA.latest, user: user, iat: oldTokenIAT))
@@ -155,9 +163,14 @@ struct PostgresCutoffStoreTests {
                 // The global switch and "disable mobile apps" travel the same way.
                 let now = CutoffSyncService.systemNow()
                 try await serviceA.disableMobileApps(user: "user-0")
-                #expect(await eventually(timeout: .seconds(1)) { rejects(publishedB.latest, user: "user-0", iat: now - 1, api: true) })
+                #expect(
+                    await eventually(timeout: .seconds(1)) {
+                        rejects(publishedB.latest, user: "user-0", iat: now - 1, api: true)
+                    })
                 try await serviceA.revokeAll()
-                #expect(await eventually(timeout: .seconds(1)) { rejects(publishedB.latest, user: "someone", iat: now - 1) })
+                #expect(
+                    await eventually(timeout: .seconds(1)) { rejects(publishedB.latest, user: "someone", iat: now - 1) }
+                )
             }
         }
     }
@@ -245,17 +258,25 @@ struct PostgresCutoffStoreTests {
             try PostgresTestServer.psql("UPDATE \(users) SET password_changed_at = now() WHERE id = 2")
             #expect(await eventually(timeout: .seconds(3)) { rejects(published.latest, user: "2", iat: before) })
             try PostgresTestServer.psql("UPDATE \(users) SET api_disabled_at = now() WHERE id = 1")
-            #expect(await eventually(timeout: .seconds(3)) { rejects(published.latest, user: "1", iat: before, api: true) })
+            #expect(
+                await eventually(timeout: .seconds(3)) { rejects(published.latest, user: "1", iat: before, api: true) })
             #expect(!rejects(published.latest, user: "1", iat: before, api: false))
 
-            #expect(try await store.cutoffs(for: "3") == CutoffLookup(user: UserCutoffs(revokedBefore: 1_714_564_801, apiRevokedBefore: 1_714_608_000), globalRevokedBefore: nil))
-            #expect(try await store.cutoffs(for: "not-a-number") == CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil))
+            #expect(
+                try await store.cutoffs(for: "3")
+                    == CutoffLookup(
+                        user: UserCutoffs(revokedBefore: 1_714_564_801, apiRevokedBefore: 1_714_608_000),
+                        globalRevokedBefore: nil))
+            #expect(
+                try await store.cutoffs(for: "not-a-number")
+                    == CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil))
 
             // Read-only, and the refusal says where to make the change.
             let refused = await expectStoreError(.readOnlyStore) { try await store.passwordChanged(user: "1", at: 1) }
             #expect(refused?.message.contains(users) == true)
             #expect(refused?.message.contains("password_changed_at") == true)
-            let answer = await AdminAPI(service: service).handle(method: "POST", path: "/admin/users/1/password-changed", body: [])
+            let answer = await AdminAPI(service: service).handle(
+                method: "POST", path: "/admin/users/1/password-changed", body: [])
             #expect(answer.status == 409)
             #expect(answer.json.contains("read_only_store"))
             #expect(answer.json.contains(users))
@@ -294,10 +315,16 @@ struct PostgresCutoffStoreTests {
             try await service.start()
             let run = Task { await service.run() }
             defer { run.cancel() }
-            #expect(published.latest?.users == ["alice": UserCutoffs(revokedBefore: 1_000), "bob": UserCutoffs(apiRevokedBefore: 2_000)])
+            #expect(
+                published.latest?.users == [
+                    "alice": UserCutoffs(revokedBefore: 1_000), "bob": UserCutoffs(apiRevokedBefore: 2_000),
+                ])
             #expect(await eventually(timeout: .seconds(5)) { store.isListening })
             try PostgresTestServer.psql("UPDATE \(users) SET pw_changed = 5000 WHERE uid = 'bob'")
-            #expect(await eventually(timeout: .seconds(1)) { published.latest?.users["bob"] == UserCutoffs(revokedBefore: 5_000, apiRevokedBefore: 2_000) })
+            #expect(
+                await eventually(timeout: .seconds(1)) {
+                    published.latest?.users["bob"] == UserCutoffs(revokedBefore: 5_000, apiRevokedBefore: 2_000)
+                })
             #expect(try await store.cutoffs(for: "alice").user == UserCutoffs(revokedBefore: 1_000))
         }
     }
@@ -328,7 +355,8 @@ struct PostgresCutoffStoreTests {
             try await withRunningStore(configuration) { store in
                 try await writer.passwordChanged(user: "erin", at: 100)
                 let published = PublishedSnapshots()
-                let service = Self.service(store, published: published, pollInterval: .milliseconds(200), staleAfter: .seconds(1))
+                let service = Self.service(
+                    store, published: published, pollInterval: .milliseconds(200), staleAfter: .seconds(1))
                 try await service.start()
                 let run = Task { await service.run() }
                 defer { run.cancel() }
@@ -337,27 +365,33 @@ struct PostgresCutoffStoreTests {
                 try PostgresTestServer.control("pause")
                 // Nothing below throws before the resume, so the server is always started again.
                 #expect(await eventually(timeout: .seconds(10)) { await service.lastError != nil })
-                #expect(await eventually(timeout: .seconds(10)) { await service.isStale(now: CutoffSyncService.systemNow()) })
+                #expect(
+                    await eventually(timeout: .seconds(10)) {
+                        await service.isStale(now: CutoffSyncService.systemNow())
+                    })
                 // The last snapshot is still enforced.
                 #expect(published.latest?.users["erin"]?.revokedBefore == 100)
-                let admin = await AdminAPI(service: service).handle(method: "POST", path: "/admin/users/erin/password-changed", body: [])
+                let admin = await AdminAPI(service: service).handle(
+                    method: "POST", path: "/admin/users/erin/password-changed", body: [])
                 #expect(admin.status == 503)
                 #expect(!store.isListening)
                 try PostgresTestServer.control("resume")
 
                 // Back: polling resyncs, the LISTEN connection returns, and pushed changes flow again.
-                #expect(await eventually(timeout: .seconds(15)) {
-                    let stale = await service.isStale(now: CutoffSyncService.systemNow())
-                    let error = await service.lastError
-                    return !stale && error == nil
-                })
+                #expect(
+                    await eventually(timeout: .seconds(15)) {
+                        let stale = await service.isStale(now: CutoffSyncService.systemNow())
+                        let error = await service.lastError
+                        return !stale && error == nil
+                    })
                 #expect(await eventually(timeout: .seconds(10)) { store.isListening })
                 let loaded = try await store.load()
                 #expect(loaded.users["erin"]?.revokedBefore == 100)
                 let clock = ContinuousClock()
                 let start = clock.now
                 try await writer.passwordChanged(user: "erin", at: 200)
-                #expect(await eventually(timeout: .seconds(1)) { published.latest?.users["erin"]?.revokedBefore == 200 })
+                #expect(
+                    await eventually(timeout: .seconds(1)) { published.latest?.users["erin"]?.revokedBefore == 200 })
                 print("postgres propagation after a server restart: \(Self.milliseconds(clock.now - start)) ms")
             }
         }

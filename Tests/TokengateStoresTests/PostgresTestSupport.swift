@@ -16,8 +16,10 @@ enum PostgresTestServer {
         return value?.isEmpty == false ? value : nil
     }()
 
-    static let skipMessage: Comment =
-        "TOKENGATE_TEST_POSTGRES_URL is not set; start a server with `export TOKENGATE_TEST_POSTGRES_URL=$(scripts/postgres-test-server.sh start)`"
+    static let skipMessage: Comment = """
+        TOKENGATE_TEST_POSTGRES_URL is not set; start a server with \
+        `export TOKENGATE_TEST_POSTGRES_URL=$(scripts/postgres-test-server.sh start)`
+        """
 
     /// The repository's `scripts/postgres-test-server.sh`.
     static let script: String = {
@@ -53,7 +55,8 @@ enum PostgresTestServer {
     /// Runs SQL with `psql`: an independent client, as the RP's application or an operator would be.
     @discardableResult
     static func psql(_ sql: String) throws -> String {
-        try runProcess("/usr/bin/env", ["psql", try #require(Self.url), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
+        try runProcess(
+            "/usr/bin/env", ["psql", try #require(Self.url), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-c", sql])
     }
 
     /// Stops the server, keeping its data (`pause`), or starts it again (`resume`).
