@@ -27,7 +27,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.2"),
-        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -40,6 +39,12 @@ let package = Package(
             name: "CTokengateNghttp2",
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]
+        ),
+        // PostgreSQL's own C client; it does its TLS with the same system OpenSSL 3.
+        .systemLibrary(
+            name: "CTokengatePQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
         ),
         .target(
             name: "CTokengateShims",
@@ -90,9 +95,8 @@ let package = Package(
         .target(
             name: "TokengateStores",
             dependencies: [
-                "TokengateTokens",
+                "TokengateTokens", "CTokengatePQ", "CTokengateOpenSSL",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -6,10 +6,10 @@ import NIOConcurrencyHelpers
 
 /// Runs `operation` but returns (throwing `timeoutError()`) after `timeout` even if the operation has not finished.
 ///
-/// Why not a task group: a task group waits for all its children, and a PostgreSQL query waiting on a dead server
-/// does not end when cancelled (postgres-nio only cancels the wait for a pooled connection; a query already sent
-/// waits for the socket to fail). So the operation runs in its own task, is cancelled on timeout, and is left to
-/// finish in the background while the caller goes on; its late result is dropped.
+/// Why not a task group: a task group waits for all its children, and an operation may not end at once when
+/// cancelled (a blocking libpq call on a pool thread notices its interrupt only between C calls; an SQLite call
+/// runs to its end). So the operation runs in its own task, is cancelled on timeout, and is left to finish in the
+/// background while the caller goes on; its late result is dropped.
 func withDeadline<T: Sendable>(
     _ timeout: Duration,
     timeoutError: @escaping @Sendable () -> any Error,

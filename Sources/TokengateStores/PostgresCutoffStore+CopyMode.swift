@@ -3,7 +3,6 @@
 //===----------------------------------------------------------------------===//
 
 import Logging
-internal import PostgresNIO
 
 // MARK: Copy mode: tokengate's own tables, their schema and the writes.
 
@@ -182,35 +181,19 @@ extension PostgresCutoffStore {
     /// and fails one of them with a unique violation).
     static func createOrCheckSchema(
         _ layout: CopyLayout,
-        on connection: PostgresConnection,
+        in session: PostgresSession,
         logger: Logger,
         description: String
-    ) async throws {
-        try await Self.transaction(connection, logger: logger) {
-            var lockKey = PostgresBindings()
-            lockKey.append("tokengate schema \(layout.global)")
-            try await Self.execute(connection, logger, "SELECT pg_advisory_xact_lock(hashtext($1))", lockKey)
-
-            var name = PostgresBindings()
-            name.append(layout.global.quoted)
-            let existing = try await connection.query(
-                PostgresQuery(unsafeSQL: "SELECT to_regclass($1) IS NOT NULL", binds: name),
-                logger: logger
-            )
-            var exists = false
-            for try await (value) in existing.decode(Bool.self) {
-                exists = value
-            }
-            if exists {
-                let rows = try await connection.query(
-                    PostgresQuery(unsafeSQL: "SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1"),
-                    logger: logger
-                )
-                var version: Int64?
-                for try await (value) in rows.decode(Int64.self) {
-                    version = value
-                }
-                guard let version else {
+    ) throws {
+        try session.transaction {
+            try session.execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1))", [.text("tokengate schema \(layout.global)")])
+            let existing = try session.query("SELECT to_regclass($1) IS NOT NULL", [.text(layout.global.quoted)])
+            try existing.expectColumns(1)
+            if existing.count > 0, try existing.bool(0, 0) == true {
+                let rows = try session.query("SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1")
+                try rows.expectColumns(1)
+                guard rows.count > 0, let version = try rows.int64(0, 0) else {
                     throw CutoffStoreError(
                         code: .invalidStoreFile, message: "\(description): the global row is missing")
                 }
@@ -225,7 +208,7 @@ extension PostgresCutoffStore {
             }
             logger.info("creating the cutoff schema", metadata: ["store": "\(description)"])
             for statement in layout.schemaStatements(now: CutoffSyncService.systemNow()) {
-                try await Self.execute(connection, logger, statement)
+                try session.execute(statement)
             }
         }
     }
@@ -237,12 +220,11 @@ extension PostgresCutoffStore {
         _ write: CutoffWrite,
         layout: CopyLayout,
         now: Int64,
-        on connection: PostgresConnection,
-        logger: Logger
-    ) async throws -> CutoffWriteResult {
+        in session: PostgresSession
+    ) throws -> CutoffWriteResult {
         let u = layout.users.quoted
         let g = layout.global.quoted
-        var binds = PostgresBindings()
+        let key: PostgresValue
         let changedSQL: String
         let currentSQL: String
         let what: String
@@ -263,7 +245,7 @@ extension PostgresCutoffStore {
                 """
             currentSQL = "SELECT \(c) FROM \(u) WHERE user_id = $1"
             what = "the user's \(c)"
-            binds.append(user)
+            key = .text(user)
         case .revokeAll:
             let guardClause = write.force ? "" : " AND (revoked_before IS NULL OR revoked_before < $2)"
             changedSQL = """
@@ -272,28 +254,17 @@ extension PostgresCutoffStore {
                 """
             currentSQL = "SELECT revoked_before FROM \(g) WHERE id = $1"
             what = "the global cutoff"
-            binds.append(Int64(1))
+            key = .int8(1)
         }
-        let key = binds
-        binds.append(write.at)
-        binds.append(now)
 
-        let changed = try await connection.query(PostgresQuery(unsafeSQL: changedSQL, binds: binds), logger: logger)
-        var changedRows = 0
-        for try await _ in changed {
-            changedRows += 1
-        }
-        if changedRows > 0 {
+        let changed = try session.query(changedSQL, [key, .int8(write.at), .int8(now)])
+        if changed.count > 0 {
             return CutoffWriteResult(cutoff: write.at, changed: true, forced: write.force)
         }
-        let current = try await connection.query(PostgresQuery(unsafeSQL: currentSQL, binds: key), logger: logger)
-        var kept: Int64?
-        var sawRow = false
-        for try await (value) in current.decode(Int64?.self) {
-            kept = value
-            sawRow = true
-        }
-        if case .revokeAll = write, !sawRow {
+        let current = try session.query(currentSQL, [key])
+        try current.expectColumns(1)
+        let kept = current.count > 0 ? try current.int64(current.count - 1, 0) : nil
+        if case .revokeAll = write, current.count == 0 {
             throw CutoffStoreError(code: .invalidStoreFile, message: "the global row of \(layout.global) is missing")
         }
         return try CutoffWriteResult.unchanged(kept: kept, requested: write.at, what: what)

@@ -2,9 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import Logging
-internal import PostgresNIO
-
 // MARK: RP-table mode: reading the RP's own users table.
 
 /// ### Noticing changes
@@ -62,24 +59,21 @@ extension PostgresCutoffStore {
         }
 
         /// Reads the columns' types from the catalog and builds the statements.
-        func resolve(on connection: PostgresConnection, logger: Logger, description: String) async throws -> Statements
-        {
-            var name = PostgresBindings()
-            name.append(self.table.quoted)
-            let rows = try await connection.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        SELECT a.attname::text, t.typname::text
-                        FROM pg_catalog.pg_attribute AS a JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
-                        WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
-                        """,
-                    binds: name
-                ),
-                logger: logger
+        func resolve(in session: PostgresSession, description: String) throws -> Statements {
+            let rows = try session.query(
+                """
+                SELECT a.attname::text, t.typname::text
+                FROM pg_catalog.pg_attribute AS a JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
+                WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+                """,
+                [.text(self.table.quoted)]
             )
+            try rows.expectColumns(2)
             var types: [String: String] = [:]
-            for try await (column, type) in rows.decode((String, String).self) {
-                types[column] = type
+            for row in 0..<rows.count {
+                if let column = rows.text(row, 0), let type = rows.text(row, 1) {
+                    types[column] = type
+                }
             }
             guard !types.isEmpty else {
                 throw CutoffStoreError(

@@ -4,7 +4,7 @@
 
 public import Logging
 import NIOConcurrencyHelpers
-internal import PostgresNIO
+import NIOPosix
 import TokengateTokens
 
 /// The cutoff store for several gateway instances: one PostgreSQL database that every instance reads, with
@@ -23,17 +23,36 @@ import TokengateTokens
 /// let store = try PostgresCutoffStore(configuration: configuration, logger: logger)
 /// let service = CutoffSyncService(store: store, publish: holder.store)
 /// try await withThrowingDiscardingTaskGroup { group in
-///     group.addTask { await store.run() }      // the connection pool and the LISTEN connection
+///     group.addTask { await store.run() }      // the libpq threads and the LISTEN connection
 ///     try await service.start()                // first load; throws → refuse to start
 ///     group.addTask { await service.run() }    // polls, and resyncs on every notification
 ///     ...                                      // the gateway
 /// }
 /// ```
-/// ``run()`` must be running for any call to reach the database (postgres-nio's pool does its work in it); it
-/// returns when its task is cancelled or after ``close()``. Every call is bounded by
-/// ``Configuration/operationTimeout`` and then fails with ``CutoffStoreError/Code/storeUnavailable``, so a lost
-/// database turns into a stale snapshot rather than a hung sync service. The schema is created (or checked) by
-/// the first call that reaches the database, not by `init`, so a store can be made while the database is down.
+/// ``run()`` must be running for any call to reach the database (it owns the threads libpq runs on; calls made
+/// before it starts wait for it); it returns when its task is cancelled or after ``close()``. Every call is
+/// bounded by ``Configuration/operationTimeout`` and then fails with ``CutoffStoreError/Code/storeUnavailable``,
+/// so a lost database turns into a stale snapshot rather than a hung sync service. The schema is created (or
+/// checked) by the first call that reaches the database, not by `init`, so a store can be made while the database
+/// is down.
+///
+/// ### Threading (libpq)
+/// The database is reached through libpq, PostgreSQL's own C client (TLS by the system OpenSSL 3). libpq blocks,
+/// so none of it runs on a Swift-concurrency cooperative thread or a NIO event loop:
+/// - A `NIOThreadPool` of ``Configuration/maxConnections`` + 1 threads, started and stopped by ``run()``. One
+///   thread is the LISTEN connection's for as long as ``run()`` runs; the others run the calls.
+/// - A call (`load`, `apply`, ...) stays on the actor only to read its own state; it then borrows a connection
+///   from a ``PostgresConnectionPool`` (at most `maxConnections`, made on demand, kept while healthy), and runs
+///   its statements synchronously on a pool thread with that one connection, so a `PGconn` is only ever used by
+///   one thread at a time. The actor is not blocked meanwhile: other calls proceed on other connections.
+/// - Every wait inside libpq is a `poll()` bounded by the call's deadline and interruptible (``close()``,
+///   cancellation; see ``PostgresInterrupt``), so no thread can hang on a dead server (see ``PostgresConnection``
+///   for the order of the libpq calls). On top, pooled sessions run with `statement_timeout` =
+///   `operationTimeout`, so the server gives up too.
+/// - Values are always parameters (`PQsendQueryParams`, text format); table, column and channel names are
+///   validated and quoted (``PostgresIdentifier``). Connection settings go to libpq as keyword/value arrays, so no
+///   value needs quoting. libpq's and the server's error texts are logged, never returned in errors (the admin
+///   API would pass them to its client); errors say what failed and the SQLSTATE.
 ///
 /// ### Writes (copy mode)
 /// One transaction: `SET LOCAL synchronous_commit = on` (so a role or database default of `off` cannot make an
@@ -53,70 +72,58 @@ import TokengateTokens
 ///   at once if the operator runs `NOTIFY <channel>, '*'`.
 ///
 /// ### Scale
-/// Every change makes every instance reload the whole table (one streamed `SELECT`); fine for the admin-rate
-/// writes of up to some hundred thousand users, and the place to add delta reloads when tables grow larger.
+/// Every change makes every instance reload the whole table (one `SELECT`, copied out of libpq's result); fine
+/// for the admin-rate writes of up to some hundred thousand users, and the place to add delta reloads when tables
+/// grow larger.
 public actor PostgresCutoffStore: CutoffStore {
     /// The schema version this code writes and understands (copy mode).
     public static let schemaVersion: Int64 = 1
 
-    private nonisolated let configuration: Configuration
+    nonisolated let configuration: Configuration
     nonisolated let source: Source
-    private nonisolated let client: PostgresClient
-    private nonisolated let listenConfiguration: PostgresConnection.Configuration
-    private nonisolated let logger: Logger
-    private nonisolated let signalSink: AsyncStream<CutoffChangeSignal>.Continuation
-    private nonisolated let closedSignal: AsyncStream<Void>
-    private nonisolated let closedSink: AsyncStream<Void>.Continuation
-    private nonisolated let runState = NIOLockedValueBox(RunState())
+    /// libpq settings of the pooled connections and of the LISTEN connection.
+    nonisolated let poolParameters: ConnectParameters
+    nonisolated let listenParameters: ConnectParameters
+    nonisolated let pool: PostgresConnectionPool
+    nonisolated let threadPool: NIOThreadPool
+    nonisolated let logger: Logger
+    /// The last libpq/server text logged, so an outage logs its cause once rather than at every poll.
+    nonisolated let lastLoggedDetail = NIOLockedValueBox<String?>(nil)
+    nonisolated let signalSink: AsyncStream<CutoffChangeSignal>.Continuation
+    nonisolated let closedSignal: AsyncStream<Void>
+    nonisolated let closedSink: AsyncStream<Void>.Continuation
+    nonisolated let runState = NIOLockedValueBox(RunState())
 
     /// The SQL for the configured mode, once the schema exists (copy mode) or the RP table's columns were
     /// checked (RP-table mode).
     private var statements: Statements?
-    private var isClosed = false
+    private(set) var isClosed = false
 
     public nonisolated let storeDescription: String
     public nonisolated let changeSignals: AsyncStream<CutoffChangeSignal>?
 
-    private struct RunState {
+    struct RunState {
         var started = false
         var listening = false
     }
 
-    /// Checks the configuration (identifiers, TLS files) without touching the network.
+    /// Checks the configuration (identifiers, connection values, TLS files) without touching the network.
     ///
     /// - Throws: ``CutoffStoreError/Code/invalidStoreConfiguration`` for a table, column or channel name that is
-    ///   not a plain SQL identifier, or a TLS setting that cannot be used.
+    ///   not a plain SQL identifier, a host, user, database or password libpq cannot take, or a TLS setting that
+    ///   cannot be used.
     public init(configuration: Configuration, logger: Logger = Logger(label: "tokengate.cutoffs.postgres")) throws {
         self.configuration = configuration
         self.logger = logger
         self.source = try Source(configuration)
         _ = try PostgresIdentifier(configuration.notifyChannel, what: "the notify channel", allowSchema: false)
         self.storeDescription = configuration.description
-
-        let (clientTLS, connectionTLS) = try Self.tls(configuration)
-        var clientConfiguration = PostgresClient.Configuration(
-            host: configuration.host,
-            port: configuration.port,
-            username: configuration.user,
-            password: configuration.password,
-            database: configuration.database,
-            tls: clientTLS
-        )
-        clientConfiguration.options.connectTimeout = configuration.connectTimeout
-        clientConfiguration.options.maximumConnections = max(1, configuration.maxConnections)
-        clientConfiguration.options.minimumConnections = 0
-        self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
-
-        var listenConfiguration = PostgresConnection.Configuration(
-            host: configuration.host,
-            port: configuration.port,
-            username: configuration.user,
-            password: configuration.password,
-            database: configuration.database,
-            tls: connectionTLS
-        )
-        listenConfiguration.options.connectTimeout = .nanoseconds(configuration.connectTimeout.nanosecondsClamped)
-        self.listenConfiguration = listenConfiguration
+        self.poolParameters = try Self.connectParameters(configuration, listening: false)
+        self.listenParameters = try Self.connectParameters(configuration, listening: true)
+        let connections = max(1, configuration.maxConnections)
+        self.pool = PostgresConnectionPool(maxConnections: connections)
+        // One thread per pooled connection, plus the LISTEN connection's.
+        self.threadPool = NIOThreadPool(numberOfThreads: connections + 1)
 
         // Newest-only: signals are hints to resync, so a burst of them needs one resync, not one each.
         let (signals, signalSink) = AsyncStream.makeStream(
@@ -132,8 +139,13 @@ public actor PostgresCutoffStore: CutoffStore {
         self.runState.withLockedValue { $0.listening }
     }
 
-    /// Runs the connection pool and the LISTEN connection until the calling task is cancelled or ``close()`` is
-    /// called. Call it once, in a task that lives as long as the store; a second call returns at once.
+    /// Runs the libpq threads, the connection pool and the LISTEN connection until the calling task is cancelled
+    /// or ``close()`` is called. Call it once, in a task that lives as long as the store; a second call returns at
+    /// once.
+    ///
+    /// Order on the way out: the LISTEN thread is woken and left to finish, the pool refuses new calls and drops
+    /// its idle connections, then the thread pool is shut down, which waits for calls still on a thread (each
+    /// ends by its deadline, or at once when interrupted by ``close()`` or its caller's cancellation).
     public nonisolated func run() async {
         let first = self.runState.withLockedValue { state in
             defer { state.started = true }
@@ -143,15 +155,41 @@ public actor PostgresCutoffStore: CutoffStore {
             self.logger.error("PostgresCutoffStore.run() called twice; the second call does nothing")
             return
         }
+        self.threadPool.start()
+        self.pool.start()
+        let stopListening: PostgresInterrupt?
+        do {
+            stopListening = try PostgresInterrupt()
+        } catch {
+            self.logger.error(
+                "cutoff store cannot start its LISTEN connection; changes arrive by polling only",
+                metadata: ["error": "\(error)", "store": "\(self.storeDescription)"])
+            stopListening = nil
+        }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.client.run() }
-            group.addTask { await self.listenLoop() }
+            if let stopListening {
+                group.addTask {
+                    await withTaskCancellationHandler {
+                        // Runs until stopped: this is the thread the LISTEN connection keeps.
+                        try? await self.threadPool.runIfActive { self.listenLoop(stop: stopListening) }
+                    } onCancel: {
+                        stopListening.fire()
+                    }
+                }
+            }
             group.addTask {
                 for await _ in self.closedSignal {}
             }
             // Whichever ends first (close() finished the closed signal, or we were cancelled) ends them all.
             await group.next()
+            stopListening?.fire()
             group.cancelAll()
+        }
+        self.pool.close()
+        do {
+            try await self.threadPool.shutdownGracefully()
+        } catch {
+            self.logger.error("cutoff store threads did not stop cleanly", metadata: ["error": "\(error)"])
         }
     }
 
@@ -159,18 +197,21 @@ public actor PostgresCutoffStore: CutoffStore {
 
     public func load() async throws -> CutoffTable {
         let statements = try await self.ready()
-        let sql = statements.load
         let description = self.storeDescription
-        return try await self.withConnection { connection, logger in
+        return try await self.withConnection { session in
+            let rows = try session.query(statements.load)
+            try rows.expectColumns(4)
             var table = CutoffTable()
             var sawGlobalRow = false
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-            for try await (kind, user, first, second) in rows.decode((Int64, String?, Int64?, Int64?).self) {
+            for row in 0..<rows.count {
+                let kind = try rows.int64(row, 0)
+                let first = try rows.int64(row, 2)
+                let second = try rows.int64(row, 3)
                 if kind == 0 {
                     sawGlobalRow = true
                     table.globalRevokedBefore = first
                     table.forceEpoch = second ?? 0
-                } else if let user, !user.isEmpty {
+                } else if let user = rows.text(row, 1), !user.isEmpty {
                     // An RP table without a unique user id may hold a user twice; the later cutoffs win.
                     let loaded = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
                     if let existing = table.users[user] {
@@ -192,50 +233,43 @@ public actor PostgresCutoffStore: CutoffStore {
 
     public func changeMarker() async throws -> String? {
         let statements = try await self.ready()
-        let sql = statements.marker
-        return try await self.withConnection { connection, logger in
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-            var marker: String?
-            for try await (value) in rows.decode(String?.self) {
-                marker = value
-            }
-            return marker
+        return try await self.withConnection { session in
+            let rows = try session.query(statements.marker)
+            try rows.expectColumns(1)
+            return rows.count > 0 ? rows.text(rows.count - 1, 0) : nil
         }
     }
 
     public func lookup(user: String) async throws -> CutoffLookup {
         let statements = try await self.ready()
-        var binds = PostgresBindings()
+        let key: PostgresValue
         switch statements.lookupUserID {
         case .text:
-            binds.append(user)
+            key = .text(user)
         case .integer:
             guard let id = Int64(user) else {
                 // The RP's ids are integers; this id cannot be one of them.
                 return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
             }
-            binds.append(id)
+            key = .int8(id)
         }
-        let query = PostgresQuery(unsafeSQL: statements.lookup, binds: binds)
         let description = self.storeDescription
         let hasGlobalRow = statements.hasGlobalRow
-        return try await self.withConnection { connection, logger in
-            let rows = try await connection.query(query, logger: logger)
-            var result: CutoffLookup?
-            for try await (global, revoked, api) in rows.decode((Int64?, Int64?, Int64?).self) {
-                result = CutoffLookup(
-                    user: UserCutoffs(revokedBefore: revoked, apiRevokedBefore: api),
-                    globalRevokedBefore: global
-                )
-            }
-            guard let result else {
+        return try await self.withConnection { session in
+            let rows = try session.query(statements.lookup, [key])
+            try rows.expectColumns(3)
+            guard rows.count > 0 else {
                 if hasGlobalRow {
                     throw CutoffStoreError(
                         code: .invalidStoreFile, message: "\(description): the global row is missing")
                 }
                 return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
             }
-            return result
+            let last = rows.count - 1
+            return CutoffLookup(
+                user: UserCutoffs(revokedBefore: try rows.int64(last, 1), apiRevokedBefore: try rows.int64(last, 2)),
+                globalRevokedBefore: try rows.int64(last, 0)
+            )
         }
     }
 
@@ -252,25 +286,24 @@ public actor PostgresCutoffStore: CutoffStore {
         let channel = self.configuration.notifyChannel
         let statementTimeout = self.configuration.operationTimeout.millisecondsClamped
         let now = CutoffSyncService.systemNow()
-        return try await self.withConnection { connection, logger in
-            try await Self.transaction(connection, logger: logger) {
-                try await Self.execute(connection, logger, "SET LOCAL synchronous_commit = on")
-                try await Self.execute(connection, logger, "SET LOCAL statement_timeout = \(statementTimeout)")
-                let result = try await Self.write(write, layout: layout, now: now, on: connection, logger: logger)
+        return try await self.withConnection { session in
+            try session.transaction {
+                try session.execute("SET LOCAL synchronous_commit = on")
+                // An integer we computed, not input: safe in the SQL text (SET takes no parameters).
+                try session.execute("SET LOCAL statement_timeout = \(statementTimeout)")
+                let result = try Self.write(write, layout: layout, now: now, in: session)
                 if result.changed {
                     // Sent at COMMIT, and only if it commits: every instance reloads after the write is durable.
-                    var binds = PostgresBindings()
-                    binds.append(channel)
-                    binds.append(result.forced ? "*" : (write.user ?? "*"))
-                    try await Self.execute(connection, logger, "SELECT pg_notify($1, $2)", binds)
+                    try session.execute(
+                        "SELECT pg_notify($1, $2)", [.text(channel), .text(result.forced ? "*" : (write.user ?? "*"))])
                 }
                 return result
             }
         }
     }
 
-    /// Stops ``run()`` (and with it the pool and the LISTEN connection) and ends ``changeSignals``. Later calls
-    /// fail with ``CutoffStoreError/Code/storeUnavailable``.
+    /// Stops ``run()`` (and with it the threads, the pool and the LISTEN connection) and ends ``changeSignals``.
+    /// Later calls fail with ``CutoffStoreError/Code/storeUnavailable``.
     public func close() async throws {
         self.isClosed = true
         self.signalSink.finish()
@@ -327,217 +360,18 @@ extension PostgresCutoffStore {
         }
         let source = self.source
         let description = self.storeDescription
-        let statements: Statements = try await self.withConnection { connection, logger in
+        let logger = self.logger
+        let statements: Statements = try await self.withConnection { session in
             switch source {
             case .copy(let layout):
-                try await Self.createOrCheckSchema(layout, on: connection, logger: logger, description: description)
+                try Self.createOrCheckSchema(layout, in: session, logger: logger, description: description)
                 return layout.statements
             case .rpTable(let layout):
-                return try await layout.resolve(on: connection, logger: logger, description: description)
+                return try layout.resolve(in: session, description: description)
             }
         }
         self.statements = statements
         return statements
-    }
-}
-
-// MARK: Connections, transactions, errors.
-
-extension PostgresCutoffStore {
-    /// Runs `body` on a pooled connection within ``Configuration/operationTimeout``; maps every failure to a
-    /// ``CutoffStoreError``.
-    func withConnection<T: Sendable>(
-        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
-    ) async throws -> T {
-        if self.isClosed {
-            throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
-        }
-        let client = self.client
-        let logger = self.logger
-        let description = self.storeDescription
-        let timeout = self.configuration.operationTimeout
-        do {
-            return try await withDeadline(
-                timeout,
-                timeoutError: {
-                    CutoffStoreError(
-                        code: .storeUnavailable,
-                        message:
-                            "\(description): no answer within \(timeout) (is the server up, and store.run() running?)"
-                    )
-                }
-            ) {
-                try await client.withConnection { connection in
-                    try await body(connection, logger)
-                }
-            }
-        } catch {
-            throw Self.storeError(error, description: description)
-        }
-    }
-
-    /// `BEGIN`, `body`, `COMMIT`; `ROLLBACK` when `body` throws. An error at `COMMIT` leaves the outcome unknown
-    /// and is reported as unavailable: the caller may retry, and a retried forward-only write is harmless.
-    static func transaction<T: Sendable>(
-        _ connection: PostgresConnection,
-        logger: Logger,
-        _ body: () async throws -> T
-    ) async throws -> T {
-        try await Self.execute(connection, logger, "BEGIN")
-        let value: T
-        do {
-            value = try await body()
-        } catch {
-            try? await Self.execute(connection, logger, "ROLLBACK")
-            throw error
-        }
-        try await Self.execute(connection, logger, "COMMIT")
-        return value
-    }
-
-    /// Runs a statement and drains its rows.
-    static func execute(
-        _ connection: PostgresConnection,
-        _ logger: Logger,
-        _ sql: String,
-        _ binds: PostgresBindings = PostgresBindings()
-    ) async throws {
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-        for try await _ in rows {}
-    }
-
-    /// A ``CutoffStoreError`` for any failure. The message has postgres-nio's error code, the server's SQLSTATE
-    /// and message, or the connection error; never the password (PostgreSQL's own messages never contain it, and
-    /// postgres-nio's `description` is deliberately generic, so the fields are picked one by one).
-    static func storeError(_ error: any Error, description: String) -> CutoffStoreError {
-        if let error = error as? CutoffStoreError {
-            return error
-        }
-        if let error = error as? PSQLError {
-            var parts = ["\(error.code)"]
-            if let state = error.serverInfo?[.sqlState] {
-                parts.append("SQLSTATE \(state)")
-            }
-            if let message = error.serverInfo?[.message] {
-                parts.append(message)
-            }
-            if let underlying = error.underlying {
-                parts.append("\(underlying)")
-            }
-            return CutoffStoreError(
-                code: .storeUnavailable, message: "\(description): \(parts.joined(separator: ": "))")
-        }
-        if error is PostgresDecodingError {
-            return CutoffStoreError(
-                code: .invalidStoreFile,
-                message: "\(description): a column holds a value of an unexpected type"
-            )
-        }
-        if error is CancellationError {
-            return CutoffStoreError(code: .storeUnavailable, message: "\(description): cancelled")
-        }
-        return CutoffStoreError(code: .storeUnavailable, message: "\(description): \(error)")
-    }
-
-    private static func tls(
-        _ configuration: Configuration
-    ) throws -> (PostgresClient.Configuration.TLS, PostgresConnection.Configuration.TLS) {
-        if configuration.tls.isDisabled {
-            return (.disable, .disable)
-        }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if configuration.tls.isRequired {
-            tls.certificateVerification = .fullVerification
-            if let caFile = configuration.tlsCAFile {
-                tls.trustRoots = .file(caFile)
-            }
-        } else {
-            // libpq's `prefer`: encryption if offered, no certificate check (documented on TLSMode.prefer).
-            tls.certificateVerification = .none
-        }
-        let context: NIOSSLContext
-        do {
-            context = try NIOSSLContext(configuration: tls)
-        } catch {
-            throw CutoffStoreError(
-                code: .invalidStoreConfiguration,
-                message:
-                    "postgres: the TLS settings cannot be used (CA file \(configuration.tlsCAFile ?? "none")): \(error)"
-            )
-        }
-        if configuration.tls.isRequired {
-            return (.require(tls), .require(context))
-        }
-        return (.prefer(tls), .prefer(context))
-    }
-}
-
-// MARK: The LISTEN connection.
-
-extension PostgresCutoffStore {
-    /// Keeps one connection listening on the notify channel and turns notifications into ``changeSignals``.
-    ///
-    /// Every (re)established LISTEN also yields a signal: notifications sent while the connection was down are
-    /// lost, so the sync service must reload to catch up. Reconnects back off from 100 ms to 2 s.
-    private nonisolated func listenLoop() async {
-        let channel = self.configuration.notifyChannel
-        var delay = Duration.milliseconds(100)
-        var connectionID = 0
-        var failing = false
-        while !Task.isCancelled {
-            connectionID += 1
-            do {
-                let connection = try await PostgresConnection.connect(
-                    configuration: self.listenConfiguration,
-                    id: connectionID,
-                    logger: self.logger
-                )
-                do {
-                    try await connection.listen(on: channel) { notifications in
-                        self.runState.withLockedValue { $0.listening = true }
-                        if failing {
-                            self.logger.info(
-                                "cutoff store LISTEN connection is back",
-                                metadata: ["store": "\(self.storeDescription)"])
-                        }
-                        failing = false
-                        delay = .milliseconds(100)
-                        self.signalSink.yield(CutoffChangeSignal(user: nil))
-                        for try await notification in notifications {
-                            let payload = notification.payload
-                            self.signalSink.yield(
-                                CutoffChangeSignal(user: payload == "*" || payload.isEmpty ? nil : payload))
-                        }
-                    }
-                } catch {
-                    self.listenFailed(error, alreadyFailing: &failing)
-                }
-                self.runState.withLockedValue { $0.listening = false }
-                try? await connection.close()
-            } catch {
-                self.listenFailed(error, alreadyFailing: &failing)
-            }
-            self.runState.withLockedValue { $0.listening = false }
-            if Task.isCancelled {
-                break
-            }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(2))
-        }
-    }
-
-    private nonisolated func listenFailed(_ error: any Error, alreadyFailing: inout Bool) {
-        if Task.isCancelled {
-            return
-        }
-        // Logged once per outage; polling keeps the snapshot current meanwhile (and the sync service reports stale).
-        if !alreadyFailing {
-            self.logger.warning(
-                "cutoff store LISTEN connection lost; retrying, changes arrive by polling meanwhile",
-                metadata: ["error": "\(Self.storeError(error, description: self.storeDescription))"]
-            )
-        }
-        alreadyFailing = true
     }
 }
 
@@ -546,11 +380,5 @@ extension Duration {
     var millisecondsClamped: Int64 {
         let (seconds, attoseconds) = self.components
         return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
-
-    /// Nanoseconds for NIO's `TimeAmount`.
-    var nanosecondsClamped: Int64 {
-        let (seconds, attoseconds) = self.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
