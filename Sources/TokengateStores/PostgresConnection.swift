@@ -51,23 +51,21 @@ final class PostgresConnection: @unchecked Sendable {
         !self.broken && PQstatus(self.handle) == CONNECTION_OK && PQtransactionStatus(self.handle) == PQTRANS_IDLE
     }
 
-    /// Whether an idle pooled connection is still up, checked without waiting before it is lent out.
+    /// Whether an idle pooled connection may be lent out, checked without waiting.
     ///
-    /// A server that restarts or ends idle sessions says so (an error message, then end of file) on the idle
-    /// socket; without this check the next call would be the one to find out, and fail. So: if the socket is
-    /// readable now, `PQconsumeInput` reads what is there and `PQstatus` tells whether the connection survived.
+    /// A pooled connection does not `LISTEN`, so while idle the server has nothing to say to it, except when it
+    /// is going away: a restart or an idle-session limit sends an error message and then closes the socket. Reading
+    /// that is not enough to see it (`PQconsumeInput` reads the message but libpq marks the connection bad only
+    /// when it reads the end of file, on a later call), so any byte waiting on an idle socket condemns the
+    /// connection: the caller connects afresh, and a server restart costs no failed call. The rare harmless
+    /// message (a `ParameterStatus` after a configuration reload) costs one reconnect.
     func isAliveWhileIdle() -> Bool {
         let socket = PQsocket(self.handle)
         guard !self.broken, socket >= 0, PQstatus(self.handle) == CONNECTION_OK else {
             return false
         }
         var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        if poll(&descriptor, 1, 0) > 0 {
-            if PQconsumeInput(self.handle) == 0 {
-                return false
-            }
-        }
-        return PQstatus(self.handle) == CONNECTION_OK
+        return poll(&descriptor, 1, 0) == 0
     }
 
     /// Connects with keyword/value arrays (`PQconnectStartParams`, `expand_dbname` 0): no conninfo string is
