@@ -28,13 +28,14 @@ extension PostgresCutoffStore {
         public var notifyChannel: String
         /// When set, cutoffs are read from the RP's own users table instead of `table` (read-only).
         public var rpTable: RPTable?
-        /// Longest time one store call may take, waiting for a pooled connection included; after it the call fails
-        /// with ``CutoffStoreError/Code/storeUnavailable`` so the sync service can report the store as lost instead
-        /// of hanging (the pool itself keeps waiting for a server for up to a minute).
+        /// Longest time one store call may take, waiting for a pooled connection and connecting included; after it
+        /// the call fails with ``CutoffStoreError/Code/storeUnavailable`` so the sync service can report the store
+        /// as lost instead of hanging. Also the pooled sessions' `statement_timeout`, so the server gives up too.
         public var operationTimeout: Duration
-        /// Longest time to establish one connection.
+        /// Longest time to establish one connection (for a call, also within ``operationTimeout``).
         public var connectTimeout: Duration
-        /// The most pooled connections (the LISTEN connection comes on top).
+        /// The most pooled connections (the LISTEN connection comes on top), and the number of threads that run
+        /// libpq calls.
         public var maxConnections: Int
 
         public init(
