@@ -11,18 +11,20 @@ import TokengateTokens
 /// The libpq layer against the real server: connections the server ends. In the serialized suite, as they end
 /// every tokengate session of the test database.
 extension PostgresCutoffStoreTests {
-    /// Ends the server sessions of `application` (`tokengate` pooled, `tokengate-listen`) and waits until they
-    /// are gone.
+    /// Ends the server sessions of `application` (`tokengate` pooled, `tokengate-listen`) and waits until those
+    /// sessions are gone (by pid: the LISTEN connection comes back under a new one within milliseconds).
     static func terminate(application: String) async throws {
-        let count = try PostgresTestServer.psql(
+        let pids = try PostgresTestServer.psql(
             """
-            SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-            WHERE application_name = '\(application)' AND datname = current_database()
+            WITH ended AS (
+                SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE application_name = '\(application)' AND datname = current_database()
+            )
+            SELECT coalesce(string_agg(pid::text, ','), '') FROM ended
             """)
-        #expect(Int(count) ?? 0 > 0, "no \(application) session to end")
+        try #require(!pids.isEmpty, "no \(application) session to end")
         let gone = try await eventually(timeout: .seconds(5)) {
-            try PostgresTestServer.psql(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '\(application)'") == "0"
+            try PostgresTestServer.psql("SELECT count(*) FROM pg_stat_activity WHERE pid IN (\(pids))") == "0"
         }
         #expect(gone)
     }
