@@ -45,6 +45,12 @@ let package = Package(
             pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"]), .brew(["nghttp2"])]
         ),
+        // PostgreSQL's own C client; it does its TLS with the same system OpenSSL 3.
+        .systemLibrary(
+            name: "CTokengatePQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         .target(
             name: "CTokengateShims",
             dependencies: ["CTokengateOpenSSL", "CTokengateNghttp2"]
@@ -101,7 +107,7 @@ let package = Package(
         .target(
             name: "TokengateStores",
             dependencies: [
-                "TokengateTokens",
+                "TokengateTokens", "CTokengatePQ", "CTokengateOpenSSL",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

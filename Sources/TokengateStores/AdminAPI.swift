@@ -243,7 +243,9 @@ public struct AdminAPI: Sendable {
                 writer.field("current", error.keptCutoff)
             }
         case .readOnlyStore:
-            return .error(409, "read_only_store", "the configured cutoff store is read-only")
+            // The store's message says where cutoffs are changed instead (the RP's own table, the JSON file); it
+            // names a table or a file, never a secret, and this listener is authenticated.
+            return .error(409, "read_only_store", error.message)
         default:
             return .error(503, "store_unavailable", "the cutoff store is unavailable; the last snapshot stays in force")
         }

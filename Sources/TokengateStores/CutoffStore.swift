@@ -5,7 +5,7 @@
 public import TokengateTokens
 
 /// A source of truth for cutoffs: the SQLite file (``SQLiteCutoffStore``), a read-only JSON file
-/// (``JSONFileCutoffStore``) and later PostgreSQL.
+/// (``JSONFileCutoffStore``) and PostgreSQL (``PostgresCutoffStore``).
 ///
 /// Stores are control-plane objects: every call may block on I/O and is `async`. The request path never
 /// calls a store; it reads the ``CutoffSnapshot`` that ``CutoffSyncService`` builds from ``load()``.
@@ -29,6 +29,32 @@ public protocol CutoffStore: Sendable {
 
     /// Releases the store's resources. Later calls fail with ``CutoffStoreError/Code/storeUnavailable``.
     func close() async throws
+
+    /// Pushed hints that the store's content changed (PostgreSQL's LISTEN/NOTIFY), so that
+    /// ``CutoffSyncService/run()`` resyncs at once instead of at its next poll; `nil` for stores that can only be
+    /// polled. The default implementation returns `nil`.
+    ///
+    /// The stream has one consumer (the store's one sync service) and may coalesce signals: a consumer must treat
+    /// every signal as "something may have changed; resync", never as the complete list of changes. Polling stays
+    /// on as the safety net for a lost signal.
+    var changeSignals: AsyncStream<CutoffChangeSignal>? { get }
+}
+
+extension CutoffStore {
+    public var changeSignals: AsyncStream<CutoffChangeSignal>? {
+        nil
+    }
+}
+
+/// A hint from a store that its content changed.
+public struct CutoffChangeSignal: Sendable, Hashable {
+    /// The user whose cutoffs changed, or `nil` when anything may have changed (the global cutoff, a forced
+    /// write, a reconnect after which notifications may have been missed).
+    public var user: String?
+
+    public init(user: String?) {
+        self.user = user
+    }
 }
 
 /// One user's cutoffs together with the global cutoff, as an admin sees them.

@@ -19,6 +19,7 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
             case storeUnavailable = "store_unavailable"
             case invalidStoreFile = "invalid_store_file"
             case unsupportedSchema = "unsupported_schema"
+            case invalidStoreConfiguration = "invalid_store_configuration"
         }
 
         private let base: Base
@@ -42,6 +43,9 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
         public static let invalidStoreFile = Code(.invalidStoreFile)
         /// The database was written by a newer tokengate with a schema this one does not know.
         public static let unsupportedSchema = Code(.unsupportedSchema)
+        /// The store's settings cannot work: a table or column name that is not a plain SQL identifier, an
+        /// RP table or column that does not exist, or a column type the store cannot read as a time.
+        public static let invalidStoreConfiguration = Code(.invalidStoreConfiguration)
 
         /// The stable snake_case name, also used as the admin API's `error` field.
         public var description: String {

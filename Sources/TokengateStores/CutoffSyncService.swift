@@ -20,7 +20,8 @@ public import TokengateTokens
 /// ``CutoffTable`` and hands to `publish` (the gateway passes `holder.store(_:)` of its lock-free holder).
 /// The service loads the store at ``start()`` (a failure there means "refuse to start"), then ``run()`` polls
 /// the store's cheap ``CutoffStore/changeMarker()`` every ``Configuration/pollInterval`` and reloads when it
-/// changed, plus a full reload every ``Configuration/fullReloadInterval`` as a safety net.
+/// changed, plus a full reload every ``Configuration/fullReloadInterval`` as a safety net. A store that pushes
+/// ``CutoffStore/changeSignals`` (PostgreSQL) gets a full reload on every signal, without waiting for the poll.
 ///
 /// ### Rules
 /// - **Forward only.** A reload is merged onto the enforced table with ``CutoffTable/mergedForward(onto:)``,
@@ -126,16 +127,40 @@ public actor CutoffSyncService {
         try await self.reloadLocked(marker: try? await self.store.changeMarker())
     }
 
-    /// Polls the store until the task is cancelled. Call after ``start()``.
+    /// Polls the store until the task is cancelled, and resyncs at once on every ``CutoffStore/changeSignals``
+    /// hint the store pushes (PostgreSQL's LISTEN/NOTIFY). Call after ``start()``.
+    ///
+    /// Polling goes on next to the signals: a signal can be lost (a notification sent while the listening
+    /// connection was down), and an operator's own SQL may change the store without sending one.
     public func run() async {
-        while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: self.configuration.pollInterval)
-            } catch {
-                return
+        let signals = self.store.changeSignals
+        await withTaskGroup(of: Void.self) { group in
+            if let signals {
+                group.addTask {
+                    for await _ in signals {
+                        await self.resync()
+                    }
+                }
             }
-            await self.poll()
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: self.configuration.pollInterval)
+                    } catch {
+                        return
+                    }
+                    await self.poll()
+                }
+            }
+            await group.waitForAll()
         }
+    }
+
+    /// Reloads the whole store now, whatever its change marker says; what ``run()`` does on a change signal.
+    /// Failures are recorded, logged and leave the snapshot, as in ``poll()``.
+    public func resync() async {
+        self.needsFullReload = true
+        await self.poll()
     }
 
     /// One poll: reload if the store's marker changed, a forced write is pending, or a full reload is due;

@@ -71,3 +71,30 @@ public struct CutoffWriteResult: Sendable, Hashable {
         self.forced = forced
     }
 }
+
+extension CutoffWriteResult {
+    /// The result of a non-forced write whose guarded statement changed nothing, shared by the stores that
+    /// decide forward-only inside one SQL statement and then read the kept value: the same time was already
+    /// stored (success, unchanged), or a later one (refused with ``CutoffStoreError/Code/cutoffWouldMoveBackward``).
+    ///
+    /// - Parameters:
+    ///   - kept: The value stored after the guarded statement; `nil` when there is none.
+    ///   - requested: The time the write asked for.
+    ///   - what: Names the cutoff in messages ("the global cutoff").
+    static func unchanged(kept: Int64?, requested: Int64, what: String) throws -> CutoffWriteResult {
+        guard let kept, kept >= requested else {
+            // The guarded statement changed nothing yet the stored value is earlier: a concurrent forced write
+            // moved it back between our two statements. Report it as unavailable so the caller retries.
+            throw CutoffStoreError(code: .storeUnavailable, message: "\(what) changed concurrently; retry")
+        }
+        if kept == requested {
+            return CutoffWriteResult(cutoff: kept, changed: false, forced: false)
+        }
+        throw CutoffStoreError(
+            code: .cutoffWouldMoveBackward,
+            message: "\(what) is already \(kept), later than the requested \(requested); "
+                + "cutoffs only move forward unless forced",
+            keptCutoff: kept
+        )
+    }
+}

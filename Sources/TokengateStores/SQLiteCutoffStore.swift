@@ -195,7 +195,7 @@ public actor SQLiteCutoffStore: CutoffStore {
         }
         let current = try await self.rows("SELECT \(c) FROM user_cutoffs WHERE user_id = ?1", [.text(user)])
         let kept = try current.first.flatMap { try self.time($0.columns[0].data) }
-        return try Self.unchangedResult(kept: kept, requested: at, what: "the user's \(c)")
+        return try CutoffWriteResult.unchanged(kept: kept, requested: at, what: "the user's \(c)")
     }
 
     private func writeGlobal(at: Int64, force: Bool, now: Int64) async throws -> CutoffWriteResult {
@@ -215,24 +215,10 @@ public actor SQLiteCutoffStore: CutoffStore {
                 message: "\(self.storeDescription): the global_cutoff row is missing"
             )
         }
-        return try Self.unchangedResult(kept: try self.time(row.columns[0].data), requested: at, what: "the global cutoff")
-    }
-
-    /// A non-forced write that changed nothing: the same time was stored (success), or a later one (refused).
-    private static func unchangedResult(kept: Int64?, requested: Int64, what: String) throws -> CutoffWriteResult {
-        guard let kept, kept >= requested else {
-            // The guarded statement changed nothing yet the stored value is earlier: a concurrent forced write
-            // moved it back between our two statements. Report it as unavailable so the caller retries.
-            throw CutoffStoreError(code: .storeUnavailable, message: "\(what) changed concurrently; retry")
-        }
-        if kept == requested {
-            return CutoffWriteResult(cutoff: kept, changed: false, forced: false)
-        }
-        throw CutoffStoreError(
-            code: .cutoffWouldMoveBackward,
-            message: "\(what) is already \(kept), later than the requested \(requested); "
-                + "cutoffs only move forward unless forced",
-            keptCutoff: kept
+        return try CutoffWriteResult.unchanged(
+            kept: try self.time(row.columns[0].data),
+            requested: at,
+            what: "the global cutoff"
         )
     }
 
@@ -241,10 +227,10 @@ public actor SQLiteCutoffStore: CutoffStore {
         self.state = .closed
         switch previous {
         case .open(let connection):
-            try await connection.sqlite.close()
+            try await Self.closeIgnoringCancellation(connection.sqlite)
         case .opening(let task):
             if let connection = try? await task.value {
-                try await connection.sqlite.close()
+                try await Self.closeIgnoringCancellation(connection.sqlite)
             }
         case .idle, .closed:
             break
@@ -308,7 +294,7 @@ extension SQLiteCutoffStore {
                 let connection = try await task.value
                 guard case .opening = self.state else {
                     // Closed while opening.
-                    try? await connection.sqlite.close()
+                    try? await Self.closeIgnoringCancellation(connection.sqlite)
                     throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
                 }
                 self.state = .open(connection)
@@ -327,7 +313,17 @@ extension SQLiteCutoffStore {
         if case .open(let current) = self.state, current.sqlite === connection.sqlite {
             self.state = .idle
         }
-        try? await connection.sqlite.close()
+        try? await Self.closeIgnoringCancellation(connection.sqlite)
+    }
+
+    /// Closes `sqlite` even when the calling task is cancelled (the sync service's run loop stopping mid-poll).
+    ///
+    /// sqlite-nio runs `close` on its thread pool with `runIfActive`, which throws at once in a cancelled task
+    /// without closing; the connection would then be released open, which leaks the handle and trips
+    /// sqlite-nio's "not closed before deinitializing" assertion. An unstructured task does not inherit the
+    /// cancellation.
+    static func closeIgnoringCancellation(_ sqlite: SQLiteConnection) async throws {
+        try await Task { try await sqlite.close() }.value
     }
 
     private nonisolated func unavailable(_ error: any Error) -> CutoffStoreError {
@@ -391,7 +387,7 @@ extension SQLiteCutoffStore {
         do {
             try await Self.configure(sqlite, description: description)
         } catch {
-            try? await sqlite.close()
+            try? await Self.closeIgnoringCancellation(sqlite)
             if let error = error as? CutoffStoreError {
                 throw error
             }
@@ -402,7 +398,7 @@ extension SQLiteCutoffStore {
         }
 
         guard let after = FileIdentity(path: path), before == nil || before == after else {
-            try? await sqlite.close()
+            try? await Self.closeIgnoringCancellation(sqlite)
             throw unavailable("the database file was replaced while it was being opened")
         }
         return OpenConnection(sqlite: sqlite, identity: after)

@@ -1,0 +1,247 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+
+extension PostgresCutoffStore {
+    /// Where the database is and how the store uses it. Plain values: the configuration module fills them from
+    /// `cutoffs: { postgres: ... }` (``init(url:password:)`` parses the URL form), and the caller reads the
+    /// password from its file.
+    ///
+    /// The description never contains the password, so logging a configuration is safe.
+    public struct Configuration: Sendable, CustomStringConvertible, CustomReflectable {
+        public var host: String
+        public var port: Int
+        public var user: String
+        public var database: String
+        /// The password, read by the caller from a file; `nil` for trust, peer or certificate authentication.
+        /// Never logged, never part of an error message.
+        public var password: String?
+        public var tls: TLSMode
+        /// PEM file with the CA certificates that ``TLSMode/require`` trusts; `nil` for the system's trust store.
+        public var tlsCAFile: String?
+        /// The cutoff table in copy mode (`name` or `schema.name`); the global cutoff, the schema version and the
+        /// change counters live in `<table>_global`. Ignored in RP-table mode.
+        public var table: String
+        /// The channel of `NOTIFY`/`LISTEN`; every instance sharing the database must use the same one.
+        public var notifyChannel: String
+        /// When set, cutoffs are read from the RP's own users table instead of `table` (read-only).
+        public var rpTable: RPTable?
+        /// Longest time one store call may take, waiting for a pooled connection and connecting included; after it
+        /// the call fails with ``CutoffStoreError/Code/storeUnavailable`` so the sync service can report the store
+        /// as lost instead of hanging. Also the pooled sessions' `statement_timeout`, so the server gives up too.
+        public var operationTimeout: Duration
+        /// Longest time to establish one connection (for a call, also within ``operationTimeout``).
+        public var connectTimeout: Duration
+        /// The most pooled connections (the LISTEN connection comes on top), and the number of threads that run
+        /// libpq calls.
+        public var maxConnections: Int
+
+        public init(
+            host: String,
+            port: Int = 5432,
+            user: String,
+            database: String,
+            password: String? = nil,
+            tls: TLSMode,
+            tlsCAFile: String? = nil,
+            table: String = "tokengate_cutoffs",
+            notifyChannel: String = "tokengate_cutoffs",
+            rpTable: RPTable? = nil,
+            operationTimeout: Duration = .seconds(5),
+            connectTimeout: Duration = .seconds(5),
+            maxConnections: Int = 4
+        ) {
+            self.host = host
+            self.port = port
+            self.user = user
+            self.database = database
+            self.password = password
+            self.tls = tls
+            self.tlsCAFile = tlsCAFile
+            self.table = table
+            self.notifyChannel = notifyChannel
+            self.rpTable = rpTable
+            self.operationTimeout = operationTimeout
+            self.connectTimeout = connectTimeout
+            self.maxConnections = maxConnections
+        }
+
+        /// Parses `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]` (`postgresql://` too;
+        /// an IPv6 host in brackets). `sslmode` defaults to `prefer`, as with libpq.
+        ///
+        /// A password inside the URL is refused: configuration files get copied, logged and committed, so the
+        /// password comes from its own file and is passed as `password`.
+        public init(url: String, password: String? = nil) throws {
+            func invalid(_ message: String) -> CutoffStoreError {
+                // The URL is not repeated: it might contain a password after all.
+                CutoffStoreError(code: .invalidStoreConfiguration, message: "the PostgreSQL URL \(message)")
+            }
+            guard url.utf8.count <= 2048, let components = URLComponents(string: url) else {
+                throw invalid("is not a valid URL")
+            }
+            guard components.scheme == "postgres" || components.scheme == "postgresql" else {
+                throw invalid("must start with postgres:// or postgresql://")
+            }
+            guard components.password == nil else {
+                throw invalid("must not contain a password; put it in a password file")
+            }
+            guard let user = components.user, !user.isEmpty else {
+                throw invalid("needs a user name (postgres://USER@HOST/DATABASE)")
+            }
+            guard var host = components.host, !host.isEmpty else {
+                throw invalid("needs a host")
+            }
+            if host.hasPrefix("["), host.hasSuffix("]") {
+                host = String(host.dropFirst().dropLast())
+            }
+            let path = components.path
+            guard path.hasPrefix("/"), path.count > 1, !path.dropFirst().contains("/") else {
+                throw invalid("needs a database name as its path (postgres://USER@HOST/DATABASE)")
+            }
+            var tls = TLSMode.prefer
+            for item in components.queryItems ?? [] {
+                switch item.name {
+                case "sslmode":
+                    guard let value = item.value, let mode = TLSMode(name: value) else {
+                        throw invalid("has an sslmode other than disable, prefer or require")
+                    }
+                    tls = mode
+                default:
+                    throw invalid("has an unknown parameter (only sslmode is understood)")
+                }
+            }
+            let port = components.port ?? 5432
+            guard (1...65535).contains(port) else {
+                throw invalid("has a port out of range")
+            }
+            self.init(
+                host: host, port: port, user: user, database: String(path.dropFirst()), password: password, tls: tls)
+        }
+
+        public var description: String {
+            var text = "postgres \(self.user)@\(self.host):\(self.port)/\(self.database) tls=\(self.tls)"
+            if let rpTable = self.rpTable {
+                text += " rp-table \(rpTable.table)"
+            } else {
+                text += " table \(self.table)"
+            }
+            return text
+        }
+
+        /// Mirrors show the description, so `dump(configuration)` cannot print the password either.
+        public var customMirror: Mirror {
+            Mirror(self, children: ["description": self.description])
+        }
+    }
+
+    /// Whether and how the connections use TLS.
+    public struct TLSMode: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case disable
+            case prefer
+            case require
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        /// Plain TCP. For loopback or a private network only.
+        public static let disable = TLSMode(.disable)
+        /// TLS when the server offers it, without checking its certificate (libpq's `prefer`): protects against
+        /// passive eavesdropping only.
+        public static let prefer = TLSMode(.prefer)
+        /// TLS is required, and the server's certificate and host name are verified against the system's trust
+        /// store or ``Configuration/tlsCAFile`` (libpq's `verify-full`; stricter than libpq's `require`).
+        public static let require = TLSMode(.require)
+
+        /// `disable`, `prefer` or `require`.
+        public init?(name: String) {
+            guard let base = Base(rawValue: name) else {
+                return nil
+            }
+            self.init(base)
+        }
+
+        public var description: String {
+            self.base.rawValue
+        }
+
+        var isDisabled: Bool {
+            self.base == .disable
+        }
+
+        var isRequired: Bool {
+            self.base == .require
+        }
+    }
+
+    /// RP-table mode: the RP's own users table is the source of truth (the seed's "timestamp in its database for
+    /// every user account"), read and never written.
+    ///
+    /// `SELECT <userIDColumn>::text, <passwordChangedColumn>, <apiDisabledColumn> FROM <table>`: a user's
+    /// `revoked_before` is the password-changed time, `api_revoked_before` the api-disabled time. Both columns hold
+    /// a `timestamptz` or UNIX seconds (an integer or numeric type); fractions round up, so a token stamped in the
+    /// same second as the change is rejected. `timestamp without time zone` is refused: read in the wrong zone it
+    /// would accept tokens issued before the change. The global cutoff does not exist in this mode.
+    public struct RPTable: Sendable, Hashable {
+        /// `name` or `schema.name`.
+        public var table: String
+        public var userIDColumn: String
+        public var passwordChangedColumn: String
+        public var apiDisabledColumn: String?
+        public var timeEncoding: TimeEncoding
+
+        public init(
+            table: String,
+            userIDColumn: String = "id",
+            passwordChangedColumn: String = "password_changed_at",
+            apiDisabledColumn: String? = nil,
+            timeEncoding: TimeEncoding = .automatic
+        ) {
+            self.table = table
+            self.userIDColumn = userIDColumn
+            self.passwordChangedColumn = passwordChangedColumn
+            self.apiDisabledColumn = apiDisabledColumn
+            self.timeEncoding = timeEncoding
+        }
+    }
+
+    /// How the RP's time columns are stored.
+    public struct TimeEncoding: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case automatic
+            case timestamp
+            case unixSeconds = "unix-seconds"
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        /// Read each column's type from the catalog at the first connection.
+        public static let automatic = TimeEncoding(.automatic)
+        /// `timestamptz`.
+        public static let timestamp = TimeEncoding(.timestamp)
+        /// UNIX seconds in an integer or numeric column.
+        public static let unixSeconds = TimeEncoding(.unixSeconds)
+
+        /// `automatic`, `timestamp` or `unix-seconds`.
+        public init?(name: String) {
+            guard let base = Base(rawValue: name) else {
+                return nil
+            }
+            self.init(base)
+        }
+
+        public var description: String {
+            self.base.rawValue
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Logging
+
+// MARK: Copy mode: tokengate's own tables, their schema and the writes.
+
+extension PostgresCutoffStore {
+    /// The validated, quoted names of copy mode.
+    struct CopyLayout: Sendable {
+        let users: PostgresIdentifier
+        let global: PostgresIdentifier
+        let globalChanged: PostgresIdentifier
+        let inserted: PostgresIdentifier
+        let updated: PostgresIdentifier
+        let deleted: PostgresIdentifier
+        let truncated: PostgresIdentifier
+
+        init(table: String) throws {
+            let users = try PostgresIdentifier(table, what: "the cutoff table")
+            self.users = users
+            self.global = try users.suffixed("_global", what: "the global table")
+            self.globalChanged = try users.suffixed("_global_changed", what: "a trigger function")
+            self.inserted = try users.suffixed("_inserted", what: "a trigger function")
+            self.updated = try users.suffixed("_updated", what: "a trigger function")
+            self.deleted = try users.suffixed("_deleted", what: "a trigger function")
+            self.truncated = try users.suffixed("_truncated", what: "a trigger function")
+        }
+
+        var statements: Statements {
+            let u = self.users.quoted
+            let g = self.global.quoted
+            return Statements(
+                // One statement: one snapshot of both tables.
+                load: """
+                    SELECT 0::bigint, NULL::text, revoked_before, force_epoch FROM \(g) WHERE id = 1
+                    UNION ALL
+                    SELECT 1::bigint, user_id, revoked_before, api_revoked_before FROM \(u)
+                    """,
+                marker: "SELECT change_seq::text || ':' || force_epoch::text FROM \(g) WHERE id = 1",
+                lookup: """
+                    SELECT g.revoked_before, c.revoked_before, c.api_revoked_before
+                    FROM \(g) AS g LEFT JOIN \(u) AS c ON c.user_id = $1
+                    WHERE g.id = 1
+                    """,
+                lookupUserID: .text,
+                hasGlobalRow: true
+            )
+        }
+
+        /// The schema, version 1. Trigger names are unqualified (a trigger belongs to its table); functions live
+        /// in the table's schema. The bodies are dollar-quoted; the names in them cannot contain `$`.
+        func schemaStatements(now: Int64) -> [String] {
+            let u = self.users.quoted
+            let g = self.global.quoted
+            let bumpChange = "UPDATE \(g) SET change_seq = change_seq + 1 WHERE id = 1;"
+            let bumpBoth = "UPDATE \(g) SET change_seq = change_seq + 1, force_epoch = force_epoch + 1 WHERE id = 1;"
+            func trigger(_ function: PostgresIdentifier) -> String {
+                "\"\(function.name)\""
+            }
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS \(g) (
+                    id integer PRIMARY KEY CHECK (id = 1),
+                    schema_version bigint NOT NULL,
+                    revoked_before bigint,
+                    force_epoch bigint NOT NULL DEFAULT 0,
+                    change_seq bigint NOT NULL DEFAULT 0,
+                    updated_at bigint NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS \(u) (
+                    user_id text PRIMARY KEY,
+                    revoked_before bigint,
+                    api_revoked_before bigint,
+                    updated_at bigint NOT NULL
+                )
+                """,
+                """
+                INSERT INTO \(g) (id, schema_version, revoked_before, force_epoch, change_seq, updated_at)
+                VALUES (1, \(PostgresCutoffStore.schemaVersion), NULL, 0, 0, \(now))
+                ON CONFLICT (id) DO NOTHING
+                """,
+                """
+                CREATE OR REPLACE FUNCTION \(self.globalChanged.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    IF OLD.revoked_before IS NOT NULL
+                       AND (NEW.revoked_before IS NULL OR NEW.revoked_before < OLD.revoked_before) THEN
+                        NEW.force_epoch := NEW.force_epoch + 1;
+                    END IF;
+                    IF NEW.revoked_before IS DISTINCT FROM OLD.revoked_before THEN
+                        NEW.change_seq := NEW.change_seq + 1;
+                    END IF;
+                    RETURN NEW;
+                END
+                $fn$
+                """,
+                """
+                CREATE OR REPLACE FUNCTION \(self.inserted.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    IF EXISTS (SELECT 1 FROM new_rows) THEN
+                        \(bumpChange)
+                    END IF;
+                    RETURN NULL;
+                END
+                $fn$
+                """,
+                """
+                CREATE OR REPLACE FUNCTION \(self.updated.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    IF EXISTS (
+                        SELECT 1 FROM old_rows AS o LEFT JOIN new_rows AS n ON n.user_id = o.user_id
+                        WHERE n.user_id IS NULL
+                           OR (o.revoked_before IS NOT NULL
+                               AND (n.revoked_before IS NULL OR n.revoked_before < o.revoked_before))
+                           OR (o.api_revoked_before IS NOT NULL
+                               AND (n.api_revoked_before IS NULL OR n.api_revoked_before < o.api_revoked_before))
+                    ) THEN
+                        \(bumpBoth)
+                    ELSIF EXISTS (SELECT 1 FROM new_rows) THEN
+                        \(bumpChange)
+                    END IF;
+                    RETURN NULL;
+                END
+                $fn$
+                """,
+                """
+                CREATE OR REPLACE FUNCTION \(self.deleted.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    IF EXISTS (SELECT 1 FROM old_rows) THEN
+                        \(bumpBoth)
+                    END IF;
+                    RETURN NULL;
+                END
+                $fn$
+                """,
+                """
+                CREATE OR REPLACE FUNCTION \(self.truncated.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    \(bumpBoth)
+                    RETURN NULL;
+                END
+                $fn$
+                """,
+                "DROP TRIGGER IF EXISTS \(trigger(self.globalChanged)) ON \(g)",
+                """
+                CREATE TRIGGER \(trigger(self.globalChanged)) BEFORE UPDATE ON \(g)
+                FOR EACH ROW EXECUTE FUNCTION \(self.globalChanged.quoted)()
+                """,
+                "DROP TRIGGER IF EXISTS \(trigger(self.inserted)) ON \(u)",
+                """
+                CREATE TRIGGER \(trigger(self.inserted)) AFTER INSERT ON \(u)
+                REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION \(self.inserted.quoted)()
+                """,
+                "DROP TRIGGER IF EXISTS \(trigger(self.updated)) ON \(u)",
+                """
+                CREATE TRIGGER \(trigger(self.updated)) AFTER UPDATE ON \(u)
+                REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+                FOR EACH STATEMENT EXECUTE FUNCTION \(self.updated.quoted)()
+                """,
+                "DROP TRIGGER IF EXISTS \(trigger(self.deleted)) ON \(u)",
+                """
+                CREATE TRIGGER \(trigger(self.deleted)) AFTER DELETE ON \(u)
+                REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION \(self.deleted.quoted)()
+                """,
+                "DROP TRIGGER IF EXISTS \(trigger(self.truncated)) ON \(u)",
+                """
+                CREATE TRIGGER \(trigger(self.truncated)) AFTER TRUNCATE ON \(u)
+                FOR EACH STATEMENT EXECUTE FUNCTION \(self.truncated.quoted)()
+                """,
+            ]
+        }
+    }
+
+    /// Creates the copy-mode schema if `<table>_global` does not exist, or checks its version if it does.
+    ///
+    /// One transaction under an advisory lock: PostgreSQL's DDL is transactional, so a crash leaves all or nothing,
+    /// and two instances starting at once cannot both run `CREATE TABLE IF NOT EXISTS` (which races on the catalog
+    /// and fails one of them with a unique violation).
+    static func createOrCheckSchema(
+        _ layout: CopyLayout,
+        in session: PostgresSession,
+        logger: Logger,
+        description: String
+    ) throws {
+        try session.transaction {
+            try session.execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1))", [.text("tokengate schema \(layout.global)")])
+            let existing = try session.query("SELECT to_regclass($1) IS NOT NULL", [.text(layout.global.quoted)])
+            try existing.expectColumns(1)
+            if existing.count > 0, try existing.bool(0, 0) == true {
+                let rows = try session.query("SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1")
+                try rows.expectColumns(1)
+                guard rows.count > 0, let version = try rows.int64(0, 0) else {
+                    throw CutoffStoreError(
+                        code: .invalidStoreFile, message: "\(description): the global row is missing")
+                }
+                guard version <= Self.schemaVersion else {
+                    throw CutoffStoreError(
+                        code: .unsupportedSchema,
+                        message: "\(description): schema version \(version) is newer than this tokengate's "
+                            + "\(Self.schemaVersion); upgrade tokengate"
+                    )
+                }
+                return
+            }
+            logger.info("creating the cutoff schema", metadata: ["store": "\(description)"])
+            for statement in layout.schemaStatements(now: CutoffSyncService.systemNow()) {
+                try session.execute(statement)
+            }
+        }
+    }
+
+    /// The forward-only write, inside the caller's transaction. As in the SQLite store, forward-only is decided
+    /// inside one statement (`ON CONFLICT ... DO UPDATE ... WHERE`, which locks and re-checks the latest committed
+    /// row), so two writers can never both read an old value; `RETURNING` yields a row only if a row changed.
+    static func write(
+        _ write: CutoffWrite,
+        layout: CopyLayout,
+        now: Int64,
+        in session: PostgresSession
+    ) throws -> CutoffWriteResult {
+        let u = layout.users.quoted
+        let g = layout.global.quoted
+        let key: PostgresValue
+        let changedSQL: String
+        let currentSQL: String
+        let what: String
+        switch write {
+        case .passwordChanged(let user, _, _), .disableMobileApps(let user, _, _):
+            // The column name comes from this switch only, never from input.
+            let c: String
+            if case .passwordChanged = write {
+                c = "revoked_before"
+            } else {
+                c = "api_revoked_before"
+            }
+            let guardClause = write.force ? "" : " WHERE cur.\(c) IS NULL OR cur.\(c) < excluded.\(c)"
+            changedSQL = """
+                INSERT INTO \(u) AS cur (user_id, \(c), updated_at) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id) DO UPDATE SET \(c) = excluded.\(c), updated_at = excluded.updated_at\(guardClause)
+                RETURNING \(c)
+                """
+            currentSQL = "SELECT \(c) FROM \(u) WHERE user_id = $1"
+            what = "the user's \(c)"
+            key = .text(user)
+        case .revokeAll:
+            let guardClause = write.force ? "" : " AND (revoked_before IS NULL OR revoked_before < $2)"
+            changedSQL = """
+                UPDATE \(g) SET revoked_before = $2, updated_at = $3 WHERE id = $1\(guardClause)
+                RETURNING revoked_before
+                """
+            currentSQL = "SELECT revoked_before FROM \(g) WHERE id = $1"
+            what = "the global cutoff"
+            key = .int8(1)
+        }
+
+        let changed = try session.query(changedSQL, [key, .int8(write.at), .int8(now)])
+        if changed.count > 0 {
+            return CutoffWriteResult(cutoff: write.at, changed: true, forced: write.force)
+        }
+        let current = try session.query(currentSQL, [key])
+        try current.expectColumns(1)
+        let kept = current.count > 0 ? try current.int64(current.count - 1, 0) : nil
+        if case .revokeAll = write, current.count == 0 {
+            throw CutoffStoreError(code: .invalidStoreFile, message: "the global row of \(layout.global) is missing")
+        }
+        return try CutoffWriteResult.unchanged(kept: kept, requested: write.at, what: what)
+    }
+}

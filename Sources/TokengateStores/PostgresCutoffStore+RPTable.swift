@@ -1,0 +1,169 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+// MARK: RP-table mode: reading the RP's own users table.
+
+/// ### Noticing changes
+/// The sync service polls ``PostgresCutoffStore/changeMarker()`` every `pollInterval` (default 1 s); in this mode
+/// the marker is `count(*)` and the sums of both time columns, one scan of the table, which changes whenever a
+/// row is added or removed or a time changes. For large tables raise the poll interval and install this trigger,
+/// which makes changes arrive at once (replace the names by the configured ones; the channel is
+/// ``PostgresCutoffStore/Configuration/notifyChannel``):
+///
+/// ```sql
+/// CREATE OR REPLACE FUNCTION tokengate_notify_users() RETURNS trigger LANGUAGE plpgsql AS $$
+/// BEGIN
+///     PERFORM pg_notify('tokengate_cutoffs', '*');
+///     RETURN NULL;
+/// END $$;
+/// CREATE TRIGGER tokengate_notify_users
+///     AFTER INSERT OR DELETE OR TRUNCATE OR UPDATE OF password_changed_at, api_disabled_at ON users
+///     FOR EACH STATEMENT EXECUTE FUNCTION tokengate_notify_users();
+/// ```
+///
+/// A time that moves back in the RP's table (a restored backup) is not taken while the gateway runs: reloads only
+/// move cutoffs forward, so the earlier time takes effect at the next restart. Users deleted from the table keep
+/// their cutoffs until then too.
+extension PostgresCutoffStore {
+    /// The validated names of RP-table mode.
+    struct RPLayout: Sendable {
+        let table: PostgresIdentifier
+        let userID: PostgresIdentifier
+        let passwordChanged: PostgresIdentifier
+        let apiDisabled: PostgresIdentifier?
+        let encoding: TimeEncoding
+
+        init(_ rp: RPTable) throws {
+            self.table = try PostgresIdentifier(rp.table, what: "the RP table")
+            self.userID = try PostgresIdentifier(rp.userIDColumn, what: "the user-id column", allowSchema: false)
+            self.passwordChanged = try PostgresIdentifier(
+                rp.passwordChangedColumn,
+                what: "the password-changed column",
+                allowSchema: false
+            )
+            self.apiDisabled = try rp.apiDisabledColumn.map {
+                try PostgresIdentifier($0, what: "the api-disabled column", allowSchema: false)
+            }
+            self.encoding = rp.timeEncoding
+        }
+
+        var readOnlyMessage: String {
+            var columns = "\(self.passwordChanged)"
+            if let apiDisabled = self.apiDisabled {
+                columns += " or \(apiDisabled)"
+            }
+            return "cutoffs are read from the RP's own table \(self.table); set \(columns) there "
+                + "(e.g. UPDATE \(self.table) SET \(self.passwordChanged) = now() WHERE \(self.userID) = ...); "
+                + "the gateway picks the change up by itself"
+        }
+
+        /// Reads the columns' types from the catalog and builds the statements.
+        func resolve(in session: PostgresSession, description: String) throws -> Statements {
+            let rows = try session.query(
+                """
+                SELECT a.attname::text, t.typname::text
+                FROM pg_catalog.pg_attribute AS a JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
+                WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped
+                """,
+                [.text(self.table.quoted)]
+            )
+            try rows.expectColumns(2)
+            var types: [String: String] = [:]
+            for row in 0..<rows.count {
+                if let column = rows.text(row, 0), let type = rows.text(row, 1) {
+                    types[column] = type
+                }
+            }
+            guard !types.isEmpty else {
+                throw CutoffStoreError(
+                    code: .invalidStoreConfiguration,
+                    message: "\(description): the RP table \(self.table) does not exist (names are case-sensitive)"
+                )
+            }
+            func type(of column: PostgresIdentifier) throws -> String {
+                guard let type = types[column.name] else {
+                    throw CutoffStoreError(
+                        code: .invalidStoreConfiguration,
+                        message: "\(description): the RP table \(self.table) has no column \(column)"
+                    )
+                }
+                return type
+            }
+
+            let t = self.table.quoted
+            let u = self.userID.quoted
+            let p = try self.secondsExpression(
+                self.passwordChanged, type: try type(of: self.passwordChanged), description)
+            let a =
+                try self.apiDisabled.map { try self.secondsExpression($0, type: try type(of: $0), description) }
+                ?? "NULL::bigint"
+            let lookupUserID: UserIDBinding
+            let userCondition: String
+            switch try type(of: self.userID) {
+            case "int2", "int4", "int8":
+                // Compared as an integer, so the RP's primary-key index is used.
+                lookupUserID = .integer
+                userCondition = "\(u) = $1"
+            case "text", "varchar":
+                lookupUserID = .text
+                userCondition = "\(u) = $1"
+            default:
+                lookupUserID = .text
+                userCondition = "\(u)::text = $1"
+            }
+            let notNull =
+                self.apiDisabled.map { "\(self.passwordChanged.quoted) IS NOT NULL OR \($0.quoted) IS NOT NULL" }
+                ?? "\(self.passwordChanged.quoted) IS NOT NULL"
+            return Statements(
+                load: "SELECT 1::bigint, \(u)::text, \(p), \(a) FROM \(t) WHERE \(notNull)",
+                marker: """
+                    SELECT count(*)::text
+                        || ':' || coalesce(sum(\(p))::text, '-')
+                        || ':' || coalesce(sum(\(a))::text, '-')
+                    FROM \(t)
+                    """,
+                lookup: "SELECT NULL::bigint, max(\(p)), max(\(a)) FROM \(t) WHERE \(userCondition)",
+                lookupUserID: lookupUserID,
+                hasGlobalRow: false
+            )
+        }
+
+        /// An SQL expression for a time column as bigint UNIX seconds, fractions rounded up (fail closed).
+        private func secondsExpression(_ column: PostgresIdentifier, type: String, _ description: String) throws
+            -> String
+        {
+            let c = column.quoted
+            let timestamp = """
+                CASE WHEN isfinite(\(c)) THEN ceil(extract(epoch FROM \(c)))::bigint \
+                WHEN \(c) > 'epoch'::timestamptz THEN 9223372036854775807 END
+                """
+            let integer = "\(c)::bigint"
+            let fractional = "ceil(\(c))::bigint"
+            switch (type, self.encoding) {
+            case ("timestamptz", .automatic), ("timestamptz", .timestamp):
+                return timestamp
+            case ("int2", .automatic), ("int4", .automatic), ("int8", .automatic),
+                ("int2", .unixSeconds), ("int4", .unixSeconds), ("int8", .unixSeconds):
+                return integer
+            case ("numeric", .automatic), ("float4", .automatic), ("float8", .automatic),
+                ("numeric", .unixSeconds), ("float4", .unixSeconds), ("float8", .unixSeconds):
+                return fractional
+            case ("timestamp", _):
+                throw CutoffStoreError(
+                    code: .invalidStoreConfiguration,
+                    message: "\(description): the column \(column) is a timestamp without time zone; read in the "
+                        + "wrong zone it would accept tokens issued before a password change. Use timestamptz "
+                        + "(ALTER TABLE ... ALTER COLUMN ... TYPE timestamptz USING ... AT TIME ZONE 'UTC')"
+                )
+            default:
+                throw CutoffStoreError(
+                    code: .invalidStoreConfiguration,
+                    message: "\(description): the column \(column) has type \(type), which cannot be read as "
+                        + "\(self.encoding == .automatic ? "a time" : "\(self.encoding)") "
+                        + "(timestamptz, or UNIX seconds in an integer or numeric column)"
+                )
+            }
+        }
+    }
+}

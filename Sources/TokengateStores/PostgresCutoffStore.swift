@@ -1,0 +1,384 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+public import Logging
+import NIOConcurrencyHelpers
+import NIOPosix
+import TokengateTokens
+
+/// The cutoff store for several gateway instances: one PostgreSQL database that every instance reads, with
+/// changes pushed to all of them by `LISTEN`/`NOTIFY`.
+///
+/// ### Two modes
+/// - **Copy mode** (default): tokengate's own tables, created on first start (see the schema below). Writes come
+///   from the admin API and `tokengate revoke` of any instance.
+/// - **RP-table mode** (``Configuration/rpTable``): the RP's own users table is read directly, the seed's
+///   "timestamp in its database for every user account". Read-only: writes are refused with
+///   ``CutoffStoreError/Code/readOnlyStore`` naming the table and column to update instead. See
+///   ``RPTable`` for the columns and `PostgresCutoffStore+RPTable.swift` for the optional notify trigger.
+///
+/// ### Lifecycle
+/// ```swift
+/// let store = try PostgresCutoffStore(configuration: configuration, logger: logger)
+/// let service = CutoffSyncService(store: store, publish: holder.store)
+/// try await withThrowingDiscardingTaskGroup { group in
+///     group.addTask { await store.run() }      // the libpq threads and the LISTEN connection
+///     try await service.start()                // first load; throws → refuse to start
+///     group.addTask { await service.run() }    // polls, and resyncs on every notification
+///     ...                                      // the gateway
+/// }
+/// ```
+/// ``run()`` must be running for any call to reach the database (it owns the threads libpq runs on; calls made
+/// before it starts wait for it); it returns when its task is cancelled or after ``close()``. Every call is
+/// bounded by ``Configuration/operationTimeout`` and then fails with ``CutoffStoreError/Code/storeUnavailable``,
+/// so a lost database turns into a stale snapshot rather than a hung sync service. The schema is created (or
+/// checked) by the first call that reaches the database, not by `init`, so a store can be made while the database
+/// is down.
+///
+/// ### Threading (libpq)
+/// The database is reached through libpq, PostgreSQL's own C client (TLS by the system OpenSSL 3). libpq blocks,
+/// so none of it runs on a Swift-concurrency cooperative thread or a NIO event loop:
+/// - A `NIOThreadPool` of ``Configuration/maxConnections`` + 1 threads, started and stopped by ``run()``. One
+///   thread is the LISTEN connection's for as long as ``run()`` runs; the others run the calls.
+/// - A call (`load`, `apply`, ...) stays on the actor only to read its own state; it then borrows a connection
+///   from a ``PostgresConnectionPool`` (at most `maxConnections`, made on demand, kept while healthy), and runs
+///   its statements synchronously on a pool thread with that one connection, so a `PGconn` is only ever used by
+///   one thread at a time. The actor is not blocked meanwhile: other calls proceed on other connections.
+/// - Every wait inside libpq is a `poll()` bounded by the call's deadline and interruptible (``close()``,
+///   cancellation; see ``PostgresInterrupt``), so no thread can hang on a dead server (see ``PostgresConnection``
+///   for the order of the libpq calls). On top, pooled sessions run with `statement_timeout` =
+///   `operationTimeout`, so the server gives up too.
+/// - Values are always parameters (`PQsendQueryParams`, text format); table, column and channel names are
+///   validated and quoted (``PostgresIdentifier``). Connection settings go to libpq as keyword/value arrays, so no
+///   value needs quoting. libpq's and the server's error texts are logged, never returned in errors (the admin
+///   API would pass them to its client); errors say what failed and the SQLSTATE.
+///
+/// ### Writes (copy mode)
+/// One transaction: `SET LOCAL synchronous_commit = on` (so a role or database default of `off` cannot make an
+/// acknowledged write vanish in a crash), the forward-only upsert decided inside one statement as in the SQLite
+/// store, then `SELECT pg_notify(channel, user-id or '*')`, then `COMMIT`. PostgreSQL delivers the notification
+/// only when the commit is durable, so no instance can reload before the write is there, and ``apply(_:)`` returns
+/// after the commit. `'*'` (the global cutoff or a forced write) tells instances to take the whole table.
+///
+/// ### Schema (copy mode, version 1)
+/// - `<table>(user_id text PRIMARY KEY, revoked_before bigint, api_revoked_before bigint, updated_at bigint)`.
+/// - `<table>_global(id = 1, schema_version, revoked_before, force_epoch, change_seq, updated_at)`: the global
+///   cutoff, the schema version row, the force epoch (see ``CutoffTable/forceEpoch``), and a counter that every
+///   change bumps, read by ``changeMarker()``.
+/// - Statement-level triggers keep the two counters right whoever writes (the store, the CLI, an operator's own
+///   SQL): any change bumps `change_seq`; a cutoff that moves back, a deleted row or a `TRUNCATE` also bumps
+///   `force_epoch`. An operator's SQL does not send a notification; instances notice it at their next poll, or
+///   at once if the operator runs `NOTIFY <channel>, '*'`.
+///
+/// ### Scale
+/// Every change makes every instance reload the whole table (one `SELECT`, copied out of libpq's result); fine
+/// for the admin-rate writes of up to some hundred thousand users, and the place to add delta reloads when tables
+/// grow larger.
+public actor PostgresCutoffStore: CutoffStore {
+    /// The schema version this code writes and understands (copy mode).
+    public static let schemaVersion: Int64 = 1
+
+    nonisolated let configuration: Configuration
+    nonisolated let source: Source
+    /// libpq settings of the pooled connections and of the LISTEN connection.
+    nonisolated let poolParameters: ConnectParameters
+    nonisolated let listenParameters: ConnectParameters
+    nonisolated let pool: PostgresConnectionPool
+    nonisolated let threadPool: NIOThreadPool
+    nonisolated let logger: Logger
+    /// The last libpq/server text logged, so an outage logs its cause once rather than at every poll.
+    nonisolated let lastLoggedDetail = NIOLockedValueBox<String?>(nil)
+    nonisolated let signalSink: AsyncStream<CutoffChangeSignal>.Continuation
+    nonisolated let closedSignal: AsyncStream<Void>
+    nonisolated let closedSink: AsyncStream<Void>.Continuation
+    nonisolated let runState = NIOLockedValueBox(RunState())
+
+    /// The SQL for the configured mode, once the schema exists (copy mode) or the RP table's columns were
+    /// checked (RP-table mode).
+    private var statements: Statements?
+    private(set) var isClosed = false
+
+    public nonisolated let storeDescription: String
+    public nonisolated let changeSignals: AsyncStream<CutoffChangeSignal>?
+
+    struct RunState {
+        var started = false
+        var listening = false
+    }
+
+    /// Checks the configuration (identifiers, connection values, TLS files) without touching the network.
+    ///
+    /// - Throws: ``CutoffStoreError/Code/invalidStoreConfiguration`` for a table, column or channel name that is
+    ///   not a plain SQL identifier, a host, user, database or password libpq cannot take, or a TLS setting that
+    ///   cannot be used.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "tokengate.cutoffs.postgres")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        self.source = try Source(configuration)
+        _ = try PostgresIdentifier(configuration.notifyChannel, what: "the notify channel", allowSchema: false)
+        self.storeDescription = configuration.description
+        self.poolParameters = try Self.connectParameters(configuration, listening: false)
+        self.listenParameters = try Self.connectParameters(configuration, listening: true)
+        let connections = max(1, configuration.maxConnections)
+        self.pool = PostgresConnectionPool(maxConnections: connections)
+        // One thread per pooled connection, plus the LISTEN connection's.
+        self.threadPool = NIOThreadPool(numberOfThreads: connections + 1)
+
+        // Newest-only: signals are hints to resync, so a burst of them needs one resync, not one each.
+        let (signals, signalSink) = AsyncStream.makeStream(
+            of: CutoffChangeSignal.self, bufferingPolicy: .bufferingNewest(1))
+        self.changeSignals = signals
+        self.signalSink = signalSink
+        (self.closedSignal, self.closedSink) = AsyncStream.makeStream(of: Void.self)
+    }
+
+    /// Whether the LISTEN connection is up; while it is not, changes made elsewhere arrive only by polling.
+    /// For readiness reports and tests.
+    public nonisolated var isListening: Bool {
+        self.runState.withLockedValue { $0.listening }
+    }
+
+    /// Runs the libpq threads, the connection pool and the LISTEN connection until the calling task is cancelled
+    /// or ``close()`` is called. Call it once, in a task that lives as long as the store; a second call returns at
+    /// once.
+    ///
+    /// Order on the way out: the LISTEN thread is woken and left to finish, the pool refuses new calls and drops
+    /// its idle connections, then the thread pool is shut down, which waits for calls still on a thread (each
+    /// ends by its deadline, or at once when interrupted by ``close()`` or its caller's cancellation).
+    public nonisolated func run() async {
+        let first = self.runState.withLockedValue { state in
+            defer { state.started = true }
+            return !state.started
+        }
+        guard first else {
+            self.logger.error("PostgresCutoffStore.run() called twice; the second call does nothing")
+            return
+        }
+        self.threadPool.start()
+        self.pool.start()
+        let stopListening: PostgresInterrupt?
+        do {
+            stopListening = try PostgresInterrupt()
+        } catch {
+            self.logger.error(
+                "cutoff store cannot start its LISTEN connection; changes arrive by polling only",
+                metadata: ["error": "\(error)", "store": "\(self.storeDescription)"])
+            stopListening = nil
+        }
+        await withTaskGroup(of: Void.self) { group in
+            if let stopListening {
+                group.addTask {
+                    await withTaskCancellationHandler {
+                        // Runs until stopped: this is the thread the LISTEN connection keeps.
+                        try? await self.threadPool.runIfActive { self.listenLoop(stop: stopListening) }
+                    } onCancel: {
+                        stopListening.fire()
+                    }
+                }
+            }
+            group.addTask {
+                for await _ in self.closedSignal {}
+            }
+            // Whichever ends first (close() finished the closed signal, or we were cancelled) ends them all.
+            await group.next()
+            stopListening?.fire()
+            group.cancelAll()
+        }
+        self.pool.close()
+        do {
+            try await self.threadPool.shutdownGracefully()
+        } catch {
+            self.logger.error("cutoff store threads did not stop cleanly", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: CutoffStore
+
+    public func load() async throws -> CutoffTable {
+        let statements = try await self.ready()
+        let description = self.storeDescription
+        return try await self.withConnection { session in
+            let rows = try session.query(statements.load)
+            try rows.expectColumns(4)
+            var table = CutoffTable()
+            var sawGlobalRow = false
+            for row in 0..<rows.count {
+                let kind = try rows.int64(row, 0)
+                let first = try rows.int64(row, 2)
+                let second = try rows.int64(row, 3)
+                if kind == 0 {
+                    sawGlobalRow = true
+                    table.globalRevokedBefore = first
+                    table.forceEpoch = second ?? 0
+                } else if let user = rows.text(row, 1), !user.isEmpty {
+                    // An RP table without a unique user id may hold a user twice; the later cutoffs win.
+                    let loaded = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
+                    if let existing = table.users[user] {
+                        table.users[user] = UserCutoffs(
+                            revokedBefore: CutoffTable.later(existing.revokedBefore, loaded.revokedBefore),
+                            apiRevokedBefore: CutoffTable.later(existing.apiRevokedBefore, loaded.apiRevokedBefore)
+                        )
+                    } else {
+                        table.users[user] = loaded
+                    }
+                }
+            }
+            if statements.hasGlobalRow, !sawGlobalRow {
+                throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
+            }
+            return table
+        }
+    }
+
+    public func changeMarker() async throws -> String? {
+        let statements = try await self.ready()
+        return try await self.withConnection { session in
+            let rows = try session.query(statements.marker)
+            try rows.expectColumns(1)
+            return rows.count > 0 ? rows.text(rows.count - 1, 0) : nil
+        }
+    }
+
+    public func lookup(user: String) async throws -> CutoffLookup {
+        let statements = try await self.ready()
+        let key: PostgresValue
+        switch statements.lookupUserID {
+        case .text:
+            key = .text(user)
+        case .integer:
+            guard let id = Int64(user) else {
+                // The RP's ids are integers; this id cannot be one of them.
+                return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
+            }
+            key = .int8(id)
+        }
+        let description = self.storeDescription
+        let hasGlobalRow = statements.hasGlobalRow
+        return try await self.withConnection { session in
+            let rows = try session.query(statements.lookup, [key])
+            try rows.expectColumns(3)
+            guard rows.count > 0 else {
+                if hasGlobalRow {
+                    throw CutoffStoreError(
+                        code: .invalidStoreFile, message: "\(description): the global row is missing")
+                }
+                return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
+            }
+            let last = rows.count - 1
+            return CutoffLookup(
+                user: UserCutoffs(revokedBefore: try rows.int64(last, 1), apiRevokedBefore: try rows.int64(last, 2)),
+                globalRevokedBefore: try rows.int64(last, 0)
+            )
+        }
+    }
+
+    public func apply(_ write: CutoffWrite) async throws -> CutoffWriteResult {
+        try write.validate()
+        let layout: CopyLayout
+        switch self.source {
+        case .rpTable(let rp):
+            throw CutoffStoreError(code: .readOnlyStore, message: rp.readOnlyMessage)
+        case .copy(let copy):
+            layout = copy
+        }
+        _ = try await self.ready()
+        let channel = self.configuration.notifyChannel
+        let statementTimeout = self.configuration.operationTimeout.millisecondsClamped
+        let now = CutoffSyncService.systemNow()
+        return try await self.withConnection { session in
+            try session.transaction {
+                try session.execute("SET LOCAL synchronous_commit = on")
+                // An integer we computed, not input: safe in the SQL text (SET takes no parameters).
+                try session.execute("SET LOCAL statement_timeout = \(statementTimeout)")
+                let result = try Self.write(write, layout: layout, now: now, in: session)
+                if result.changed {
+                    // Sent at COMMIT, and only if it commits: every instance reloads after the write is durable.
+                    try session.execute(
+                        "SELECT pg_notify($1, $2)", [.text(channel), .text(result.forced ? "*" : (write.user ?? "*"))])
+                }
+                return result
+            }
+        }
+    }
+
+    /// Stops ``run()`` (and with it the threads, the pool and the LISTEN connection) and ends ``changeSignals``.
+    /// Later calls fail with ``CutoffStoreError/Code/storeUnavailable``.
+    public func close() async throws {
+        self.isClosed = true
+        self.signalSink.finish()
+        self.closedSink.finish()
+    }
+}
+
+// MARK: The SQL of the configured mode.
+
+extension PostgresCutoffStore {
+    /// The validated names of the configured mode.
+    enum Source: Sendable {
+        case copy(CopyLayout)
+        case rpTable(RPLayout)
+
+        init(_ configuration: Configuration) throws {
+            if let rp = configuration.rpTable {
+                self = .rpTable(try RPLayout(rp))
+            } else {
+                self = .copy(try CopyLayout(table: configuration.table))
+            }
+        }
+    }
+
+    /// How ``lookup(user:)`` binds the user id.
+    enum UserIDBinding: Sendable {
+        /// As text, compared with a text column (or the column cast to text).
+        case text
+        /// As a bigint, for an RP table whose user id is an integer column (so its index is used).
+        case integer
+    }
+
+    /// The statements of one mode, built from validated and quoted names only.
+    struct Statements: Sendable {
+        /// Rows of `(kind bigint, user_id text, first bigint, second bigint)`: kind 0 is the global row
+        /// (global cutoff, force epoch), kind 1 a user (revoked_before, api_revoked_before).
+        var load: String
+        /// One text column that changes whenever the content may have.
+        var marker: String
+        /// `$1` = user id; one row of `(global, revoked_before, api_revoked_before)`.
+        var lookup: String
+        var lookupUserID: UserIDBinding
+        /// Whether a missing global row means a broken store (copy mode).
+        var hasGlobalRow: Bool
+    }
+
+    /// Creates the schema or resolves the RP table's columns, once; retried by the next call after a failure.
+    private func ready() async throws -> Statements {
+        if self.isClosed {
+            throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
+        }
+        if let statements = self.statements {
+            return statements
+        }
+        let source = self.source
+        let description = self.storeDescription
+        let logger = self.logger
+        let statements: Statements = try await self.withConnection { session in
+            switch source {
+            case .copy(let layout):
+                try Self.createOrCheckSchema(layout, in: session, logger: logger, description: description)
+                return layout.statements
+            case .rpTable(let layout):
+                return try layout.resolve(in: session, description: description)
+            }
+        }
+        self.statements = statements
+        return statements
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1, for `statement_timeout`.
+    var millisecondsClamped: Int64 {
+        let (seconds, attoseconds) = self.components
+        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}
