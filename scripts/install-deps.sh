@@ -7,9 +7,9 @@
 set -euo pipefail
 profile="${1:-build}"
 
-packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev)
+packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev libpq-dev)
 if [ "$profile" = "test" ]; then
-  packages+=(curl openssl nghttp2-client python3 python3-cryptography procps)
+  packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql)
 fi
 
 missing=()
@@ -22,6 +22,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The HTTP/2 flood tests craft frames with Python's h2 (PyPI).
+if [ "$profile" = "test" ] && ! python3 -c 'import h2' >/dev/null 2>&1; then
+  echo "tokengate: installing the Python h2 package for the HTTP/2 attack tests"
+  python3 -m pip install --quiet h2 || python3 -m pip install --quiet --break-system-packages h2
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -7,4 +7,9 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 scripts/install-deps.sh test
 swift build --build-tests
-swift test --skip-build
+# A throwaway PostgreSQL on loopback for the PostgreSQL cutoff store tests (stopped on exit).
+export TOKENGATE_TEST_POSTGRES_URL="$(bash scripts/postgres-test-server.sh start)"
+trap 'bash scripts/postgres-test-server.sh stop >/dev/null 2>&1 || true' EXIT
+# One test at a time: several suites run real servers, clients and timeouts, and on a 2-core machine
+# running them side by side makes timing-based checks (timeouts, propagation) measure the scheduler.
+swift test --skip-build --no-parallel

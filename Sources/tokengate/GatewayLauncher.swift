@@ -28,24 +28,18 @@ struct GatewayLauncher {
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
         let holder = CutoffSnapshotHolder(.empty)
-        let store: any CutoffStore
-        switch self.configuration.cutoffs {
-        case .file(let path):
-            store = JSONFileCutoffStore(path: path.path)
-        case .sqlite(let path):
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: (path.path as NSString).deletingLastPathComponent,
-                    withIntermediateDirectories: true
-                )
-                store = try await SQLiteCutoffStore.open(path: path.path, logger: logger)
-            } catch {
-                fail("cutoff store \(path): \(error)")
-            }
-        case .postgres:
-            fail("the PostgreSQL cutoff store is not available in this build yet; use `cutoffs: { sqlite: PATH }`")
+        let opened: CutoffStoreFactory.Opened
+        do {
+            opened = try await CutoffStoreFactory.open(self.configuration.cutoffs, logger: logger)
+        } catch {
+            fail("cutoff store: \(error)")
         }
-        let sync = CutoffSyncService(store: store, logger: logger) { holder.store($0) }
+        let store = opened.store
+        // A PostgreSQL store's connection loop must run before the first read.
+        let storeTask = opened.run.map { run in Task { await run() } }
+        var syncConfiguration = CutoffSyncService.Configuration()
+        if let staleAfter = opened.staleAfter { syncConfiguration.staleAfter = staleAfter }
+        let sync = CutoffSyncService(store: store, configuration: syncConfiguration, logger: logger) { holder.store($0) }
         do {
             try await sync.start()
         } catch {
@@ -111,6 +105,7 @@ struct GatewayLauncher {
         )
         try await serviceGroup.run()
         try? await store.close()
+        storeTask?.cancel()
         try? await group.shutdownGracefully()
     }
 

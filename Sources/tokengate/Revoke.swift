@@ -5,6 +5,7 @@
 import ArgumentParser
 import Foundation
 import TokengateConfig
+import Logging
 import TokengateStores
 
 /// `tokengate revoke`: writes a cutoff through the configured store, the way the admin API does. Every
@@ -56,19 +57,18 @@ struct Revoke: AsyncParsableCommand {
                 fail("--at: \(error)")
             }
         }
-        let store: any CutoffStore
+        let opened: CutoffStoreFactory.Opened
         do {
-            switch configuration.cutoffs {
-            case .file(let path):
-                fail("the cutoff store \(path) is a read-only JSON file; edit the file, or configure a sqlite store")
-            case .sqlite(let path):
-                store = try await SQLiteCutoffStore.open(path: path.path)
-            case .postgres:
-                fail("the PostgreSQL cutoff store is not available in this build yet")
+            if case .file(let path) = configuration.cutoffs {
+                fail("the cutoff store \(path) is a read-only JSON file; edit the file, or configure a sqlite or postgres store")
             }
+            opened = try await CutoffStoreFactory.open(configuration.cutoffs, logger: Logger(label: "tokengate.revoke"))
         } catch {
             fail("cannot open the cutoff store: \(error)")
         }
+        let store = opened.store
+        let storeTask = opened.run.map { run in Task { await run() } }
+        defer { storeTask?.cancel() }
         do {
             let result: CutoffWriteResult
             if self.all {

@@ -310,9 +310,14 @@ struct GatewayIntegrationTests {
         let gateway = GatewayHarness()
         try await gateway.start()
         let inFlight = Task.detached {
-            try Curl.run(["\(gateway.baseURL)/slow?ms=700"], caFile: gateway.certificatePath)
+            try Curl.run(["\(gateway.baseURL)/slow?ms=1500"], caFile: gateway.certificatePath)
         }
-        try await Task.sleep(for: .milliseconds(250))
+        // Shut down once the request is at the backend, i.e. truly in flight.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while gateway.backend.requestsReceived == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(gateway.backend.requestsReceived == 1)
         await gateway.server.shutdown(drainTimeout: .seconds(5))
         let result = try await inFlight.value
         #expect(result.status == 200, "the request in flight was cut: \(result.stderr)")

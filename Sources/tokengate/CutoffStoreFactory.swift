@@ -1,0 +1,77 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import TokengateConfig
+import TokengateStores
+
+/// Opens the cutoff store a configuration names, for `serve` and for `revoke`.
+enum CutoffStoreFactory {
+    /// An opened store. A PostgreSQL store also needs its connection loop running (``run``) for as long as
+    /// it is used; the others have nothing to run.
+    struct Opened {
+        var store: any CutoffStore
+        var run: (@Sendable () async -> Void)?
+        /// How long without a successful sync before `/readyz` reports not ready.
+        var staleAfter: Duration?
+    }
+
+    static func open(_ configuration: CutoffStoreConfiguration, logger: Logger) async throws -> Opened {
+        switch configuration {
+        case .file(let path):
+            return Opened(store: JSONFileCutoffStore(path: path.path))
+        case .sqlite(let path):
+            try FileManager.default.createDirectory(
+                atPath: (path.path as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true
+            )
+            return Opened(store: try await SQLiteCutoffStore.open(path: path.path, logger: logger))
+        case .postgres(let settings):
+            var password: String?
+            if let file = settings.passwordFile {
+                guard let data = FileManager.default.contents(atPath: file.path),
+                    var text = String(data: data, encoding: .utf8)
+                else {
+                    throw CutoffStoreFactoryError(description: "cannot read the PostgreSQL password file \(file)")
+                }
+                while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+                password = text
+            }
+            let tls: PostgresCutoffStore.TLSMode
+            switch settings.tlsMode {
+            case .disable: tls = .disable
+            // libpq's `require` encrypts without checking the certificate; tokengate verifies the server
+            // whenever TLS is asked for (fail closed): both map to verify-full.
+            case .require, .verifyFull: tls = .require
+            }
+            let store = try PostgresCutoffStore(
+                configuration: .init(
+                    host: settings.host,
+                    port: settings.port,
+                    user: settings.user,
+                    database: settings.database,
+                    password: password,
+                    tls: tls,
+                    table: settings.table,
+                    notifyChannel: settings.notifyChannel,
+                    rpTable: settings.rpTable.map {
+                        .init(
+                            table: $0.table,
+                            userIDColumn: $0.userColumn,
+                            passwordChangedColumn: $0.passwordChangedColumn,
+                            apiDisabledColumn: $0.apiDisabledColumn
+                        )
+                    }
+                ),
+                logger: logger
+            )
+            return Opened(store: store, run: { await store.run() }, staleAfter: settings.staleAfter)
+        }
+    }
+}
+
+struct CutoffStoreFactoryError: Error, CustomStringConvertible {
+    var description: String
+}
