@@ -70,7 +70,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
                     certificates: tls.certificates.map {
                         TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
                     },
-                    alpnProtocols: ["http/1.1"]
+                    // HTTP/2 preferred, as mobile HTTP stacks expect; HTTP/1.1 for everyone else.
+                    alpnProtocols: configuration.http2.enabled ? ["h2", "http/1.1"] : ["http/1.1"]
                 )
             } catch {
                 throw GatewayStartupError("listener \(listener.address): \(error)")

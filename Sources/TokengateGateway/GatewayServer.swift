@@ -172,19 +172,11 @@ public final class GatewayServer: Sendable {
             }
             // The certificates and limits of the generation current when the connection arrives.
             let generation = generations.load()
-            let limits = generation.configuration.limits
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
                 try sync.addHandler(TLSHandler(context: generation.tlsContexts[index]!, handshakeTimeout: handshakeTimeout, logger: logger))
-                try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.idleTimeout)))
-                try Self.addHTTP1Handlers(to: sync, limits: limits)
-                try sync.addHandler(
-                    HTTP1ConnectionHandler(
-                        generations: generations,
-                        clientAddress: channel.remoteAddress?.ipAddress,
-                        logger: logger
-                    )
-                )
+                // The codec (HTTP/2 or HTTP/1.1) is chosen by ALPN once the handshake completes.
+                try sync.addHandler(ALPNRouter(generations: generations, logger: logger))
             }
         }.bind(host: address.host, port: address.port).get()
     }
@@ -232,18 +224,23 @@ public final class GatewayServer: Sendable {
     /// The HTTP/1.1 codec with the gateway's limits: the decoder refuses oversized header sections itself
     /// (431), and the pipelining handler hands requests over one at a time.
     static func addHTTP1Handlers(to sync: ChannelPipeline.SynchronousOperations, limits: LimitsConfiguration) throws {
+        try sync.addHandlers(Self.http1Handlers(limits: limits))
+    }
+
+    /// The HTTP/1.1 codec handlers, in pipeline order (see ``addHTTP1Handlers(to:limits:)``).
+    static func http1Handlers(limits: LimitsConfiguration) -> [any ChannelHandler] {
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
         // The URI counts towards the decoder's field size, so the field limit must let a URI through up to
         // its own limit for the 414 check to see it; everything past both limits is a 431.
         decoderLimits.maxHeaderFieldSize = max(limits.maxHeaderBytes, limits.maxURIBytes) + 1
         decoderLimits.maxHeaderListSize = limits.maxHeaderBytes + limits.maxURIBytes + 1
         decoderLimits.maxHeaderFieldCount = 256
-        try sync.addHandler(HTTPResponseEncoder())
-        try sync.addHandler(
+        return [
+            HTTPResponseEncoder(),
             ByteToMessageHandler(
                 HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)
-            )
-        )
-        try sync.addHandler(HTTPServerPipelineHandler())
+            ),
+            HTTPServerPipelineHandler(),
+        ]
     }
 }

@@ -244,6 +244,67 @@ struct GatewayIntegrationTests {
         }
     }
 
+    // MARK: One request model, two codecs: the same outcomes over HTTP/2 as over HTTP/1.1.
+
+    @Test(arguments: ["--http1.1", "--http2"])
+    func theSameOutcomesOverEitherProtocol(_ version: String) async throws {
+        try await self.withGateway { gateway in
+            let now = Int64(Date().timeIntervalSince1970)
+            let token = try gateway.mint("alice")
+            let session = try gateway.mint("alice", apiOnly: false)
+            let revoked = try gateway.mint("bob", issuedAt: now - 100)
+            gateway.cutoffs.store(CutoffSnapshot(users: ["bob": UserCutoffs(revokedBefore: now - 50)]))
+            let api = "\(gateway.baseURL)/api/items"
+
+            let ok = try self.curl(gateway, [version, "-H", "Authorization: Bearer \(token)", "-H", "X-Tokengate-User: mallory", api])
+            #expect(ok.status == 200, "\(version): \(ok.stderr)")
+            #expect(ok.body.contains("\"user\":\"alice\""))
+            #expect(!ok.body.contains(token) && !ok.body.contains("mallory"))
+            let form = try self.curl(gateway, [version, "--data", "a=1&access_token=\(token)", api])
+            #expect(form.status == 200 && form.body.contains("\"body\":\"a=1\""), "\(version): \(form.body)")
+
+            let cases: [([String], Int, String)] = [
+                ([api + "?access_token=\(token)"], 400, "invalid_request"),
+                ([api], 401, "unauthorized"),
+                (["-H", "Authorization: Bearer \(revoked)", api], 401, "invalid_token"),
+                (["-H", "Authorization: Bearer \(session)", api], 403, "insufficient_scope"),
+                (["-X", "POST", "-H", "Cookie: auth_token=\(token)", "-H", "Origin: https://evil.example", api], 403, "invalid_request"),
+                (["-H", "Authorization: Bearer \(token)", "-H", "Cookie: auth_token=\(token)", api], 400, "invalid_request"),
+            ]
+            for (arguments, status, error) in cases {
+                let result = try self.curl(gateway, [version] + arguments)
+                #expect(result.status == status, "\(version) \(arguments.last!): \(result.status) \(result.body)")
+                #expect(result.body.contains("\"error\":\"\(error)\""), "\(version): \(result.body)")
+            }
+            #expect(gateway.backend.requestsReceived == 2, "\(version): a refused request reached the backend")
+
+            let aborted = try self.curl(gateway, [version, "\(gateway.baseURL)/abort"])
+            #expect(aborted.exitCode != 0, "\(version): a backend failing mid-response must not end cleanly")
+            let after = try self.curl(gateway, [version, "-H", "Authorization: Bearer \(token)", api])
+            #expect(after.status == 200, "\(version): the gateway serves on after an aborted response")
+        }
+    }
+
+    @Test func http2IsNegotiatedAndStreamsAnUploadWithBoundedMemory() async throws {
+        try await self.withGateway { gateway in
+            let file = gateway.directory + "/upload.bin"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 0x62, count: 20 * 1024 * 1024)))
+            let result = try Curl.run(
+                ["--http2", "-w", "%{http_version}", "-o", "/dev/null", "--data-binary", "@\(file)", "\(gateway.baseURL)/upload"],
+                caFile: gateway.certificatePath,
+                timeout: 60
+            )
+            #expect(result.exitCode == 0, "\(result.stderr)")
+            let (_, stdout, _) = try Curl.process(
+                "/usr/bin/curl",
+                ["-sS", "--http2", "--cacert", gateway.certificatePath, "-o", "/dev/null", "-w", "%{http_version}", "\(gateway.baseURL)/x"]
+            )
+            #expect(stdout == "2", "ALPN must choose h2 for a client that offers it")
+            let (code, nghttp, _) = try Curl.process("/usr/bin/nghttp", ["-n", "-s", "\(gateway.baseURL)/a", "\(gateway.baseURL)/b"])
+            #expect(code == 0, "\(nghttp)")
+        }
+    }
+
     // MARK: Reload
 
     @Test func reloadsWithoutFailingARequestAndRefusesABadConfiguration() async throws {
@@ -310,7 +371,8 @@ struct GatewayIntegrationTests {
         let gateway = GatewayHarness()
         try await gateway.start()
         let inFlight = Task.detached {
-            try Curl.run(["\(gateway.baseURL)/slow?ms=1500"], caFile: gateway.certificatePath)
+            // HTTP/1.1 so that the answer's `Connection: close` can be checked (HTTP/2 says it with GOAWAY).
+            try Curl.run(["--http1.1", "\(gateway.baseURL)/slow?ms=1500"], caFile: gateway.certificatePath)
         }
         // Shut down once the request is at the backend, i.e. truly in flight.
         let deadline = ContinuousClock.now + .seconds(10)
@@ -354,7 +416,7 @@ struct GatewayIntegrationTests {
 
     @Test func aBackendFailingMidResponseAbortsTheClientResponse() async throws {
         try await self.withGateway { gateway in
-            let result = try self.curl(gateway, ["\(gateway.baseURL)/abort"])
+            let result = try self.curl(gateway, ["--http1.1", "\(gateway.baseURL)/abort"])
             #expect(result.exitCode != 0, "curl must see a truncated response, not a clean end")
             #expect(result.status == 200)
         }
