@@ -45,7 +45,7 @@ struct ProcessUsage: Sendable, Codable {
 
     private static func kibibytes(_ name: String, in status: String) -> UInt64 {
         for line in status.split(separator: "\n") where line.hasPrefix(name) {
-            return line.dropFirst(name.count).split(separator: " ").first.flatMap { UInt64($0) } ?? 0
+            return line.dropFirst(name.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) } ?? 0
         }
         return 0
     }
