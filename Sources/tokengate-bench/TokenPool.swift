@@ -1,0 +1,93 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+import TokengateTokens
+
+/// One request, built once before the run: the head (with its token) and, for form requests, the body.
+/// Sending it is a reference copy, so the load generator spends its time on I/O, not on building requests.
+struct PreparedRequest: Sendable {
+    let head: HTTPRequestHead
+    let body: ByteBuffer?
+}
+
+/// Every request the run can send: for each kind, one request per distinct user, minted at start.
+struct TokenPool: Sendable {
+    /// Indexed by BenchTokenKind/index; empty for kinds not in the mix.
+    let requests: [[PreparedRequest]]
+    let mix: TokenMix
+    let usersPerKind: Int
+    let algorithms: [String]
+
+    static let maxUsers = 1_000_000
+
+    init(signers: BenchSigners, mix: TokenMix, users: Int, target: BenchTarget, now: Int64) throws {
+        guard (1...Self.maxUsers).contains(users) else {
+            throw BenchError("invalid_users", "--users must be 1 through \(Self.maxUsers)")
+        }
+        var requests = [[PreparedRequest]](repeating: [], count: BenchTokenKind.allCases.count)
+        let allocator = ByteBufferAllocator()
+        for kind in mix.kinds {
+            var list: [PreparedRequest] = []
+            list.reserveCapacity(users)
+            for number in 0..<users {
+                let token = try Self.token(kind: kind, number: number, signers: signers, now: now)
+                list.append(Self.request(kind: kind, token: token, target: target, allocator: allocator))
+            }
+            requests[kind.index] = list
+        }
+        self.requests = requests
+        self.mix = mix
+        self.usersPerKind = users
+        self.algorithms = signers.algorithms
+    }
+
+    /// The token of user `number` of `kind`.
+    static func token(kind: BenchTokenKind, number: Int, signers: BenchSigners, now: Int64) throws -> String {
+        let issuedAt = kind == .revoked ? BenchTimeline.revokedIssuedAt(now: now) : now
+        let claims = TokenClaims(subject: kind.subject(number), issuedAt: issuedAt, apiOnly: kind != .session)
+        let token: String
+        do {
+            token = try signers.signer(for: number).mint(claims)
+        } catch {
+            throw BenchError("mint_failed", "cannot mint a bench token: \(error)")
+        }
+        return kind == .badSignature ? Self.corruptSignature(token) : token
+    }
+
+    /// Changes one character in the middle of the signature. The middle, not the end: the last base64url
+    /// character may carry padding bits only, and changing those could leave the signature bytes intact.
+    static func corruptSignature(_ token: String) -> String {
+        var bytes = Array(token.utf8)
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot + 2 < bytes.count else { return token }
+        let middle = dot + 1 + (bytes.count - dot - 1) / 2
+        bytes[middle] = bytes[middle] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func request(
+        kind: BenchTokenKind,
+        token: String,
+        target: BenchTarget,
+        allocator: ByteBufferAllocator
+    ) -> PreparedRequest {
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: target.hostHeader)
+        headers.add(name: "User-Agent", value: "tokengate-bench")
+        switch kind {
+        case .form:
+            // A token is base64url and dots: nothing in it needs percent-encoding.
+            let body = "access_token=" + token
+            headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            headers.add(name: "Content-Length", value: String(body.utf8.count))
+            let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: target.path, headers: headers)
+            return PreparedRequest(head: head, body: allocator.buffer(string: body))
+        case .api, .session, .revoked, .badSignature:
+            headers.add(name: "Authorization", value: "Bearer " + token)
+            let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.path, headers: headers)
+            return PreparedRequest(head: head, body: nil)
+        }
+    }
+}
