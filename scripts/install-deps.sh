@@ -9,7 +9,7 @@ profile="${1:-build}"
 
 packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev)
 if [ "$profile" = "test" ]; then
-  packages+=(curl openssl nghttp2-client python3 python3-cryptography procps)
+  packages+=(curl openssl nghttp2-client python3 python3-cryptography procps chromium)
 fi
 
 missing=()
