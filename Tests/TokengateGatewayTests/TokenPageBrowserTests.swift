@@ -195,7 +195,10 @@ struct TokenPageBrowserTests {
                 continuation.resume(with: Result { try ChildProcess.run("/usr/bin/timeout", arguments) })
             }
         }
-        let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
+        let report = try #require(
+            try? JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8)),
+            "the browser script printed no report (exit \(result.status)):\n\(result.stderr)"
+        )
         return (result, report)
     }
 
