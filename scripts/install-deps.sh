@@ -2,14 +2,15 @@
 # Installs the system packages tokengate needs, only those that are missing (Debian 12, as root or with
 # sudo). Usage: scripts/install-deps.sh [build|test]
 #   build: the two declared system libraries (OpenSSL 3, libnghttp2) and what SwiftPM needs to find them.
-#   test:  also the real clients and servers the test suite drives (curl, openssl, nghttp, python3 with
-#          cryptography for the independent token implementation).
+#   test:  also the real clients and servers the test suite drives: curl, openssl, nghttp/h2load, python3
+#          with cryptography (the independent token implementation) and h2 (HTTP/2 attack frames),
+#          PostgreSQL (a throwaway server for the store tests) and chromium (the token page in a browser).
 set -euo pipefail
 profile="${1:-build}"
 
 packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev libpq-dev)
 if [ "$profile" = "test" ]; then
-  packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql)
+  packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
 fi
 
 missing=()
