@@ -217,7 +217,7 @@ public final class GatewayServer: Sendable {
         ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.allowRemoteHalfClosure, value: false)
     }
 

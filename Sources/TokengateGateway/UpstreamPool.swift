@@ -138,7 +138,7 @@ final class UpstreamPool {
         self.open[index] += 1
         let bootstrap = ClientBootstrap(group: self.eventLoop)
             .connectTimeout(self.settings.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.autoRead, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -230,7 +230,7 @@ final class ConnectionSlot {
         let shared = self.shared
         let connecting = ClientBootstrap(group: self.loop)
             .connectTimeout(shared.plan.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
