@@ -294,10 +294,15 @@ extension HTTP1ConnectionHandler {
     /// Runs the parts that arrived while the previous exchange was completing, in order. Each may start and
     /// even finish an exchange (which may defer more parts): the loop takes them one at a time.
     private func processDeferredParts(context: ChannelHandlerContext) {
+        guard !self.deferredParts.isEmpty else { return }
         while !self.deferredParts.isEmpty {
             if case .exchanging = self.state, self.responseEndWritten { return }
             let part = self.deferredParts.removeFirst()
             self.process(part, context: context)
+        }
+        // These parts came outside a read batch: no channelReadComplete follows to push them upstream.
+        if case .exchanging(let exchange) = self.state {
+            exchange.clientReadComplete()
         }
     }
 

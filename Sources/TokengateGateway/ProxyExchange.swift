@@ -157,7 +157,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case .awaitingUpstream:
             self.queued.append(.end(trailers))
         case .forwarding(let connection):
-            connection.channel.writeAndFlush(HTTPClientRequestPart.end(trailers), promise: nil)
+            // Flushed with the rest of the client's read batch (``clientReadComplete()``), so a head and its
+            // end go upstream in one write.
+            connection.channel.write(HTTPClientRequestPart.end(trailers), promise: nil)
             self.startResponseTimer()
         case .answered:
             self.state = .finished
@@ -348,7 +350,12 @@ extension ProxyExchange {
             case .end(let trailers): connection.channel.write(HTTPClientRequestPart.end(trailers), promise: nil)
             }
         }
-        connection.channel.flush()
+        // A request without a body whose end has not been read yet is about to get it in this same read
+        // batch (the common keep-alive GET): leave the flush to ``clientReadComplete()`` so the head and the
+        // end leave in one write. Anything else goes out now.
+        if self.requestEnded || TokenExtractor.hasBody(self.head.headers) {
+            connection.channel.flush()
+        }
         if self.requestEnded {
             self.startResponseTimer()
         }

@@ -59,6 +59,8 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             )
             self.exchange = exchange
             exchange.begin(rejection: nil)
+            // Each stream part is its own batch: push whatever the exchange wrote upstream.
+            exchange.clientReadComplete()
         case .body(let buffer):
             let bytes = buffer.readableBytes
             self.exchange?.receivedBody(buffer)
@@ -71,6 +73,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             self.exchange?.clientReadComplete()
         case .end(let trailers):
             self.exchange?.receivedEnd(trailers)
+            self.exchange?.clientReadComplete()
         }
     }
 
