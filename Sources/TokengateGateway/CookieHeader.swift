@@ -51,12 +51,17 @@ enum CookieHeader {
 extension Substring {
     /// The substring without leading and trailing spaces and horizontal tabs (HTTP's OWS).
     func trimmingOWS() -> Substring {
-        var start = self.startIndex
-        var end = self.endIndex
-        while start < end, self[start] == " " || self[start] == "\t" { start = self.index(after: start) }
+        // On UTF-8 code units: spaces and tabs are ASCII, so the indices stay on scalar boundaries, and no
+        // Character (grapheme) is ever formed.
+        let utf8 = self.utf8
+        var start = utf8.startIndex
+        var end = utf8.endIndex
+        while start < end, utf8[start] == UInt8(ascii: " ") || utf8[start] == UInt8(ascii: "\t") {
+            start = utf8.index(after: start)
+        }
         while end > start {
-            let before = self.index(before: end)
-            guard self[before] == " " || self[before] == "\t" else { break }
+            let before = utf8.index(before: end)
+            guard utf8[before] == UInt8(ascii: " ") || utf8[before] == UInt8(ascii: "\t") else { break }
             end = before
         }
         return self[start..<end]

@@ -200,13 +200,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         if head.version.major != 1 {
             return .malformedHTTP("unsupported HTTP version")
         }
-        let hosts = head.headers[canonicalForm: "host"]
-        if hosts.count > 1 || (hosts.isEmpty && head.version.minor >= 1) {
+        let hosts = head.headers.count(name: "host")
+        if hosts > 1 || (hosts == 0 && head.version.minor >= 1) {
             return .malformedHTTP("a request needs exactly one Host header")
         }
-        let encodings = head.headers[canonicalForm: "transfer-encoding"]
-        if !encodings.isEmpty, encodings.count != 1 || encodings[0].lowercased() != "chunked" {
-            return .malformedHTTP("only the chunked transfer coding is accepted")
+        if head.headers.contains(name: "transfer-encoding") {
+            let encodings = head.headers["transfer-encoding"]
+            if encodings.count != 1 || !HTTPHeaders.equalsIgnoringCase(encodings[0], "chunked") {
+                return .malformedHTTP("only the chunked transfer coding is accepted")
+            }
         }
         return nil
     }

@@ -29,6 +29,9 @@ enum RequestRewriter {
     }
 
     /// The head to send upstream. `newBodyLength` is set when the token was removed from the body.
+    ///
+    /// Starts from the client's headers and removes what must not pass (no re-adding of every field, which
+    /// would validate and copy each one again): this runs for every forwarded request.
     static func upstreamHead(
         from head: HTTPRequestHead,
         identity: VerifiedToken?,
@@ -36,43 +39,43 @@ enum RequestRewriter {
         newBodyLength: Int?,
         forwarding: Forwarding
     ) -> HTTPRequestHead {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(head.headers.count + 8)
-        let connectionTokens = Set(
-            head.headers[canonicalForm: "connection"].map { $0.lowercased() }
-        )
-        var host: String?
-        var cookieValues: [String] = []
-        for (name, value) in head.headers {
-            let lower = name.lowercased()
-            if Self.hopByHop.contains(lower) || connectionTokens.contains(lower) { continue }
-            if lower.hasPrefix(Self.identityHeaderPrefix) { continue }
-            if lower == "x-forwarded-for" || lower == "x-forwarded-proto" || lower == "x-forwarded-host"
-                || lower == "forwarded" || lower == "x-request-id"
-            {
-                continue
+        var headers = head.headers
+        let host = headers.first(name: "host")
+        // Names the client listed in `Connection` are hop-by-hop too (rare: parsed only when present).
+        if headers.contains(name: "connection") {
+            for value in headers[canonicalForm: "connection"] where !value.isEmpty {
+                headers.remove(name: String(value))
             }
-            if lower == "host" { host = value }
-            switch strip {
-            case .authorization where lower == "authorization":
-                continue
-            case .header(let tokenHeader) where lower == tokenHeader.lowercased():
-                continue
-            case .cookie where lower == "cookie":
-                cookieValues.append(value)
-                continue
-            case .form, .json:
-                if lower == "content-length", newBodyLength != nil { continue }
-            default:
-                break
-            }
-            headers.add(name: name, value: value)
         }
-        if case .cookie(let name) = strip, let remaining = CookieHeader.removing(name, from: cookieValues) {
-            headers.add(name: "cookie", value: remaining)
+        for name in Self.hopByHopNames {
+            headers.remove(name: name)
+        }
+        for name in Self.forwardingNames {
+            headers.remove(name: name)
+        }
+        if headers.containsName(withPrefix: Self.identityHeaderPrefix) {
+            var spoofed: [String] = []
+            for (name, _) in headers where HTTPHeaders.hasPrefixIgnoringCase(name, Self.identityHeaderPrefix) {
+                spoofed.append(name)
+            }
+            for name in spoofed { headers.remove(name: name) }
+        }
+        switch strip {
+        case .authorization:
+            headers.remove(name: "authorization")
+        case .header(let tokenHeader):
+            headers.remove(name: tokenHeader)
+        case .cookie(let name):
+            let cookieValues = headers["cookie"]
+            headers.remove(name: "cookie")
+            if let remaining = CookieHeader.removing(name, from: cookieValues) {
+                headers.add(name: "cookie", value: remaining)
+            }
+        case .form, .json, nil:
+            break
         }
         if let newBodyLength {
-            headers.add(name: "content-length", value: String(newBodyLength))
+            headers.replaceOrAdd(name: "content-length", value: String(newBodyLength))
         }
         if let identity {
             headers.add(name: "x-tokengate-user", value: identity.subject)
@@ -95,6 +98,9 @@ enum RequestRewriter {
         return HTTPRequestHead(version: .http1_1, method: head.method, uri: head.uri, headers: headers)
     }
 
+    static let hopByHopNames = Array(Self.hopByHop)
+    static let forwardingNames = ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded", "x-request-id"]
+
     /// The client's request id when it is a sane one (printable, short), so that traces join up.
     static func requestID(from head: HTTPRequestHead, generate: () -> String) -> String {
         if let given = head.headers.first(name: "x-request-id"), !given.isEmpty, given.utf8.count <= 128,
@@ -108,16 +114,16 @@ enum RequestRewriter {
     /// The response head sent to the client: hop-by-hop headers removed (the encoder frames the body
     /// itself), HSTS added because the client reached us over TLS.
     static func clientResponseHead(from head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(head.headers.count + 2)
-        let connectionTokens = Set(head.headers[canonicalForm: "connection"].map { $0.lowercased() })
-        for (name, value) in head.headers {
-            let lower = name.lowercased()
-            if Self.hopByHop.contains(lower) || connectionTokens.contains(lower) || lower == "transfer-encoding" {
-                continue
+        var headers = head.headers
+        if headers.contains(name: "connection") {
+            for value in headers[canonicalForm: "connection"] where !value.isEmpty {
+                headers.remove(name: String(value))
             }
-            headers.add(name: name, value: value)
         }
+        for name in Self.hopByHopNames {
+            headers.remove(name: name)
+        }
+        headers.remove(name: "transfer-encoding")
         if !headers.contains(name: "strict-transport-security") {
             headers.add(name: "strict-transport-security", value: "max-age=31536000")
         }

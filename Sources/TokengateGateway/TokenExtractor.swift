@@ -54,12 +54,11 @@ struct TokenExtractor: Sendable {
         for source in self.sources {
             switch source {
             case .authorization:
-                let values = headers[canonicalForm: "authorization"]
-                if values.count > 1 {
+                guard let value = headers.first(name: "authorization") else { continue }
+                if headers.count(name: "authorization") > 1 {
                     return .answer(self.invalid("more than one Authorization header", reason: "multiple_tokens"))
                 }
-                guard let value = values.first else { continue }
-                switch Self.bearerToken(String(value)) {
+                switch Self.bearerToken(value) {
                 case .notBearer: continue
                 case .malformed:
                     return .answer(self.invalid("malformed Bearer credentials", reason: "malformed_authorization"))

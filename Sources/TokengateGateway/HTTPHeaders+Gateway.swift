@@ -1,0 +1,43 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+
+/// Header look-ups for the request path that neither allocate nor split values on commas (NIOHTTP1's
+/// `canonicalForm` does both, and walks `Character`s).
+extension HTTPHeaders {
+    /// How many fields are called `name` (ASCII case-insensitive).
+    func count(name: String) -> Int {
+        var count = 0
+        for (field, _) in self where field.utf8.count == name.utf8.count && Self.equalsIgnoringCase(field, name) {
+            count += 1
+        }
+        return count
+    }
+
+    /// Whether any field name starts with `prefix` (lowercase ASCII), ignoring case.
+    func containsName(withPrefix prefix: String) -> Bool {
+        for (field, _) in self where Self.hasPrefixIgnoringCase(field, prefix) {
+            return true
+        }
+        return false
+    }
+
+    static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8) { Self.lower($0) == Self.lower($1) }
+    }
+
+    static func hasPrefixIgnoringCase(_ value: String, _ lowercasePrefix: String) -> Bool {
+        var iterator = value.utf8.makeIterator()
+        for expected in lowercasePrefix.utf8 {
+            guard let byte = iterator.next(), Self.lower(byte) == expected else { return false }
+        }
+        return true
+    }
+
+    @inline(__always)
+    static func lower(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+}
