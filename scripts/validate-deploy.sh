@@ -590,6 +590,35 @@ subprocess.run(["cp", os.path.join(repo, "Package.swift"), context], check=True)
 r = subprocess.run(["swift", "package", "resolve"], cwd=context, capture_output=True, text=True)
 if r.returncode == 0: ok("build stage: `swift package resolve` succeeds with Package.swift alone")
 else: fail("build stage: `swift package resolve` failed on the manifest alone: %s" % r.stderr.strip()[-300:])
+
+# The build image's Swift can read every manifest: the root's and each resolved dependency's, picked the way
+# SwiftPM does (of Package.swift at its tools version and each Package@swift-X.Y.swift, the highest not above the
+# compiler's version; Package.swift when none is).
+def version(text): return tuple(int(x) for x in text.split("."))
+image_version = re.match(r"swift:(\d+\.\d+)", stages[0]["image"])
+if not image_version:
+    fail("cannot tell the Swift version of the build image %s" % stages[0]["image"])
+else:
+    v = version(image_version.group(1))
+    too_new = []
+    manifests = [("tokengate", repo)] + [(d, os.path.join(context, ".build/checkouts", d)) for d in sorted(os.listdir(os.path.join(context, ".build/checkouts")))]
+    for name, directory in manifests:
+        def tools_of(f):
+            found = re.search(r"swift-tools-version:\s*(\d+(?:\.\d+)*)", open(os.path.join(directory, f)).readline())
+            return version(found.group(1))[:2] if found else (0, 0)
+        candidates = [("Package.swift", tools_of("Package.swift"))]
+        for f in os.listdir(directory):
+            m = re.match(r"Package@swift-(\d+(?:\.\d+)*)\.swift$", f)
+            if m: candidates.append((f, version(m.group(1))[:2]))
+        usable = [c for c in candidates if c[1] <= v]
+        chosen = max(usable, key=lambda c: c[1])[0] if usable else "Package.swift"
+        if tools_of(chosen) > v:
+            too_new.append("%s (%s: tools %s)" % (name, chosen, ".".join(map(str, tools_of(chosen)))))
+    if too_new: fail("the build image's Swift %s cannot read: %s" % (image_version.group(1), ", ".join(too_new)))
+    else: ok("the build image's Swift %s reads every manifest (tokengate and %d dependencies)" % (image_version.group(1), len(manifests) - 1))
+    local = re.search(r"Swift version (\d+\.\d+)", subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout + subprocess.run(["swift", "--version"], capture_output=True, text=True).stderr)
+    if local and version(local.group(1)) == v: ok("the build image's Swift %s is the toolchain tested here" % image_version.group(1))
+    elif local: print("skip the build image's Swift %s differs from this machine's %s: the build itself is not tried with it" % (image_version.group(1), local.group(1)))
 sys.exit(1 if fails else 0)
 PY
 
