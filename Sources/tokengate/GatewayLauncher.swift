@@ -11,6 +11,7 @@ import ServiceLifecycle
 import TokengateConfig
 import TokengateGateway
 import TokengateStores
+import TokengateTLS
 import TokengateTokens
 import UnixSignals
 
@@ -73,12 +74,27 @@ struct GatewayLauncher {
                 return bytes
             }
             let api = AdminAPI(service: sync)
+            var adminTLS: TLSServerContext?
+            if let tls = adminConfiguration.tls {
+                do {
+                    adminTLS = try TLSServerContext(
+                        certificates: tls.certificates.map {
+                            TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
+                        },
+                        alpnProtocols: ["http/1.1"]
+                    )
+                } catch {
+                    await server.shutdown(drainTimeout: .zero)
+                    try? await store.close()
+                    fail("admin listener \(adminConfiguration.address): \(error)")
+                }
+            }
             do {
                 admin = try await AdminServer.start(
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
                     secret: secret,
-                    tls: nil,
+                    tls: adminTLS,
                     group: group,
                     logger: logger,
                     handler: Self.adminHandler(server: server, sync: sync, api: api, configurationPath: configurationPath, logger: logger)
