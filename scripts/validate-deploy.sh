@@ -22,8 +22,10 @@
 #      the manifest alone (as in the build stage); with --build the build itself and the runtime libraries
 #   4. the image's runtime contract, without an image: the gateway runs the Docker configuration as uid 10001
 #      with no new privileges and W^X memory (PR_SET_MDWE, what MemoryDenyWriteExecute= enforces), writes only
-#      its state directory, answers tokengate-probe on /healthz and (with the admin secret only) /readyz, and
-#      exits 0 on SIGTERM; under strace, every system call it makes is allowed by the unit's SystemCallFilter
+#      its state directory, answers tokengate-probe on /healthz and /readyz without a secret, refuses /metrics
+#      and /admin/... without or with a wrong secret, reloads on SIGHUP (a valid change is applied; a garbage
+#      key file is refused and the old configuration keeps serving; no connection dropped), and exits 0 on
+#      SIGTERM; under strace, every system call it makes is allowed by the unit's SystemCallFilter
 #   5. the systemd unit with `systemd-analyze verify` and `systemd-analyze security`
 #   6. the optional tools above, when present
 # Exit status: 0 when every check passed, 1 otherwise.
@@ -38,7 +40,7 @@ for arg in "$@"; do
     --build) build=1 ;;
     --tools) tools=1 ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate-deploy: unknown argument $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -208,14 +210,23 @@ for probe_name in ("livenessProbe", "startupProbe"):
         ok("Deployment %s: httpGet /healthz on the admin port (open without the secret)" % probe_name)
     else:
         fail("Deployment %s: expected httpGet /healthz on port %d" % (probe_name, admin_port))
-ready = c.get("readinessProbe", {})
-env = {e["name"]: e.get("value") for e in c.get("env", [])}
-if ready.get("exec", {}).get("command") == ["tokengate-probe", "/readyz"] and env.get("TOKENGATE_ADMIN_SECRET_FILE") == config["admin"].get("secret_file"):
-    ok("Deployment readinessProbe: tokengate-probe /readyz with TOKENGATE_ADMIN_SECRET_FILE = admin.secret_file")
+ready = c.get("readinessProbe", {}).get("httpGet", {})
+if ready.get("path") == "/readyz" and port_of(ready.get("port")) == admin_port and not ready.get("httpHeaders"):
+    ok("Deployment readinessProbe: httpGet /readyz on the admin port, no headers (open without the secret)")
 else:
-    fail("Deployment readinessProbe: expected exec tokengate-probe /readyz and TOKENGATE_ADMIN_SECRET_FILE=%s" % config["admin"].get("secret_file"))
+    fail("Deployment readinessProbe: expected httpGet /readyz on port %d without headers" % admin_port)
+scheme = "HTTPS" if "tls" in config["admin"] else "HTTP"
+for probe_name in ("livenessProbe", "startupProbe", "readinessProbe"):
+    got = c.get(probe_name, {}).get("httpGet", {}).get("scheme", "HTTP")
+    if got != scheme: fail("Deployment %s: scheme %s, but the admin listener speaks %s" % (probe_name, got, scheme))
 if "Bearer" in str(c):
     fail("Deployment: a bearer secret appears in the manifest")
+annotations = spec["template"]["metadata"].get("annotations") or {}
+if annotations.get("prometheus.io/scrape") == "true":
+    if annotations.get("prometheus.io/port") == str(admin_port) and annotations.get("prometheus.io/path") == "/metrics":
+        ok("pod annotations: Prometheus scrapes /metrics on the admin port %d" % admin_port)
+    else:
+        fail("pod annotations: prometheus.io/port and path must be %d and /metrics" % admin_port)
 
 # Grace period covers preStop + drain.
 drain = duration_seconds(config.get("limits", {}).get("drain_timeout", "30s"))
@@ -540,6 +551,19 @@ for stage in stages:
                 else: fail("%s: apt package %s has no candidate (apt-get update first?)" % (stage["name"], p))
                 if stage is runtime: runtime_packages.add(p)
 open(os.path.join(work, "runtime-packages"), "w").write("\n".join(sorted(runtime_packages)) + "\n")
+# The build stage installs every apt provider of Package.swift's system libraries (their headers and .pc files).
+build_packages = set()
+for op, rest in stages[0]["ins"]:
+    if op == "RUN":
+        for command in rest.split("&&"):
+            words = command.split()
+            if words[:2] == ["apt-get", "install"]: build_packages |= {w for w in words[2:] if not w.startswith("-")}
+providers = re.findall(r"\.systemLibrary\(\s*name:\s*\"(\w+)\".*?\.apt\(\[([^\]]*)\]\)", open(os.path.join(repo, "Package.swift")).read(), re.S)
+for target, apt in providers:
+    for p in re.findall(r'"([^"]+)"', apt):
+        if p in build_packages: ok("build stage installs %s (system library %s)" % (p, target))
+        else: fail("build stage does not install %s, which system library %s needs" % (p, target))
+if not providers: fail("no system library with an apt provider found in Package.swift")
 
 # COPY sources exist and the example .dockerignore lets them through.
 ignore = [l.strip() for l in open(os.path.join(repo, "deploy/docker/dockerignore.example")) if l.strip() and not l.startswith("#")]
@@ -622,22 +646,35 @@ else:
 sys.exit(1 if fails else 0)
 PY
 
-# The runtime stage's shared libraries: every library the static-stdlib binary needs comes from a package the
-# runtime stage installs or from the base image.
+# The runtime stage's shared libraries: every library the binary needs comes from a package the runtime stage
+# installs (or one apt installs with it) or from the base image. A debug build also links the Swift runtime from
+# the toolchain; the static-stdlib build of the image does not, so those are left out of the check then.
+apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
+  $(cat "$work/runtime-packages") 2> /dev/null | grep -v '^ ' | sed 's/:.*//' | sort -u > "$work/runtime-closure"
 if ldd "$tokengate" 2>/dev/null | grep -q 'libswiftCore'; then
-  skip "runtime libraries: $tokengate is not a --static-swift-stdlib build (run with --build)"
+  toolchain="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")"
+  skip "$tokengate links the Swift runtime dynamically (not --static-swift-stdlib; --build checks the image's build): its toolchain libraries are left out"
 else
-  missing_libs=0
-  while read -r lib path; do
-    if [ "$path" = "not" ]; then bad "runtime library $lib: not found on this machine"; missing_libs=1; continue; fi
-    package="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)" || true
-    [ -z "$package" ] && package="$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)" || true
-    if grep -qx "$package" "$work/runtime-packages"; then
-      ok "runtime library $lib from $package (in the runtime stage)"
-    else
-      bad "runtime library $lib comes from '${package:-?}', which the runtime stage does not install"; missing_libs=1
-    fi
-  done < <(ldd "$tokengate" | awk '/=>/ {print $1, $3} /ld-linux/ && !/=>/ {print $1, $1}' | grep -v 'linux-vdso')
+  toolchain="/nonexistent"
+fi
+missing_libs=0
+while read -r lib path; do
+  if [ "$path" = "not" ]; then bad "runtime library $lib: not found on this machine"; missing_libs=1; continue; fi
+  case "$(readlink -f "$path")" in "$toolchain"/*) continue ;; esac
+  package="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)" || true
+  [ -z "$package" ] && package="$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)" || true
+  if grep -qx "$package" "$work/runtime-packages"; then
+    ok "runtime library $lib from $package (in the runtime stage)"
+  elif grep -qx "$package" "$work/runtime-closure"; then
+    ok "runtime library $lib from $package (a dependency of the runtime stage's packages)"
+  else
+    bad "runtime library $lib comes from '${package:-?}', which the runtime stage does not install"; missing_libs=1
+  fi
+done < <(ldd "$tokengate" | awk '/=>/ {print $1, $3} /ld-linux/ && !/=>/ {print $1, $1}' | grep -v 'linux-vdso')
+if ldd "$tokengate" | grep -q 'libpq\.so' && grep -qx libpq5 "$work/runtime-packages"; then
+  ok "the binary links libpq (PostgreSQL cutoff store) and the runtime stage installs libpq5"
+else
+  bad "the binary links libpq, but the runtime stage does not install libpq5 (or the binary does not link libpq)"
 fi
 
 # ---------------------------------------------------------------------------------------------------------
@@ -690,16 +727,38 @@ for _ in $(seq 1 150); do
 done
 if [ "$up" = 1 ]; then
   ok "gateway up as uid 10001 under PR_SET_MDWE: tokengate-probe /healthz answers 200 without the secret"
-  if TOKENGATE_ADMIN_SECRET_FILE="$secret_file" probe /readyz 2> /dev/null; then
-    ok "tokengate-probe /readyz with TOKENGATE_ADMIN_SECRET_FILE: 200"
-  else
-    bad "tokengate-probe /readyz with the admin secret did not get 200"
-  fi
-  if probe /readyz 2> "$work/probe.err"; then bad "/readyz answered 200 without the admin secret"
-  else ok "tokengate-probe /readyz without the secret fails ($(cat "$work/probe.err" | sed 's/^tokengate-probe: //'))"; fi
+  # /readyz is open like /healthz (the kubelet's httpGet readiness probe sends no secret).
+  if probe /readyz 2> "$work/probe.err"; then ok "tokengate-probe /readyz without the admin secret: 200 (open, like /healthz)"
+  else bad "/readyz without the admin secret did not answer 200 ($(sed 's/^tokengate-probe: //' "$work/probe.err"))"; fi
+  # Every other admin path needs the secret. The headers go to curl from files (-H @file), never on argv.
+  umask_before="$(umask)"; umask 077
+  printf 'Authorization: Bearer %s\n' "$(head -1 "$secret_file")" > "$work/auth-good.hdr"
+  printf 'Authorization: Bearer %s\n' "not-the-secret" > "$work/auth-wrong.hdr"
   echo "not-the-secret" > "$work/wrong.secret"
-  if TOKENGATE_ADMIN_SECRET_FILE="$work/wrong.secret" probe /readyz 2> /dev/null; then bad "/readyz answered 200 to a wrong secret"
-  else ok "tokengate-probe /readyz with a wrong secret fails"; fi
+  umask "$umask_before"
+  : > "$work/auth-none.hdr"
+  # Usage: admin_status METHOD PATH none|wrong|good [BODY_FILE] — prints the HTTP status (000: no answer).
+  admin_status() {
+    curl -s -o "${4:-/dev/null}" -w '%{http_code}' --max-time 10 -X "$1" -H "@$work/auth-$3.hdr" \
+      "http://127.0.0.1:$admin_port$2" || true
+  }
+  for target in "GET /metrics" "GET /admin/users/validate-user" "POST /admin/reload"; do
+    method="${target% *}" path="${target#* }"
+    none="$(admin_status "$method" "$path" none)" wrong="$(admin_status "$method" "$path" wrong)"
+    if [ "$none" = 401 ] && [ "$wrong" = 401 ]; then ok "$method $path: 401 without the admin secret and with a wrong one"
+    else bad "$method $path: without the secret $none, with a wrong one $wrong (expected 401 and 401)"; fi
+  done
+  status="$(admin_status GET /admin/users/validate-user good)"
+  if [ "$status" = 200 ] || [ "$status" = 404 ]; then ok "GET /admin/users/validate-user with the admin secret: $status"
+  else bad "GET /admin/users/validate-user with the admin secret: $status (expected 200 or 404)"; fi
+  status="$(admin_status GET /metrics good "$work/metrics.txt")"
+  if [ "$status" = 200 ] && grep -q '^tokengate_config_generation ' "$work/metrics.txt"; then
+    ok "GET /metrics with the admin secret: 200, Prometheus text ($(grep -c '^tokengate_' "$work/metrics.txt") samples)"
+  else bad "GET /metrics with the admin secret: $status, or no tokengate_config_generation sample"; fi
+  if TOKENGATE_ADMIN_SECRET_FILE="$secret_file" probe /metrics 2> /dev/null; then ok "tokengate-probe /metrics with TOKENGATE_ADMIN_SECRET_FILE: 200"
+  else bad "tokengate-probe /metrics with the admin secret did not get 200"; fi
+  if TOKENGATE_ADMIN_SECRET_FILE="$work/wrong.secret" probe /metrics 2> /dev/null; then bad "tokengate-probe /metrics with a wrong secret got 200"
+  else ok "tokengate-probe /metrics with a wrong secret fails"; fi
   server_pid="$(pgrep -n -f "^$rootfs/usr/local/bin/tokengate serve" || true)"
   if [ -n "$server_pid" ] && [ "$(ps -o uid= -p "$server_pid" | tr -d ' ')" = 10001 ] \
     && grep -q '^NoNewPrivs:[[:space:]]*1' "/proc/$server_pid/status"; then
@@ -710,16 +769,107 @@ if [ "$up" = 1 ]; then
   status="$(curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "https://127.0.0.1:$tls_port/api/hello" || true)"
   if [ "$status" = 401 ]; then ok "TLS listener answers: GET /api/hello without a token -> 401"
   else bad "TLS listener: GET /api/hello without a token answered '$status' (000: no HTTP answer), expected 401"; fi
+  # Usage: forwarded TOKEN — prints the body of GET /api/hello with the token (the backend's answer, or the
+  # gateway's refusal).
+  forwarded() { curl -sk --max-time 5 -H "Authorization: Bearer $1" "https://127.0.0.1:$tls_port/api/hello" || true; }
   token="$("$tokengate" token mint --key "$rootfs/.generated/keys/private.jwks" --sub alice --api-only)"
-  body="$(curl -sk --max-time 5 -H "Authorization: Bearer $token" "https://127.0.0.1:$tls_port/api/hello" || true)"
+  body="$(forwarded "$token")"
   if [ "$body" = "hello from the backend" ]; then ok "GET /api/hello with an api token is forwarded to the upstream and answered"
   else bad "GET /api/hello with an api token: expected the backend's answer, got '${body:0:80}'"; fi
+
+  # Reload (SIGHUP), as `systemctl reload` and `docker kill --signal HUP` do. A valid change: a second
+  # verification key is added to keys/public.jwks (step 2 of the README's key rotation). Its tokens are refused
+  # before the reload and accepted after it, while the process, its connections and the old key keep going.
+  # Usage: metric NAME — the sample's value from /metrics (empty when absent).
+  metric() { admin_status GET /metrics good "$work/metrics.txt" > /dev/null; awk -v n="$1" '$1 == n {print $2}' "$work/metrics.txt"; }
+  # Usage: wait_metric NAME VALUE — waits up to 10 s for the sample to differ from VALUE.
+  wait_metric() { local i; for i in $(seq 1 50); do [ "$(metric "$1")" != "$2" ] && return 0; sleep 0.2; done; return 1; }
+  keys_file="$rootfs/etc/tokengate/keys/public.jwks"
+  cp -p "$keys_file" "$work/public.jwks.original"
+  "$tokengate" keygen --alg EdDSA --kid validate-rotated --out "$work/rotated" > /dev/null
+  new_token="$("$tokengate" token mint --key "$work/rotated/private.jwks" --sub alice --api-only)"
+  body="$(forwarded "$new_token")"
+  if [ "$body" != "hello from the backend" ]; then ok "before the reload, a token of a key not yet configured is refused"
+  else bad "a token of an unknown key was forwarded before the reload"; fi
+  python3 - "$work/public.jwks.original" "$work/rotated/public.jwks" "$keys_file" <<'PY'
+import json, sys
+old, new, target = sys.argv[1:4]
+merged = {"keys": json.load(open(old))["keys"] + json.load(open(new))["keys"]}
+open(target, "w").write(json.dumps(merged))   # the file keeps its owner and mode (root:10001 0644)
+PY
+  generation="$(metric tokengate_config_generation)" failures_before="$(metric tokengate_config_reload_failures_total)"
+  # A client keeps one TLS connection open across the three reloads below and sends a request on it after each
+  # (limits.idle_timeout is 60 s): a reload must not drop it.
+  python3 - "$tls_port" "$token" "$work/reload-step" > "$work/keepalive.out" 2>&1 <<'PY' &
+import http.client, os, ssl, sys, time
+port, token, step_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+context = ssl.create_default_context(); context.check_hostname = False; context.verify_mode = ssl.CERT_NONE
+conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+def get():
+    conn.request("GET", "/api/hello", headers={"Authorization": "Bearer " + token})
+    response = conn.getresponse(); response.read()
+    return response.status
+first = get(); sock = conn.sock
+seen = 0
+deadline = time.time() + 90
+while seen < 3 and time.time() < deadline:
+    step = int(open(step_file).read() or 0) if os.path.exists(step_file) else 0
+    if step > seen:
+        seen = step
+        try: status = get()
+        except Exception as e: print("dropped after reload %d: %s" % (seen, type(e).__name__)); sys.exit(1)
+        if conn.sock is not sock: print("reconnected after reload %d" % seen); sys.exit(1)
+        print("after reload %d: %d" % (seen, status))
+    time.sleep(0.1)
+print("kept" if seen == 3 and first == 200 else "incomplete: %d reloads seen, first answer %d" % (seen, first))
+PY
+  keepalive_pid=$!
+  kill -HUP "${server_pid:-$gateway_pid}"
+  if wait_metric tokengate_config_generation "$generation" && kill -0 "${server_pid:-$gateway_pid}" 2> /dev/null; then
+    ok "SIGHUP with a valid configuration: reloaded (generation $generation -> $(metric tokengate_config_generation)), process still running"
+  else bad "SIGHUP with a valid configuration: no new generation, or the process ended"; fi
+  echo 1 > "$work/reload-step"
+  body="$(forwarded "$new_token")" old_body="$(forwarded "$token")"
+  if [ "$body" = "hello from the backend" ] && [ "$old_body" = "hello from the backend" ] && probe /readyz 2> /dev/null; then
+    ok "after the reload, tokens of the new and of the old key are forwarded; /readyz 200"
+  else bad "after the reload: new key '${body:0:40}', old key '${old_body:0:40}' (expected the backend's answer for both)"; fi
+  # A broken change: the key file replaced by garbage. check-config refuses it (so `systemctl reload` stops
+  # before signalling); a SIGHUP anyway is refused by the gateway, which keeps serving the configuration it has.
+  echo "this is not a JWK Set" > "$keys_file"
+  if "$tokengate" check-config "$rootfs/etc/tokengate/tokengate.yaml" > /dev/null 2>&1; then bad "check-config accepted a garbage key file"
+  else ok "check-config refuses the garbage key file (systemctl reload stops there)"; fi
+  generation="$(metric tokengate_config_generation)" failures_before="$(metric tokengate_config_reload_failures_total)"
+  kill -HUP "${server_pid:-$gateway_pid}"
+  if wait_metric tokengate_config_reload_failures_total "$failures_before" && kill -0 "${server_pid:-$gateway_pid}" 2> /dev/null \
+    && [ "$(metric tokengate_config_generation)" = "$generation" ]; then
+    ok "SIGHUP with a garbage key file: refused (reload failures $failures_before -> $(metric tokengate_config_reload_failures_total)), generation unchanged, process still running"
+  else bad "SIGHUP with a garbage key file: not counted as refused, generation changed, or the process ended"; fi
+  sleep 0.5; echo 2 > "$work/reload-step"
+  body="$(forwarded "$new_token")" old_body="$(forwarded "$token")"
+  if [ "$body" = "hello from the backend" ] && [ "$old_body" = "hello from the backend" ] && probe /healthz 2> /dev/null \
+    && probe /readyz 2> /dev/null; then
+    ok "after the refused reload, the last good configuration keeps serving (both keys, /healthz and /readyz 200)"
+  else bad "after the refused reload: new key '${body:0:40}', old key '${old_body:0:40}', or a probe failed"; fi
+  status="$(admin_status POST /admin/reload good "$work/reload.json")"
+  if [ "$status" = 422 ] && ! grep -q "$(head -1 "$secret_file")" "$work/reload.json"; then ok "POST /admin/reload with the garbage key file: 422, the old configuration stays"
+  else bad "POST /admin/reload with the garbage key file: $status (expected 422)"; fi
+  cp -p "$work/public.jwks.original" "$keys_file"
+  status="$(admin_status POST /admin/reload good)"
+  body="$(forwarded "$new_token")"
+  if [ "$status" = 200 ] && [ "$body" != "hello from the backend" ] && [ "$(forwarded "$token")" = "hello from the backend" ]; then
+    ok "POST /admin/reload with the original key file: 200; the removed key's tokens are refused again"
+  else bad "POST /admin/reload with the original key file: $status, removed key's token answered '${body:0:40}'"; fi
+  sleep 0.5; echo 3 > "$work/reload-step"
+  wait "$keepalive_pid" || true
+  if [ "$(tail -1 "$work/keepalive.out")" = kept ] && [ "$(grep -c ': 200$' "$work/keepalive.out")" = 3 ]; then
+    ok "a TLS connection opened before the three reloads stays open and answers after each (connections are not dropped)"
+  else sed 's/^/        /' "$work/keepalive.out"; bad "the TLS keep-alive connection did not survive the reloads"; fi
   if [ -f "$rootfs/var/lib/tokengate/cutoffs.db" ] && [ "$(stat -c %u "$rootfs/var/lib/tokengate/cutoffs.db")" = 10001 ]; then
     ok "the SQLite cutoff store was created in the state directory, owned by 10001"
   else
     bad "no cutoffs.db owned by 10001 in /var/lib/tokengate"
   fi
-  written="$(find "$rootfs" -newer "$work/started" -type f -not -path "$rootfs/var/lib/tokengate/*" -not -path "$rootfs/.generated/*" -not -path "$rootfs/usr/local/bin/*" | sed "s|^$rootfs||")"
+  written="$(find "$rootfs" -newer "$work/started" -type f -not -path "$rootfs/var/lib/tokengate/*" -not -path "$rootfs/.generated/*" -not -path "$rootfs/usr/local/bin/*" -not -path "$keys_file" | sed "s|^$rootfs||")"
   if [ -z "$written" ]; then ok "nothing written outside /var/lib/tokengate (read-only root friendly)"
   else bad "files written outside /var/lib/tokengate: $written"; fi
   started="$(date +%s)"
@@ -818,6 +968,8 @@ for key, want in (("KillSignal", "SIGTERM"), ("ProtectSystem", "strict"), ("NoNe
                   ("RestrictAddressFamilies", "AF_INET AF_INET6 AF_UNIX"), ("CapabilityBoundingSet", "")):
     got = value(key)
     print(("ok" if got == want else "FAIL") + " %s=%s" % (key, got))
+for key in ("RestartForceExitStatus",):
+    print(("FAIL %s= is set: SIGHUP reloads, it does not end the process" if value(key) is not None else "ok no %s= (SIGHUP reloads in place)") % key)
 for path in [config["cutoffs"].get("sqlite", "")]:
     print(("ok" if path.startswith("/var/lib/tokengate/") else "FAIL") + " the SQLite store %s is in StateDirectory (the only writable path)" % path)
 PY
