@@ -57,17 +57,44 @@ public actor SQLiteCutoffStore: CutoffStore {
     public nonisolated let path: String
     private let logger: Logger
     private var state: State
+    /// Every connection this store opened whose close has not completed yet, the current one included.
+    ///
+    /// sqlite-nio asserts (debug builds) and leaks the handle (release builds) when a `SQLiteConnection` is
+    /// released open, so no connection may leave this table before its close finished. See ``retire(_:)``.
+    private var connections: [ObjectIdentifier: TrackedConnection]
+    /// ``close()`` callers waiting for ``connections`` to become empty.
+    private var drainWaiters: [CheckedContinuation<Void, Never>]
+    /// Tells the opening task that finishes apart from one that was superseded by ``close()``.
+    private var openingGeneration: UInt64
     /// Counts (re)opened connections, so a reopen changes ``changeMarker()`` and forces a full reload.
     private var openCount: UInt64
 
     private struct OpenConnection: Sendable {
         let sqlite: SQLiteConnection
         let identity: FileIdentity
+
+        var id: ObjectIdentifier { ObjectIdentifier(self.sqlite) }
+    }
+
+    /// One entry of ``connections``.
+    private struct TrackedConnection {
+        let sqlite: SQLiteConnection
+        /// Statements running on it right now (see ``lease()``): it is closed only once this is back to 0, since
+        /// `sqlite3_close` with a statement still running fails with `SQLITE_BUSY`, and sqlite-nio then forgets
+        /// the handle anyway, leaving it open for good.
+        var leases: Int
+        /// No longer handed out: replaced, failed, or the store is closing. Closed when ``leases`` reaches 0.
+        var retired: Bool
+        /// The one close of this connection, shared by everyone who wants it closed: two `sqlite3_close` calls on
+        /// the same handle from two thread-pool threads would race on sqlite-nio's handle and could free it twice.
+        var closing: Task<Void, Never>?
     }
 
     private enum State {
         case idle
-        case opening(Task<OpenConnection, any Error>)
+        /// The task opens the file and then installs the result itself (``finishOpening(_:generation:)``), so
+        /// whoever awaits it only has to look at the state again.
+        case opening(Task<Void, any Error>, generation: UInt64)
         case open(OpenConnection)
         case closed
     }
@@ -76,7 +103,28 @@ public actor SQLiteCutoffStore: CutoffStore {
         self.path = path
         self.logger = logger
         self.state = .open(connection)
+        self.connections = [connection.id: TrackedConnection(sqlite: connection.sqlite, leases: 0, retired: false)]
+        self.drainWaiters = []
+        self.openingGeneration = 0
         self.openCount = 1
+    }
+
+    /// A store released without ``close()`` (a test that failed half-way, a start-up error path) closes what it
+    /// still holds on an unstructured task.
+    ///
+    /// Nothing here can be awaited, and a connection released open trips sqlite-nio's debug assertion and leaks
+    /// the file handle (and leaves the WAL un-checkpointed). Whatever is still tracked here is idle: a running
+    /// statement (``lease()``), an opening task and a pending close are all awaited by a method of this actor,
+    /// which keeps the actor alive until they are done. The task owns the connection from now on.
+    deinit {
+        let logger = self.logger
+        for tracked in self.connections.values where tracked.closing == nil {
+            logger.debug("cutoff store released without close(); closing its connection")
+            let sqlite = tracked.sqlite
+            Task {
+                await Self.closeCompletely(sqlite, logger: logger)
+            }
+        }
     }
 
     /// Opens the database at `path`, creating the file and its schema if the file does not exist yet.
@@ -222,19 +270,25 @@ public actor SQLiteCutoffStore: CutoffStore {
         )
     }
 
+    /// Closes every connection this store opened, and returns only once all of them are closed.
+    ///
+    /// Idempotent and safe to call concurrently: every call waits for the same end. A statement that is running
+    /// finishes first (its connection is closed as soon as it is returned), and an open in progress is closed as
+    /// soon as it completes.
     public func close() async throws {
         let previous = self.state
+        // Before any suspension, so no new connection can be opened or handed out from here on.
         self.state = .closed
         switch previous {
         case .open(let connection):
-            try await Self.closeIgnoringCancellation(connection.sqlite)
-        case .opening(let task):
-            if let connection = try? await task.value {
-                try await Self.closeIgnoringCancellation(connection.sqlite)
-            }
+            await self.retire(connection.id)
+        case .opening(let task, _):
+            // The task sees `.closed` when it finishes and retires what it opened.
+            _ = try? await task.value
         case .idle, .closed:
             break
         }
+        await self.waitUntilAllClosed()
     }
 }
 
@@ -252,78 +306,205 @@ extension SQLiteCutoffStore {
     /// Runs one statement on a connection whose file is still the one at ``path``.
     ///
     /// Any SQLite failure drops the connection, so the next call reopens the file: after "disk I/O error" or
-    /// "file is not a database", a fresh connection is the only way to find out whether the file is back.
+    /// "file is not a database", a fresh connection is the only way to find out whether the file is back. A
+    /// cancelled caller keeps it: sqlite-nio either never started the statement or let it finish.
     private func run(
         _ sql: String,
         _ binds: [SQLiteData],
         onRow: @escaping @Sendable (SQLiteRow) -> Void
     ) async throws {
-        let connection = try await self.checkedConnection()
+        let connection = try await self.lease()
         do {
             try await connection.sqlite.query(sql, binds, onRow)
+        } catch let error as CancellationError {
+            await self.giveBack(connection.id, retiring: false)
+            throw self.unavailable(error)
         } catch {
-            await self.drop(connection)
+            await self.giveBack(connection.id, retiring: true)
             throw self.unavailable(error)
         }
+        await self.giveBack(connection.id, retiring: false)
     }
 
-    private func checkedConnection() async throws -> OpenConnection {
-        switch self.state {
-        case .closed:
-            throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
-        case .opening(let task):
-            return try await task.value
-        case .open(let connection):
-            if FileIdentity(path: self.path) == connection.identity {
-                return connection
+    /// How many times one call reopens a file that keeps being replaced before it gives up.
+    private static let maximumReopens = 3
+
+    /// A connection whose file is still the one at ``path``, counted as in use until ``giveBack(_:retiring:)``.
+    ///
+    /// Every step re-reads ``state`` after a suspension, because other calls on this actor run in between: one
+    /// may have reopened the file, another may have closed the store.
+    private func lease() async throws -> OpenConnection {
+        var reopens = 0
+        while true {
+            switch self.state {
+            case .closed:
+                throw CutoffStoreError(
+                    code: .storeUnavailable,
+                    message: "\(self.storeDescription): the store is closed"
+                )
+            case .opening(let task, _):
+                // Installs its result (or `.idle` on failure) before it completes.
+                try await task.value
+            case .open(let connection):
+                if FileIdentity(path: self.path) == connection.identity {
+                    self.connections[connection.id]?.leases += 1
+                    return connection
+                }
+                guard reopens < Self.maximumReopens else {
+                    throw CutoffStoreError(
+                        code: .storeUnavailable,
+                        message: "\(self.storeDescription): the database file keeps being replaced"
+                    )
+                }
+                reopens += 1
+                self.logger.warning(
+                    "cutoff database file was replaced or removed; reopening",
+                    metadata: ["path": "\(self.path)"]
+                )
+                await self.retire(connection.id)
+            case .idle:
+                self.startOpening()
             }
-            self.logger.warning(
-                "cutoff database file was replaced or removed; reopening",
-                metadata: ["path": "\(self.path)"]
-            )
-            await self.drop(connection)
-            return try await self.checkedConnection()
-        case .idle:
-            let path = self.path
-            let logger = self.logger
-            let task = Task {
-                try await Self.openConnection(path: path, create: false, logger: logger)
-            }
-            self.state = .opening(task)
+        }
+    }
+
+    private func startOpening() {
+        self.openingGeneration &+= 1
+        let generation = self.openingGeneration
+        let path = self.path
+        let logger = self.logger
+        // Unstructured, so a cancelled caller cannot abandon a half-opened connection; the task keeps the actor
+        // alive until it has handed the connection over.
+        let task = Task {
+            let connection: OpenConnection
             do {
-                let connection = try await task.value
-                guard case .opening = self.state else {
-                    // Closed while opening.
-                    try? await Self.closeIgnoringCancellation(connection.sqlite)
-                    throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
-                }
-                self.state = .open(connection)
-                self.openCount &+= 1
-                return connection
+                connection = try await Self.openConnection(path: path, create: false, logger: logger)
             } catch {
-                if case .opening = self.state {
-                    self.state = .idle
-                }
+                self.openingFailed(generation: generation)
                 throw error
             }
+            await self.finishOpening(connection, generation: generation)
         }
+        self.state = .opening(task, generation: generation)
     }
 
-    private func drop(_ connection: OpenConnection) async {
-        if case .open(let current) = self.state, current.sqlite === connection.sqlite {
+    private func openingFailed(generation: UInt64) {
+        if case .opening(_, let current) = self.state, current == generation {
             self.state = .idle
         }
-        try? await Self.closeIgnoringCancellation(connection.sqlite)
     }
 
-    /// Closes `sqlite` even when the calling task is cancelled (the sync service's run loop stopping mid-poll).
+    /// Tracks `connection` and makes it the current one, or closes it if the store was closed meanwhile.
+    private func finishOpening(_ connection: OpenConnection, generation: UInt64) async {
+        self.connections[connection.id] = TrackedConnection(sqlite: connection.sqlite, leases: 0, retired: false)
+        if case .opening(_, let current) = self.state, current == generation {
+            self.state = .open(connection)
+            self.openCount &+= 1
+        } else {
+            await self.retire(connection.id)
+        }
+    }
+
+    /// Ends a ``lease()``; `retiring` after a failure, so the next call reopens the file.
+    private func giveBack(_ id: ObjectIdentifier, retiring: Bool) async {
+        self.connections[id]?.leases -= 1
+        if retiring {
+            await self.retire(id)
+        } else if let tracked = self.connections[id], tracked.retired, tracked.leases == 0 {
+            // Retired by another call while this statement ran; the last user closes it.
+            await self.closeTracked(id)
+        }
+    }
+
+    /// Stops handing out the connection and closes it once no statement runs on it.
     ///
-    /// sqlite-nio runs `close` on its thread pool with `runIfActive`, which throws at once in a cancelled task
-    /// without closing; the connection would then be released open, which leaks the handle and trips
-    /// sqlite-nio's "not closed before deinitializing" assertion. An unstructured task does not inherit the
-    /// cancellation.
-    static func closeIgnoringCancellation(_ sqlite: SQLiteConnection) async throws {
-        try await Task { try await sqlite.close() }.value
+    /// Safe to call any number of times and from concurrent calls: only the first one changes the state, and
+    /// they all share the one close (see ``TrackedConnection/closing``).
+    private func retire(_ id: ObjectIdentifier) async {
+        guard var tracked = self.connections[id] else {
+            return  // Closed already.
+        }
+        if case .open(let current) = self.state, current.id == id {
+            self.state = .idle
+        }
+        tracked.retired = true
+        self.connections[id] = tracked
+        if tracked.leases == 0 {
+            await self.closeTracked(id)
+        }
+    }
+
+    /// Starts the close of an idle retired connection, or joins the one already running, and forgets the
+    /// connection only once that close has completed.
+    private func closeTracked(_ id: ObjectIdentifier) async {
+        guard let tracked = self.connections[id] else {
+            return
+        }
+        // Held until the end: once the connection is freed, a new one may be allocated at the same address and
+        // so get the same `ObjectIdentifier`; the removal below must not forget that one.
+        let sqlite = tracked.sqlite
+        let closing: Task<Void, Never>
+        if let running = tracked.closing {
+            closing = running
+        } else {
+            let logger = self.logger
+            closing = Task {
+                await Self.closeCompletely(sqlite, logger: logger)
+            }
+            self.connections[id]?.closing = closing
+        }
+        await closing.value
+        if self.connections[id]?.sqlite === sqlite {
+            self.connections[id] = nil
+        }
+        if self.connections.isEmpty {
+            let waiters = self.drainWaiters
+            self.drainWaiters = []
+            for waiter in waiters {
+                waiter.resume()
+            }
+        }
+    }
+
+    /// Returns once ``connections`` is empty; only after ``close()`` retired them all will it get there.
+    private func waitUntilAllClosed() async {
+        if self.connections.isEmpty {
+            return
+        }
+        await withCheckedContinuation { continuation in
+            self.drainWaiters.append(continuation)
+        }
+    }
+
+    /// Closes `sqlite`, whatever the calling task's state, and never releases it open.
+    ///
+    /// sqlite-nio's `close()` throws only when its `NIOThreadPool` refuses the work: at once in a cancelled task
+    /// (the sync service's run loop stopping mid-poll) without closing, or when the pool is shut down. The first
+    /// is avoided by closing on an unstructured task, which does not inherit the cancellation; the second is
+    /// retried a few times. A connection that still cannot be closed is kept referenced for the life of the
+    /// process (``UnclosableSQLiteConnections``): deinitializing it open would trip sqlite-nio's assertion in
+    /// debug builds and leak the handle anyway in release builds. Once the close ran, the handle is gone even if
+    /// `sqlite3_close` reported `SQLITE_BUSY` (sqlite-nio does not look at the result), which is why nothing may
+    /// be running on the connection when it is closed (``TrackedConnection/leases``).
+    static func closeCompletely(_ sqlite: SQLiteConnection, logger: Logger) async {
+        await Task {
+            var delay = Duration.milliseconds(10)
+            for attempt in 1...5 {
+                do {
+                    try await sqlite.close()
+                    return
+                } catch {
+                    logger.warning(
+                        "closing a cutoff database connection failed; retrying",
+                        metadata: ["attempt": "\(attempt)", "error": "\(String(reflecting: type(of: error)))"]
+                    )
+                }
+                try? await Task.sleep(for: delay)
+                delay *= 4
+            }
+            logger.error("a cutoff database connection cannot be closed; keeping it open until the process exits")
+            UnclosableSQLiteConnections.keep(sqlite)
+        }.value
     }
 
     private nonisolated func unavailable(_ error: any Error) -> CutoffStoreError {
@@ -387,7 +568,7 @@ extension SQLiteCutoffStore {
         do {
             try await Self.configure(sqlite, description: description)
         } catch {
-            try? await Self.closeIgnoringCancellation(sqlite)
+            await Self.closeCompletely(sqlite, logger: logger)
             if let error = error as? CutoffStoreError {
                 throw error
             }
@@ -398,7 +579,7 @@ extension SQLiteCutoffStore {
         }
 
         guard let after = FileIdentity(path: path), before == nil || before == after else {
-            try? await Self.closeIgnoringCancellation(sqlite)
+            await Self.closeCompletely(sqlite, logger: logger)
             throw unavailable("the database file was replaced while it was being opened")
         }
         return OpenConnection(sqlite: sqlite, identity: after)
@@ -550,6 +731,18 @@ private struct LoadAccumulator {
         case .integer(let value): return .some(Int64(value))
         case .float, .text, .blob: return nil
         }
+    }
+}
+
+/// Connections whose close failed even after retries (see ``SQLiteCutoffStore/closeCompletely(_:logger:)``).
+///
+/// Holding them for the life of the process is deliberate: releasing an open `SQLiteConnection` asserts in debug
+/// builds and leaks its handle in release builds, so the only choice left is to leak it visibly and on purpose.
+enum UnclosableSQLiteConnections {
+    private static let kept = NIOLockedValueBox<[SQLiteConnection]>([])
+
+    static func keep(_ sqlite: SQLiteConnection) {
+        self.kept.withLockedValue { $0.append(sqlite) }
     }
 }
 

@@ -30,6 +30,7 @@ struct SQLiteKillDurabilityTests {
             // Only after apply() returned: this line is the acknowledgement the parent trusts.
             FileHandle.standardOutput.write(Data("ACK \(index)\n".utf8))
         }
+        try await store.close()
     }
 
     @Test("every write acknowledged before SIGKILL is in the file afterwards")
