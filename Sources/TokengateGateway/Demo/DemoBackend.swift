@@ -30,17 +30,9 @@ public final class DemoBackend: Sendable {
     /// Starts the backend on `host:port` (port 0 picks a free one).
     public static func start(host: String = "127.0.0.1", port: Int, group: any EventLoopGroup) async throws -> DemoBackend {
         let counter = RequestCounter()
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(DemoBackendHandler(counter: counter))
-                }
-            }
-            .bind(host: host, port: port).get()
+        let channel = try await DemoHTTPServer.bind(host: host, port: port, group: group) {
+            DemoBackendHandler(counter: counter)
+        }
         return DemoBackend(channel: channel, counter: counter)
     }
 

@@ -83,17 +83,9 @@ public final class DemoRP: Sendable {
         cutoffWriter: @escaping @Sendable (CutoffChange) async -> Void
     ) async throws -> DemoRP {
         let state = DemoRPState(signer: signer, now: now, cutoffWriter: cutoffWriter)
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(DemoRPHandler(state: state))
-                }
-            }
-            .bind(host: host, port: port).get()
+        let channel = try await DemoHTTPServer.bind(host: host, port: port, group: group) {
+            DemoRPHandler(state: state)
+        }
         return DemoRP(channel: channel, state: state)
     }
 
