@@ -106,3 +106,21 @@ extension CutoffSnapshot {
         return Int64(double)
     }
 }
+
+extension CutoffSnapshot {
+    /// The snapshot in the cutoffs file format that ``load(jsonFile:)`` reads (for the snapshot cache file
+    /// that lets a gateway start while its store is unreachable). Not for the request path.
+    public func jsonData() throws -> Data {
+        var users: [String: Any] = [:]
+        users.reserveCapacity(self.users.count)
+        for (user, cutoffs) in self.users {
+            var entry: [String: Any] = [:]
+            if let revoked = cutoffs.revokedBefore { entry["revoked_before"] = revoked }
+            if let apiRevoked = cutoffs.apiRevokedBefore { entry["api_revoked_before"] = apiRevoked }
+            users[user] = entry
+        }
+        var root: [String: Any] = ["users": users]
+        if let global = self.globalRevokedBefore { root["global_revoked_before"] = global }
+        return try JSONSerialization.data(withJSONObject: root, options: [.sortedKeys])
+    }
+}

@@ -16,6 +16,8 @@ enum CutoffStoreFactory {
         var run: (@Sendable () async -> Void)?
         /// How long without a successful sync before `/readyz` reports not ready.
         var staleAfter: Duration?
+        /// Where the last good snapshot is kept, so a restart can serve while the store is unreachable.
+        var cacheFile: String?
     }
 
     static func open(_ configuration: CutoffStoreConfiguration, logger: Logger) async throws -> Opened {
@@ -67,7 +69,12 @@ enum CutoffStoreFactory {
                 ),
                 logger: logger
             )
-            return Opened(store: store, run: { await store.run() }, staleAfter: settings.staleAfter)
+            return Opened(
+                store: store,
+                run: { await store.run() },
+                staleAfter: settings.staleAfter,
+                cacheFile: settings.cacheFile?.path
+            )
         }
     }
 }

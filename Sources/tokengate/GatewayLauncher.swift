@@ -44,7 +44,18 @@ struct GatewayLauncher {
         do {
             try await sync.start()
         } catch {
-            fail("cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start")
+            // Never start with an empty snapshot (it would accept every revoked token): only a cache file of
+            // the last good snapshot, recent enough, may stand in until the store answers.
+            guard let cache = opened.cacheFile,
+                let snapshot = SnapshotCache.load(path: cache, maxAge: opened.staleAfter ?? .seconds(300), logger: logger)
+            else {
+                fail("cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start")
+            }
+            holder.store(snapshot)
+            logger.warning(
+                "cutoff store unreachable at start; enforcing the cached snapshot until it answers",
+                metadata: ["cache_file": "\(cache)", "error": "\(error)"]
+            )
         }
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: self.configuration.eventLoops ?? System.coreCount)
@@ -112,6 +123,7 @@ struct GatewayLauncher {
             configuration: .init(
                 services: [
                     .init(service: CutoffSyncRunner(sync: sync)),
+                    .init(service: SnapshotCache(path: opened.cacheFile, sync: sync, logger: logger)),
                     .init(service: ReloadOnHangup(server: server, path: configurationPath, logger: logger)),
                     .init(service: GatewayShutdownService(server: server, admin: admin, drain: drain)),
                 ],

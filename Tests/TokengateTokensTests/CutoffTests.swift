@@ -69,6 +69,21 @@ import Testing
         )
     }
 
+    @Test func jsonDataRoundTrips() throws {
+        let snapshot = CutoffSnapshot(
+            globalRevokedBefore: 5,
+            users: [
+                "alice": UserCutoffs(revokedBefore: 10),
+                "bob \"quoted\" ü": UserCutoffs(apiRevokedBefore: 20),
+                "carol": UserCutoffs(revokedBefore: 30, apiRevokedBefore: 40),
+            ]
+        )
+        let again = try CutoffSnapshot(json: [UInt8](snapshot.jsonData()))
+        #expect(again.globalRevokedBefore == 5)
+        #expect(again.users == snapshot.users)
+        #expect(try CutoffSnapshot(json: [UInt8](CutoffSnapshot.empty.jsonData())).users.isEmpty)
+    }
+
     @Test func loadFromFile() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

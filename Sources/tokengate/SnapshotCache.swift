@@ -1,0 +1,69 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import ServiceLifecycle
+import TokengateStores
+import TokengateTokens
+
+/// Keeps a copy of the last good cutoff snapshot in a file (`cutoffs.postgres.cache_file`), so that a
+/// gateway restarted while its database is down can still enforce every cutoff it knew, instead of
+/// refusing to start. The file is only trusted when it is younger than the store's `stale_after`.
+struct SnapshotCache: Service {
+    let path: String?
+    let sync: CutoffSyncService
+    let logger: Logger
+
+    /// Writes the snapshot whenever its generation changed, checked every second, until shutdown.
+    func run() async throws {
+        guard let path = self.path else { return }
+        await cancelWhenGracefulShutdown {
+            var written: UInt64?
+            while !Task.isCancelled {
+                let snapshot = await self.sync.snapshot
+                if snapshot.generation != written, await self.sync.lastSyncAt != nil {
+                    do {
+                        try Self.write(snapshot, to: path)
+                        written = snapshot.generation
+                    } catch {
+                        self.logger.warning("cannot write the cutoff cache file", metadata: ["path": "\(path)", "error": "\(error)"])
+                    }
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Atomically replaces the file (write to a temporary name, then rename), mode 0600: user ids are
+    /// personal data.
+    static func write(_ snapshot: CutoffSnapshot, to path: String) throws {
+        let data = try snapshot.jsonData()
+        let temporary = path + ".tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw CutoffStoreFactoryError(description: "cannot create \(temporary)")
+        }
+        _ = try FileManager.default.replaceItemAt(URL(fileURLWithPath: path), withItemAt: URL(fileURLWithPath: temporary))
+    }
+
+    /// The cached snapshot, if the file exists, parses, and is at most `maxAge` old.
+    static func load(path: String, maxAge: Duration, logger: Logger) -> CutoffSnapshot? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let modified = attributes[.modificationDate] as? Date
+        else {
+            return nil
+        }
+        let age = Date().timeIntervalSince(modified)
+        guard age <= Double(maxAge.components.seconds) else {
+            logger.error("the cutoff cache file is too old to trust", metadata: ["path": "\(path)", "age_s": "\(Int(age))"])
+            return nil
+        }
+        do {
+            return try CutoffSnapshot.load(jsonFile: path)
+        } catch {
+            logger.error("the cutoff cache file cannot be read", metadata: ["path": "\(path)", "error": "\(error)"])
+            return nil
+        }
+    }
+}
