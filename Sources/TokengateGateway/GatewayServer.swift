@@ -229,6 +229,7 @@ public final class GatewayServer: Sendable {
 
     /// The HTTP/1.1 codec handlers, in pipeline order (see ``addHTTP1Handlers(to:limits:)``).
     static func http1Handlers(limits: LimitsConfiguration) -> [any ChannelHandler] {
+        let headDeadline = RequestHeadDeadline(timeout: TimeAmount(limits.requestHeaderTimeout))
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
         // The URI counts towards the decoder's field size, so the field limit must let a URI through up to
         // its own limit for the 414 check to see it; everything past both limits is a 431.
@@ -236,6 +237,7 @@ public final class GatewayServer: Sendable {
         decoderLimits.maxHeaderListSize = limits.maxHeaderBytes + limits.maxURIBytes + 1
         decoderLimits.maxHeaderFieldCount = 256
         return [
+            headDeadline,
             HTTPResponseEncoder(),
             ByteToMessageHandler(
                 HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)

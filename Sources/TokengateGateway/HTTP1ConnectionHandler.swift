@@ -36,6 +36,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private var context: ChannelHandlerContext?
     private var readingPaused = false
     private var lastResponseEnd: EventLoopFuture<Void>?
+    /// The slowloris guard before the decoder, told when a head arrived and when the next one is due.
+    private var headDeadline: RequestHeadDeadline?
     /// The current response's `.end` was written. `HTTPServerPipelineHandler` reacts to that write by handing
     /// over the next pipelined request at once, re-entrantly, before the exchange has finished its own
     /// bookkeeping: such parts wait here and are processed by ``exchangeCompleted(closeConnection:requestEnded:)``.
@@ -57,6 +59,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        self.headDeadline = try? context.pipeline.syncOperations.handler(type: RequestHeadDeadline.self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -79,6 +82,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case (_, .closed):
             return  // Pipelined bytes after a close are never acted upon.
         case (.head(let head), .idle):
+            self.headDeadline?.headReceived()
             self.requestCounter += 1
             let requestID = RequestRewriter.requestID(from: head) { "\(self.connectionID)-\(self.requestCounter)" }
             // One atomic load per request: the configuration it is served with, even across a reload.
@@ -219,6 +223,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             context.close(promise: nil)
         } else {
             self.state = .idle
+            self.headDeadline?.awaitNextHead()
         }
     }
 }
@@ -288,6 +293,7 @@ extension HTTP1ConnectionHandler {
             }
         } else {
             self.state = .idle
+            self.headDeadline?.awaitNextHead()
             context.flush()
             self.processDeferredParts(context: context)
         }

@@ -128,6 +128,28 @@ import TokengateTokens
         #expect(!text.lowercased().contains("connection: close"), "the body was read whole: keep-alive goes on")
     }
 
+    @Test func aDribbledRequestHeadIsCutOffAtTheHeaderTimeout() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        try self.send(channel, "GET /api/a HTTP/1.1\r\nHost: x\r\n")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        try self.send(channel, "X-Slow: 1\r\n")
+        #expect(channel.isActive, "still within the deadline")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(6))
+        #expect(!channel.isActive, "a head still incomplete after the header timeout ends the connection")
+    }
+
+    @Test func aKeepAliveConnectionMayWaitQuietlyBetweenRequests() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        try self.send(channel, "GET /api/a HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try self.output(channel).hasPrefix("HTTP/1.1 401"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(30))
+        #expect(channel.isActive, "between requests the idle timeout applies, not the header timeout")
+        try self.send(channel, "GET /api/b HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try self.output(channel).hasPrefix("HTTP/1.1 401"))
+    }
+
     @Test func anIdleConnectionIsClosed() throws {
         let (channel, _, cleanup) = try self.makeChannel()
         defer { cleanup(); _ = try? channel.finish() }
