@@ -199,10 +199,12 @@ struct ConfigurationDecoder {
         }
         let secretFile = try map["secret_file"]?.path(mustExist: true)
         let tls = try map["tls"].map { node throws(ConfigurationError) in try self.tls(node) }
-        if !address.isLoopback, secretFile == nil, tls == nil {
+        // TLS only encrypts: without a secret anyone who reaches the port could move cutoffs back. Off
+        // loopback the secret is required, with TLS on top where the network is not trusted.
+        if !address.isLoopback, secretFile == nil {
             throw addressNode.error(
                 .insecure,
-                "the admin listener on \(address) is reachable from other machines: it needs tls or secret_file"
+                "the admin listener on \(address) is reachable from other machines: it needs secret_file (and tls where the network is not trusted)"
             )
         }
         return AdminConfiguration(address: address, secretFile: secretFile, tls: tls)

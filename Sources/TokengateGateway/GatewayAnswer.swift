@@ -124,6 +124,15 @@ extension GatewayAnswer {
         )
     }
 
+    static func methodNotAllowed() -> Self {
+        GatewayAnswer(
+            status: .methodNotAllowed,
+            error: "method_not_allowed",
+            description: "this method is not accepted",
+            reasonCode: "method_not_allowed"
+        )
+    }
+
     static func noRoute() -> Self {
         GatewayAnswer(status: .notFound, error: "not_found", description: "no route for this path", reasonCode: "no_route")
     }

@@ -19,6 +19,8 @@ struct GatewayRoute: Sendable {
     let stripToken: Bool
     /// The most body bytes read to look for a token in a form or JSON body.
     let tokenBodyLimit: Int
+    /// The most body bytes forwarded (`body_limit`, else `limits.max_body_bytes`); past it, 413 or an abort.
+    let bodyLimit: Int
     /// Set on a `token_page` route: the gateway answers it itself and never forwards.
     let tokenPage: TokenPageRoute?
 }

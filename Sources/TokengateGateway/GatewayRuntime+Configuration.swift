@@ -102,7 +102,8 @@ extension GatewayRuntime {
                     extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
-                    tokenBodyLimit: route.bodyLimit ?? configuration.limits.maxTokenBodyBytes,
+                    tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
+                    bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
                     tokenPage: tokenPage
                 )
             )

@@ -192,15 +192,17 @@ public final class GatewayServer: Sendable {
             // Behind a TLS-terminating load balancer: requests from a configured proxy address are served
             // (when it says the client used https); everyone else only ever gets the refusal or redirect.
             let trusted = peer.map { ip in generation.configuration.trustedProxies.contains { $0.contains(ipAddress: ip) } } ?? false
+            // Plain connections count against the same limit as TLS ones, and idle ones are closed.
+            guard registry.add(channel) else {
+                return channel.close()
+            }
             guard trusted else {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.requestHeaderTimeout)))
                     try Self.addHTTP1Handlers(to: sync, limits: limits)
                     try sync.addHandler(PlainHTTPHandler(mode: mode, httpsPort: httpsPort))
                 }
-            }
-            guard registry.add(channel) else {
-                return channel.close()
             }
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations

@@ -155,8 +155,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             case .idle, .discarding:
                 self.state = .closed
                 context.close(promise: nil)
-            case .exchanging(let exchange) where !exchange.wantsRequestReadingPaused && !self.readingPaused:
-                break
+            case .exchanging(let exchange) where exchange.isReadingRequestBody && !self.readingPaused:
+                // The client stopped sending a body it announced, and not because the gateway held it back:
+                // it must not keep an upstream connection waiting forever.
+                exchange.clientClosed()
+                self.state = .closed
+                context.close(promise: nil)
             case .exchanging, .closed:
                 break
             }

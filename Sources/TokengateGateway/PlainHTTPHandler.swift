@@ -48,6 +48,14 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)  // Nothing useful comes from a silent plain-HTTP connection.
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     /// The host part of a Host header, only if it is a plausible host name: a redirect must not send a
     /// browser to whatever a hostile Host header says with characters that break the Location header.
     static func hostWithoutPort(_ host: String) -> String {

@@ -57,6 +57,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// Request body parts received while no upstream connection was ready yet.
     private var queued: [HTTPServerRequestPart] = []
     private var requestEnded = false
+    /// Body bytes received so far, for `limits.max_body_bytes`.
+    private var bodyBytes = 0
     /// The whole request body while it is still at hand (no body, or one read to look for a token), so a
     /// retry can send it again.
     private var replayableBody: ByteBuffer?
@@ -138,9 +140,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
             body.writeBuffer(&buffer)
             self.state = .readingBody(route: route, body: body, limit: limit)
         case .awaitingUpstream:
+            if self.countBody(buffer) { return }
             self.queued.append(.body(buffer))
             self.replayableBody = nil
         case .forwarding(let connection):
+            if self.countBody(buffer) { return }
             self.replayableBody = nil
             connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
         case .answerPending, .answered, .finished:
@@ -155,11 +159,13 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.state = .awaitingUpstream
             self.authorize(route: route, body: body)
         case .awaitingUpstream:
-            self.queued.append(.end(trailers))
+            self.queued.append(.end(nil))
         case .forwarding(let connection):
             // Flushed with the rest of the client's read batch (``clientReadComplete()``), so a head and its
             // end go upstream in one write.
-            connection.channel.write(HTTPClientRequestPart.end(trailers), promise: nil)
+            // Request trailers are not forwarded: they would carry fields (identity, forwarding) past the
+            // rewriter, and backends that fold trailers into headers would believe them.
+            connection.channel.write(HTTPClientRequestPart.end(nil), promise: nil)
             self.startResponseTimer()
         case .answered:
             self.state = .finished
@@ -192,6 +198,31 @@ final class ProxyExchange: UpstreamResponseReceiver {
             connection.handler.resumeReading(channel: connection.channel)
         } else {
             connection.handler.pauseReading()
+        }
+    }
+
+    /// Counts streamed body bytes against the route's body limit (`body_limit`, else `limits.max_body_bytes`); past it the exchange ends (413 when the
+    /// response has not started, an abort when it has). Returns whether it ended.
+    private func countBody(_ buffer: ByteBuffer) -> Bool {
+        self.bodyBytes += buffer.readableBytes
+        let limit = self.routeIndex.map { self.runtime.routes[$0].bodyLimit } ?? self.runtime.limits.maxBodyBytes
+        guard self.bodyBytes > limit else { return false }
+        if self.responseStarted {
+            if case .forwarding(let connection) = self.state { self.release(connection, reusable: false) }
+            self.log(status: self.status?.code ?? 0, reason: "body_too_large")
+            self.state = .finished
+            self.client.abort()
+        } else {
+            self.answer(.payloadTooLarge())
+        }
+        return true
+    }
+
+    /// The request body is still coming from the client (its end not seen yet).
+    var isReadingRequestBody: Bool {
+        switch self.state {
+        case .readingBody, .awaitingUpstream, .forwarding: !self.requestEnded
+        case .answerPending, .answered, .finished: false
         }
     }
 
@@ -268,6 +299,41 @@ final class ProxyExchange: UpstreamResponseReceiver {
         }
     }
 
+    /// Routes match the path as sent, so a path a backend would normalize differently is refused rather
+    /// than matched: `.`/`..` segments, `//`, a backslash, and percent-encoded `.`, `/` or `\` (any case)
+    /// could otherwise reach a protected path through a public prefix.
+    static func isNormalizedPath(_ uri: String) -> Bool {
+        let path = uri.utf8.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        var previous: UInt8 = 0
+        var segmentStart = true
+        var dots = 0
+        var index = path.startIndex
+        while index < path.endIndex {
+            let byte = path[index]
+            switch byte {
+            case UInt8(ascii: "\\"):
+                return false
+            case UInt8(ascii: "/"):
+                if previous == UInt8(ascii: "/") || (segmentStart && dots > 0) { return false }
+                segmentStart = true
+                dots = 0
+            case UInt8(ascii: "."):
+                if segmentStart { dots += 1 }
+                if dots > 2 { segmentStart = false }
+            case UInt8(ascii: "%"):
+                let rest = path[path.index(after: index)...].prefix(2)
+                let code = String(decoding: rest, as: UTF8.self).lowercased()
+                if code == "2e" || code == "2f" || code == "5c" { return false }
+                segmentStart = false
+            default:
+                segmentStart = false
+            }
+            previous = byte
+            index = path.index(after: index)
+        }
+        return !(segmentStart && dots > 0)
+    }
+
     /// The `X-Forwarded-For` chain for the backend: the peer's address, after the chain a trusted proxy
     /// reported (a client's own chain is never believed).
     private var forwardedFor: String? {
@@ -289,6 +355,12 @@ final class ProxyExchange: UpstreamResponseReceiver {
         }
         if !self.head.uri.hasPrefix("/") {
             return .malformedHTTP("the request target must be an absolute path")
+        }
+        if self.head.method == .TRACE || self.head.method == .CONNECT {
+            return .methodNotAllowed()
+        }
+        if !Self.isNormalizedPath(self.head.uri) {
+            return .malformedHTTP("the request path must not contain dot segments, encoded separators or backslashes")
         }
         return nil
     }
@@ -444,7 +516,9 @@ extension ProxyExchange {
         }
         // A reused connection the backend had closed while idle: nothing of the response arrived, and with
         // the whole request still at hand it is safe to send again on a fresh connection.
-        if connection.reused, self.replayableBody != nil, self.queued.isEmpty {
+        if connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method),
+            !(error is HTTPParserError)
+        {
             self.triedTargets.remove(connection.targetIndex)
             self.state = .awaitingUpstream
             self.connectUpstream()
@@ -460,6 +534,14 @@ extension ProxyExchange {
     func upstreamWritabilityChanged(isWritable: Bool) {
         if case .forwarding = self.state {
             self.client.setRequestReadingPaused(!isWritable)
+        }
+    }
+
+    /// RFC 9110 §9.2.2: the methods a retry may repeat.
+    static func isIdempotent(_ method: HTTPMethod) -> Bool {
+        switch method {
+        case .GET, .HEAD, .OPTIONS, .PUT, .DELETE: true
+        default: false
         }
     }
 

@@ -32,6 +32,11 @@ enum RequestRewriter {
     ///
     /// Starts from the client's headers and removes what must not pass (no re-adding of every field, which
     /// would validate and copy each one again): this runs for every forwarded request.
+    ///
+    /// Body framing is never left to chance (request smuggling): the client's `Content-Length` and
+    /// `Transfer-Encoding` are removed and the gateway states the framing of what it will send itself —
+    /// the new length, the client's validated length, or lowercase `chunked` for a body of unknown length —
+    /// so the backend can only ever read the body the gateway writes, as the body.
     static func upstreamHead(
         from head: HTTPRequestHead,
         identity: VerifiedToken?,
@@ -41,10 +46,15 @@ enum RequestRewriter {
     ) -> HTTPRequestHead {
         var headers = head.headers
         let host = headers.first(name: "host")
-        // Names the client listed in `Connection` are hop-by-hop too (rare: parsed only when present).
+        let clientLength = headers.first(name: "content-length")
+        let chunked = headers.contains(name: "transfer-encoding")
+        // Names the client listed in `Connection` are hop-by-hop too (rare: parsed only when present) — but
+        // never the framing or the Host, which the gateway decides.
         if headers.contains(name: "connection") {
             for value in headers[canonicalForm: "connection"] where !value.isEmpty {
-                headers.remove(name: String(value))
+                let name = String(value)
+                if Self.protectedNames.contains(where: { HTTPHeaders.equalsIgnoringCase($0, name) }) { continue }
+                headers.remove(name: name)
             }
         }
         for name in Self.hopByHopNames {
@@ -53,12 +63,15 @@ enum RequestRewriter {
         for name in Self.forwardingNames {
             headers.remove(name: name)
         }
-        if headers.containsName(withPrefix: Self.identityHeaderPrefix) {
-            var spoofed: [String] = []
-            for (name, _) in headers where HTTPHeaders.hasPrefixIgnoringCase(name, Self.identityHeaderPrefix) {
-                spoofed.append(name)
+        // Header names with `_` are dropped (as nginx does by default): CGI-style backends map `X_Tokengate_User`
+        // and `X-Tokengate-User` to the same variable, so they could smuggle an identity past the check below.
+        if headers.containsName(withPrefix: Self.identityHeaderPrefix) || headers.contains(where: { $0.name.utf8.contains(UInt8(ascii: "_")) }) {
+            var dropped: [String] = []
+            for (name, _) in headers
+            where HTTPHeaders.hasPrefixIgnoringCase(name, Self.identityHeaderPrefix) || name.utf8.contains(UInt8(ascii: "_")) {
+                dropped.append(name)
             }
-            for name in spoofed { headers.remove(name: name) }
+            for name in dropped { headers.remove(name: name) }
         }
         switch strip {
         case .authorization:
@@ -74,8 +87,14 @@ enum RequestRewriter {
         case .form, .json, nil:
             break
         }
+        headers.remove(name: "content-length")
+        headers.remove(name: "transfer-encoding")
         if let newBodyLength {
-            headers.replaceOrAdd(name: "content-length", value: String(newBodyLength))
+            headers.add(name: "content-length", value: String(newBodyLength))
+        } else if let clientLength {
+            headers.add(name: "content-length", value: clientLength)
+        } else if chunked {
+            headers.add(name: "transfer-encoding", value: "chunked")
         }
         if let identity {
             headers.add(name: "x-tokengate-user", value: identity.subject)
@@ -98,8 +117,17 @@ enum RequestRewriter {
         return HTTPRequestHead(version: .http1_1, method: head.method, uri: head.uri, headers: headers)
     }
 
+    /// What a client's `Connection` header may never name: the gateway sets these itself.
+    static let protectedNames = ["content-length", "transfer-encoding", "host"]
+
     static let hopByHopNames = Array(Self.hopByHop)
-    static let forwardingNames = ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded", "x-request-id"]
+    /// Headers that tell a backend where the request came from or which path it "really" is: only the
+    /// gateway may say that (path overrides like X-Original-URL bypass routing on some servers).
+    static let forwardingNames = [
+        "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-port", "x-forwarded-prefix",
+        "x-forwarded-server", "forwarded", "x-request-id", "x-real-ip", "true-client-ip", "x-client-ip",
+        "x-original-url", "x-rewrite-url",
+    ]
 
     /// The client's request id when it is a sane one (printable, short), so that traces join up.
     static func requestID(from head: HTTPRequestHead, generate: () -> String) -> String {

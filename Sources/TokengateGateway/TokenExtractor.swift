@@ -195,12 +195,13 @@ extension TokenExtractor {
         }
     }
 
-    /// The browser says the request comes from this site: `Sec-Fetch-Site: same-origin|same-site|none`, or
+    /// The browser says the request comes from this site: `Sec-Fetch-Site: same-origin|none`, or
     /// an `Origin` whose host (and port) is this request's `Host`. With neither header there is no proof,
     /// and a cookie is never counted without proof (fail closed).
     static func isSameSite(_ headers: HTTPHeaders) -> Bool {
         if let site = headers.first(name: "sec-fetch-site")?.lowercased() {
-            return site == "same-origin" || site == "same-site" || site == "none"
+            // `same-site` is not enough: a sibling subdomain (user content, a taken-over host) is same-site.
+            return site == "same-origin" || site == "none"
         }
         guard let origin = headers.first(name: "origin"), let host = headers.first(name: "host") else {
             return false

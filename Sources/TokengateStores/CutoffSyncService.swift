@@ -321,10 +321,18 @@ extension CutoffSyncService {
     private func reloadLocked(marker: String?) async throws {
         let loaded = try await self.store.load()
         let next: CutoffTable
-        if let current = self.table, loaded.forceEpoch == current.forceEpoch {
+        if let current = self.table, loaded.forceEpoch <= current.forceEpoch {
+            if loaded.forceEpoch < current.forceEpoch {
+                // The epoch only grows. A lower one is an old backup copied over the store, or tables
+                // recreated: never let it drop a revocation the running gateway enforces.
+                self.logger.error(
+                    "the cutoff store's force epoch went backwards (restored from a backup?); keeping every cutoff already enforced",
+                    metadata: ["loaded": "\(loaded.forceEpoch)", "enforced": "\(current.forceEpoch)"]
+                )
+            }
             next = loaded.mergedForward(onto: current)
         } else {
-            // First load, or a cutoff was forced back (the epoch moved). The gate guarantees that no write of
+            // First load, or a cutoff was forced back (the epoch grew). The gate guarantees that no write of
             // ours happened between the load and now, so the store is the whole truth.
             next = loaded
         }

@@ -123,7 +123,13 @@ public struct JSONFileCutoffStore: CutoffStore {
                     } catch let error as CutoffStoreError {
                         throw invalid("a key of \"users\" is not a valid user id: \(error.message)")
                     }
-                    table.users[user] = try Self.userCutoffs(value, user: user, invalid: invalid)
+                    // Ids equal under Unicode canonical equivalence share a key: keep the later cutoffs.
+                    let cutoffs = try Self.userCutoffs(value, user: user, invalid: invalid)
+                    let previous = table.users[user] ?? UserCutoffs()
+                    table.users[user] = UserCutoffs(
+                        revokedBefore: CutoffTable.later(previous.revokedBefore, cutoffs.revokedBefore),
+                        apiRevokedBefore: CutoffTable.later(previous.apiRevokedBefore, cutoffs.apiRevokedBefore)
+                    )
                 }
             default:
                 throw invalid("unknown key \(Self.quoted(key)) at the top level "

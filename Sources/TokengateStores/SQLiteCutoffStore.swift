@@ -718,7 +718,13 @@ private struct LoadAccumulator {
             self.table.globalRevokedBefore = first
             self.table.forceEpoch = second ?? 0
         } else if let user = columns[1].data.string {
-            self.table.users[user] = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
+            // Swift compares strings by canonical equivalence, so two rows whose ids differ only in Unicode
+            // normalization land on one key: keep the later of each cutoff (fail closed), never the last row.
+            let previous = self.table.users[user] ?? UserCutoffs()
+            self.table.users[user] = UserCutoffs(
+                revokedBefore: CutoffTable.later(previous.revokedBefore, first),
+                apiRevokedBefore: CutoffTable.later(previous.apiRevokedBefore, second)
+            )
         } else {
             self.problem = "a user row has no user id"
         }

@@ -25,10 +25,8 @@ enum CutoffStoreFactory {
         case .file(let path):
             return Opened(store: JSONFileCutoffStore(path: path.path))
         case .sqlite(let path):
-            try FileManager.default.createDirectory(
-                atPath: (path.path as NSString).deletingLastPathComponent,
-                withIntermediateDirectories: true
-            )
+            // The directory is never created here: a missing directory is an unmounted volume, and a fresh
+            // empty database there would accept every revoked token. The store refuses it with that reason.
             return Opened(store: try await SQLiteCutoffStore.open(path: path.path, logger: logger))
         case .postgres(let settings):
             var password: String?

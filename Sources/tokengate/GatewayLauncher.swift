@@ -82,6 +82,9 @@ struct GatewayLauncher {
                     fail("cannot read the admin secret file \(path)")
                 }
                 while bytes.last == UInt8(ascii: "\n") || bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+                guard bytes.count >= 16 else {
+                    fail("the admin secret in \(path) is too short: use at least 16 bytes (e.g. openssl rand -hex 32)")
+                }
                 return bytes
             }
             let api = AdminAPI(service: sync)

@@ -49,12 +49,18 @@ struct Revoke: AsyncParsableCommand {
         } catch {
             fail("\(error)")
         }
-        var at = Int64(Date().timeIntervalSince1970)
+        let now = Int64(Date().timeIntervalSince1970)
+        var at = now
         if let text = self.at {
             do {
                 at = try CutoffTime.parse(text)
             } catch {
                 fail("--at: \(error)")
+            }
+            // As the admin API: a cutoff far in the future would also reject every token issued after it
+            // until then (a typo could lock a user, or everyone, out for centuries).
+            if at > now + 300 {
+                fail("--at is more than 5 minutes in the future; a cutoff takes effect for tokens issued before it")
             }
         }
         let opened: CutoffStoreFactory.Opened

@@ -16,17 +16,26 @@ struct SnapshotCache: Service {
     let sync: CutoffSyncService
     let logger: Logger
 
-    /// Writes the snapshot whenever its generation changed, checked every second, until shutdown.
+    /// Writes the snapshot whenever its generation changed, and touches the file after every successful sync
+    /// (its age is what a restart judges), checked every second, until shutdown.
     func run() async throws {
         guard let path = self.path else { return }
         await cancelWhenGracefulShutdown {
             var written: UInt64?
+            var syncedAt: Int64?
             while !Task.isCancelled {
                 let snapshot = await self.sync.snapshot
-                if snapshot.generation != written, await self.sync.lastSyncAt != nil {
+                let lastSync = await self.sync.lastSyncAt
+                if let lastSync, snapshot.generation != written || lastSync != syncedAt {
                     do {
-                        try Self.write(snapshot, to: path)
-                        written = snapshot.generation
+                        if snapshot.generation != written {
+                            try Self.write(snapshot, to: path)
+                            written = snapshot.generation
+                        } else {
+                            // Same snapshot, confirmed again by the store: only the age changes.
+                            try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: path)
+                        }
+                        syncedAt = lastSync
                     } catch {
                         self.logger.warning("cannot write the cutoff cache file", metadata: ["path": "\(path)", "error": "\(error)"])
                     }
@@ -36,15 +45,11 @@ struct SnapshotCache: Service {
         }
     }
 
-    /// Atomically replaces the file (write to a temporary name, then rename), mode 0600: user ids are
-    /// personal data.
+    /// Replaces the file the way key files are written: created with mode 0600 (user ids are personal data)
+    /// under an exclusive temporary name, synced, then renamed over the old one.
     static func write(_ snapshot: CutoffSnapshot, to path: String) throws {
         let data = try snapshot.jsonData()
-        let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw CutoffStoreFactoryError(description: "cannot create \(temporary)")
-        }
-        _ = try FileManager.default.replaceItemAt(URL(fileURLWithPath: path), withItemAt: URL(fileURLWithPath: temporary))
+        try FileOutput.write(String(decoding: data, as: UTF8.self), to: path, mode: 0o600)
     }
 
     /// The cached snapshot, if the file exists, parses, and is at most `maxAge` old.

@@ -35,7 +35,12 @@ struct Tokengate: AsyncParsableCommand {
                 FileOutput.standardError(Self.fullMessage(for: error) + "\n")
                 Foundation.exit(ExitStatus.usage)
             }
-            Self.exit(withError: error)
+            if error is ExitCode {
+                Self.exit(withError: error)
+            }
+            // Anything else that escaped a command is an operational failure, never "invalid token" (1).
+            FileOutput.standardError("tokengate: \(error)\n")
+            Foundation.exit(ExitStatus.usage)
         }
     }
 }

@@ -263,12 +263,16 @@ struct ConfigurationErrorTests {
         )
     }
 
-    @Test("a non-loopback admin listener needs TLS or a secret")
+    @Test("a non-loopback admin listener needs a secret, TLS or not")
     func adminExposure() throws {
-        self.expectError(
-            minimalYAML + "admin: { address: 0.0.0.0:9901 }\n",
+        let message =
             "test.yaml:11:19: admin.address: the admin listener on 0.0.0.0:9901 is reachable from other machines: "
-                + "it needs tls or secret_file",
+            + "it needs secret_file (and tls where the network is not trusted)"
+        self.expectError(minimalYAML + "admin: { address: 0.0.0.0:9901 }\n", message, code: .insecure)
+        // TLS only encrypts: it does not say who may move cutoffs.
+        self.expectError(
+            minimalYAML + "admin: { address: 0.0.0.0:9901, tls: { certificates: [ { cert: cert.pem, key: key.pem } ] } }\n",
+            message,
             code: .insecure
         )
         let withSecret = try parse(minimalYAML + "admin: { address: 0.0.0.0:9901, secret_file: admin.secret }\n")

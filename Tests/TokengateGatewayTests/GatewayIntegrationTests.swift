@@ -286,7 +286,7 @@ struct GatewayIntegrationTests {
     }
 
     @Test func http2IsNegotiatedAndStreamsAnUploadWithBoundedMemory() async throws {
-        try await self.withGateway { gateway in
+        try await self.withGateway(limits: "limits: { max_body_bytes: 50MiB }") { gateway in
             let file = gateway.directory + "/upload.bin"
             #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 0x62, count: 20 * 1024 * 1024)))
             let result = try Curl.run(
@@ -423,7 +423,7 @@ struct GatewayIntegrationTests {
     }
 
     @Test func aLargeBodyStreamsThroughWithBoundedMemory() async throws {
-        try await self.withGateway { gateway in
+        try await self.withGateway(limits: "limits: { max_body_bytes: 200MiB }") { gateway in
             let size = 100 * 1024 * 1024
             let file = gateway.directory + "/big.bin"
             #expect(FileManager.default.createFile(atPath: file, contents: nil))
@@ -466,6 +466,48 @@ struct GatewayIntegrationTests {
             #expect(output.hasPrefix("HTTP/1.1 400"), "\(name): \(output.prefix(200))")
             #expect(output.components(separatedBy: "HTTP/1.1 ").count == 2, "\(name): more than one response")
             #expect(gateway.backend.requestsReceived == 0, "\(name) reached the backend")
+        }
+    }
+
+    /// Review findings: bodies whose framing the client tried to take away, spoofed names the backend would
+    /// fold into identity headers, paths a backend would normalize, TRACE, request trailers.
+    static let smuggled = "GET /smuggled HTTP/1.1\r\nHost: a\r\nX-Tokengate-User: v\r\n\r\n"
+
+    @Test(arguments: [
+        ("Connection names Content-Length", "GET /open HTTP/1.1\r\nHost: a\r\nConnection: content-length\r\nContent-Length: \(smuggled.utf8.count)\r\n\r\n" + smuggled),
+        ("mixed-case chunked on DELETE", "DELETE /open HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked\r\n\r\n" + String(smuggled.utf8.count, radix: 16) + "\r\n" + smuggled + "\r\n0\r\n\r\n"),
+    ])
+    func aBodyAlwaysReachesTheBackendAsABody(_ name: String, _ request: String) async throws {
+        try await self.withGateway { gateway in
+            let output = try OpenSSLClient.exchange(port: gateway.tlsPort, send: request + "GET /last HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            #expect(!output.contains("\"path\":\"/smuggled\""), "\(name): the backend saw the body as a request")
+            #expect(output.contains("\"body_bytes\":\(Self.smuggled.utf8.count)"), "\(name): the body must arrive as the body: \(output.prefix(600))")
+            #expect(gateway.backend.requestsReceived == 2, "\(name)")
+        }
+    }
+
+    @Test func spoofedVariantsPathTricksTraceAndTrailersAreRefusedOrDropped() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let spoofed = try self.curl(gateway, [
+                "-H", "X_Tokengate_User: admin", "-H", "X-Original-URL: /account/x", "-H", "X-Real-IP: 1.2.3.4",
+                "\(gateway.baseURL)/open",
+            ])
+            #expect(spoofed.status == 200)
+            #expect(!spoofed.body.contains("admin") && !spoofed.body.contains("/account/x") && !spoofed.body.contains("1.2.3.4"), "\(spoofed.body)")
+            for path in ["/x/../api/a", "/%2e%2e/api/a", "/open/..%2Fapi", "//api/a", "/api\\a", "/api/%2E"] {
+                let result = try self.curl(gateway, ["--path-as-is", "\(gateway.baseURL)\(path)"])
+                #expect(result.status == 400, "\(path): \(result.status)")
+            }
+            let trace = try self.curl(gateway, ["-X", "TRACE", "\(gateway.baseURL)/open"])
+            #expect(trace.status == 405)
+            let trailers = try OpenSSLClient.exchange(
+                port: gateway.tlsPort,
+                send: "POST /api/a HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\nX-Tokengate-User: admin\r\n\r\n"
+            )
+            #expect(trailers.hasPrefix("HTTP/1.1 200"), "\(trailers.prefix(300))")
+            #expect(!trailers.contains("admin"))
+            #expect(gateway.backend.requestsReceived == 2)
         }
     }
 

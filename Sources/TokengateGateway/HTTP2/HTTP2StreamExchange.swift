@@ -21,6 +21,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     let eventLoop: any EventLoop
     let clientAddress: String?
     private var exchange: ProxyExchange?
+    private var pendingHead: HTTPRequestHead?
     private var paused = false
     /// Body bytes received but not yet reported consumed, because reading was paused.
     private var unconsumed = 0
@@ -47,21 +48,18 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     func received(_ part: HTTPServerRequestPart) {
         switch part {
         case .head(let head):
-            let generation = self.generations.load()
-            let exchange = ProxyExchange(
-                head: head,
-                requestID: RequestRewriter.requestID(from: head) { self.requestID },
-                client: self,
-                runtime: generation.runtime,
-                pools: generation.pools.pools(for: self.eventLoop),
-                logger: self.logger,
-                closeRequested: false
-            )
-            self.exchange = exchange
-            exchange.begin(rejection: nil)
-            // Each stream part is its own batch: push whatever the exchange wrote upstream.
-            exchange.clientReadComplete()
+            // Held until the next part says whether a body follows (HEADERS with END_STREAM has none): the
+            // exchange must know the body's framing before it writes the upstream head.
+            self.pendingHead = head
         case .body(let buffer):
+            if var head = self.pendingHead {
+                self.pendingHead = nil
+                if !head.headers.contains(name: "content-length") {
+                    // A body of unknown length: in HTTP/1.1 terms, chunked.
+                    head.headers.add(name: "transfer-encoding", value: "chunked")
+                }
+                self.begin(head)
+            }
             let bytes = buffer.readableBytes
             self.exchange?.receivedBody(buffer)
             // Passed on (or dropped after an answer): the window opens again unless the upstream is full.
@@ -72,9 +70,30 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             }
             self.exchange?.clientReadComplete()
         case .end(let trailers):
+            if let head = self.pendingHead {
+                self.pendingHead = nil
+                self.begin(head)
+            }
             self.exchange?.receivedEnd(trailers)
             self.exchange?.clientReadComplete()
         }
+    }
+
+    private func begin(_ head: HTTPRequestHead) {
+        let generation = self.generations.load()
+        let exchange = ProxyExchange(
+            head: head,
+            requestID: RequestRewriter.requestID(from: head) { self.requestID },
+            client: self,
+            runtime: generation.runtime,
+            pools: generation.pools.pools(for: self.eventLoop),
+            logger: self.logger,
+            closeRequested: false
+        )
+        self.exchange = exchange
+        exchange.begin(rejection: nil)
+        // Each stream part is its own batch: push whatever the exchange wrote upstream.
+        exchange.clientReadComplete()
     }
 
     func streamReset(_ code: HTTP2ErrorCode) {
