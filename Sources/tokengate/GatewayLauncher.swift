@@ -122,14 +122,19 @@ struct GatewayLauncher {
         try await onStarted(addresses, sync)
 
         let drain = TimeAmount(self.configuration.limits.drainTimeout)
+        // Every service runs until shutdown: ServiceGroup treats one that returns early as a failure and
+        // stops the gateway, so optional ones are only added when configured.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: CutoffSyncRunner(sync: sync)),
+            .init(service: ReloadOnHangup(server: server, path: configurationPath, logger: logger)),
+            .init(service: GatewayShutdownService(server: server, admin: admin, drain: drain)),
+        ]
+        if let cacheFile = opened.cacheFile {
+            services.append(.init(service: SnapshotCache(path: cacheFile, sync: sync, logger: logger)))
+        }
         let serviceGroup = ServiceGroup(
             configuration: .init(
-                services: [
-                    .init(service: CutoffSyncRunner(sync: sync)),
-                    .init(service: SnapshotCache(path: opened.cacheFile, sync: sync, logger: logger)),
-                    .init(service: ReloadOnHangup(server: server, path: configurationPath, logger: logger)),
-                    .init(service: GatewayShutdownService(server: server, admin: admin, drain: drain)),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

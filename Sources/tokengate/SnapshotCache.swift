@@ -12,14 +12,14 @@ import TokengateTokens
 /// gateway restarted while its database is down can still enforce every cutoff it knew, instead of
 /// refusing to start. The file is only trusted when it is younger than the store's `stale_after`.
 struct SnapshotCache: Service {
-    let path: String?
+    let path: String
     let sync: CutoffSyncService
     let logger: Logger
 
     /// Writes the snapshot whenever its generation changed, and touches the file after every successful sync
     /// (its age is what a restart judges), checked every second, until shutdown.
     func run() async throws {
-        guard let path = self.path else { return }
+        let path = self.path
         await cancelWhenGracefulShutdown {
             var written: UInt64?
             var syncedAt: Int64?

@@ -55,6 +55,39 @@ struct ServeCommandTests {
         return Setup(directory: directory, signer: try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8)), port: port, adminPort: adminPort)
     }
 
+    /// The plain case an operator starts with: a JSON-file store, no cache. The process must stay up,
+    /// serve, and exit 0 on SIGTERM.
+    @Test func servesUntilSIGTERMAndExitsZero() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let path = setup.directory + "/tokengate.yaml"
+        var yaml = try String(contentsOfFile: path, encoding: .utf8)
+        let start = yaml.range(of: "cutoffs:")!.lowerBound
+        let end = yaml.range(of: "upstreams:")!.lowerBound
+        yaml.replaceSubrange(start..<end, with: "cutoffs: { file: cutoffs.json }\n")
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        try "{}".write(toFile: setup.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--config", path]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var ready = false
+        for _ in 0..<100 where !ready {
+            try await Task.sleep(for: .milliseconds(100))
+            ready = (try? Curl.run(["--max-time", "1", "https://localhost:\(setup.port)/"], caFile: setup.directory + "/cert.pem").status) == 401
+        }
+        #expect(ready, "serve did not come up")
+        try await Task.sleep(for: .seconds(2))
+        #expect(process.isRunning, "serve stopped by itself")
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "SIGTERM must end in exit 0")
+    }
+
     @Test func refusesToStartWithoutTheStoreOrAFreshCache() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
         let setup = try self.setUp()
