@@ -22,8 +22,10 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
         "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "http2-settings",
     ]
     /// Fields that carry secrets: kept out of the HPACK dynamic table, so a compression oracle cannot
-    /// recover them.
-    private static let sensitive: Set<String> = ["set-cookie", "authorization", "proxy-authorization", "cookie"]
+    /// recover them. `location` too: the token page's app callback carries the token in its fragment.
+    private static let sensitive: Set<String> = [
+        "set-cookie", "authorization", "proxy-authorization", "cookie", "location",
+    ]
 
     /// The response head's fields; `nil` for an informational (1xx) head, which is not forwarded.
     static func response(_ head: HTTPResponseHead) -> HTTP2HeaderBlock? {
