@@ -63,6 +63,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// retry can send it again.
     private var replayableBody: ByteBuffer?
     private var responseStarted = false
+    private var upstreamKeepAlive = true
     private var status: HTTPResponseStatus?
     private var responseTimer: Scheduled<Void>?
 
@@ -478,6 +479,7 @@ extension ProxyExchange {
             }
             self.responseStarted = true
             self.status = head.status
+            self.upstreamKeepAlive = head.isKeepAlive
             let clientHead = RequestRewriter.clientResponseHead(
                 from: head,
                 version: self.head.version,
@@ -487,9 +489,9 @@ extension ProxyExchange {
         case .body(let buffer):
             self.client.write(.body(.byteBuffer(buffer)))
         case .end(let trailers):
-            // Reusable only when the backend saw the whole request: an early answer (a 413, say) leaves the
-            // connection's framing unknown.
-            self.release(connection, reusable: self.requestEnded)
+            // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
+            // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
+            self.release(connection, reusable: self.requestEnded && self.upstreamKeepAlive)
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")
             self.client.write(.end(trailers))
