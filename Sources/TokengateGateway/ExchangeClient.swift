@@ -28,6 +28,9 @@ protocol ExchangeClient: AnyObject {
     var isDraining: Bool { get }
 
     func write(_ part: HTTPServerResponsePart)
+    /// Writes the response's end. `closing` says the connection closes after this response (HTTP/1.1), so
+    /// the codec must learn when the end is out; every other response ends without that bookkeeping.
+    func writeEnd(_ trailers: HTTPHeaders?, closing: Bool)
     func flush()
     /// Stops (or resumes) reading the request body: HTTP/1.1 holds `read()`, HTTP/2 holds window updates.
     func setRequestReadingPaused(_ paused: Bool)

@@ -224,7 +224,8 @@ public final class GatewayServer: Sendable {
     }
 
     /// The HTTP/1.1 codec with the gateway's limits: the decoder refuses oversized header sections itself
-    /// (431), and the pipelining handler hands requests over one at a time.
+    /// (431). Pipelined requests are held back by ``HTTP1ConnectionHandler`` itself, not by NIO's
+    /// `HTTPServerPipelineHandler` (which turns read interest off and on around every request).
     static func addHTTP1Handlers(to sync: ChannelPipeline.SynchronousOperations, limits: LimitsConfiguration) throws {
         try sync.addHandlers(Self.http1Handlers(limits: limits))
     }
@@ -244,7 +245,6 @@ public final class GatewayServer: Sendable {
             ByteToMessageHandler(
                 HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)
             ),
-            HTTPServerPipelineHandler(),
         ]
     }
 }

@@ -11,9 +11,13 @@ import TokengateTLS
 /// The HTTP/1.1 codec side of a client connection: one ``ProxyExchange`` at a time, keep-alive, and the
 /// framing checks only HTTP/1.1 has.
 ///
-/// `HTTPServerPipelineHandler` sits before this handler, so requests arrive one at a time: the next head
-/// is only delivered once the previous response's `.end` was written. Everything about the request
-/// itself — routing, tokens, forwarding, answers — is the exchange's, shared with HTTP/2.
+/// Pipelining is handled here rather than by NIO's `HTTPServerPipelineHandler`: that handler stops reading
+/// from the socket for the whole time a response is pending, which costs two `epoll_ctl` calls on every
+/// request of every keep-alive connection (read interest off, then on again). Here the socket keeps being
+/// read; only when parts of a *next* request actually arrive while one is in flight are they held (in
+/// ``deferred``) and reading paused until the exchange completes, so a pipelining client buffers at most
+/// one read's worth of requests. Everything about the request itself — routing, tokens, forwarding,
+/// answers — is the exchange's, shared with HTTP/2.
 final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = HTTPServerResponsePart
@@ -28,21 +32,34 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case closed
     }
 
+    /// What arrived for a request after the one in flight, kept until that exchange completes.
+    private enum Deferred {
+        case part(HTTPServerRequestPart)
+        /// The decoder failed on the bytes after the request in flight: answered (400/431, close) in turn.
+        case parserError(HTTPParserError)
+    }
+
     private var state: State = .idle
     private let generations: GatewayGenerationHolder
     private let logger: Logger
     let clientAddress: String?
     let viaTrustedProxy: Bool
     private var context: ChannelHandlerContext?
+    /// The exchange holds the request body back (its upstream is not there yet, or not writable).
     private var readingPaused = false
+    /// Parts of a next request are waiting in ``deferred``: read no more until they are processed.
+    private var pipelinePaused = false
+    /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
     /// The slowloris guard before the decoder, told when a head arrived and when the next one is due.
     private var headDeadline: RequestHeadDeadline?
-    /// The current response's `.end` was written. `HTTPServerPipelineHandler` reacts to that write by handing
-    /// over the next pipelined request at once, re-entrantly, before the exchange has finished its own
-    /// bookkeeping: such parts wait here and are processed by ``exchangeCompleted(closeConnection:requestEnded:)``.
+    /// The request in flight was read to its end: whatever the decoder delivers now belongs to the next one.
+    private var requestEndReceived = false
+    /// The current response's `.end` was written. The exchange still has bookkeeping to do before
+    /// ``exchangeCompleted(closeConnection:requestEnded:)``, and a read resumed in between (a TLS handler may
+    /// deliver buffered plaintext at once) must not start anything: such parts wait in ``deferred`` too.
     private var responseEndWritten = false
-    private var deferredParts: [HTTPServerRequestPart] = []
+    private var deferred = CircularBuffer<Deferred>()
     private var pendingRead = false
     private var requestCounter = 0
     private let connectionID: String
@@ -70,11 +87,18 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = self.unwrapInboundIn(data)
-        if case .exchanging = self.state, self.responseEndWritten {
-            self.deferredParts.append(part)
+        if self.mustDefer {
+            self.deferred.append(.part(part))
+            self.pipelinePaused = true
             return
         }
         self.process(part, context: context)
+    }
+
+    /// Whether what the decoder delivers now is for a later request than the one in flight.
+    private var mustDefer: Bool {
+        guard case .exchanging = self.state else { return false }
+        return self.requestEndReceived || self.responseEndWritten
     }
 
     private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
@@ -98,12 +122,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             )
             self.state = .exchanging(exchange)
             self.responseEndWritten = false
+            self.requestEndReceived = false
             exchange.begin(rejection: Self.framingProblem(head))
         case (.head, .exchanging), (.head, .discarding):
             preconditionFailure("a request head arrived while another request was in flight")
         case (.body(let buffer), .exchanging(let exchange)):
             exchange.receivedBody(buffer)
         case (.end(let trailers), .exchanging(let exchange)):
+            self.requestEndReceived = true
             exchange.receivedEnd(trailers)
         case (.end, .discarding(let close)):
             self.finishDiscarding(close: close, context: context)
@@ -170,16 +196,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let parserError = error as? HTTPParserError, self.mustDefer {
+            // Garbage after a complete request (pipelined): the request in flight is answered first.
+            self.deferred.append(.parserError(parserError))
+            self.pipelinePaused = true
+            return
+        }
         if let parserError = error as? HTTPParserError, case .idle = self.state {
-            let answer: GatewayAnswer =
-                parserError == .headerOverflow ? .headersTooLarge() : .malformedHTTP("the request is not valid HTTP/1.1")
-            let body = answer.jsonBody
-            context.write(self.wrapOutboundOut(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count))), promise: nil)
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
-            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
-            if self.generations.load().runtime.accessLog {
-                self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
-            }
+            self.answerParserError(parserError, context: context)
         } else if let tlsError = error as? TLSError {
             self.generations.load().runtime.metrics.recordTLSFailure(tlsError.code.description)
         } else if !(error is HTTPParserError) {
@@ -192,10 +216,25 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         context.close(promise: nil)
     }
 
+    /// Answers bytes that are not HTTP/1.1 (400) or a header section over the limit (431), then closes.
+    private func answerParserError(_ parserError: HTTPParserError, context: ChannelHandlerContext) {
+        let answer: GatewayAnswer =
+            parserError == .headerOverflow ? .headersTooLarge() : .malformedHTTP("the request is not valid HTTP/1.1")
+        let body = answer.jsonBody
+        context.write(self.wrapOutboundOut(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count))), promise: nil)
+        context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+        if self.generations.load().runtime.accessLog {
+            self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
+        }
+        self.state = .closed
+        context.close(promise: nil)
+    }
+
     // MARK: Outbound: backpressure on the client's reads.
 
     func read(context: ChannelHandlerContext) {
-        if self.readingPaused {
+        if self.readingPaused || self.pipelinePaused {
             self.pendingRead = true
         } else {
             context.read()
@@ -245,12 +284,20 @@ extension HTTP1ConnectionHandler {
         guard let context = self.context else { return }
         if case .end = part {
             self.responseEndWritten = true
-            // Kept so that a close waits until the response is out.
+        }
+        context.write(self.wrapOutboundOut(part), promise: nil)
+    }
+
+    func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {
+        guard let context = self.context else { return }
+        self.responseEndWritten = true
+        if closing {
+            // Kept so that the close waits until the response is out; a promise per request only when needed.
             let promise = context.eventLoop.makePromise(of: Void.self)
             self.lastResponseEnd = promise.futureResult
-            context.write(self.wrapOutboundOut(part), promise: promise)
+            context.write(self.wrapOutboundOut(.end(trailers)), promise: promise)
         } else {
-            context.write(self.wrapOutboundOut(part), promise: nil)
+            context.write(self.wrapOutboundOut(.end(trailers)), promise: nil)
         }
     }
 
@@ -260,7 +307,12 @@ extension HTTP1ConnectionHandler {
 
     func setRequestReadingPaused(_ paused: Bool) {
         self.readingPaused = paused
-        if !paused, self.pendingRead, let context = self.context {
+        self.readIfHeldBack()
+    }
+
+    /// Passes on the read held back while paused, once nothing pauses reading any more.
+    private func readIfHeldBack() {
+        if !self.readingPaused, !self.pipelinePaused, self.pendingRead, let context = self.context {
             self.pendingRead = false
             context.read()
         }
@@ -303,19 +355,31 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    /// Runs the parts that arrived while the previous exchange was completing, in order. Each may start and
-    /// even finish an exchange (which may defer more parts): the loop takes them one at a time.
+    /// Runs what arrived for later requests while the previous exchange was in flight, in order. Each part
+    /// may start and even finish an exchange; the loop stops again as soon as an exchange is in flight with
+    /// its request read, and reading resumes once nothing is left.
     private func processDeferredParts(context: ChannelHandlerContext) {
-        guard !self.deferredParts.isEmpty else { return }
-        while !self.deferredParts.isEmpty {
-            if case .exchanging = self.state, self.responseEndWritten { return }
-            let part = self.deferredParts.removeFirst()
-            self.process(part, context: context)
+        guard !self.deferred.isEmpty else { return }
+        while !self.deferred.isEmpty, !self.mustDefer {
+            switch self.deferred.removeFirst() {
+            case .part(let part):
+                self.process(part, context: context)
+            case .parserError(let error):
+                if case .idle = self.state {
+                    self.answerParserError(error, context: context)
+                } else {
+                    self.state = .closed
+                    context.close(promise: nil)
+                }
+                self.deferred.removeAll()
+            }
         }
+        self.pipelinePaused = !self.deferred.isEmpty
         // These parts came outside a read batch: no channelReadComplete follows to push them upstream.
         if case .exchanging(let exchange) = self.state {
             exchange.clientReadComplete()
         }
+        self.readIfHeldBack()
     }
 
     func abort() {

@@ -52,8 +52,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var upstreamIndex = 0
     private var upstreamHead: HTTPRequestHead?
     private var identity: VerifiedToken?
-    /// Targets that already refused a connection for this request.
-    private var triedTargets: Set<Int> = []
     /// Request body parts received while no upstream connection was ready yet.
     private var queued: [HTTPServerRequestPart] = []
     private var requestEnded = false
@@ -65,7 +63,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var responseStarted = false
     private var upstreamKeepAlive = true
     private var status: HTTPResponseStatus?
-    private var responseTimer: Scheduled<Void>?
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -374,7 +371,11 @@ extension ProxyExchange {
 
     private func connectUpstream() {
         let pool = self.pool
-        pool.acquire(excluding: self.triedTargets).assumeIsolated().whenComplete { result in
+        if let connection = pool.acquireIdle() {
+            self.upstreamConnected(connection)
+            return
+        }
+        pool.acquire().assumeIsolated().whenComplete { result in
             guard case .awaitingUpstream = self.state else {
                 // The client went away while we connected: the connection is fresh and clean, keep it.
                 if case .success(let connection) = result { pool.release(connection, reusable: true) }
@@ -398,7 +399,6 @@ extension ProxyExchange {
         guard let head = self.upstreamHead else {
             preconditionFailure("an upstream connection arrived for a request that is not forwarded")
         }
-        self.triedTargets.insert(connection.targetIndex)
         connection.handler.receiver = self
         if !self.client.isWritable {
             connection.handler.pauseReading()
@@ -440,21 +440,21 @@ extension ProxyExchange {
         self.pool.release(connection, reusable: reusable)
     }
 
+    /// The response timeout lives on the upstream connection (``DeadlineTimer``), so back-to-back requests
+    /// over one connection do not schedule a task each.
     private func startResponseTimer() {
-        self.cancelResponseTimer()
+        guard case .forwarding(let connection) = self.state else { return }
         let timeout = self.runtime.upstreams[self.upstreamIndex].responseTimeout
-        self.responseTimer = self.client.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-            self.responseTimedOut()
-        }
+        connection.responseTimer.arm(at: connection.channel.eventLoop.now + timeout)
     }
 
     private func cancelResponseTimer() {
-        self.responseTimer?.cancel()
-        self.responseTimer = nil
+        if case .forwarding(let connection) = self.state {
+            connection.responseTimer.disarm()
+        }
     }
 
-    private func responseTimedOut() {
-        self.responseTimer = nil
+    func upstreamTimedOut() {
         guard case .forwarding(let connection) = self.state else { return }
         self.release(connection, reusable: false)
         if self.responseStarted {
@@ -494,7 +494,7 @@ extension ProxyExchange {
             self.release(connection, reusable: self.requestEnded && self.upstreamKeepAlive)
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")
-            self.client.write(.end(trailers))
+            self.client.writeEnd(trailers, closing: self.closesAfterResponse)
             // No flush here: `exchangeCompleted` flushes once the codec is ready for the next request, because
             // a flush can hand over the next pipelined request at once.
             self.client.exchangeCompleted(closeConnection: self.closesAfterResponse, requestEnded: self.requestEnded)
@@ -521,7 +521,6 @@ extension ProxyExchange {
         if connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method),
             !(error is HTTPParserError)
         {
-            self.triedTargets.remove(connection.targetIndex)
             self.state = .awaitingUpstream
             self.connectUpstream()
             return
@@ -586,7 +585,7 @@ extension ProxyExchange {
         head.headers.add(name: "strict-transport-security", value: "max-age=31536000")
         self.client.write(.head(head))
         self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
-        self.client.write(.end(nil))
+        self.client.writeEnd(nil, closing: answer.closeConnection)
         self.log(status: answer.status.code, reason: answer.reasonCode)
         self.client.setRequestReadingPaused(false)
         if self.requestEnded {
@@ -631,7 +630,7 @@ extension ProxyExchange {
         if !answer.body.isEmpty {
             self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
         }
-        self.client.write(.end(nil))
+        self.client.writeEnd(nil, closing: close)
         if let user = answer.user {
             self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
         }

@@ -7,9 +7,12 @@ import NIOCore
 /// Bounds the time a client may take to send a request head once it has started one (slowloris): sits
 /// before the HTTP/1.1 decoder, where the bytes are still bytes.
 ///
-/// The first byte of a new request arms a timer of `limits.request_header_timeout`; the decoded head (the
-/// connection handler calls ``headReceived()``) disarms it. Between requests the idle timeout applies
+/// The first byte of a new request starts the clock of `limits.request_header_timeout`; the decoded head
+/// (the connection handler calls ``headReceived()``) stops it. Between requests the idle timeout applies
 /// instead, so a keep-alive connection may wait quietly for its next request, but not dribble one.
+///
+/// A timer is only scheduled when the read that brought the first bytes did not complete the head: a
+/// head that arrives whole (nearly every request) costs a clock read, not a scheduled task and its cancel.
 final class RequestHeadDeadline: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -18,21 +21,27 @@ final class RequestHeadDeadline: ChannelInboundHandler {
     /// True between the end of an exchange (or the connection's start) and the next decoded head.
     private var awaitingHead = true
     private var timer: Scheduled<Void>?
+    /// When the first byte of the head being awaited arrived.
+    private var headStartedAt: NIODeadline?
 
     init(timeout: TimeAmount) {
         self.timeout = timeout
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if self.awaitingHead, self.timer == nil {
-            self.timer = context.eventLoop.assumeIsolated().scheduleTask(in: self.timeout) {
+        if self.awaitingHead, self.headStartedAt == nil {
+            self.headStartedAt = context.eventLoop.now
+        }
+        context.fireChannelRead(data)
+        // Still no whole head after this read: now the deadline needs a timer.
+        if self.awaitingHead, self.timer == nil, let started = self.headStartedAt {
+            self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: started + self.timeout) {
                 self.timer = nil
                 if self.awaitingHead {
                     context.close(promise: nil)
                 }
             }
         }
-        context.fireChannelRead(data)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -44,6 +53,7 @@ final class RequestHeadDeadline: ChannelInboundHandler {
     /// A whole head arrived: the deadline is met.
     func headReceived() {
         self.awaitingHead = false
+        self.headStartedAt = nil
         self.timer?.cancel()
         self.timer = nil
     }

@@ -13,8 +13,12 @@ final class UpstreamConnection {
     let channel: any Channel
     let targetIndex: Int
     let handler: UpstreamResponseHandler
-    /// Closes the connection when it has been idle in the pool for too long.
-    var idleTimer: Scheduled<Void>?
+    /// Closes the connection when it has been idle in the pool for too long (set by the pool).
+    var idleTimer: DeadlineTimer?
+    /// The backend's time to start its response: tells the exchange using the connection when it passes.
+    private(set) lazy var responseTimer = DeadlineTimer(eventLoop: self.channel.eventLoop) { [weak self] in
+        self?.handler.receiver?.upstreamTimedOut()
+    }
     /// Set once the connection served an exchange; a reused connection may have been closed by the
     /// backend in the meantime, which makes a failure before any response byte safe to retry.
     var reused = false

@@ -39,17 +39,27 @@ final class UpstreamPool {
     /// The number of open connections (idle and busy), for metrics and tests.
     var openConnections: Int { self.open.reduce(0, +) }
 
-    /// A connection to a usable target other than those in `excluding`: an idle one if there is one,
-    /// else a new one. Fails with ``UpstreamError/noTargetAvailable`` when every target is ejected,
-    /// excluded or at its connection limit.
-    func acquire(excluding: Set<Int> = []) -> EventLoopFuture<UpstreamConnection> {
+    /// An idle connection to a usable target, when the target the round-robin picks next has one: the
+    /// common case under load, served without a future. `nil` means ``acquire()`` decides.
+    func acquireIdle() -> UpstreamConnection? {
+        self.eventLoop.preconditionInEventLoop()
+        let index = self.cursor % self.settings.targets.count
+        guard !self.idle[index].isEmpty, self.ejectedUntil[index] <= .now(),
+            let connection = self.takeIdle(index)
+        else { return nil }
+        self.cursor = (index + 1) % self.settings.targets.count
+        return connection
+    }
+
+    /// A connection to a usable target: an idle one if there is one, else a new one. Fails with
+    /// ``UpstreamError/noTargetAvailable`` when every target is ejected or at its connection limit.
+    func acquire() -> EventLoopFuture<UpstreamConnection> {
         self.eventLoop.preconditionInEventLoop()
         let now = NIODeadline.now()
         let count = self.settings.targets.count
         var fallback: Int?
         for step in 0..<count {
             let index = (self.cursor + step) % count
-            if excluding.contains(index) { continue }
             if self.ejectedUntil[index] > now {
                 fallback = fallback ?? index
                 continue
@@ -79,13 +89,13 @@ final class UpstreamPool {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.receiver = nil
         guard reusable, connection.channel.isActive else {
+            connection.responseTimer.cancel()
             connection.channel.close(promise: nil)
             return
         }
         connection.reused = true
-        connection.idleTimer = self.eventLoop.assumeIsolated().scheduleTask(in: self.settings.idleTimeout) { [weak self] in
-            self?.closeIdle(connection)
-        }
+        connection.responseTimer.disarm()
+        connection.idleTimer?.arm(at: self.eventLoop.now + self.settings.idleTimeout)
         self.idle[connection.targetIndex].append(connection)
     }
 
@@ -98,6 +108,7 @@ final class UpstreamPool {
         for connections in self.idle {
             for connection in connections {
                 connection.idleTimer?.cancel()
+                connection.responseTimer.cancel()
                 connection.channel.close(promise: nil)
             }
         }
@@ -107,8 +118,7 @@ final class UpstreamPool {
     private func takeIdle(_ index: Int) -> UpstreamConnection? {
         // Most recently used first: it is the least likely to have been closed by the backend.
         while let connection = self.idle[index].popLast() {
-            connection.idleTimer?.cancel()
-            connection.idleTimer = nil
+            connection.idleTimer?.disarm()
             if connection.channel.isActive {
                 return connection
             }
@@ -126,6 +136,7 @@ final class UpstreamPool {
     private func forget(_ connection: UpstreamConnection) {
         self.open[connection.targetIndex] -= 1
         connection.idleTimer?.cancel()
+        connection.responseTimer.cancel()
         if let position = self.idle[connection.targetIndex].firstIndex(where: { $0 === connection }) {
             self.idle[connection.targetIndex].remove(at: position)
         }
@@ -157,6 +168,9 @@ final class UpstreamPool {
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
             let connection = UpstreamConnection(channel: channel, targetIndex: index, handler: handler)
             handler.onClose = { [weak self] in self?.forget(connection) }
+            connection.idleTimer = DeadlineTimer(eventLoop: channel.eventLoop) { [weak self, weak connection] in
+                if let connection { self?.closeIdle(connection) }
+            }
             return connection
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1

@@ -16,4 +16,6 @@ protocol UpstreamResponseReceiver: AnyObject {
     /// The upstream connection failed or closed while this exchange used it.
     func upstreamFailed(_ error: any Error)
     func upstreamWritabilityChanged(isWritable: Bool)
+    /// The backend did not start its response within the upstream's response timeout.
+    func upstreamTimedOut()
 }

@@ -523,6 +523,19 @@ struct GatewayIntegrationTests {
             #expect(statuses == ["200", "401", "200", "200"], "\(output.prefix(400))")
             #expect(output.contains("\"path\":\"/api/1\"") && output.contains("\"path\":\"/pub\""))
             #expect(gateway.backend.requestsReceived == 3)
+            // Garbage pipelined after a forwarded request: the forwarded one is answered in full first, then
+            // the garbage gets its 400 and the connection closes (the exchange in flight is not cut short).
+            let garbage = try OpenSSLClient.exchange(port: gateway.tlsPort, send: one + "\u{1}GARBAGE \r\n\r\n")
+            let garbageStatuses = garbage.matches(of: /HTTP\/1\.1 (\d{3})/).map { String($0.output.1) }
+            #expect(garbageStatuses == ["200", "400"], "\(garbage.prefix(400))")
+            #expect(gateway.backend.requestsReceived == 4)
+            // A body of a pipelined POST is held back with its head and forwarded in turn.
+            let post = "POST /api/3 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+            let posted = try OpenSSLClient.exchange(port: gateway.tlsPort, send: one + post + three)
+            let postedStatuses = posted.matches(of: /HTTP\/1\.1 (\d{3})/).map { String($0.output.1) }
+            #expect(postedStatuses == ["200", "200", "200"], "\(posted.prefix(400))")
+            #expect(posted.contains("\"path\":\"/api/3\""), "\(posted.prefix(600))")
+            #expect(gateway.backend.requestsReceived == 7)
         }
     }
 

@@ -126,6 +126,11 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         }
     }
 
+    func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {
+        // A stream's end never closes the connection: `closing` is HTTP/1.1's concern.
+        self.stream.writeEnd(trailers)
+    }
+
     func flush() {
         // The codec gathers the writes of one event-loop turn into one network write by itself.
     }
