@@ -24,8 +24,11 @@ extension HTTPHeaders {
         return false
     }
 
+    /// Header names are compared with many candidates on every request: the length check (O(1) for native
+    /// strings) rules out nearly all of them before any byte is compared.
     static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
-        a.utf8.elementsEqual(b.utf8) { Self.lower($0) == Self.lower($1) }
+        guard a.utf8.count == b.utf8.count else { return false }
+        return a.utf8.elementsEqual(b.utf8) { Self.lower($0) == Self.lower($1) }
     }
 
     static func hasPrefixIgnoringCase(_ value: String, _ lowercasePrefix: String) -> Bool {
