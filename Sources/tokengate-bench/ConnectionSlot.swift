@@ -146,11 +146,20 @@ final class ConnectionSlot {
         } else {
             name = String(String(describing: error).prefix(80))
         }
-        self.lastError = name
-        // Before the first handshake the error is reported by the failed `ready` future instead.
-        if self.ready == nil {
-            self.stats.error(name)
+        // Before the first handshake the error is reported by the failed `ready` future instead, in full (the
+        // counted name stays short so that errors group).
+        guard self.ready == nil else {
+            self.lastError = name
+            if let tls = error as? TLSError {
+                self.lastError = "tls: \(tls.code): \(tls.message)"
+                if tls.code == .handshakeFailed, self.shared.plan.wireProtocol == .http2 {
+                    self.lastError! += " (--http 2 offers ALPN h2 only: a server without HTTP/2 may refuse it)"
+                }
+            }
+            return
         }
+        self.lastError = name
+        self.stats.error(name)
     }
 
     func channelClosed() {

@@ -136,7 +136,12 @@ struct RunCommand: AsyncParsableCommand {
         )
         let tls: TLSClientContext
         do {
-            tls = try TLSClientContext(trustRootsPath: self.cacert, verifyPeer: !self.insecure, alpnProtocols: [wire.alpn])
+            // One protocol offered: a server that cannot speak it must not be measured on another.
+            tls = try TLSClientContext(
+                trustRootsPath: self.cacert,
+                verifyPeer: !self.insecure,
+                alpnProtocols: [wire.alpn]
+            )
         } catch {
             throw BenchError("tls_config", "TLS client: \(error)")
         }
