@@ -140,11 +140,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: The load generator (issue 7): TLS + HTTP/1.1 keep-alive, closed-loop and fixed-rate.
+        // MARK: The load generator (issue 7): TLS + HTTP/1.1 keep-alive or HTTP/2 (libnghttp2 client sessions),
+        // closed-loop and fixed-rate.
         .executableTarget(
             name: "tokengate-bench",
             dependencies: [
-                "TokengateTLS", "TokengateTokens",
+                "TokengateTLS", "TokengateTokens", "CTokengateNghttp2", "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

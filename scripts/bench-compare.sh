@@ -9,7 +9,8 @@
 #   tokengate    `tokengate serve`, HS256 keys, full checks, access log off
 # Each is driven from core 1 by wrk (HTTP/1.1, a different token per request through a Lua script), h2load
 # (HTTP/2; N/A when ALPN does not give h2) and tokengate-bench's fixed-rate mode (latency at --rate req/s,
-# measured from the intended send time). Rounds are interleaved (nginx, haproxy, ..., then again), and the
+# measured from the intended send time), over HTTP/1.1 and, where ALPN gives h2, over HTTP/2 (--h2-clients
+# connections × --h2-streams streams). Rounds are interleaved (nginx, haproxy, ..., then again), and the
 # summary prints medians and the ratios tokengate ÷ each peer.
 #
 # Usage: scripts/bench-compare.sh [--rounds 3] [--duration 10] [--connections 64] [--rate 10000]
@@ -275,23 +276,32 @@ run_h2load() {  # round proxy
     printf '%s\t%s\th2\t%s\t%s\tNA\tNA\t%s\t\n' "$1" "$2" "${rps:-NA}" "$cpu_us" "${bad:-NA}" >> "$RESULTS"
 }
 
-run_fixed_rate() {  # round proxy
-    local json="$OUT/latency-$2-round$1.json"
+run_fixed_rate() {  # round proxy [h2]
+    local protocol=fixed-rate json="$OUT/latency-$2-round$1.json" wire=(--connections "$CONNECTIONS")
+    if [ "${3:-}" = h2 ]; then
+        protocol=fixed-rate-h2
+        json="$OUT/latency-h2-$2-round$1.json"
+        wire=(--http 2 --connections "$H2_CLIENTS" --streams "$H2_STREAMS")
+        if [ "$(alpn)" != h2 ]; then
+            printf '%s\t%s\t%s\tNA\tNA\tNA\tNA\tNA\tno h2 through ALPN\n' "$1" "$2" "$protocol" >> "$RESULTS"
+            return
+        fi
+    fi
     timeout $((LATENCY_DURATION + 60)) taskset -c "$CLIENT_CORE" "$BENCH" run --url "$URL" --cacert "$TMP/cert.pem" \
-        --key "$TMP/hs256.jwks" --users "$USERS" --mix api=100 --connections "$CONNECTIONS" --rate "$RATE" \
+        --key "$TMP/hs256.jwks" --users "$USERS" --mix api=100 "${wire[@]}" --rate "$RATE" \
         --duration "$LATENCY_DURATION" --gateway-pid "$PROXY_PID" $(for p in $(pgrep -P "$PROXY_PID" || true); do echo --gateway-pid "$p"; done) \
-        --json "$json" > "$OUT/latency-$2-round$1.txt" 2>&1 || true
+        --json "$json" > "${json%.json}.txt" 2>&1 || true
     if [ ! -s "$json" ]; then
-        printf '%s\t%s\tfixed-rate\tNA\tNA\tNA\tNA\tNA\ttokengate-bench failed\n' "$1" "$2" >> "$RESULTS"
+        printf '%s\t%s\t%s\tNA\tNA\tNA\tNA\tNA\ttokengate-bench failed\n' "$1" "$2" "$protocol" >> "$RESULTS"
         return
     fi
-    python3 - "$json" "$1" "$2" >> "$RESULTS" <<'EOF'
+    python3 - "$json" "$1" "$2" "$protocol" >> "$RESULTS" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 lat = r["latency_micros"]
 bad = r["unexpected_statuses"] + sum(r["errors"].values())
 cpu = (r.get("gateway") or {}).get("cpu_micros_per_request")
-print("\t".join([sys.argv[2], sys.argv[3], "fixed-rate", "%.0f" % r["requests_per_second"],
+print("\t".join([sys.argv[2], sys.argv[3], sys.argv[4], "%.0f" % r["requests_per_second"],
                  "NA" if cpu is None else "%.2f" % cpu, "%.3f" % (lat["p50"] / 1000), "%.3f" % (lat["p99"] / 1000),
                  str(bad), ""]))
 EOF
@@ -308,6 +318,7 @@ for round in $(seq 1 "$ROUNDS"); do
         run_wrk "$round" "$proxy"
         run_h2load "$round" "$proxy"
         run_fixed_rate "$round" "$proxy"
+        run_fixed_rate "$round" "$proxy" h2
         stop_proxy
     done
 done
@@ -324,13 +335,14 @@ def fmt(v, d=0):
 proxies = list(dict.fromkeys(r["proxy"] for r in rows))
 print("medians over rounds (bad = non-2xx answers + socket errors, summed over rounds)")
 print(f"{'proxy':<13}{'h1 req/s':>11}{'h1 µs CPU/req':>15}{'h2 req/s':>11}{'h2 µs CPU/req':>15}"
-      f"{'@rate p50 ms':>14}{'@rate p99 ms':>14}{'@rate req/s':>13}{'bad':>7}")
+      f"{'@rate p50 ms':>14}{'@rate p99 ms':>14}{'@rate req/s':>13}{'h2@rate p50':>13}{'h2@rate p99':>13}{'bad':>7}")
 for p in proxies:
     bad = sum(int(r["bad_answers"]) for r in rows if r["proxy"] == p and r["bad_answers"] not in ("NA", ""))
     print(f"{p:<13}{fmt(med(p,'http1.1','requests_per_s')):>11}{fmt(med(p,'http1.1','cpu_us_per_request'),1):>15}"
           f"{fmt(med(p,'h2','requests_per_s')):>11}{fmt(med(p,'h2','cpu_us_per_request'),1):>15}"
           f"{fmt(med(p,'fixed-rate','p50_ms'),3):>14}{fmt(med(p,'fixed-rate','p99_ms'),3):>14}"
-          f"{fmt(med(p,'fixed-rate','requests_per_s')):>13}{bad:>7}")
+          f"{fmt(med(p,'fixed-rate','requests_per_s')):>13}"
+          f"{fmt(med(p,'fixed-rate-h2','p50_ms'),3):>13}{fmt(med(p,'fixed-rate-h2','p99_ms'),3):>13}{bad:>7}")
 if "tokengate" in proxies:
     print()
     print("ratios tokengate ÷ peer (req/s: higher is better for tokengate; CPU/req and p99: lower is better)")

@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 import TokengateTLS
 
-/// The top of a bench connection's pipeline: sends prepared requests, hands answers and connection events to
+/// The top of an HTTP/1.1 bench connection's pipeline: sends prepared requests, hands answers and connection events to
 /// its ConnectionSlot. Thin on purpose; the slot decides.
 final class BenchClientHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
@@ -31,7 +31,7 @@ final class BenchClientHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated, _, let version) = event {
-            self.slot.handshakeCompleted(self, alpn: negotiated, tlsVersion: version)
+            self.slot.handshakeCompleted(.http1(self), alpn: negotiated, tlsVersion: version)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -44,7 +44,7 @@ final class BenchClientHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .body:
             break
         case .end:
-            self.slot.responseCompleted(status: self.status, keepAlive: self.keepAlive)
+            self.slot.responseCompleted(tag: 0, status: self.status, keepAlive: self.keepAlive)
         }
     }
 

@@ -9,9 +9,13 @@ extension BenchReport {
     var table: String {
         var lines: [String] = []
         let rate = self.targetRate.map { " at \(Self.number($0, 0)) req/s" } ?? ""
-        lines.append("tokengate-bench  \(self.target)  HTTP/\(self.httpVersion) (ALPN \(self.alpn ?? "none"), \(self.tlsVersion ?? "?"))")
         lines.append(
-            "  \(self.mode)\(rate), \(self.connections) connections, \(self.threads) thread(s), "
+            "tokengate-bench  \(self.target)  HTTP/\(self.httpVersion) \(self.protocol) "
+                + "(ALPN \(self.alpn ?? "none"), \(self.tlsVersion ?? "?"))"
+        )
+        let streams = self.streamsPerConnection > 1 ? " × \(self.streamsPerConnection) streams" : ""
+        lines.append(
+            "  \(self.mode)\(rate), \(self.connections) connections\(streams), \(self.threads) thread(s), "
                 + "\(Self.number(self.durationSeconds, 2)) s, \(self.usersPerKind) users per kind, "
                 + "keys \(self.algorithms.joined(separator: "+"))"
         )

@@ -51,11 +51,15 @@ struct BenchReport: Codable, Sendable {
     let tool: String
     let target: String
     let httpVersion: String
+    /// `h2` or `http/1.1`: the protocol the run required (and ALPN gave).
+    let `protocol`: String
     let alpn: String?
     let tlsVersion: String?
     let mode: String
     let targetRate: Double?
     let connections: Int
+    /// Requests in flight per connection at most (HTTP/2 streams; 1 on HTTP/1.1).
+    let streamsPerConnection: Int
     let threads: Int
     let durationSeconds: Double
     let mix: String
@@ -82,11 +86,13 @@ struct BenchReport: Codable, Sendable {
         self.tool = "tokengate-bench"
         self.target = shared.target.description
         self.httpVersion = plan.wireProtocol.rawValue
+        self.protocol = plan.wireProtocol.alpn
         self.alpn = outcome.alpn
         self.tlsVersion = outcome.tlsVersion
         self.mode = plan.modeName
         self.targetRate = plan.rate
         self.connections = plan.connections
+        self.streamsPerConnection = plan.streams
         self.threads = plan.threads
         self.durationSeconds = outcome.elapsedSeconds
         self.mix = shared.pool.mix.description

@@ -8,8 +8,9 @@ import NIOHTTP1
 import NIOPosix
 import TokengateTLS
 
-/// One of the run's N connections, across reconnects: opens the TLS connection, sends requests when its
-/// SlotStateMachine says so, records answers in its loop's LoopStats.
+/// One of the run's N connections, across reconnects: opens the TLS connection (HTTP/1.1 or HTTP/2 on top),
+/// sends requests when its SlotStateMachine says so (one at a time on HTTP/1.1, up to `--streams` at once on
+/// HTTP/2), records answers in its loop's LoopStats.
 ///
 /// Confined to its event loop (every method runs there), so it needs no locks; it leaves the loop only
 /// wrapped in `NIOLoopBound`.
@@ -19,7 +20,7 @@ final class ConnectionSlot {
     private let stats: LoopStats
     private let shared: LoadShared
     private var machine: SlotStateMachine
-    private var handler: BenchClientHandler?
+    private var handler: BenchConnection?
     private var timer: Scheduled<Void>?
     /// Pending until the first connection's handshake completes (or fails).
     private var ready: EventLoopPromise<Void>?
@@ -51,7 +52,11 @@ final class ConnectionSlot {
                 interval: UInt64(connections * 1e9 / perSecond)
             )
         }
-        self.machine = SlotStateMachine(pacing: pacing, budget: shared.plan.budget(forConnection: index))
+        self.machine = SlotStateMachine(
+            pacing: pacing,
+            budget: shared.plan.budget(forConnection: index),
+            maxInFlight: shared.plan.streams
+        )
         self.done = loop.makePromise()
         // Different connections start at different places in the mix and among the users.
         self.mixCursor = (index &* 7_919) % shared.pool.mix.schedule.count
@@ -76,16 +81,17 @@ final class ConnectionSlot {
 
     /// The hard stop: whatever is still in flight counts as unanswered.
     func abort() {
-        if self.machine.inFlight != nil {
-            self.stats.error("unanswered_at_end")
-            _ = self.machine.answered()
+        let lost = self.machine.inFlight.count
+        if lost > 0 {
+            self.stats.error("unanswered_at_end", count: lost)
+            _ = self.machine.disconnected()
         }
         self.finish()
     }
 
     // MARK: Events from the connection.
 
-    func handshakeCompleted(_ handler: BenchClientHandler, alpn: String?, tlsVersion: String) {
+    func handshakeCompleted(_ handler: BenchConnection, alpn: String?, tlsVersion: String) {
         self.handler = handler
         self.alpn = alpn
         self.tlsVersion = tlsVersion
@@ -97,8 +103,9 @@ final class ConnectionSlot {
         self.pump()
     }
 
-    func responseCompleted(status: Int, keepAlive: Bool) {
-        guard let request = self.machine.answered() else {
+    /// An answer to the request tagged `tag` (0 on HTTP/1.1, the stream id on HTTP/2).
+    func responseCompleted(tag: Int32, status: Int, keepAlive: Bool) {
+        guard let request = self.machine.answered(tag: tag) else {
             self.stats.error("unsolicited_response")
             return
         }
@@ -113,26 +120,55 @@ final class ConnectionSlot {
         }
     }
 
+    /// An HTTP/2 stream ended without a complete answer (RST_STREAM, or refused after a GOAWAY): an error,
+    /// and the stream is free again.
+    func streamFailed(tag: Int32, reason: String) {
+        guard self.machine.answered(tag: tag) != nil else { return }
+        self.stats.error(reason)
+        self.stats.lastAnswerAt = max(self.stats.lastAnswerAt, NIODeadline.now().uptimeNanoseconds)
+        self.pump()
+    }
+
+    /// The HTTP/2 server sent GOAWAY: an error; no new stream on this connection, those in flight may still
+    /// be answered. The connection closes once they are done, and a new one is opened if there is more to do.
+    func goawayReceived(reason: String) {
+        self.stats.error(reason)
+        self.machine.draining()
+        self.pump()
+    }
+
     func channelError(_ error: any Error) {
         let name: String
-        if let tls = error as? TLSError {
+        if let bench = error as? BenchError {
+            name = bench.message
+        } else if let tls = error as? TLSError {
             name = "tls: \(tls.code)"
         } else {
             name = String(String(describing: error).prefix(80))
         }
-        self.lastError = name
-        // Before the first handshake the error is reported by the failed `ready` future instead.
-        if self.ready == nil {
-            self.stats.error(name)
+        // Before the first handshake the error is reported by the failed `ready` future instead, in full (the
+        // counted name stays short so that errors group).
+        guard self.ready == nil else {
+            self.lastError = name
+            if let tls = error as? TLSError {
+                self.lastError = "tls: \(tls.code): \(tls.message)"
+                if tls.code == .handshakeFailed, self.shared.plan.wireProtocol == .http2 {
+                    self.lastError! += " (--http 2 offers ALPN h2 only: a server without HTTP/2 may refuse it)"
+                }
+            }
+            return
         }
+        self.lastError = name
+        self.stats.error(name)
     }
 
     func channelClosed() {
         self.handler = nil
         self.timer?.cancel()
         self.timer = nil
-        if self.machine.disconnected() != nil {
-            self.stats.error("connection_lost_in_flight")
+        let lost = self.machine.disconnected()
+        if lost > 0 {
+            self.stats.error("connection_lost_in_flight", count: lost)
         }
         if let ready = self.ready {
             self.ready = nil
@@ -152,33 +188,48 @@ final class ConnectionSlot {
 
     // MARK: Sending.
 
+    /// Sends every request that is due and has a free stream, then flushes them together (HTTP/2: one
+    /// write for the burst).
     private func pump() {
-        let now = NIODeadline.now().uptimeNanoseconds
-        switch self.machine.next(now: now) {
-        case .idle:
-            return
-        case .finish:
-            self.finish()
-        case .waitUntil(let time):
-            guard self.timer == nil else { return }
-            self.timer = self.loop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(time)) {
-                self.timer = nil
-                self.pump()
+        var sent = false
+        defer {
+            if sent { self.handler?.flush() }
+        }
+        while true {
+            let now = NIODeadline.now().uptimeNanoseconds
+            switch self.machine.next(now: now) {
+            case .idle:
+                return
+            case .finish:
+                self.finish()
+                return
+            case .waitUntil(let time):
+                guard self.timer == nil else { return }
+                self.timer = self.loop.assumeIsolated().scheduleTask(deadline: .uptimeNanoseconds(time)) {
+                    self.timer = nil
+                    self.pump()
+                }
+                return
+            case .send(let intendedAt):
+                guard let handler = self.handler else { return }
+                let pool = self.shared.pool
+                let kind = Int(pool.mix.schedule[self.mixCursor])
+                let requests = pool.requests[kind]
+                let request = requests[self.userCursor % requests.count]
+                guard let tag = handler.send(request) else {
+                    // The HTTP/2 session takes no new stream; it closes (and the slot reconnects) on its own.
+                    self.machine.draining()
+                    return
+                }
+                self.mixCursor = self.mixCursor + 1 == pool.mix.schedule.count ? 0 : self.mixCursor + 1
+                self.userCursor = (self.userCursor &+ 1) & Int.max
+                self.machine.sent(tag: tag, kind: kind, intendedAt: intendedAt)
+                self.stats.sent[kind] += 1
+                if now &- intendedAt > Self.lagThreshold, case .fixedRate = self.machine.pacing {
+                    _ = self.stats.sendLag.record((now &- intendedAt) / 1_000)
+                }
+                sent = true
             }
-        case .send(let intendedAt):
-            guard let handler = self.handler else { return }
-            let pool = self.shared.pool
-            let kind = Int(pool.mix.schedule[self.mixCursor])
-            self.mixCursor = self.mixCursor + 1 == pool.mix.schedule.count ? 0 : self.mixCursor + 1
-            let requests = pool.requests[kind]
-            let request = requests[self.userCursor % requests.count]
-            self.userCursor = (self.userCursor &+ 1) & Int.max
-            self.machine.sent(kind: kind, intendedAt: intendedAt)
-            self.stats.sent[kind] += 1
-            if now &- intendedAt > Self.lagThreshold, case .fixedRate = self.machine.pacing {
-                _ = self.stats.sendLag.record((now &- intendedAt) / 1_000)
-            }
-            handler.send(request)
         }
     }
 
@@ -237,8 +288,13 @@ final class ConnectionSlot {
                     try sync.addHandler(
                         TLSHandler(context: shared.tls, serverHostname: shared.target.serverName, logger: shared.logger)
                     )
-                    try sync.addHTTPClientHandlers()
-                    try sync.addHandler(BenchClientHandler(slot: bound.value))
+                    switch shared.plan.wireProtocol {
+                    case .http1:
+                        try sync.addHTTPClientHandlers()
+                        try sync.addHandler(BenchClientHandler(slot: bound.value))
+                    case .http2:
+                        try sync.addHandler(BenchHTTP2Handler(slot: bound.value))
+                    }
                 }
             }
             .connect(host: shared.target.connectHost, port: shared.target.port)

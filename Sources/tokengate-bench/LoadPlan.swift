@@ -14,16 +14,25 @@ struct LoadPlan: Sendable {
         case fixedRate(perSecond: Double)
     }
 
-    /// The wire protocol. HTTP/2 is the hook for the h2 client: until the bench has one, it is refused at
-    /// start and bench-compare.sh drives HTTP/2 with h2load.
+    /// The wire protocol: HTTP/1.1 keep-alive, or HTTP/2 (ALPN `h2`, libnghttp2 client sessions).
     enum WireProtocol: String, Sendable {
         case http1 = "1.1"
         case http2 = "2"
+
+        /// The ALPN protocol the bench offers and requires.
+        var alpn: String {
+            switch self {
+            case .http1: "http/1.1"
+            case .http2: "h2"
+            }
+        }
     }
 
     let mode: Mode
     let wireProtocol: WireProtocol
     let connections: Int
+    /// Requests in flight per connection at most: 1 on HTTP/1.1, the concurrent streams on HTTP/2.
+    let streams: Int
     let threads: Int
     /// Stop sending after this long (from the common start).
     let duration: TimeAmount?

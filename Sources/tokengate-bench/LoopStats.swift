@@ -34,8 +34,8 @@ final class LoopStats {
         self.statuses[kind][status, default: 0] += 1
     }
 
-    func error(_ name: String) {
-        self.errors[name, default: 0] += 1
+    func error(_ name: String, count: Int = 1) {
+        self.errors[name, default: 0] += count
     }
 
     var snapshot: StatsSnapshot {

@@ -44,8 +44,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("expect"), help: "Override an expected status, KIND=STATUS (repeatable).")
     var expectations: [String] = []
 
-    @Option(help: "Connections (HTTP/1.1 keep-alive, one request at a time each).")
+    @Option(help: "Connections (HTTP/1.1 keep-alive or HTTP/2).")
     var connections = 32
+
+    @Option(help: "HTTP/2: concurrent streams (requests in flight) per connection; default 10. HTTP/1.1: 1 only.")
+    var streams: Int?
 
     @Option(help: "Client event loop threads.")
     var threads = 1
@@ -59,7 +62,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Fixed-rate (open-loop) mode at this many requests/s in total; latency from intended send time.")
     var rate: Double?
 
-    @Option(help: "HTTP version: 1.1 (HTTP/2 is a hook for now: use h2load).")
+    @Option(help: "HTTP version: 1.1, or 2 (ALPN h2 required).")
     var http = "1.1"
 
     @Option(help: "Seconds to wait for answers in flight when the load stops.")
@@ -80,6 +83,12 @@ struct RunCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...100_000).contains(self.connections) else { throw ValidationError("--connections: 1 through 100000") }
         guard (1...64).contains(self.threads) else { throw ValidationError("--threads: 1 through 64") }
+        if let streams = self.streams {
+            guard (1...1_000).contains(streams) else { throw ValidationError("--streams: 1 through 1000") }
+            guard self.http == LoadPlan.WireProtocol.http2.rawValue || streams == 1 else {
+                throw ValidationError("--streams: HTTP/1.1 sends one request at a time per connection; use --http 2")
+            }
+        }
         if let duration = self.duration, !(0.1...86_400).contains(duration) {
             throw ValidationError("--duration: 0.1 through 86400 seconds")
         }
@@ -106,20 +115,20 @@ struct RunCommand: AsyncParsableCommand {
         guard let wire = LoadPlan.WireProtocol(rawValue: self.http) else {
             throw BenchError("invalid_http", "--http must be 1.1 or 2")
         }
-        if wire == .http2 {
-            // The hook: an HTTP/2 client (libnghttp2 session per connection, many streams) goes here.
-            throw BenchError(
-                "http2_unsupported",
-                "tokengate-bench speaks HTTP/1.1 only for now; use h2load for HTTP/2 (see scripts/bench-compare.sh)"
-            )
-        }
         let target = try BenchTarget(url: self.url, serverName: self.serverName)
         let mix = try TokenMix(parsing: self.mix)
         let expected = try self.parseExpectations()
         let signers = try BenchSigners(paths: self.keys)
         let now = Int64(Date().timeIntervalSince1970)
         let started = Date()
-        let pool = try TokenPool(signers: signers, mix: mix, users: self.users, target: target, now: now)
+        let pool = try TokenPool(
+            signers: signers,
+            mix: mix,
+            users: self.users,
+            target: target,
+            now: now,
+            http2: wire == .http2
+        )
         let mintSeconds = Date().timeIntervalSince(started)
         let tokenCount = pool.requests.reduce(0) { $0 + $1.count }
         FileHandle.standardError.write(
@@ -127,7 +136,12 @@ struct RunCommand: AsyncParsableCommand {
         )
         let tls: TLSClientContext
         do {
-            tls = try TLSClientContext(trustRootsPath: self.cacert, verifyPeer: !self.insecure, alpnProtocols: ["http/1.1"])
+            // One protocol offered: a server that cannot speak it must not be measured on another.
+            tls = try TLSClientContext(
+                trustRootsPath: self.cacert,
+                verifyPeer: !self.insecure,
+                alpnProtocols: [wire.alpn]
+            )
         } catch {
             throw BenchError("tls_config", "TLS client: \(error)")
         }
@@ -136,6 +150,7 @@ struct RunCommand: AsyncParsableCommand {
             mode: self.rate.map { .fixedRate(perSecond: $0) } ?? .closedLoop,
             wireProtocol: wire,
             connections: self.connections,
+            streams: wire == .http2 ? self.streams ?? 10 : 1,
             threads: self.threads,
             duration: duration.map { .nanoseconds(Int64($0 * 1e9)) },
             requests: self.requests,

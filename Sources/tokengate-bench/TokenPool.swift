@@ -6,11 +6,20 @@ import NIOCore
 import NIOHTTP1
 import TokengateTokens
 
-/// One request, built once before the run: the head (with its token) and, for form requests, the body.
-/// Sending it is a reference copy, so the load generator spends its time on I/O, not on building requests.
+/// One request, built once before the run: the head (with its token) and, for form requests, the body; for
+/// an HTTP/2 run also its HTTP/2 header block. Sending it is a reference copy, so the load generator spends
+/// its time on I/O, not on building requests.
 struct PreparedRequest: Sendable {
     let head: HTTPRequestHead
     let body: ByteBuffer?
+    /// Set when the run speaks HTTP/2.
+    let http2: BenchHTTP2Request?
+
+    init(head: HTTPRequestHead, body: ByteBuffer?, http2: Bool) {
+        self.head = head
+        self.body = body
+        self.http2 = http2 ? BenchHTTP2Request(head: head, body: body) : nil
+    }
 }
 
 /// Every request the run can send: for each kind, one request per distinct user, minted at start.
@@ -23,7 +32,15 @@ struct TokenPool: Sendable {
 
     static let maxUsers = 1_000_000
 
-    init(signers: BenchSigners, mix: TokenMix, users: Int, target: BenchTarget, now: Int64) throws {
+    /// - Parameter http2: also build every request's HTTP/2 header block.
+    init(
+        signers: BenchSigners,
+        mix: TokenMix,
+        users: Int,
+        target: BenchTarget,
+        now: Int64,
+        http2: Bool = false
+    ) throws {
         guard (1...Self.maxUsers).contains(users) else {
             throw BenchError("invalid_users", "--users must be 1 through \(Self.maxUsers)")
         }
@@ -34,7 +51,7 @@ struct TokenPool: Sendable {
             list.reserveCapacity(users)
             for number in 0..<users {
                 let token = try Self.token(kind: kind, number: number, signers: signers, now: now)
-                list.append(Self.request(kind: kind, token: token, target: target, allocator: allocator))
+                list.append(Self.request(kind: kind, token: token, target: target, allocator: allocator, http2: http2))
             }
             requests[kind.index] = list
         }
@@ -71,7 +88,8 @@ struct TokenPool: Sendable {
         kind: BenchTokenKind,
         token: String,
         target: BenchTarget,
-        allocator: ByteBufferAllocator
+        allocator: ByteBufferAllocator,
+        http2: Bool
     ) -> PreparedRequest {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: target.hostHeader)
@@ -83,11 +101,11 @@ struct TokenPool: Sendable {
             headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             headers.add(name: "Content-Length", value: String(body.utf8.count))
             let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: target.path, headers: headers)
-            return PreparedRequest(head: head, body: allocator.buffer(string: body))
+            return PreparedRequest(head: head, body: allocator.buffer(string: body), http2: http2)
         case .api, .session, .revoked, .badSignature:
             headers.add(name: "Authorization", value: "Bearer " + token)
             let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target.path, headers: headers)
-            return PreparedRequest(head: head, body: nil)
+            return PreparedRequest(head: head, body: nil, http2: http2)
         }
     }
 }

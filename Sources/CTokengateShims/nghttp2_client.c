@@ -1,0 +1,41 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+// tokengate: nghttp2 client submit helper (see CTokengateShims_nghttp2_client.h).
+
+#include "CTokengateShims_nghttp2_client.h"
+
+#include <stdlib.h>
+
+int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const void *block, const size_t *lengths,
+                                               const uint8_t *never_index, size_t count,
+                                               nghttp2_data_source_read_callback read_callback) {
+    if (count == 0 || count > CTokengateShims_NGHTTP2_CLIENT_MAX_FIELDS) {
+        return NGHTTP2_ERR_INVALID_ARGUMENT;
+    }
+    nghttp2_nv *nva = calloc(count, sizeof(nghttp2_nv));
+    if (nva == NULL) {
+        return NGHTTP2_ERR_NOMEM;
+    }
+    const uint8_t *cursor = block;
+    for (size_t i = 0; i < count; i++) {
+        nva[i].name = (uint8_t *)cursor;
+        nva[i].namelen = lengths[2 * i];
+        cursor += lengths[2 * i];
+        nva[i].value = (uint8_t *)cursor;
+        nva[i].valuelen = lengths[2 * i + 1];
+        cursor += lengths[2 * i + 1];
+        nva[i].flags = (never_index != NULL && never_index[i] != 0) ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
+    }
+    int32_t stream_id;
+    if (read_callback != NULL) {
+        nghttp2_data_provider provider;
+        provider.source.ptr = NULL;
+        provider.read_callback = read_callback;
+        stream_id = nghttp2_submit_request(session, NULL, nva, count, &provider, NULL);
+    } else {
+        stream_id = nghttp2_submit_request(session, NULL, nva, count, NULL, NULL);
+    }
+    free(nva);
+    return stream_id;
+}
