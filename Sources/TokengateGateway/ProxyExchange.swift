@@ -63,6 +63,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var responseStarted = false
     private var upstreamKeepAlive = true
     private var status: HTTPResponseStatus?
+    /// Targets that refused a connection for this request (each is tried at most once).
+    private var failedConnects = 0
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -386,6 +388,13 @@ extension ProxyExchange {
                 self.upstreamConnected(connection)
             case .failure(let error):
                 let error = error as? UpstreamError ?? .connectFailed
+                // Nothing of the request reached any backend yet: another target may take it. The pool has
+                // ejected the one that refused, so the next acquire picks another; at most one try per target.
+                if error == .connectFailed, self.failedConnects + 1 < pool.settings.targets.count {
+                    self.failedConnects += 1
+                    self.connectUpstream()
+                    return
+                }
                 self.answer(
                     error == .noTargetAvailable
                         ? .serviceUnavailable("no backend is available", reason: error.code)

@@ -414,6 +414,24 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func aTargetRefusingConnectionsIsSkippedForTheNextOne() async throws {
+        let closedPort = try Self.unusedPort()
+        try await self.withGateway(
+            routes: """
+                  - { path_prefix: /, upstream: api, accept: none }
+                """,
+            upstreams: """
+                  api: { targets: [ "http://127.0.0.1:\(closedPort)", "http://127.0.0.1:{UPSTREAM}" ], connect_timeout: 1s }
+                """
+        ) { gateway in
+            // Round robin starts at the dead target: without a retry on the other one, a request fails.
+            for index in 0..<6 {
+                let result = try self.curl(gateway, ["\(gateway.baseURL)/fine/\(index)"])
+                #expect(result.status == 200, "request \(index): \(result.status) \(result.body)")
+            }
+        }
+    }
+
     @Test func aBackendFailingMidResponseAbortsTheClientResponse() async throws {
         try await self.withGateway { gateway in
             let result = try self.curl(gateway, ["--http1.1", "\(gateway.baseURL)/abort"])
