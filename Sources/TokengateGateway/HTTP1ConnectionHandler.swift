@@ -76,6 +76,17 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+    }
+
+    /// The slowloris guard is looked up when the first request part arrives, not in `handlerAdded`: NIO adds
+    /// a list of handlers at `.after(_:)` in reverse order (as the ALPN router does), so this handler is in
+    /// the pipeline before the guard is. Missing it meant the guard was never told a head had arrived, and
+    /// every keep-alive TLS connection was closed `request_header_timeout` after its first request began.
+    private var headDeadlineLookedUp = false
+
+    private func lookUpHeadDeadline(context: ChannelHandlerContext) {
+        guard !self.headDeadlineLookedUp else { return }
+        self.headDeadlineLookedUp = true
         self.headDeadline = try? context.pipeline.syncOperations.handler(type: RequestHeadDeadline.self)
     }
 
@@ -106,6 +117,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case (_, .closed):
             return  // Pipelined bytes after a close are never acted upon.
         case (.head(let head), .idle):
+            self.lookUpHeadDeadline(context: context)
             self.headDeadline?.headReceived()
             self.requestCounter += 1
             let requestID = RequestRewriter.requestID(from: head) { "\(self.connectionID)-\(self.requestCounter)" }

@@ -29,7 +29,9 @@ final class RequestHeadDeadline: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if self.awaitingHead, self.headStartedAt == nil {
+        // Only bytes start a head: an empty read (a TLS record with no application data) must not start the
+        // clock on an idle keep-alive connection.
+        if self.awaitingHead, self.headStartedAt == nil, self.unwrapInboundIn(data).readableBytes > 0 {
             self.headStartedAt = context.eventLoop.now
         }
         context.fireChannelRead(data)

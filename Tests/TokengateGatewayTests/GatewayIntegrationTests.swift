@@ -557,6 +557,25 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func aKeepAliveTLSConnectionOutlivesTheHeaderTimeoutButADribbledHeadDoesNot() async throws {
+        try await self.withGateway(limits: "limits: { request_header_timeout: 1s, idle_timeout: 60s }") { gateway in
+            let token = try gateway.mint("alice")
+            let request = "GET /api/a HTTP/1.1\\r\\nHost: a\\r\\nAuthorization: Bearer \(token)\\r\\n\\r\\n"
+            // Two requests on one TLS connection (ALPN http/1.1), 2.5 s apart: the quiet time between them is
+            // the idle timeout's business, not the header timeout's.
+            let twice = try OpenSSLClient.sh(
+                "(printf '\(request)'; sleep 2.5; printf '\(request)'; sleep 1) | timeout 15 openssl s_client -connect 127.0.0.1:\(gateway.tlsPort) -quiet -no_ign_eof -servername localhost -alpn http/1.1 2>/dev/null"
+            )
+            let statuses = twice.matches(of: /HTTP\/1\.1 (\d{3})/).map { String($0.output.1) }
+            #expect(statuses == ["200", "200"], "\(twice.prefix(400))")
+            // A head dribbled past the header timeout still ends the connection without an answer.
+            let dribbled = try OpenSSLClient.sh(
+                "(printf 'GET /api/a HTTP/1.1\\r\\nHost: a\\r\\n'; sleep 2.5; printf 'Authorization: Bearer \(token)\\r\\n\\r\\n'; sleep 1) | timeout 15 openssl s_client -connect 127.0.0.1:\(gateway.tlsPort) -quiet -no_ign_eof -servername localhost -alpn http/1.1 2>/dev/null"
+            )
+            #expect(!dribbled.contains("HTTP/1.1"), "\(dribbled.prefix(400))")
+        }
+    }
+
     @Test func oversizedHeadersURIAndBodiesGetTheirStatus() async throws {
         try await self.withGateway(limits: "limits: { max_header_bytes: 4KiB, max_uri_bytes: 1KiB, max_token_body_bytes: 1KiB }") { gateway in
             let header = try self.curl(gateway, ["-H", "X-Big: \(String(repeating: "a", count: 6000))", "\(gateway.baseURL)/x"])
@@ -616,6 +635,12 @@ struct GatewayIntegrationTests {
 
 /// Raw bytes over real TLS with `openssl s_client`, for requests curl refuses to send.
 enum OpenSSLClient {
+    /// Runs a shell pipeline (timed sends through `openssl s_client`) and returns its standard output.
+    static func sh(_ command: String) throws -> String {
+        let (_, stdout, _) = try Curl.process("/bin/sh", ["-c", command], input: Data())
+        return stdout
+    }
+
     static func exchange(port: Int, send: String) throws -> String {
         let (_, stdout, _) = try Curl.process(
             "/usr/bin/timeout",
