@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Memory per idle TLS connection (issue 7, deliverable 4): tokengate holding N idle keep-alive TLS connections.
 #
-# A fixed backend (Debian's nginx, one worker, 127.0.0.1:9100) and the gateway (`tokengate serve`,
+# A fixed backend (Debian's nginx, one worker, 127.0.0.1:19100; the gateway on 18443) and the gateway (`tokengate serve`,
 # scripts/bench/tokengate-idle.yaml: event_loops 1, idle_timeout 600s, max_connections 20000) are pinned to
 # core 0; `tokengate-bench idle` on core 1 opens the connections (TLS handshake + one HTTP/1.1 request each),
 # holds them idle and reads the gateway's VmRSS/RssAnon from /proc. Several gateway binaries can be measured
 # in one run, interleaved round by round (--gateway LABEL=PATH, repeatable), to compare before and after.
 #
 # Usage: scripts/bench-idle.sh [--connections 10000] [--hold 30] [--rounds 1] [--gateway LABEL=PATH]...
-#                              [--out DIR] [--no-build]
+#                              [--port 18443] [--backend-port 19100] [--out DIR] [--no-build]
 # Every process it starts is stopped on exit; every tool invocation has a timeout.
 set -euo pipefail
 
@@ -20,6 +20,9 @@ OUT=""
 BUILD=1
 PROXY_CORE=0
 CLIENT_CORE=1
+# Not bench-compare's 8443/9100: other runs on the same machine may hold those.
+PORT=18443
+BACKEND_PORT=19100
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -27,13 +30,15 @@ while [ $# -gt 0 ]; do
         --hold) HOLD="$2"; shift 2 ;;
         --rounds) ROUNDS="$2"; shift 2 ;;
         --gateway) GATEWAYS+=("$2"); shift 2 ;;
+        --port) PORT="$2"; shift 2 ;;
+        --backend-port) BACKEND_PORT="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
-for number in "$CONNECTIONS" "$HOLD" "$ROUNDS"; do
+for number in "$CONNECTIONS" "$HOLD" "$ROUNDS" "$PORT" "$BACKEND_PORT"; do
     [[ "$number" =~ ^[0-9]+$ ]] || { echo "options take non-negative integers" >&2; exit 2; }
 done
 [ "$CONNECTIONS" -ge 1 ] && [ "$CONNECTIONS" -le 19000 ] && [ "$HOLD" -le 500 ] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || {
@@ -90,9 +95,13 @@ chmod 600 "$TMP/hs256.jwks" "$TMP/key.pem"
 "$BENCH" cutoffs --users 1000 --out "$TMP/cutoffs.json" --haproxy-map "$TMP/cutoffs.map"
 BODY="$(printf 'x%.0s' $(seq 1 99))"
 for file in backend-nginx.conf tokengate-idle.yaml; do
-    sed -e "s|@TMP@|$TMP|g" -e "s|@BODY@|$BODY\\\\n|g" "$TEMPLATES/$file" > "$TMP/$file"
+    sed -e "s|@TMP@|$TMP|g" -e "s|@BODY@|$BODY\\\\n|g" -e "s|127.0.0.1:9100|127.0.0.1:$BACKEND_PORT|g" \
+        -e "s|127.0.0.1:8443|127.0.0.1:$PORT|g" "$TEMPLATES/$file" > "$TMP/$file"
 done
 
+port_busy() {  # port: something listens there already
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
 wait_port() {  # port pid
     for _ in $(seq 1 100); do
         if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
@@ -102,9 +111,12 @@ wait_port() {  # port pid
     return 1
 }
 
+for port in "$PORT" "$BACKEND_PORT"; do
+    ! port_busy "$port" || { log "port $port is in use (another run?); pick others with --port/--backend-port"; exit 1; }
+done
 taskset -c "$PROXY_CORE" nginx -p "$TMP" -e "$TMP/backend-error.log" -c "$TMP/backend-nginx.conf" &
 STARTED_PIDS+=("$!")
-wait_port 9100 "$!" || { log "the backend did not start"; exit 1; }
+wait_port "$BACKEND_PORT" "$!" || { log "the backend did not start"; exit 1; }
 
 SUMMARY="$OUT/summary.tsv"
 printf 'round\tgateway\tconnections_idle\topen_at_end\tclosed_during_hold\tfailed\trss_kib_per_conn\tanon_kib_per_conn\tmarginal_rss_kib\tmarginal_anon_kib\trss_mib_idle\n' > "$SUMMARY"
@@ -112,12 +124,13 @@ for round in $(seq 1 "$ROUNDS"); do
     for entry in "${GATEWAYS[@]}"; do
         label="${entry%%=*}"; gateway="${entry#*=}"
         log "round $round/$ROUNDS: $label ($CONNECTIONS connections, hold ${HOLD}s)"
+        ! port_busy "$PORT" || { log "port $PORT is in use"; exit 1; }
         taskset -c "$PROXY_CORE" "$gateway" serve --config "$TMP/tokengate-idle.yaml" >"$TMP/gateway-$label.log" 2>&1 &
         pid=$!
         STARTED_PIDS+=("$pid")
-        wait_port 8443 "$pid" || { log "$label did not start"; tail -n 20 "$TMP/gateway-$label.log" >&2; exit 1; }
+        wait_port "$PORT" "$pid" || { log "$label did not start"; tail -n 20 "$TMP/gateway-$label.log" >&2; exit 1; }
         json="$OUT/idle-$label-round$round.json"
-        timeout $((HOLD + 600)) taskset -c "$CLIENT_CORE" "$BENCH" idle --url https://127.0.0.1:8443/api/bench \
+        timeout $((HOLD + 600)) taskset -c "$CLIENT_CORE" "$BENCH" idle --url "https://127.0.0.1:$PORT/api/bench" \
             --cacert "$TMP/cert.pem" --key "$TMP/hs256.jwks" --connections "$CONNECTIONS" --hold "$HOLD" \
             --gateway-pid "$pid" --json "$json" | tee "$OUT/idle-$label-round$round.txt" || log "$label: the bench failed"
         kill -TERM "$pid" 2>/dev/null || true
