@@ -41,8 +41,8 @@ done
 for number in "$CONNECTIONS" "$HOLD" "$ROUNDS" "$PORT" "$BACKEND_PORT"; do
     [[ "$number" =~ ^[0-9]+$ ]] || { echo "options take non-negative integers" >&2; exit 2; }
 done
-[ "$CONNECTIONS" -ge 1 ] && [ "$CONNECTIONS" -le 19000 ] && [ "$HOLD" -le 500 ] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || {
-    echo "bounded runs only: --connections 1..19000, --hold at most 500 (below the config's idle_timeout), --rounds 1..20" >&2; exit 2; }
+[ "$CONNECTIONS" -ge 1 ] && [ "$CONNECTIONS" -le 19000 ] && [ "$HOLD" -le 200 ] && [ "$ROUNDS" -ge 1 ] && [ "$ROUNDS" -le 20 ] || {
+    echo "bounded runs only: --connections 1..19000, --hold at most 200 (below the config's timeouts), --rounds 1..20" >&2; exit 2; }
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 TEMPLATES="$ROOT/scripts/bench"
@@ -137,6 +137,7 @@ for round in $(seq 1 "$ROUNDS"); do
         for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
+        cp "$TMP/gateway-$label.log" "$OUT/gateway-$label-round$round.log"
         [ -s "$json" ] || continue
         python3 - "$json" "$round" "$label" >> "$SUMMARY" <<'PY'
 import json, sys
