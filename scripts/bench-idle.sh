@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Memory per idle TLS connection (issue 7, deliverable 4): tokengate holding N idle keep-alive TLS connections.
 #
-# A fixed backend (Debian's nginx, one worker, 127.0.0.1:19100; the gateway on 18443) and the gateway (`tokengate serve`,
+# A fixed backend (Debian's nginx, one worker, 127.0.0.1:29100; the gateway on 28443) and the gateway (`tokengate serve`,
 # scripts/bench/tokengate-idle.yaml: event_loops 1, idle_timeout 600s, max_connections 20000) are pinned to
 # core 0; `tokengate-bench idle` on core 1 opens the connections (TLS handshake + one HTTP/1.1 request each),
 # holds them idle and reads the gateway's VmRSS/RssAnon from /proc. Several gateway binaries can be measured
 # in one run, interleaved round by round (--gateway LABEL=PATH, repeatable), to compare before and after.
 #
 # Usage: scripts/bench-idle.sh [--connections 10000] [--hold 30] [--rounds 1] [--gateway LABEL=PATH]...
-#                              [--port 18443] [--backend-port 19100] [--out DIR] [--no-build]
+#                              [--port 28443] [--backend-port 29100] [--out DIR] [--no-build]
 # Every process it starts is stopped on exit; every tool invocation has a timeout.
 set -euo pipefail
 
@@ -21,8 +21,8 @@ BUILD=1
 PROXY_CORE=0
 CLIENT_CORE=1
 # Not bench-compare's 8443/9100: other runs on the same machine may hold those.
-PORT=18443
-BACKEND_PORT=19100
+PORT=28443
+BACKEND_PORT=29100
 
 while [ $# -gt 0 ]; do
     case "$1" in
