@@ -7,7 +7,7 @@
 # holds them idle and reads the gateway's VmRSS/RssAnon from /proc. Several gateway binaries can be measured
 # in one run, interleaved round by round (--gateway LABEL=PATH, repeatable), to compare before and after.
 #
-# Usage: scripts/bench-idle.sh [--connections 10000] [--hold 30] [--rounds 1] [--gateway LABEL=PATH]...
+# Usage: scripts/bench-idle.sh [--connections 10000] [--hold 30] [--rounds 1] [--http 1.1|2] [--gateway LABEL=PATH]...
 #                              [--port 28443] [--backend-port 29100] [--out DIR] [--no-build]
 # Every process it starts is stopped on exit; every tool invocation has a timeout.
 set -euo pipefail
@@ -15,6 +15,7 @@ set -euo pipefail
 CONNECTIONS=10000
 HOLD=30
 ROUNDS=1
+HTTP=1.1
 GATEWAYS=()
 OUT=""
 BUILD=1
@@ -29,6 +30,7 @@ while [ $# -gt 0 ]; do
         --connections) CONNECTIONS="$2"; shift 2 ;;
         --hold) HOLD="$2"; shift 2 ;;
         --rounds) ROUNDS="$2"; shift 2 ;;
+        --http) HTTP="$2"; shift 2 ;;
         --gateway) GATEWAYS+=("$2"); shift 2 ;;
         --port) PORT="$2"; shift 2 ;;
         --backend-port) BACKEND_PORT="$2"; shift 2 ;;
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
+[ "$HTTP" = 1.1 ] || [ "$HTTP" = 2 ] || { echo "--http takes 1.1 or 2" >&2; exit 2; }
 for number in "$CONNECTIONS" "$HOLD" "$ROUNDS" "$PORT" "$BACKEND_PORT"; do
     [[ "$number" =~ ^[0-9]+$ ]] || { echo "options take non-negative integers" >&2; exit 2; }
 done
@@ -123,16 +126,16 @@ printf 'round\tgateway\tconnections_idle\topen_at_end\tclosed_during_hold\tfaile
 for round in $(seq 1 "$ROUNDS"); do
     for entry in "${GATEWAYS[@]}"; do
         label="${entry%%=*}"; gateway="${entry#*=}"
-        log "round $round/$ROUNDS: $label ($CONNECTIONS connections, hold ${HOLD}s)"
+        log "round $round/$ROUNDS: $label ($CONNECTIONS HTTP/$HTTP connections, hold ${HOLD}s)"
         ! port_busy "$PORT" || { log "port $PORT is in use"; exit 1; }
         taskset -c "$PROXY_CORE" "$gateway" serve --config "$TMP/tokengate-idle.yaml" >"$TMP/gateway-$label.log" 2>&1 &
         pid=$!
         STARTED_PIDS+=("$pid")
         wait_port "$PORT" "$pid" || { log "$label did not start"; tail -n 20 "$TMP/gateway-$label.log" >&2; exit 1; }
-        json="$OUT/idle-$label-round$round.json"
+        json="$OUT/idle-$label-h$HTTP-round$round.json"
         timeout $((HOLD + 600)) taskset -c "$CLIENT_CORE" "$BENCH" idle --url "https://127.0.0.1:$PORT/api/bench" \
-            --cacert "$TMP/cert.pem" --key "$TMP/hs256.jwks" --connections "$CONNECTIONS" --hold "$HOLD" \
-            --gateway-pid "$pid" --json "$json" | tee "$OUT/idle-$label-round$round.txt" || log "$label: the bench failed"
+            --cacert "$TMP/cert.pem" --key "$TMP/hs256.jwks" --connections "$CONNECTIONS" --hold "$HOLD" --http "$HTTP" \
+            --gateway-pid "$pid" --json "$json" | tee "$OUT/idle-$label-h$HTTP-round$round.txt" || log "$label: the bench failed"
         kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$pid" 2>/dev/null || true

@@ -69,6 +69,9 @@ struct IdleCommand: AsyncParsableCommand {
     @Option(help: "Client event loop threads.")
     var threads = 1
 
+    @Option(help: "HTTP version: 1.1 (keep-alive) or 2 (ALPN h2; one stream, then an idle connection).")
+    var http = "1.1"
+
     @Option(name: .customLong("gateway-pid"), help: "The gateway process to read memory from (/proc/PID/status).")
     var gatewayPID: Int32?
 
@@ -98,6 +101,7 @@ struct IdleCommand: AsyncParsableCommand {
             throw ValidationError("--sources: 1 through 250")
         }
         guard (100...599).contains(self.expectStatus) else { throw ValidationError("--expect-status: 100 through 599") }
+        guard self.http == "1.1" || self.http == "2" else { throw ValidationError("--http: 1.1 or 2") }
     }
 
     func run() async throws {
@@ -123,7 +127,11 @@ struct IdleCommand: AsyncParsableCommand {
         )
         let tls: TLSClientContext
         do {
-            tls = try TLSClientContext(trustRootsPath: self.cacert, verifyPeer: !self.insecure, alpnProtocols: ["http/1.1"])
+            tls = try TLSClientContext(
+                trustRootsPath: self.cacert,
+                verifyPeer: !self.insecure,
+                alpnProtocols: [self.http == "2" ? "h2" : "http/1.1"]
+            )
         } catch {
             throw BenchError("tls_config", "TLS client: \(error)")
         }
@@ -134,7 +142,8 @@ struct IdleCommand: AsyncParsableCommand {
             target: target,
             tls: tls,
             logger: logger,
-            sources: sources
+            sources: sources,
+            http2: self.http == "2"
         )
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: self.threads)
@@ -223,6 +232,7 @@ struct IdleCommand: AsyncParsableCommand {
         try reading("closed", open: channels)
         return IdleReport(
             target: target.description,
+            httpVersion: self.http,
             connectionsRequested: self.connections,
             sourceAddresses: opener.sources.map { $0?.ipAddress ?? "127.0.0.1 (kernel's choice)" },
             warmupConnections: self.warmup,
@@ -300,6 +310,7 @@ extension IdleCommand {
         let tls: TLSClientContext
         let logger: Logger
         let sources: [SocketAddress?]
+        let http2: Bool
 
         /// Opens `indices` at once and waits until each has its answer or has failed.
         func open(_ indices: Range<Int>, on group: MultiThreadedEventLoopGroup) async throws -> [Result<Opened, any Error>] {
@@ -318,6 +329,8 @@ extension IdleCommand {
             let tls = self.tls
             let serverName = self.target.serverName
             let logger = self.logger
+            let http2 = self.http2
+            let authority = self.target.hostHeader
             var bootstrap = ClientBootstrap(group: loop)
                 .connectTimeout(.seconds(10))
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -328,10 +341,21 @@ extension IdleCommand {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(TLSHandler(context: tls, serverHostname: serverName, logger: logger))
-                    try sync.addHTTPClientHandlers()
-                    try sync.addHandler(
-                        IdleClientHandler(request: request, attempt: bound.value, answerTimeout: IdleCommand.attemptTimeout)
-                    )
+                    if http2 {
+                        try sync.addHandler(
+                            IdleH2ClientHandler(
+                                request: request,
+                                authority: authority,
+                                attempt: bound.value,
+                                answerTimeout: IdleCommand.attemptTimeout
+                            )
+                        )
+                    } else {
+                        try sync.addHTTPClientHandlers()
+                        try sync.addHandler(
+                            IdleClientHandler(request: request, attempt: bound.value, answerTimeout: IdleCommand.attemptTimeout)
+                        )
+                    }
                 }
             }
             .connect(host: self.target.connectHost, port: self.target.port)

@@ -31,6 +31,7 @@ struct IdleReport: Sendable, Codable {
     }
 
     let target: String
+    let httpVersion: String
     let connectionsRequested: Int
     let sourceAddresses: [String]
     let warmupConnections: Int
@@ -50,6 +51,7 @@ struct IdleReport: Sendable, Codable {
 
     init(
         target: String,
+        httpVersion: String,
         connectionsRequested: Int,
         sourceAddresses: [String],
         warmupConnections: Int,
@@ -63,6 +65,7 @@ struct IdleReport: Sendable, Codable {
         firstCloseAfterSeconds: Double?
     ) {
         self.target = target
+        self.httpVersion = httpVersion
         self.connectionsRequested = connectionsRequested
         self.sourceAddresses = sourceAddresses
         self.warmupConnections = warmupConnections
@@ -107,7 +110,7 @@ struct IdleReport: Sendable, Codable {
         var lines: [String] = []
         let answered = self.statuses.values.reduce(0, +)
         let statusText = self.statuses.sorted { $0.key < $1.key }.map { "\($0.value)×\($0.key)" }.joined(separator: ", ")
-        lines.append("target            \(self.target)")
+        lines.append("target            \(self.target) (HTTP/\(self.httpVersion))")
         lines.append("connections       \(self.connectionsRequested) requested from \(self.sourceAddresses.joined(separator: ", "))")
         lines.append(
             "answers           \(answered) (\(statusText.isEmpty ? "none" : statusText)) in \(BenchReport.number(self.openSeconds, 1)) s"
