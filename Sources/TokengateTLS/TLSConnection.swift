@@ -47,9 +47,14 @@ final class TLSConnection {
     private let allocator: ByteBufferAllocator
     /// Ciphertext received from the network and not yet consumed by OpenSSL.
     private var inbound: ByteBuffer?
-    /// Small plaintext writes gathered into one record (see ``encrypt(_:)``). Never leaves this object, so it
-    /// is reused across flushes without copy-on-write.
+    /// Small plaintext writes gathered into one record (see ``encrypt(_:)``). Allocated on the first small
+    /// write of a flush, sized for that flush (at most one record), and dropped as soon as it is encrypted:
+    /// an idle keep-alive connection holds no staging memory. (Keeping one 16 KiB buffer per connection for
+    /// reuse cost 16 KiB of every idle connection, and the reuse never happened anyway: `clear()` ran while a
+    /// second reference was alive, so each flush allocated a fresh 16 KiB buffer by copy-on-write.)
     private var staging: ByteBuffer?
+    /// Capacity for the next `staging` (set before a flush): the flush's plaintext, at most one record.
+    private var stagingCapacityHint = 0
     /// Ciphertext OpenSSL produced and we have not handed to the channel yet.
     private var outbound: ByteBuffer?
     /// How big the next `outbound` should be when it is first allocated (set before a flush).
@@ -128,6 +133,7 @@ final class TLSConnection {
     func reserveOutbound(plaintextBytes: Int) {
         let records = plaintextBytes / TLSPolicy.maxRecordPlaintext + 1
         self.outboundCapacityHint = plaintextBytes + records * TLSPolicy.maxRecordOverhead
+        self.stagingCapacityHint = min(plaintextBytes, TLSPolicy.maxRecordPlaintext)
     }
 
     /// BIO read callback body: copies up to `count` bytes of received ciphertext into `destination`.
@@ -216,20 +222,23 @@ final class TLSConnection {
         }
         var buffer = buffer
         if self.staging == nil {
-            self.staging = self.allocator.buffer(capacity: TLSPolicy.maxRecordPlaintext)
+            // The hint may be short (a write without reserveOutbound); the buffer then grows as usual.
+            self.staging = self.allocator.buffer(capacity: max(self.stagingCapacityHint, buffer.readableBytes))
         }
         self.staging!.writeBuffer(&buffer)
         return .complete
     }
 
-    /// Encrypts whatever ``encrypt(_:)`` held back.
+    /// Encrypts whatever ``encrypt(_:)`` held back, and frees the staging buffer.
     func finishEncrypting() -> StepResult {
-        guard let staging = self.staging, staging.readableBytes > 0 else {
+        guard let staging = self.staging else {
             return .complete
         }
-        let result = self.write(staging)
-        self.staging!.clear()
-        return result
+        self.staging = nil
+        guard staging.readableBytes > 0 else {
+            return .complete
+        }
+        return self.write(staging)
     }
 
     /// Encrypts all of `buffer`, at most ``TLSPolicy/maxRecordPlaintext`` bytes per `SSL_write` so each call

@@ -10,7 +10,7 @@ struct TokengateBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokengate-bench",
         abstract: "Load-test a tokengate gateway over TLS on loopback with many distinct tokens.",
-        subcommands: [RunCommand.self, MintCommand.self, CutoffsCommand.self],
+        subcommands: [RunCommand.self, IdleCommand.self, MintCommand.self, CutoffsCommand.self],
         defaultSubcommand: RunCommand.self
     )
 }

@@ -185,6 +185,41 @@ import TokengateTLS
         #expect(pair.serverWrites == [500 + 22])
     }
 
+    /// The staging buffer for small writes is allocated per flush and freed after it (so idle connections hold
+    /// none): every path that ends or restarts it — end of flush, a large write in between, more small bytes
+    /// than one record — must keep the bytes in order, one network write per flush.
+    @Test func smallAndLargeWritesAcrossFlushesArriveInOrder() throws {
+        let server = try TLSServerContext(certificates: [self.localhost.source], alpnProtocols: ["http/1.1"])
+        let client = try TLSClientContext(trustRootsPath: self.localhost.certificatePath)
+        var pair = try ChannelPair(server: server, client: client, serverHostname: "localhost")
+        defer { pair.finish() }
+        try pair.connect()
+        pair.serverWrites.removeAll()
+
+        let flushes: [[(UInt8, Int)]] = [
+            [(0x61, 300), (0x62, 200)],  // both staged
+            [(0x63, 100), (0x64, 6_000), (0x65, 50)],  // staged, large (ends staging), staged anew
+            [(0x66, 4_000), (0x67, 4_000), (0x68, 4_000), (0x69, 4_000), (0x6A, 4_000)],  // over one record
+            [(0x7A, 1)],
+        ]
+        var expected = ByteBuffer()
+        for flush in flushes {
+            var last: EventLoopFuture<Void>?
+            for (byte, count) in flush {
+                let chunk = ByteBuffer(repeating: byte, count: count)
+                expected.writeImmutableBuffer(chunk)
+                let promise = pair.server.eventLoop.makePromise(of: Void.self)
+                pair.server.write(chunk, promise: promise)
+                last = promise.futureResult
+            }
+            pair.server.flush()
+            try pair.interactInMemory()
+            try #require(last).wait()
+        }
+        #expect(pair.clientRecorder.received == expected)
+        #expect(pair.serverWrites.count == flushes.count, "one network write per flush")
+    }
+
     @Test func writesDuringTheHandshakeAreBufferedUntilFlushedAndSent() throws {
         let server = try TLSServerContext(certificates: [self.localhost.source], alpnProtocols: ["http/1.1"])
         let client = try TLSClientContext(trustRootsPath: self.localhost.certificatePath)
