@@ -63,6 +63,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var responseStarted = false
     private var upstreamKeepAlive = true
     private var status: HTTPResponseStatus?
+    /// The client sent `Expect: 100-continue` over HTTP/1.1 and waits for a `100 Continue` before its body.
+    private var continueExpected: Bool
     /// Targets that refused a connection for this request (each is tried at most once).
     private var failedConnects = 0
 
@@ -85,6 +87,21 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.logger = logger
         self.closeRequested = closeRequested
         self.start = .now()
+        self.continueExpected =
+            head.version == .http1_1 && TokenExtractor.hasBody(head.headers)
+            && head.headers.first(name: "expect").map { HTTPHeaders.equalsIgnoringCase($0, "100-continue") } ?? false
+    }
+
+    /// Answers `Expect: 100-continue` hop by hop, as nginx does, once the gateway wants the body: when it must
+    /// read the body for the token, or when the backend connection is there to take it. A refused request
+    /// never gets a 100 (its answer closes the connection instead), and the backend never sees the
+    /// expectation (``RequestRewriter`` drops `Expect`), so clients such as curl do not wait a second for a
+    /// 100 that would otherwise never come.
+    private func sendContinueIfExpected() {
+        guard self.continueExpected, !self.requestEnded else { return }
+        self.continueExpected = false
+        self.client.write(.head(HTTPResponseHead(version: self.head.version, status: .continue)))
+        self.client.flush()
     }
 
     var isFinished: Bool {
@@ -264,6 +281,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 return
             }
             self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: size), limit: limit)
+            self.sendContinueIfExpected()
         case .forward(let identity, let strip):
             var newBody: ByteBuffer?
             if let strip, let bodyBytes {
@@ -415,6 +433,7 @@ extension ProxyExchange {
         let queued = self.queued
         self.queued = []
         self.state = .forwarding(connection)
+        self.sendContinueIfExpected()
         connection.channel.write(HTTPClientRequestPart.head(head), promise: nil)
         self.upstreamSentAt = .now()
         if let body = self.replayableBody, self.requestEnded {

@@ -120,7 +120,7 @@ enum RequestRewriter {
         return HTTPRequestHead(version: .http1_1, method: head.method, uri: head.uri, headers: HTTPHeaders(fields))
     }
 
-    /// Whether a client's field never reaches the backend whatever the route: hop-by-hop fields, the
+    /// Whether a client's field never reaches the backend whatever the route: hop-by-hop fields, `Expect`, the
     /// forwarding fields only the gateway may set, identity fields (`x-tokengate-*`), and names with `_`
     /// (dropped as nginx does by default: CGI-style backends map `X_Tokengate_User` and `X-Tokengate-User` to
     /// the same variable, so they could smuggle an identity past the gateway).
@@ -134,9 +134,10 @@ enum RequestRewriter {
         return HTTPHeaders.hasPrefixIgnoringCase(name, Self.identityHeaderPrefix) || name.utf8.contains(UInt8(ascii: "_"))
     }
 
-    /// ``hopByHopNames`` and ``forwardingNames`` by length, so a field is compared with only a few of them.
+    /// ``hopByHopNames``, ``forwardingNames`` and `expect` (the gateway answers `100-continue` itself) by length,
+    /// so a field is compared with only a few of them.
     private static let droppedByLength: [[String]] = {
-        let names = Self.hopByHopNames + Self.forwardingNames
+        let names = Self.hopByHopNames + Self.forwardingNames + ["expect"]
         var table = Array(repeating: [String](), count: (names.map(\.utf8.count).max() ?? 0) + 1)
         for name in names { table[name.utf8.count].append(name) }
         return table

@@ -466,6 +466,45 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func expect100ContinueIsAnsweredByTheGatewayOnlyWhenItWantsTheBody() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let file = gateway.directory + "/two-megabytes.bin"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 0x62, count: 2 * 1024 * 1024)))
+            // curl waits --expect100-timeout for the 100 before sending the body: 8 s here, so a missing 100
+            // shows as a slow upload (and the curl timeout of 6 s fails it).
+            let expect = ["--http1.1", "-H", "Expect: 100-continue", "--expect100-timeout", "8"]
+            let started = Date()
+            let upload = try Curl.run(
+                expect + ["-H", "Authorization: Bearer \(token)", "-H", "Content-Type: application/octet-stream",
+                    "--data-binary", "@\(file)", "\(gateway.baseURL)/api/upload"],
+                caFile: gateway.certificatePath,
+                timeout: 6
+            )
+            #expect(upload.status == 200, "\(upload.stderr)")
+            #expect(Date().timeIntervalSince(started) < 5)
+            let echo = try #require(try JSONSerialization.jsonObject(with: Data(upload.body.utf8)) as? [String: Any])
+            #expect(echo["body_bytes"] as? Int == 2 * 1024 * 1024)
+            // The token in a form body: the gateway must ask for the body to find it.
+            let form = try Curl.run(
+                expect + ["-H", "Content-Type: application/x-www-form-urlencoded", "--data-binary", "access_token=\(token)",
+                    "\(gateway.baseURL)/api/form"],
+                caFile: gateway.certificatePath,
+                timeout: 6
+            )
+            #expect(form.status == 200, "\(form.stderr)")
+            // No token: refused at once, without a 100 and without waiting for the body.
+            let refusedStart = Date()
+            let refused = try Curl.run(
+                expect + ["-H", "Content-Type: application/octet-stream", "--data-binary", "@\(file)", "\(gateway.baseURL)/api/upload"],
+                caFile: gateway.certificatePath,
+                timeout: 6
+            )
+            #expect(refused.status == 401)
+            #expect(Date().timeIntervalSince(refusedStart) < 5)
+        }
+    }
+
     // MARK: Hostile HTTP over real TLS (openssl s_client), each closing the connection unforwarded.
 
     @Test(arguments: [
