@@ -28,6 +28,9 @@ struct CheckConfig: ParsableCommand {
         } catch {
             fail("\(self.file): \(error)")
         }
+        for warning in configuration.warnings {
+            FileOutput.standardError("tokengate: \(self.file): warning: \(warning)\n")
+        }
         print(
             "\(self.file): ok (\(configuration.listeners.count) listeners, \(configuration.routes.count) routes, "
                 + "\(configuration.upstreams.count) upstreams)"

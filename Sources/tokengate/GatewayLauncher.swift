@@ -28,6 +28,9 @@ struct GatewayLauncher {
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
+        for warning in self.configuration.warnings {
+            logger.warning("configuration: \(warning)")
+        }
         let holder = CutoffSnapshotHolder(.empty)
         let opened: CutoffStoreFactory.Opened
         do {
