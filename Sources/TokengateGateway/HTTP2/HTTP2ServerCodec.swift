@@ -505,7 +505,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         guard self.isRunning else { return }
         var finished = false
         while !finished, context.channel.isWritable {
-            var buffer = context.channel.allocator.buffer(capacity: 16 * 1024)
+            // Allocated once nghttp2 has something to send: most rounds (a request read, a body consumed)
+            // end with nothing or a few frame bytes, and a 16 KiB buffer per round was pure allocator work.
+            var buffer = ByteBuffer()
             while buffer.readableBytes < self.configuration.maxBytesPerFlush {
                 var data: UnsafePointer<UInt8>? = nil
                 let count = nghttp2_session_mem_send(session, &data)
@@ -519,6 +521,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                 guard count > 0, let data else {
                     finished = true
                     break
+                }
+                if buffer.capacity == 0 {
+                    buffer = context.channel.allocator.buffer(capacity: max(count, 4096))
                 }
                 buffer.writeBytes(UnsafeRawBufferPointer(start: data, count: count))
             }
