@@ -309,7 +309,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             if body != nil {
                 self.replayableBody = newBody ?? body
             } else if !TokenExtractor.hasBody(self.head.headers) {
-                self.replayableBody = self.client.allocator.buffer(capacity: 0)
+                self.replayableBody = ByteBuffer()  // Shared empty storage: no allocation per bodiless request.
             }
             self.state = .awaitingUpstream
             self.client.setRequestReadingPaused(true)
