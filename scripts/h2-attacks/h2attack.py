@@ -51,6 +51,17 @@ class Connection:
         self._in = b""
         self._out = b""
         self.send_raw(PREFACE + SettingsFrame(0).serialize())
+        # Wait for the server's SETTINGS and send its ACK before any attack frame: an ACK queued by a read in
+        # the middle of an unfinished header block would land between HEADERS and CONTINUATION, which is the
+        # client's protocol error (the server rightly answers GOAWAY PROTOCOL_ERROR), not the attack.
+        deadline = time.time() + timeout
+        while not self._saw_server_settings() and not self.closed.is_set() and time.time() < deadline:
+            self._pump()
+        while self._out and not self.closed.is_set() and time.time() < deadline:
+            self._pump()
+
+    def _saw_server_settings(self):
+        return any(isinstance(frame, SettingsFrame) and "ACK" not in frame.flags for frame in self.frames)
 
     def _read_some(self):
         while not self.closed.is_set():
