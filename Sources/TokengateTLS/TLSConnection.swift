@@ -114,6 +114,14 @@ final class TLSConnection {
         self.inbound?.readableBytes ?? 0
     }
 
+    /// Whether a further `SSL_read` could produce anything: ciphertext still in our BIO, or data OpenSSL has
+    /// already pulled in (read-ahead) or decrypted but not returned. When neither, the next `SSL_read` would
+    /// only return WANT_READ — after allocating and freeing its 16 KiB record buffer (`SSL_MODE_RELEASE_BUFFERS`
+    /// gives it back whenever it is empty), which was one of the three 16 KiB allocations per request.
+    var hasPendingInput: Bool {
+        self.pendingInboundBytes > 0 || SSL_has_pending(self.ssl) == 1
+    }
+
     /// Drops unconsumed ciphertext (after a fatal error or once the connection is closed).
     func discardInbound() {
         self.inbound = nil

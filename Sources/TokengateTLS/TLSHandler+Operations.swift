@@ -127,6 +127,9 @@ extension TLSHandler {
                 if !deliver {
                     buffer.clear()
                 }
+                if !connection.hasPendingInput {
+                    break decoding  // The next SSL_read could only say WANT_READ (see `hasPendingInput`).
+                }
             case .wantMore:
                 break decoding
             case .receivedCloseNotify:
