@@ -52,7 +52,7 @@ enum RequestRewriter {
         // Names the client listed in `Connection` are hop-by-hop too (rare: parsed only when present) — but
         // never the framing or the Host, which the gateway decides.
         var connectionListed: [String] = []
-        if client.contains(name: "connection") {
+        if Self.connectionListsNames(client) {
             for value in client[canonicalForm: "connection"] where !value.isEmpty {
                 let name = String(value)
                 if Self.protectedNames.contains(where: { HTTPHeaders.equalsIgnoringCase($0, name) }) { continue }
@@ -143,6 +143,18 @@ enum RequestRewriter {
         return table
     }()
 
+    /// Whether a `Connection` field may name other fields. The common values (`keep-alive`, `close`) name only
+    /// themselves, and both are dropped as hop-by-hop anyway: only other values need the (allocating)
+    /// comma-split of `canonicalForm`.
+    static func connectionListsNames(_ headers: HTTPHeaders) -> Bool {
+        for (name, value) in headers where HTTPHeaders.equalsIgnoringCase(name, "connection") {
+            if !HTTPHeaders.equalsIgnoringCase(value, "keep-alive"), !HTTPHeaders.equalsIgnoringCase(value, "close") {
+                return true
+            }
+        }
+        return false
+    }
+
     /// What a client's `Connection` header may never name: the gateway sets these itself.
     static let protectedNames = ["content-length", "transfer-encoding", "host"]
 
@@ -170,7 +182,7 @@ enum RequestRewriter {
     static func clientResponseHead(from head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
         let upstream = head.headers
         var connectionListed: [String] = []
-        if upstream.contains(name: "connection") {
+        if Self.connectionListsNames(upstream) {
             for value in upstream[canonicalForm: "connection"] where !value.isEmpty {
                 connectionListed.append(String(value))
             }

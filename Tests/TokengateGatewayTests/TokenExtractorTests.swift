@@ -179,4 +179,32 @@ import TokengateConfig
         #expect(upstream.headers["x-request-id"] == ["id1"])
         #expect(upstream.headers["accept"] == ["*/*"])
     }
+
+    @Test func theResponseRewriterDropsWhatTheBackendsConnectionHeaderNames() {
+        // A second Connection field naming a field: it must be honoured even next to the common keep-alive.
+        let named = RequestRewriter.clientResponseHead(
+            from: HTTPResponseHead(version: .http1_1, status: .ok, headers: HTTPHeaders([
+                ("Connection", "keep-alive"), ("connection", "X-Backend-Secret"), ("X-Backend-Secret", "s"),
+                ("Keep-Alive", "timeout=5"), ("Content-Type", "text/plain"), ("Transfer-Encoding", "chunked"),
+            ])),
+            version: .http1_1,
+            close: false
+        )
+        #expect(named.headers["x-backend-secret"].isEmpty)
+        #expect(named.headers["connection"].isEmpty && named.headers["keep-alive"].isEmpty)
+        #expect(named.headers["transfer-encoding"].isEmpty)
+        #expect(named.headers["content-type"] == ["text/plain"])
+        #expect(named.headers["strict-transport-security"] == ["max-age=31536000"])
+        // The common case: `Connection: keep-alive` alone, and a close asked for by the client side.
+        let plain = RequestRewriter.clientResponseHead(
+            from: HTTPResponseHead(version: .http1_1, status: .ok, headers: HTTPHeaders([
+                ("Connection", "Keep-Alive"), ("Strict-Transport-Security", "max-age=60"), ("X-Other", "o"),
+            ])),
+            version: .http1_1,
+            close: true
+        )
+        #expect(plain.headers["connection"] == ["close"])
+        #expect(plain.headers["strict-transport-security"] == ["max-age=60"], "the backend's own HSTS is kept")
+        #expect(plain.headers["x-other"] == ["o"])
+    }
 }
