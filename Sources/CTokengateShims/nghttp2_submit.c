@@ -62,3 +62,24 @@ int CTokengateShims_nghttp2_submit_trailer(nghttp2_session *session, int32_t str
     free(nva);
     return rv;
 }
+
+int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const void *block, const size_t *lengths,
+                                               const uint8_t *never_index, size_t count,
+                                               nghttp2_data_source_read_callback read_callback) {
+    nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
+    if (nva == NULL) {
+        return count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS ? NGHTTP2_ERR_INVALID_ARGUMENT
+                                                                        : NGHTTP2_ERR_NOMEM;
+    }
+    int32_t stream_id;
+    if (read_callback != NULL) {
+        nghttp2_data_provider provider;
+        provider.source.ptr = NULL;
+        provider.read_callback = read_callback;
+        stream_id = nghttp2_submit_request(session, NULL, nva, count, &provider, NULL);
+    } else {
+        stream_id = nghttp2_submit_request(session, NULL, nva, count, NULL, NULL);
+    }
+    free(nva);
+    return stream_id;
+}

@@ -30,20 +30,7 @@ struct IdleCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The gateway URL; loopback only.")
-    var url = "https://127.0.0.1:8443/api/bench"
-
-    @Option(name: .customLong("server-name"), help: "SNI and verification name (default: localhost for IPs).")
-    var serverName: String?
-
-    @Option(help: "CA certificate (PEM) to verify the gateway with.")
-    var cacert: String?
-
-    @Flag(help: "Do not verify the gateway's certificate.")
-    var insecure = false
-
-    @Option(name: .customLong("key"), help: "A private JWK Set to mint with (repeatable; every key is used in turn).")
-    var keys: [String] = []
+    @OptionGroup var gateway: GatewayTargetOptions
 
     @Option(help: "Distinct users (and tokens); connection i uses user i modulo this.")
     var users = 1_000
@@ -115,9 +102,9 @@ struct IdleCommand: AsyncParsableCommand {
 
     private func execute() async throws {
         try Self.raiseFileLimit(to: self.connections + self.warmup + 256)
-        let target = try BenchTarget(url: self.url, serverName: self.serverName)
+        let target = try self.gateway.target()
         let sources = try self.sourceAddresses(target: target)
-        let signers = try BenchSigners(paths: self.keys)
+        let signers = try BenchSigners(paths: self.gateway.keys)
         let pool = try TokenPool(
             signers: signers,
             mix: try TokenMix(parsing: "api=100"),
@@ -128,8 +115,8 @@ struct IdleCommand: AsyncParsableCommand {
         let tls: TLSClientContext
         do {
             tls = try TLSClientContext(
-                trustRootsPath: self.cacert,
-                verifyPeer: !self.insecure,
+                trustRootsPath: self.gateway.cacert,
+                verifyPeer: !self.gateway.insecure,
                 alpnProtocols: [self.http == "2" ? "h2" : "http/1.1"]
             )
         } catch {

@@ -20,20 +20,7 @@ struct RunCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The gateway URL; loopback only.")
-    var url = "https://127.0.0.1:8443/api/bench"
-
-    @Option(name: .customLong("server-name"), help: "SNI and verification name (default: localhost for IPs).")
-    var serverName: String?
-
-    @Option(help: "CA certificate (PEM) to verify the gateway with.")
-    var cacert: String?
-
-    @Flag(help: "Do not verify the gateway's certificate.")
-    var insecure = false
-
-    @Option(name: .customLong("key"), help: "A private JWK Set to mint with (repeatable; every key is used in turn).")
-    var keys: [String] = []
+    @OptionGroup var gateway: GatewayTargetOptions
 
     @Option(help: "Distinct users (and tokens) per kind of request.")
     var users = 5_000
@@ -115,10 +102,10 @@ struct RunCommand: AsyncParsableCommand {
         guard let wire = LoadPlan.WireProtocol(rawValue: self.http) else {
             throw BenchError("invalid_http", "--http must be 1.1 or 2")
         }
-        let target = try BenchTarget(url: self.url, serverName: self.serverName)
+        let target = try self.gateway.target()
         let mix = try TokenMix(parsing: self.mix)
         let expected = try self.parseExpectations()
-        let signers = try BenchSigners(paths: self.keys)
+        let signers = try BenchSigners(paths: self.gateway.keys)
         let now = Int64(Date().timeIntervalSince1970)
         let started = Date()
         let pool = try TokenPool(
@@ -138,8 +125,8 @@ struct RunCommand: AsyncParsableCommand {
         do {
             // One protocol offered: a server that cannot speak it must not be measured on another.
             tls = try TLSClientContext(
-                trustRootsPath: self.cacert,
-                verifyPeer: !self.insecure,
+                trustRootsPath: self.gateway.cacert,
+                verifyPeer: !self.gateway.insecure,
                 alpnProtocols: [wire.alpn]
             )
         } catch {

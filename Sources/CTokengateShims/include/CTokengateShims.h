@@ -7,6 +7,5 @@
 #include "CTokengateShims_crypto.h"
 #include "CTokengateShims_tls.h"
 #include "CTokengateShims_nghttp2.h"
-#include "CTokengateShims_nghttp2_client.h"
 
 #endif

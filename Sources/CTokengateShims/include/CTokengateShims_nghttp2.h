@@ -35,4 +35,15 @@ int CTokengateShims_nghttp2_submit_response(nghttp2_session *session, int32_t st
 int CTokengateShims_nghttp2_submit_trailer(nghttp2_session *session, int32_t stream_id, const void *block,
                                            const size_t *lengths, const uint8_t *never_index, size_t count);
 
+/// Submits a request HEADERS frame on a new stream (the client side: the tokengate-bench load generator).
+///
+/// - `block`, `lengths`, `never_index`, `count`: as for CTokengateShims_nghttp2_submit_response (pseudo-header
+///   fields first: `:method`, `:scheme`, `:authority`, `:path`).
+/// - `read_callback`: when non-NULL the request has a body pulled through it (source.ptr is NULL: the callback
+///   finds the body by stream id); when NULL the HEADERS frame carries END_STREAM.
+/// - Returns the new stream's id (> 0) or a negative nghttp2 error code, as nghttp2_submit_request does.
+int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const void *block, const size_t *lengths,
+                                               const uint8_t *never_index, size_t count,
+                                               nghttp2_data_source_read_callback read_callback);
+
 #endif
