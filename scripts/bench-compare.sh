@@ -104,21 +104,8 @@ BENCH="$BIN/tokengate-bench"
 
 # --- Everything we start is stopped on exit. ---------------------------------------------------------------------
 TMP="$(mktemp -d /tmp/tokengate-bench.XXXXXX)"
-STARTED_PIDS=()
-cleanup() {
-    local pid
-    for pid in "${STARTED_PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${STARTED_PIDS[@]}"; do
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/processes.sh
+source "$TEMPLATES/processes.sh"
 [ -n "$OUT" ] || OUT="$TMP/results"
 mkdir -p "$OUT"
 
@@ -143,23 +130,6 @@ render() {  # template -> $TMP/name
 }
 for file in backend-nginx.conf proxy-nginx.conf haproxy.cfg haproxy-jwt.cfg tokengate.yaml; do render "$file"; done
 chmod 600 "$TMP/haproxy-jwt.cfg"
-
-wait_port() {  # port, pid: until something listens (or the process died)
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
-
-wait_gone() {  # port: until nothing listens (the previous proxy is really gone)
-    for _ in $(seq 1 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null || return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 # --- The backend. ------------------------------------------------------------------------------------------------
 taskset -c "$PROXY_CORE" nginx -p "$TMP" -e "$TMP/backend-error.log" -c "$TMP/backend-nginx.conf" &

@@ -73,19 +73,8 @@ done
 [ -x "$BENCH" ] || { log "missing $BENCH (run without --no-build)"; exit 2; }
 
 TMP="$(mktemp -d /tmp/tokengate-idle.XXXXXX)"
-STARTED_PIDS=()
-cleanup() {
-    local pid
-    for pid in "${STARTED_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${STARTED_PIDS[@]}"; do
-        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=bench/processes.sh
+source "$TEMPLATES/processes.sh"
 [ -n "$OUT" ] || OUT="$TMP/results"
 mkdir -p "$OUT"
 
@@ -101,18 +90,6 @@ for file in backend-nginx.conf tokengate-idle.yaml; do
     sed -e "s|@TMP@|$TMP|g" -e "s|@BODY@|$BODY\\\\n|g" -e "s|127.0.0.1:9100|127.0.0.1:$BACKEND_PORT|g" \
         -e "s|127.0.0.1:8443|127.0.0.1:$PORT|g" "$TEMPLATES/$file" > "$TMP/$file"
 done
-
-port_busy() {  # port: something listens there already
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-wait_port() {  # port pid
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
 
 for port in "$PORT" "$BACKEND_PORT"; do
     ! port_busy "$port" || { log "port $port is in use (another run?); pick others with --port/--backend-port"; exit 1; }
