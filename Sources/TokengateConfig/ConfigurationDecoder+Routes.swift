@@ -339,7 +339,7 @@ extension ConfigurationDecoder {
             }
             login = .sessionCookie(name)
         case (nil, .some(let whoamiNode)):
-            let whoami = try whoamiNode.mapping(allowed: ["url", "user_header", "timeout"])
+            let whoami = try whoamiNode.mapping(allowed: ["url", "user_header", "timeout", "max_in_flight"])
             let urlNode = try whoami.required("url")
             let url = try urlNode.string(maximumLength: 2048)
             do {
@@ -356,7 +356,8 @@ extension ConfigurationDecoder {
                 WhoamiConfiguration(
                     url: url,
                     userHeader: header,
-                    timeout: try whoami["timeout"]?.duration(in: .milliseconds(100)...(.seconds(60))) ?? .seconds(5)
+                    timeout: try whoami["timeout"]?.duration(in: .milliseconds(100)...(.seconds(60))) ?? .seconds(5),
+                    maxInFlight: try whoami["max_in_flight"]?.int(in: 1...10_000) ?? 64
                 )
             )
         }

@@ -52,11 +52,16 @@ public struct WhoamiConfiguration: Sendable, Equatable {
     public var userHeader: String
     /// Default 5s.
     public var timeout: Duration
+    /// Whoami calls in flight at once, for the whole gateway (default 64). The token page is reachable
+    /// without a token and each of its requests with a cookie costs a call to the RP: past this, token-page
+    /// requests get a 503 at once instead of piling connections onto the RP.
+    public var maxInFlight: Int
 
-    public init(url: String, userHeader: String, timeout: Duration = .seconds(5)) {
+    public init(url: String, userHeader: String, timeout: Duration = .seconds(5), maxInFlight: Int = 64) {
         self.url = url
         self.userHeader = userHeader
         self.timeout = timeout
+        self.maxInFlight = maxInFlight
     }
 }
 

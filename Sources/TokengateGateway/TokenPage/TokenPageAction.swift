@@ -22,4 +22,6 @@ enum TokenPageWhoamiResult: Sendable, Equatable {
     case answered(status: Int, userHeaderValues: [String])
     /// No answer: connection refused, timeout, malformed response.
     case failed
+    /// Not asked: `max_in_flight` whoami calls were already under way.
+    case busy
 }

@@ -103,6 +103,8 @@ struct TokenPageResponder: Sendable {
         switch whoami {
         case .failed:
             return Self.loginCheckFailed
+        case .busy:
+            return Self.loginCheckBusy
         case .answered(let status, let values):
             switch status {
             case 200...299:
@@ -188,6 +190,13 @@ struct TokenPageResponder: Sendable {
         error: "bad_gateway",
         description: "the login check did not answer",
         reasonCode: "token_page_whoami_failed"
+    )
+
+    static let loginCheckBusy = TokenPageAnswer.error(
+        .serviceUnavailable,
+        error: "temporarily_unavailable",
+        description: "too many login checks are under way; try again shortly",
+        reasonCode: "token_page_whoami_busy"
     )
 
     static func answer(for refusal: TokenPageRequest.Refusal) -> TokenPageAnswer {

@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Atomics
 import Foundation
 import Logging
 import NIOCore
@@ -20,6 +21,9 @@ struct WhoamiClient: Sendable {
     let userHeader: String
     let timeout: TimeAmount
     let tlsContext: TLSClientContext?
+    let maxInFlight: Int
+    /// Calls under way across every event loop (the client is shared by the generation's loops).
+    private let inFlight = ManagedAtomic<Int>(0)
 
     init(configuration: WhoamiConfiguration) throws {
         guard let url = URLComponents(string: configuration.url), let scheme = url.scheme, url.host != nil,
@@ -30,6 +34,7 @@ struct WhoamiClient: Sendable {
         self.url = url
         self.userHeader = configuration.userHeader
         self.timeout = TimeAmount(configuration.timeout)
+        self.maxInFlight = configuration.maxInFlight
         if scheme == "https" {
             do {
                 self.tlsContext = try TLSClientContext(trustRootsPath: nil)
@@ -46,7 +51,14 @@ struct WhoamiClient: Sendable {
         let port = self.url.port ?? (self.tlsContext == nil ? 80 : 443)
         let path = (self.url.percentEncodedPath.isEmpty ? "/" : self.url.percentEncodedPath)
             + (self.url.percentEncodedQuery.map { "?" + $0 } ?? "")
+        // Reserve a slot first; past the cap the RP is not asked at all (fail fast, 503).
+        guard self.inFlight.wrappingIncrementThenLoad(ordering: .relaxed) <= self.maxInFlight else {
+            self.inFlight.wrappingDecrement(ordering: .relaxed)
+            return eventLoop.makeSucceededFuture(.busy)
+        }
         let promise = eventLoop.makePromise(of: TokenPageWhoamiResult.self)
+        let inFlight = self.inFlight
+        promise.futureResult.whenComplete { _ in inFlight.wrappingDecrement(ordering: .relaxed) }
         let tlsContext = self.tlsContext
         let userHeader = self.userHeader
         let timeout = self.timeout
