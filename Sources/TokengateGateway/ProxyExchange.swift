@@ -63,6 +63,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var responseStarted = false
     private var upstreamKeepAlive = true
     private var status: HTTPResponseStatus?
+    /// Runs while the client is not writable during forwarding (see ``armStallTimer()``).
+    private var stallTimer: Scheduled<Void>?
     /// The client sent `Expect: 100-continue` over HTTP/1.1 and waits for a `100 Continue` before its body.
     private var continueExpected: Bool
     /// Targets that refused a connection for this request (each is tried at most once).
@@ -202,6 +204,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// The client went away (connection closed, stream reset).
     func clientClosed() {
         self.cancelResponseTimer()
+        self.stallTimer?.cancel()
+        self.stallTimer = nil
         if case .forwarding(let connection) = self.state {
             // Mid-exchange the upstream connection is in an unknown state: never reuse it.
             self.release(connection, reusable: false)
@@ -212,10 +216,37 @@ final class ProxyExchange: UpstreamResponseReceiver {
     func clientWritabilityChanged(isWritable: Bool) {
         guard case .forwarding(let connection) = self.state else { return }
         if isWritable {
+            self.stallTimer?.cancel()
+            self.stallTimer = nil
             connection.handler.resumeReading(channel: connection.channel)
         } else {
             connection.handler.pauseReading()
+            self.armStallTimer()
         }
+    }
+
+    /// A client that stops taking the response (a slow-read attack, or a phone gone into a tunnel) holds
+    /// the upstream connection, whose reads are paused for backpressure, for as long as it likes. If it takes
+    /// nothing for `limits.idle_timeout` the exchange ends: the upstream connection is closed and the client
+    /// side aborted (HTTP/1.1 closes, HTTP/2 resets the stream), as nginx's `send_timeout` does. A client
+    /// that reads slowly but steadily becomes writable again in between and is never cut. Only scheduled
+    /// while the client is not writable, so the common path pays nothing.
+    private func armStallTimer() {
+        guard self.stallTimer == nil else { return }
+        let timeout = TimeAmount(self.runtime.limits.idleTimeout)
+        self.stallTimer = self.client.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            self.stallTimer = nil
+            self.clientStalled()
+        }
+    }
+
+    private func clientStalled() {
+        guard case .forwarding(let connection) = self.state, !self.client.isWritable else { return }
+        self.cancelResponseTimer()
+        self.release(connection, reusable: false)
+        self.log(status: self.status?.code ?? 0, reason: "client_stalled")
+        self.state = .finished
+        self.client.abort()
     }
 
     /// Counts streamed body bytes against the route's body limit (`body_limit`, else `limits.max_body_bytes`); past it the exchange ends (413 when the
@@ -520,6 +551,8 @@ extension ProxyExchange {
             // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
             // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
             self.release(connection, reusable: self.requestEnded && self.upstreamKeepAlive)
+            self.stallTimer?.cancel()
+            self.stallTimer = nil
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")
             self.client.writeEnd(trailers, closing: self.closesAfterResponse)

@@ -7,6 +7,7 @@ import NIOCore
 import Testing
 import TokengateConfig
 import TokengateGateway
+import TokengateTestSupport
 import TokengateTokens
 
 /// The gateway as a user and an attacker meet it: a real TLS listener on loopback, a real backend behind
@@ -615,6 +616,29 @@ struct GatewayIntegrationTests {
         }
     }
 
+    @Test func aClientThatStopsReadingIsCutOffOverEitherProtocol() async throws {
+        try await self.withGateway(limits: "limits: { idle_timeout: 1s }") { gateway in
+            // HTTP/1.1: s_client writes what it reads into a pipe nobody reads, so after about 64 KiB it stops
+            // reading the socket. Without the guard the exchange (and its backend connection) would last
+            // until the client goes away at 8 s, and no `client_stalled` line would be logged.
+            _ = try OpenSSLClient.sh(
+                "(printf 'GET /big?bytes=50000000 HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n'; sleep 6) | timeout 8 openssl s_client -connect 127.0.0.1:\(gateway.tlsPort) -quiet -no_ign_eof -servername localhost -alpn http/1.1 2>/dev/null | sleep 8"
+            )
+            #expect(gateway.logLines.all.contains { $0.contains("client_stalled") }, "no stall was detected over HTTP/1.1")
+            // HTTP/2: the client never opens its flow-control window; the stream must be reset, within
+            // idle_timeout plus slack.
+            let h2 = try ChildProcess.run(
+                "/usr/bin/env",
+                ["python3", Self.h2Attacks + "/slow_read.py", "127.0.0.1", String(gateway.tlsPort), "/big?bytes=20000000", "6"]
+            )
+            #expect(h2.status == 0, "\(h2.stdout) \(h2.stderr)")
+            #expect(gateway.logLines.all.filter { $0.contains("client_stalled") }.count >= 2)
+            // The gateway still serves.
+            let fine = try self.curl(gateway, ["\(gateway.baseURL)/fine"])
+            #expect(fine.status == 200)
+        }
+    }
+
     @Test func oversizedHeadersURIAndBodiesGetTheirStatus() async throws {
         try await self.withGateway(limits: "limits: { max_header_bytes: 4KiB, max_uri_bytes: 1KiB, max_token_body_bytes: 1KiB }") { gateway in
             let header = try self.curl(gateway, ["-H", "X-Big: \(String(repeating: "a", count: 6000))", "\(gateway.baseURL)/x"])
@@ -648,6 +672,11 @@ struct GatewayIntegrationTests {
     }
 
     // MARK: Helpers
+
+    /// The raw-frame HTTP/2 scripts (scripts/h2-attacks).
+    static let h2Attacks = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts/h2-attacks").path
 
     static func unusedPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
