@@ -4,13 +4,16 @@
 #   build: the two declared system libraries (OpenSSL 3, libnghttp2) and what SwiftPM needs to find them.
 #   test:  also the real clients and servers the test suite drives: curl, openssl, nghttp/h2load, python3
 #          with cryptography (the independent token implementation) and h2 (HTTP/2 attack frames),
-#          PostgreSQL (a throwaway server for the store tests) and chromium (the token page in a browser).
+#          PostgreSQL (a throwaway server for the store tests), chromium (the token page in a browser) and
+#          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq).
 set -euo pipefail
 profile="${1:-build}"
 
 packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev libpq-dev)
 if [ "$profile" = "test" ]; then
   packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
+  # scripts/validate-deploy.sh (run by scripts/test.sh): YAML, the syscall-filter check, systemd-analyze.
+  packages+=(python3-yaml strace systemd jq)
 fi
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, and exactly what .ci/run calls): installs what is missing, builds, and runs
 # the whole suite — unit tests, handler tests, and the integration tests that drive the real gateway
-# over loopback with curl, openssl s_client and the independent Python token implementation.
+# over loopback with curl, openssl s_client and the independent Python token implementation — then
+# validates deploy/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -13,3 +14,6 @@ trap 'bash scripts/postgres-test-server.sh stop >/dev/null 2>&1 || true' EXIT
 # One test at a time: several suites run real servers, clients and timeouts, and on a 2-core machine
 # running them side by side makes timing-based checks (timeouts, propagation) measure the scheduler.
 swift test --skip-build --no-parallel
+# deploy/ as shipped: manifests, Dockerfile, the three configurations through check-config, the runtime
+# contract (uid 10001, W^X, syscall filter under strace, SIGHUP reload, SIGTERM) and the systemd unit.
+TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" bash scripts/validate-deploy.sh
