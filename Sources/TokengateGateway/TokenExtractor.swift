@@ -109,7 +109,13 @@ struct TokenExtractor: Sendable {
                 case .absent: continue
                 case .invalid:
                     return .answer(self.invalid("the JSON body is not an object with a string token field", reason: "malformed_body"))
-                case .value(let value): if !value.isEmpty { found.append((value, source)) }
+                case .value(let value):
+                    // A repeated name: which value the gateway's parser kept is unspecified, and the
+                    // backend's may keep the other.
+                    if JSONMemberCounter.count(of: field, in: body) != 1 {
+                        return .answer(self.invalid("more than one token field in the body", reason: "multiple_tokens"))
+                    }
+                    if !value.isEmpty { found.append((value, source)) }
                 }
             }
         }

@@ -18,6 +18,27 @@ import TokengateConfig
         HTTPHeaders(pairs)
     }
 
+    @Test func aJSONTokenFieldGivenTwiceIsRefused() {
+        let json = self.headers([("Content-Type", "application/json"), ("Content-Length", "60")])
+        for body in [
+            #"{"token":"t1","token":"t2"}"#,
+            #"{"token":"t1", "other": {"token": "x"}, "tok\u0065n":"t2"}"#,
+            #"{"a":[1,{"b":"}"}],"token":"t1","token":"t1"}"#,
+        ] {
+            guard case .answer(let answer) = self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array(body.utf8))
+            else {
+                Issue.record("\(body) was not refused")
+                continue
+            }
+            #expect(answer.reasonCode == "multiple_tokens", "\(body)")
+        }
+        // Nested members of the same name, escapes and strings with braces do not count.
+        let single = #"{"other": {"token": "x"}, "s": "{\"token\":1}", "n": -1.5e3, "t": true, "token": "t3"}"#
+        #expect(self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array(single.utf8)) == .token("t3", .json("token")))
+        #expect(JSONMemberCounter.count(of: "token", in: Array(single.utf8)) == 1)
+        #expect(JSONMemberCounter.count(of: "token", in: Array("[1]".utf8)) == nil)
+    }
+
     @Test func bearerParsingFollowsRFC6750() {
         #expect(TokenExtractor.bearerToken("Bearer abc.def-_~+/=") == .token("abc.def-_~+/="))
         #expect(TokenExtractor.bearerToken("bearer   abc") == .token("abc"))
