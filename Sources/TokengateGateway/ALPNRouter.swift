@@ -57,8 +57,11 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 try sync.addHandler(codec, position: .after(self))
             } else {
                 var handlers: [any ChannelHandler] = [IdleStateHandler(readTimeout: .init(configuration.limits.idleTimeout))]
-                handlers += GatewayServer.http1Handlers(limits: configuration.limits)
-                handlers.append(HTTP1ConnectionHandler(generations: self.generations, clientAddress: peer, logger: self.logger))
+                let generations = self.generations
+                let logger = self.logger
+                handlers += GatewayServer.http1Handlers(limits: configuration.limits) { headDeadline in
+                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, headDeadline: headDeadline, logger: logger)
+                }
                 try sync.addHandlers(handlers, position: .after(self))
             }
             context.fireUserInboundEventTriggered(event)

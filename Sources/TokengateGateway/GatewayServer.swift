@@ -200,16 +200,22 @@ public final class GatewayServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.requestHeaderTimeout)))
-                    try Self.addHTTP1Handlers(to: sync, limits: limits)
-                    try sync.addHandler(PlainHTTPHandler(mode: mode, httpsPort: httpsPort))
+                    try sync.addHandlers(Self.http1Handlers(limits: limits) { _ in PlainHTTPHandler(mode: mode, httpsPort: httpsPort) })
                 }
             }
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
                 try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.idleTimeout)))
-                try Self.addHTTP1Handlers(to: sync, limits: limits)
-                try sync.addHandler(
-                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, viaTrustedProxy: true, logger: logger)
+                try sync.addHandlers(
+                    Self.http1Handlers(limits: limits) { headDeadline in
+                        HTTP1ConnectionHandler(
+                            generations: generations,
+                            clientAddress: peer,
+                            viaTrustedProxy: true,
+                            headDeadline: headDeadline,
+                            logger: logger
+                        )
+                    }
                 )
             }
         }.bind(host: address.host, port: address.port).get()
@@ -223,15 +229,16 @@ public final class GatewayServer: Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: false)
     }
 
-    /// The HTTP/1.1 codec with the gateway's limits: the decoder refuses oversized header sections itself
-    /// (431). Pipelined requests are held back by ``HTTP1ConnectionHandler`` itself, not by NIO's
-    /// `HTTPServerPipelineHandler` (which turns read interest off and on around every request).
-    static func addHTTP1Handlers(to sync: ChannelPipeline.SynchronousOperations, limits: LimitsConfiguration) throws {
-        try sync.addHandlers(Self.http1Handlers(limits: limits))
-    }
-
-    /// The HTTP/1.1 codec handlers, in pipeline order (see ``addHTTP1Handlers(to:limits:)``).
-    static func http1Handlers(limits: LimitsConfiguration) -> [any ChannelHandler] {
+    /// The HTTP/1.1 handlers in pipeline order: the slowloris guard, the codec with the gateway's limits (the
+    /// decoder refuses oversized header sections itself, 431) and the handler `connection` makes, which is
+    /// given the guard it must tell about heads — passed, not looked up in the pipeline, because a list
+    /// added at `.after(_:)` (as the ALPN router does) goes in in reverse order. Pipelined requests are held
+    /// back by ``HTTP1ConnectionHandler`` itself, not by NIO's `HTTPServerPipelineHandler` (which turns read
+    /// interest off and on around every request).
+    static func http1Handlers(
+        limits: LimitsConfiguration,
+        connection: (RequestHeadDeadline) -> any ChannelHandler
+    ) -> [any ChannelHandler] {
         let headDeadline = RequestHeadDeadline(timeout: TimeAmount(limits.requestHeaderTimeout))
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
         // The URI counts towards the decoder's field size, so the field limit must let a URI through up to
@@ -245,6 +252,7 @@ public final class GatewayServer: Sendable {
             ByteToMessageHandler(
                 HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)
             ),
+            connection(headDeadline),
         ]
     }
 }

@@ -52,7 +52,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
     /// The slowloris guard before the decoder, told when a head arrived and when the next one is due.
-    private var headDeadline: RequestHeadDeadline?
+    private let headDeadline: RequestHeadDeadline
     /// The request in flight was read to its end: whatever the decoder delivers now belongs to the next one.
     private var requestEndReceived = false
     /// The current response's `.end` was written. The exchange still has bookkeeping to do before
@@ -66,8 +66,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// Set by graceful shutdown: finish the exchange in flight, then close.
     private var closeWhenIdle = false
 
-    init(generations: GatewayGenerationHolder, clientAddress: String?, viaTrustedProxy: Bool = false, logger: Logger) {
+    init(
+        generations: GatewayGenerationHolder,
+        clientAddress: String?,
+        viaTrustedProxy: Bool = false,
+        headDeadline: RequestHeadDeadline,
+        logger: Logger
+    ) {
         self.generations = generations
+        self.headDeadline = headDeadline
         self.viaTrustedProxy = viaTrustedProxy
         self.clientAddress = clientAddress
         self.logger = logger
@@ -76,18 +83,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-    }
-
-    /// The slowloris guard is looked up when the first request part arrives, not in `handlerAdded`: NIO adds
-    /// a list of handlers at `.after(_:)` in reverse order (as the ALPN router does), so this handler is in
-    /// the pipeline before the guard is. Missing it meant the guard was never told a head had arrived, and
-    /// every keep-alive TLS connection was closed `request_header_timeout` after its first request began.
-    private var headDeadlineLookedUp = false
-
-    private func lookUpHeadDeadline(context: ChannelHandlerContext) {
-        guard !self.headDeadlineLookedUp else { return }
-        self.headDeadlineLookedUp = true
-        self.headDeadline = try? context.pipeline.syncOperations.handler(type: RequestHeadDeadline.self)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -117,8 +112,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case (_, .closed):
             return  // Pipelined bytes after a close are never acted upon.
         case (.head(let head), .idle):
-            self.lookUpHeadDeadline(context: context)
-            self.headDeadline?.headReceived()
+            self.headDeadline.headReceived()
             self.requestCounter += 1
             let requestID = RequestRewriter.requestID(from: head) { "\(self.connectionID)-\(self.requestCounter)" }
             // One atomic load per request: the configuration it is served with, even across a reload.
@@ -278,7 +272,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             context.close(promise: nil)
         } else {
             self.state = .idle
-            self.headDeadline?.awaitNextHead()
+            self.headDeadline.awaitNextHead()
         }
     }
 }
@@ -361,7 +355,7 @@ extension HTTP1ConnectionHandler {
             }
         } else {
             self.state = .idle
-            self.headDeadline?.awaitNextHead()
+            self.headDeadline.awaitNextHead()
             context.flush()
             self.processDeferredParts(context: context)
         }

@@ -48,8 +48,11 @@ import TokengateTokens
             )
         )
         let sync = channel.pipeline.syncOperations
-        try GatewayServer.addHTTP1Handlers(to: sync, limits: configuration.limits)
-        try sync.addHandler(HTTP1ConnectionHandler(generations: generation, clientAddress: "192.0.2.1", logger: Logger(label: "test")))
+        try sync.addHandlers(
+            GatewayServer.http1Handlers(limits: configuration.limits) { headDeadline in
+                HTTP1ConnectionHandler(generations: generation, clientAddress: "192.0.2.1", headDeadline: headDeadline, logger: Logger(label: "test"))
+            }
+        )
         // An EmbeddedChannel is inactive until connected; the close checks below need a live one.
         try channel.connect(to: try SocketAddress(ipAddress: "192.0.2.1", port: 40000)).wait()
         #expect(channel.isActive)
