@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "TokengateGateway",
             dependencies: [
-                "TokengateTokens", "TokengateTLS", "TokengateConfig", "CTokengateNghttp2", "CTokengateShims",
+                "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding", "CTokengateNghttp2", "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -120,6 +120,12 @@ let package = Package(
         // MARK: The mobile side of the token page (DESIGN §8): Foundation only, builds on Linux and Apple platforms.
         .target(
             name: "TokengateClient",
+            dependencies: ["TokengatePercentEncoding"],
+            swiftSettings: swiftSettings
+        ),
+        // Percent-encoding shared by the gateway and the client library (pure Swift, no dependencies).
+        .target(
+            name: "TokengatePercentEncoding",
             swiftSettings: swiftSettings
         ),
 

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import TokengatePercentEncoding
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -58,7 +59,7 @@ extension URLRequest {
             throw TokengateClientError(.insecureURL, "tokens are only sent over https")
         }
         let urlText = url.absoluteString
-        if urlText.contains(token.value) || urlText.contains(URLEncoding.encode(token.value)) {
+        if urlText.contains(token.value) || urlText.contains(PercentEncoding.encode(token.value)) {
             throw TokengateClientError(.tokenInURL, "the request URL holds the token; tokens never go in URLs")
         }
         switch attachment.place {
@@ -85,7 +86,7 @@ extension URLRequest {
                 self.setValue(formType, forHTTPHeaderField: "Content-Type")
             }
             var body = self.httpBody ?? Data()
-            let existing = URLEncoding.utf8String(Array(body)).flatMap { URLEncoding.pairs($0[...]) }
+            let existing = PercentEncoding.utf8String(Array(body)).flatMap { URLEncoding.pairs($0[...]) }
             guard let existing else {
                 throw TokengateClientError(.cannotAttach, "the body is not valid form encoding")
             }
@@ -93,7 +94,7 @@ extension URLRequest {
                 throw TokengateClientError(.alreadyAttached, "the body already has that field")
             }
             if !body.isEmpty { body.append(UInt8(ascii: "&")) }
-            body.append(contentsOf: Array((URLEncoding.encode(name) + "=" + URLEncoding.encode(token.value)).utf8))
+            body.append(contentsOf: Array((PercentEncoding.encode(name) + "=" + PercentEncoding.encode(token.value)).utf8))
             self.httpBody = body
         }
     }

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import TokengatePercentEncoding
 
 // MARK: The app callback (seeds 001–003: `myapp://token#access_token=…&expires_in=…`).
 
@@ -120,7 +121,7 @@ extension TokenCapture {
     static func parseExpiresAt(_ value: String) -> Date? {
         var text = value.trimmingCharacters(in: .whitespaces)
         // OCLC shows `2014-01-05%2011:57:26Z`: encoded twice on the way; decode what is left once more.
-        if text.contains("%"), let again = URLEncoding.decode(text) { text = again }
+        if text.contains("%"), let again = PercentEncoding.decode(text.utf8) { text = again }
         if !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let seconds = Int64(text),
             seconds < 253_402_300_800
         {

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import TokengatePercentEncoding
 
 /// The URL the app opens in its embedded web view: the site's token page, optionally for a registered app
 /// (then the token comes back by a redirect to the app's callback instead of the page).
@@ -33,7 +34,7 @@ public struct TokenPageURL: Sendable, Hashable {
         var query: [String] = []
         if let app {
             guard (1...64).contains(app.utf8.count),
-                app.utf8.allSatisfy({ URLEncoding.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") })
+                app.utf8.allSatisfy({ PercentEncoding.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") })
             else {
                 throw TokengateClientError(.invalidURL, "app names hold letters, digits, _ and - only")
             }
@@ -41,7 +42,7 @@ public struct TokenPageURL: Sendable, Hashable {
         }
         if let state {
             guard app != nil else { throw TokengateClientError(.invalidURL, "state needs an app") }
-            guard (1...256).contains(state.utf8.count), state.utf8.allSatisfy(URLEncoding.isUnreserved) else {
+            guard (1...256).contains(state.utf8.count), state.utf8.allSatisfy(PercentEncoding.isUnreserved) else {
                 throw TokengateClientError(.invalidURL, "state must be 1 to 256 characters of A-Z a-z 0-9 - . _ ~")
             }
             query.append("state=" + state)

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengatePercentEncoding
+
 /// `application/x-www-form-urlencoded` bodies and URL queries (the WHATWG URL standard's parser):
 /// finding a field, and removing one while leaving every other byte as the client sent it.
 enum FormURLEncoded {
@@ -51,33 +53,6 @@ enum FormURLEncoded {
     /// Percent-decoding with `+` as space. `nil` when a `%` escape is broken or the result is not UTF-8,
     /// so that a half-decoded token is never verified.
     static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "+") {
-                output.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex,
-                    let high = Self.hexValue(bytes[index + 1]), let low = Self.hexValue(bytes[index + 2])
-                else { return nil }
-                output.append(high << 4 | low)
-                index += 2
-            } else {
-                output.append(byte)
-            }
-            index += 1
-        }
-        return String(validating: output, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        PercentEncoding.decode(bytes)
     }
 }

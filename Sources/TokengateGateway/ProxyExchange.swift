@@ -204,8 +204,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// The client went away (connection closed, stream reset).
     func clientClosed() {
         self.cancelResponseTimer()
-        self.stallTimer?.cancel()
-        self.stallTimer = nil
+        self.cancelStallTimer()
         if case .forwarding(let connection) = self.state {
             // Mid-exchange the upstream connection is in an unknown state: never reuse it.
             self.release(connection, reusable: false)
@@ -216,8 +215,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     func clientWritabilityChanged(isWritable: Bool) {
         guard case .forwarding(let connection) = self.state else { return }
         if isWritable {
-            self.stallTimer?.cancel()
-            self.stallTimer = nil
+            self.cancelStallTimer()
             connection.handler.resumeReading(channel: connection.channel)
         } else {
             connection.handler.pauseReading()
@@ -238,6 +236,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.stallTimer = nil
             self.clientStalled()
         }
+    }
+
+    private func cancelStallTimer() {
+        self.stallTimer?.cancel()
+        self.stallTimer = nil
     }
 
     private func clientStalled() {
@@ -551,8 +554,7 @@ extension ProxyExchange {
             // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
             // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
             self.release(connection, reusable: self.requestEnded && self.upstreamKeepAlive)
-            self.stallTimer?.cancel()
-            self.stallTimer = nil
+            self.cancelStallTimer()
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")
             self.client.writeEnd(trailers, closing: self.closesAfterResponse)

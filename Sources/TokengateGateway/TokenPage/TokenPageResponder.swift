@@ -4,6 +4,7 @@
 
 import NIOHTTP1
 import TokengateConfig
+import TokengatePercentEncoding
 import TokengateTokens
 
 /// The token page (DESIGN §8): decides, without any I/O, what a `token_page` route answers.
