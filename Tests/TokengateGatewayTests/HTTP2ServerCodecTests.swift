@@ -403,6 +403,41 @@ import Testing
         #expect(!client.isClosed)
     }
 
+    /// The frame buffer's pages go back to the kernel after a second without streams, once per idle period,
+    /// and the next response is still whole (nghttp2 finds zeroed pages, which it never reads before writing).
+    @Test func anIdleSessionHandsItsFrameBufferPagesBack() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        let arena = try #require(client.codec.arena)
+        #expect(arena.mappedBlockCount == 1)
+        for stream: Int32 in [1, 3] {
+            try client.send(.request(stream, path: "/page\(stream)"))
+            let frames = try client.read()
+            let body = frames.filter { $0.type == H2Frame.data && $0.stream == stream }.flatMap(\.payload)
+            #expect(String(decoding: body, as: UTF8.self) == "GET /page\(stream) example.test\n")
+            #expect(client.headerBlocks(frames).first { $0.stream == stream }?.fields.value(":status") == "200")
+            #expect(arena.residentMappedBytes > 0)
+            client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(900))
+            #expect(arena.residentMappedBytes > 0)
+            client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
+            #expect(arena.residentMappedBytes == 0)
+        }
+        #expect(!client.isClosed)
+        #expect(client.log.resets.isEmpty)
+    }
+
+    @Test func aSessionWithAStreamOpenKeepsItsFrameBufferPages() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        let arena = try #require(client.codec.arena)
+        try client.send(.request(1, path: "/hang"))
+        try client.read()
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(arena.residentMappedBytes > 0)
+    }
+
     @Test func notHTTP2AtAllIsClosedWithoutAnswer() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

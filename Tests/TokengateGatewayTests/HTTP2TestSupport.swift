@@ -269,6 +269,7 @@ final class H2TestResponder: HTTP2StreamHandler {
 
 final class H2EmbeddedClient {
     let channel: EmbeddedChannel
+    let codec: HTTP2ServerCodec
     let log = H2ResponderLog()
     let decoder = HPACKDecoder()
     /// Every frame the server wrote so far.
@@ -279,6 +280,7 @@ final class H2EmbeddedClient {
         var logger = Logger(label: "h2-test")
         logger.logLevel = .critical
         let codec = HTTP2ServerCodec(configuration: configuration, logger: logger, makeHandler: H2TestResponder.factory(self.log))
+        self.codec = codec
         try self.channel.pipeline.syncOperations.addHandler(codec)
         try self.channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
     }

@@ -46,4 +46,48 @@ int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const v
                                                const uint8_t *never_index, size_t count,
                                                nghttp2_data_source_read_callback read_callback);
 
+// MARK: The sessions' allocator
+//
+// Every nghttp2 session allocates its outbound frame buffer (a whole frame: 16 KiB and some) when it is
+// created and keeps it for its life, although an idle connection, or one whose frames are small, writes only
+// its first page, and nothing in it is needed between frames. From malloc the block comes from the heap, whose
+// pages earlier blocks have already touched, so all of it stays resident for every open connection. The arena
+// gives blocks of CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN bytes or more pages of their own: only the pages
+// nghttp2 wrote are resident, and an idle session can hand even those back
+// (CTokengateShims_nghttp2_arena_release_pages). Everything smaller goes to malloc untouched. The cost is an
+// mmap and a munmap per session (and per extra frame-buffer chunk, which only header blocks over 16 KiB need),
+// none per request.
+//
+// Ordering: the arena must outlive its session — create it first, pass its mem to nghttp2_session_server_new3
+// (which copies the struct; mem_user_data points at the arena), and free it only after nghttp2_session_del.
+// An arena serves one session and, like the session, one thread.
+
+/// Blocks of at least this many bytes get pages of their own.
+#define CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN 16384
+
+typedef struct CTokengateShims_nghttp2_arena CTokengateShims_nghttp2_arena;
+
+/// A new arena, or NULL when out of memory.
+CTokengateShims_nghttp2_arena *CTokengateShims_nghttp2_arena_new(void);
+
+/// The allocator to pass to nghttp2_session_server_new3.
+nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *arena);
+
+/// Gives the pages of every mapped block back to the kernel (MADV_DONTNEED: they read as zero afterwards and
+/// are committed again when written). Returns the bytes released.
+///
+/// Only while nghttp2 holds nothing in them: call it when nghttp2_session_want_read is non-zero and
+/// nghttp2_session_want_write is zero (no outbound frame is being serialized, so the frame buffer holds no
+/// bytes still to be taken by nghttp2_session_mem_send), and never from inside an nghttp2 call or callback.
+size_t CTokengateShims_nghttp2_arena_release_pages(CTokengateShims_nghttp2_arena *arena);
+
+/// The bytes of the arena's mapped blocks that are resident now (mincore; for tests and diagnostics).
+size_t CTokengateShims_nghttp2_arena_resident_bytes(const CTokengateShims_nghttp2_arena *arena);
+
+/// How many blocks the arena has mapped now (for tests).
+size_t CTokengateShims_nghttp2_arena_mapped_count(const CTokengateShims_nghttp2_arena *arena);
+
+/// Unmaps what is left and frees the arena. Only after nghttp2_session_del of the session using it.
+void CTokengateShims_nghttp2_arena_free(CTokengateShims_nghttp2_arena *arena);
+
 #endif

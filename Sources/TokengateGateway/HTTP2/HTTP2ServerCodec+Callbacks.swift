@@ -51,9 +51,18 @@ extension HTTP2ServerCodec {
         nghttp2_option_set_max_settings(option, 32)
 
         var session: OpaquePointer?
-        result = nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        // The arena first: the session allocates from it and must be deleted before it (HTTP2SessionArena).
+        let arena = try HTTP2SessionArena()
+        self.arena = arena
+        result = nghttp2_session_server_new3(
+            &session,
+            callbacks,
+            Unmanaged.passUnretained(self).toOpaque(),
+            option,
+            arena.mem
+        )
         guard result == 0, let session else {
-            throw HTTP2SessionError(call: "nghttp2_session_server_new2", code: result)
+            throw HTTP2SessionError(call: "nghttp2_session_server_new3", code: result)
         }
 
         var settings = [

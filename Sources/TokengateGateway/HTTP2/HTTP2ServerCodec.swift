@@ -66,11 +66,15 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
 
     /// The nghttp2 session; created when the channel is active, deleted in `handlerRemoved` or `deinit`.
     var session: OpaquePointer?
+    /// The session's allocator. Declared after nothing that uses it and never replaced: it must outlive the
+    /// session, so it is released with the codec, after every `nghttp2_session_del` above has run.
+    var arena: HTTP2SessionArena?
     var context: ChannelHandlerContext?
     var streams: [Int32: HTTP2StreamState] = [:]
     /// Streams open from the codec's point of view (created by a request, not yet seen closed).
     private(set) var openStreamCount = 0
-    var events = CircularBuffer<Event>(initialCapacity: 16)
+    /// Small to start with: every idle connection holds it; it grows (and stays grown) under many streams.
+    var events = CircularBuffer<Event>(initialCapacity: 4)
     /// Streams with something to submit.
     private var dirtyStreams: [Int32] = []
     /// Request body bytes to give back to the connection window only (data for streams nobody reads).
@@ -97,6 +101,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     var headerBlockStartedAt: NIODeadline?
     /// No stream has been open since then.
     private var idleSince: NIODeadline?
+    /// The frame buffer's pages were handed back in the current idle period (reset when a stream opens).
+    private var idlePagesReleased = false
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
 
@@ -583,6 +589,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         }
         if self.openStreamCount == 0, let idle = self.idleSince {
             deadline = min(deadline ?? .distantFuture, idle + self.configuration.idleTimeout)
+            if !self.idlePagesReleased {
+                deadline = min(deadline ?? .distantFuture, idle + self.configuration.idlePageReleaseDelay)
+            }
         }
         guard let deadline else { return }
         if let current = self.timerDeadline, current <= deadline {
@@ -618,6 +627,14 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         {
             self.logger.debug("HTTP/2 idle timeout")
             self.goawayDue = (.noError, true)
+        } else if self.openStreamCount == 0, !self.idlePagesReleased, let idle = self.idleSince,
+            now >= idle + self.configuration.idlePageReleaseDelay, !self.processing, let session = self.session,
+            let arena = self.arena
+        {
+            // Once per idle period, tried or not: a session with output pending keeps its pages until the
+            // next idle period.
+            self.idlePagesReleased = true
+            _ = arena.releasePagesIfIdle(session: session)
         }
         if self.goawayDue != nil {
             self.state = .closing
@@ -630,6 +647,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.streams[stream.id] = stream
         self.openStreamCount += 1
         self.idleSince = nil
+        self.idlePagesReleased = false
     }
 }
 

@@ -1,0 +1,189 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+// tokengate: the per-session allocator handed to nghttp2 (see CTokengateShims_nghttp2.h).
+
+#include "CTokengateShims_nghttp2.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/// One block with pages of its own.
+typedef struct {
+    void *address;
+    size_t size;   // what nghttp2 asked for
+    size_t mapped; // the length of the mapping (whole pages)
+} tokengate_mapped_block;
+
+/// The most mapped blocks a session may hold at once. nghttp2 keeps its outbound frame buffer (one block) for
+/// the session's life and adds chunks of the same size only for a header block larger than one frame; past
+/// this many, large blocks come from malloc like the rest.
+#define TOKENGATE_MAPPED_BLOCKS_MAX 8
+
+struct CTokengateShims_nghttp2_arena {
+    /// Handed to nghttp2_session_server_new3, which copies it; `mem_user_data` points back here.
+    nghttp2_mem mem;
+    size_t count;
+    tokengate_mapped_block blocks[TOKENGATE_MAPPED_BLOCKS_MAX];
+};
+
+static size_t tokengate_page_size(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    return page > 0 ? (size_t)page : 4096;
+}
+
+/// The index of `pointer` among the arena's mapped blocks, or -1 (it came from malloc).
+static long tokengate_find(const CTokengateShims_nghttp2_arena *arena, const void *pointer) {
+    for (size_t i = 0; i < arena->count; i++) {
+        if (arena->blocks[i].address == pointer) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+/// A fresh mapping for `size` bytes, recorded in the arena; NULL when the arena is full or mmap fails (the
+/// caller then falls back to malloc). Fresh anonymous pages read as zero, so calloc needs no memset — which
+/// would touch, and so commit, every page.
+static void *tokengate_map(CTokengateShims_nghttp2_arena *arena, size_t size) {
+    if (arena->count == TOKENGATE_MAPPED_BLOCKS_MAX || size > SIZE_MAX / 2) {
+        return NULL;
+    }
+    const size_t page = tokengate_page_size();
+    const size_t mapped = (size + page - 1) & ~(page - 1);
+    void *address = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (address == MAP_FAILED) {
+        return NULL;
+    }
+    arena->blocks[arena->count] = (tokengate_mapped_block){.address = address, .size = size, .mapped = mapped};
+    arena->count += 1;
+    return address;
+}
+
+static void tokengate_unmap(CTokengateShims_nghttp2_arena *arena, size_t index) {
+    munmap(arena->blocks[index].address, arena->blocks[index].mapped);
+    arena->count -= 1;
+    arena->blocks[index] = arena->blocks[arena->count];
+}
+
+static void *tokengate_arena_malloc(size_t size, void *mem_user_data) {
+    CTokengateShims_nghttp2_arena *arena = mem_user_data;
+    if (size >= CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN) {
+        void *address = tokengate_map(arena, size);
+        if (address != NULL) {
+            return address;
+        }
+    }
+    return malloc(size);
+}
+
+static void tokengate_arena_free(void *pointer, void *mem_user_data) {
+    CTokengateShims_nghttp2_arena *arena = mem_user_data;
+    if (pointer == NULL) {
+        return;
+    }
+    long index = tokengate_find(arena, pointer);
+    if (index >= 0) {
+        tokengate_unmap(arena, (size_t)index);
+    } else {
+        free(pointer);
+    }
+}
+
+static void *tokengate_arena_calloc(size_t count, size_t size, void *mem_user_data) {
+    CTokengateShims_nghttp2_arena *arena = mem_user_data;
+    if (size != 0 && count > SIZE_MAX / size) {
+        return NULL;
+    }
+    if (count * size >= CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN) {
+        void *address = tokengate_map(arena, count * size);
+        if (address != NULL) {
+            return address;
+        }
+    }
+    return calloc(count, size);
+}
+
+static void *tokengate_arena_realloc(void *pointer, size_t size, void *mem_user_data) {
+    CTokengateShims_nghttp2_arena *arena = mem_user_data;
+    if (pointer == NULL) {
+        return tokengate_arena_malloc(size, mem_user_data);
+    }
+    long index = tokengate_find(arena, pointer);
+    if (index < 0 && size < CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN) {
+        return realloc(pointer, size);
+    }
+    // A mapped block changing size, or a malloc'd block growing past the threshold: a new block and a copy.
+    // A malloc'd block's size is not recorded; its usable size is at least what was asked for, and readable.
+    size_t old = index >= 0 ? arena->blocks[index].size : malloc_usable_size(pointer);
+    void *fresh = tokengate_arena_malloc(size, mem_user_data);
+    if (fresh == NULL) {
+        return NULL; // the old block stays valid, as realloc's contract says
+    }
+    memcpy(fresh, pointer, old < size ? old : size);
+    tokengate_arena_free(pointer, mem_user_data);
+    return fresh;
+}
+
+CTokengateShims_nghttp2_arena *CTokengateShims_nghttp2_arena_new(void) {
+    CTokengateShims_nghttp2_arena *arena = calloc(1, sizeof(CTokengateShims_nghttp2_arena));
+    if (arena == NULL) {
+        return NULL;
+    }
+    arena->mem = (nghttp2_mem){
+        .mem_user_data = arena,
+        .malloc = tokengate_arena_malloc,
+        .free = tokengate_arena_free,
+        .calloc = tokengate_arena_calloc,
+        .realloc = tokengate_arena_realloc,
+    };
+    return arena;
+}
+
+nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *arena) {
+    return &arena->mem;
+}
+
+size_t CTokengateShims_nghttp2_arena_release_pages(CTokengateShims_nghttp2_arena *arena) {
+    size_t released = 0;
+    for (size_t i = 0; i < arena->count; i++) {
+        if (madvise(arena->blocks[i].address, arena->blocks[i].mapped, MADV_DONTNEED) == 0) {
+            released += arena->blocks[i].mapped;
+        }
+    }
+    return released;
+}
+
+size_t CTokengateShims_nghttp2_arena_resident_bytes(const CTokengateShims_nghttp2_arena *arena) {
+    const size_t page = tokengate_page_size();
+    size_t resident = 0;
+    for (size_t i = 0; i < arena->count; i++) {
+        unsigned char vector[64];
+        const size_t pages = arena->blocks[i].mapped / page;
+        if (pages > sizeof(vector) || mincore(arena->blocks[i].address, arena->blocks[i].mapped, vector) != 0) {
+            resident += arena->blocks[i].mapped; // cannot tell: count it all
+            continue;
+        }
+        for (size_t p = 0; p < pages; p++) {
+            resident += (vector[p] & 1) ? page : 0;
+        }
+    }
+    return resident;
+}
+
+size_t CTokengateShims_nghttp2_arena_mapped_count(const CTokengateShims_nghttp2_arena *arena) {
+    return arena->count;
+}
+
+void CTokengateShims_nghttp2_arena_free(CTokengateShims_nghttp2_arena *arena) {
+    if (arena == NULL) {
+        return;
+    }
+    while (arena->count > 0) {
+        tokengate_unmap(arena, arena->count - 1);
+    }
+    free(arena);
+}
