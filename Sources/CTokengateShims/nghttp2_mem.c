@@ -26,6 +26,8 @@ typedef struct {
 struct CTokengateShims_nghttp2_arena {
     /// Handed to nghttp2_session_server_new3, which copies it; `mem_user_data` points back here.
     nghttp2_mem mem;
+    /// Set by CTokengateShims_nghttp2_arena_seal: no new mappings from then on.
+    int sealed;
     size_t count;
     tokengate_mapped_block blocks[TOKENGATE_MAPPED_BLOCKS_MAX];
 };
@@ -45,11 +47,11 @@ static long tokengate_find(const CTokengateShims_nghttp2_arena *arena, const voi
     return -1;
 }
 
-/// A fresh mapping for `size` bytes, recorded in the arena; NULL when the arena is full or mmap fails (the
-/// caller then falls back to malloc). Fresh anonymous pages read as zero, so calloc needs no memset — which
+/// A fresh mapping for `size` bytes, recorded in the arena; NULL when the arena is sealed or full or mmap fails
+/// (the caller then falls back to malloc). Fresh anonymous pages read as zero, so calloc needs no memset — which
 /// would touch, and so commit, every page.
 static void *tokengate_map(CTokengateShims_nghttp2_arena *arena, size_t size) {
-    if (arena->count == TOKENGATE_MAPPED_BLOCKS_MAX || size > SIZE_MAX / 2) {
+    if (arena->sealed || arena->count == TOKENGATE_MAPPED_BLOCKS_MAX || size > SIZE_MAX / 2) {
         return NULL;
     }
     const size_t page = tokengate_page_size();
@@ -141,6 +143,10 @@ CTokengateShims_nghttp2_arena *CTokengateShims_nghttp2_arena_new(void) {
         .realloc = tokengate_arena_realloc,
     };
     return arena;
+}
+
+void CTokengateShims_nghttp2_arena_seal(CTokengateShims_nghttp2_arena *arena) {
+    arena->sealed = 1;
 }
 
 nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *arena) {

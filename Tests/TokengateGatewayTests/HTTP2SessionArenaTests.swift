@@ -74,6 +74,25 @@ import Testing
         #expect(arena.mappedBlockCount == 0)
     }
 
+    @Test func aSealedArenaMapsNothingMore() throws {
+        let arena = try HTTP2SessionArena()
+        let mem = arena.mem.pointee
+        let user = mem.mem_user_data
+        let early = try #require(mem.malloc(20_000, user))
+        #expect(arena.mappedBlockCount == 1)
+        arena.seal()
+        let late = try #require(mem.malloc(20_000, user))
+        let zeroed = try #require(mem.calloc(1, 20_000, user))
+        #expect(arena.mappedBlockCount == 1)
+        #expect((0..<20_000).allSatisfy { zeroed.load(fromByteOffset: $0, as: UInt8.self) == 0 })
+        // A mapped block reallocated after sealing moves to malloc, bytes and all.
+        self.fill(early, count: 20_000)
+        let moved = try #require(mem.realloc(early, 30_000, user))
+        #expect(arena.mappedBlockCount == 0)
+        #expect(self.holds(moved, count: 20_000))
+        for block in [late, zeroed, moved] { mem.free(block, user) }
+    }
+
     @Test func aSessionMapsItsFrameBufferOnly() throws {
         let arena = try HTTP2SessionArena()
         var callbacks: OpaquePointer?
@@ -82,6 +101,7 @@ import Testing
         var session: OpaquePointer?
         #expect(nghttp2_session_server_new3(&session, callbacks, nil, nil, arena.mem) == 0)
         let created = try #require(session)
+        arena.seal()
         #expect(arena.mappedBlockCount == 1)
         // Nothing written yet: the frame buffer is not resident at all.
         #expect(arena.residentMappedBytes == 0)

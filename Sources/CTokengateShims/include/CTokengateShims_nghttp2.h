@@ -52,15 +52,17 @@ int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const v
 // created and keeps it for its life, although an idle connection, or one whose frames are small, writes only
 // its first page, and nothing in it is needed between frames. From malloc the block comes from the heap, whose
 // pages earlier blocks have already touched, so all of it stays resident for every open connection. The arena
-// gives blocks of CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN bytes or more pages of their own: only the pages
+// gives blocks of CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN bytes or more that the session allocates *while it
+// is being created* pages of their own — in nghttp2 1.52 that is exactly the frame buffer — so only the pages
 // nghttp2 wrote are resident, and an idle session can hand even those back
-// (CTokengateShims_nghttp2_arena_release_pages). Everything smaller goes to malloc untouched. The cost is an
-// mmap and a munmap per session (and per extra frame-buffer chunk, which only header blocks over 16 KiB need),
-// none per request.
+// (CTokengateShims_nghttp2_arena_release_pages). Everything else goes to malloc untouched: small blocks, and
+// large ones allocated later (extra frame-buffer chunks for header blocks over 16 KiB, HPACK buffers for a
+// huge header field), which may hold state across calls (a header field half received) and must never be
+// released. The cost is one mmap and one munmap per session, none per request.
 //
 // Ordering: the arena must outlive its session — create it first, pass its mem to nghttp2_session_server_new3
-// (which copies the struct; mem_user_data points at the arena), and free it only after nghttp2_session_del.
-// An arena serves one session and, like the session, one thread.
+// (which copies the struct; mem_user_data points at the arena), seal it as soon as that returns, and free it
+// only after nghttp2_session_del. An arena serves one session and, like the session, one thread.
 
 /// Blocks of at least this many bytes get pages of their own.
 #define CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN 16384
@@ -73,12 +75,17 @@ CTokengateShims_nghttp2_arena *CTokengateShims_nghttp2_arena_new(void);
 /// The allocator to pass to nghttp2_session_server_new3.
 nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *arena);
 
-/// Gives the pages of every mapped block back to the kernel (MADV_DONTNEED: they read as zero afterwards and
-/// are committed again when written). Returns the bytes released.
+/// No new mappings from now on: every later allocation comes from malloc (a mapped block that nghttp2
+/// reallocates moves to malloc too). Call right after nghttp2_session_server_new3 returns.
+void CTokengateShims_nghttp2_arena_seal(CTokengateShims_nghttp2_arena *arena);
+
+/// Gives the pages of every mapped block (the frame buffer) back to the kernel (MADV_DONTNEED: they read as
+/// zero afterwards and are committed again when written). Returns the bytes released.
 ///
 /// Only while nghttp2 holds nothing in them: call it when nghttp2_session_want_read is non-zero and
 /// nghttp2_session_want_write is zero (no outbound frame is being serialized, so the frame buffer holds no
 /// bytes still to be taken by nghttp2_session_mem_send), and never from inside an nghttp2 call or callback.
+/// That reasoning covers the frame buffer only, which is why a sealed arena maps nothing else.
 size_t CTokengateShims_nghttp2_arena_release_pages(CTokengateShims_nghttp2_arena *arena);
 
 /// The bytes of the arena's mapped blocks that are resident now (mincore; for tests and diagnostics).

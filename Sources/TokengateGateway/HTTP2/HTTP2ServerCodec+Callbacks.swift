@@ -61,6 +61,7 @@ extension HTTP2ServerCodec {
             option,
             arena.mem
         )
+        arena.seal()
         guard result == 0, let session else {
             throw HTTP2SessionError(call: "nghttp2_session_server_new3", code: result)
         }

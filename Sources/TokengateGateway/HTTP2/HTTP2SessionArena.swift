@@ -30,6 +30,13 @@ final class HTTP2SessionArena {
         CTokengateShims_nghttp2_arena_mem(self.arena)
     }
 
+    /// No new mappings from now on (call once the session exists: only blocks the session allocates while it
+    /// is being created — the frame buffer — may be released while idle; later large blocks can hold state
+    /// across calls).
+    func seal() {
+        CTokengateShims_nghttp2_arena_seal(self.arena)
+    }
+
     /// Blocks with pages of their own (the frame buffer: one, once the session exists).
     var mappedBlockCount: Int {
         CTokengateShims_nghttp2_arena_mapped_count(self.arena)
