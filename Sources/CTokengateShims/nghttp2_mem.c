@@ -6,6 +6,7 @@
 #include "CTokengateShims_nghttp2.h"
 
 #include <malloc.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,6 +23,14 @@ typedef struct {
 /// the session's life and adds chunks of the same size only for a header block larger than one frame; past
 /// this many, large blocks come from malloc like the rest.
 #define TOKENGATE_MAPPED_BLOCKS_MAX 8
+
+/// Mappings held by all arenas of the process, and their cap. Each is a separate mapping for the kernel, and
+/// the kernel limits mappings per process (vm.max_map_count, 65,530 by default) — a limit malloc itself needs
+/// headroom under (its thread arenas and large blocks are mappings too). Past the cap, sessions' frame buffers
+/// come from malloc like everything else: more resident memory per idle connection, nothing else changes.
+/// The default `limits.max_connections` (10,000) stays well under it.
+#define TOKENGATE_MAPPED_TOTAL_MAX 16384
+static atomic_size_t tokengate_mapped_total = 0;
 
 struct CTokengateShims_nghttp2_arena {
     /// Handed to nghttp2_session_server_new3, which copies it; `mem_user_data` points back here.
@@ -54,10 +63,15 @@ static void *tokengate_map(CTokengateShims_nghttp2_arena *arena, size_t size) {
     if (arena->sealed || arena->count == TOKENGATE_MAPPED_BLOCKS_MAX || size > SIZE_MAX / 2) {
         return NULL;
     }
+    if (atomic_fetch_add_explicit(&tokengate_mapped_total, 1, memory_order_relaxed) >= TOKENGATE_MAPPED_TOTAL_MAX) {
+        atomic_fetch_sub_explicit(&tokengate_mapped_total, 1, memory_order_relaxed);
+        return NULL;
+    }
     const size_t page = tokengate_page_size();
     const size_t mapped = (size + page - 1) & ~(page - 1);
     void *address = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (address == MAP_FAILED) {
+        atomic_fetch_sub_explicit(&tokengate_mapped_total, 1, memory_order_relaxed);
         return NULL;
     }
     arena->blocks[arena->count] = (tokengate_mapped_block){.address = address, .size = size, .mapped = mapped};
@@ -67,6 +81,7 @@ static void *tokengate_map(CTokengateShims_nghttp2_arena *arena, size_t size) {
 
 static void tokengate_unmap(CTokengateShims_nghttp2_arena *arena, size_t index) {
     munmap(arena->blocks[index].address, arena->blocks[index].mapped);
+    atomic_fetch_sub_explicit(&tokengate_mapped_total, 1, memory_order_relaxed);
     arena->count -= 1;
     arena->blocks[index] = arena->blocks[arena->count];
 }
