@@ -50,7 +50,7 @@ extension BenchHTTP2Handler {
     }
 }
 
-// MARK: What the callbacks record. They never call nghttp2 and never call the slot.
+// MARK: What the callbacks record. They never call nghttp2 and never call the owner.
 
 extension BenchHTTP2Handler {
     func receivedHeader(stream id: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {

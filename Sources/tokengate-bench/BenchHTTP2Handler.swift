@@ -9,33 +9,34 @@ import TokengateTLS
 
 /// The top of an HTTP/2 bench connection's pipeline, right after the TLS handler: one libnghttp2 client
 /// session, many streams. Sends prepared requests as streams, hands answers, resets, GOAWAY and connection
-/// events to its ConnectionSlot. Thin on purpose; the slot decides.
+/// events to its owner: the load generator's ConnectionSlot (`run --http 2`) or the idle command's
+/// IdleHTTP2Client (`idle --http 2`). Thin on purpose; the owner decides.
 ///
 /// ### ALPN
 /// The session is created only once the handshake completed with ALPN `h2`. Any other outcome (the server
-/// chose `http/1.1`, or no protocol at all) is reported to the slot as `alpn_not_h2` and the connection is
+/// chose `http/1.1`, or no protocol at all) is reported to the owner as `alpn_not_h2` and the connection is
 /// closed: a bench that silently fell back to HTTP/1.1 would measure the wrong thing.
 ///
 /// ### The reentrancy rule (as in the gateway's HTTP2ServerCodec)
-/// nghttp2 must never be entered from inside one of its own callbacks, and the slot must never run while
+/// nghttp2 must never be entered from inside one of its own callbacks, and the owner must never run while
 /// nghttp2 is on the stack (it may submit a request or close the channel). So the callbacks
 /// (`BenchHTTP2Handler+Callbacks.swift`) only *record*: a response's status, the end of a stream, a closed
 /// stream, a GOAWAY. Everything else happens in ``process()``, in rounds of:
 /// 1. feed queued input to `mem_recv`;
-/// 2. deliver the recorded events to the slot (which may call ``send(_:)``: `nghttp2_submit_request` is safe
-///    here, nghttp2 is not on the stack);
+/// 2. deliver the recorded events to the owner (which may call ``send(_:)``: `nghttp2_submit_request` is
+///    safe here, nghttp2 is not on the stack);
 /// 3. drain `mem_send` into one buffer, write and flush it (its callbacks may record more events: another
 ///    round delivers them).
 ///
-/// A ``flush()`` from the slot outside a round (a fixed-rate timer) runs one round at once; inside a round it
-/// only asks for another.
+/// A ``flush()`` from the owner outside a round (a fixed-rate timer) runs one round at once; inside a round
+/// it only asks for another.
 final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = Never
     typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
 
-    /// What a callback recorded for the slot, delivered in order after nghttp2 returned.
+    /// What a callback recorded for the owner, delivered in order after nghttp2 returned.
     enum Event {
         /// A stream closed; `code` is the RST_STREAM (or GOAWAY-refusal) error code, 0 for a normal close.
         case streamClosed(Int32, code: UInt32)
@@ -52,7 +53,7 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
         var ended = false
     }
 
-    private let slot: ConnectionSlot
+    private let owner: BenchHTTP2Owner
     private var context: ChannelHandlerContext?
     /// Created when the handshake completed with `h2`; deleted in `handlerRemoved` or `deinit`.
     private var session: OpaquePointer?
@@ -68,8 +69,8 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes taken from nghttp2 per write, at most (then writability is looked at again).
     private static let maxBytesPerFlush = 256 * 1024
 
-    init(slot: ConnectionSlot) {
-        self.slot = slot
+    init(owner: BenchHTTP2Owner) {
+        self.owner = owner
     }
 
     deinit {
@@ -113,8 +114,8 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
             self.fail(BenchError("h2_session", "\(error)"))
             return
         }
-        self.slot.handshakeCompleted(.http2(self), alpn: alpn, tlsVersion: tlsVersion)
-        // The client preface and SETTINGS go out now, with whatever requests the slot just submitted.
+        self.owner.handshakeCompleted(self, alpn: alpn, tlsVersion: tlsVersion)
+        // The client preface and SETTINGS go out now, with whatever requests the owner just submitted.
         self.process()
     }
 
@@ -132,7 +133,7 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
         self.closed = true
         self.streams.removeAll()
         self.events.removeAll()
-        self.slot.channelClosed()
+        self.owner.channelClosed()
         context.fireChannelInactive()
     }
 
@@ -143,17 +144,17 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelWritabilityChanged()
     }
 
-    /// Reports `error` to the slot once and closes the connection.
+    /// Reports `error` to the owner once and closes the connection.
     private func fail(_ error: any Error) {
         guard !self.closed else { return }
         self.closed = true
-        self.slot.channelError(error)
+        self.owner.channelError(error)
         self.context?.close(promise: nil)
     }
 
-    // MARK: What the slot calls
+    // MARK: What the owner calls
 
-    /// Submits `request` as a new stream and returns its id, the slot's tag for it; nil when the session
+    /// Submits `request` as a new stream and returns its id, the owner's tag for it; nil when the session
     /// takes no new stream (closed, GOAWAY received, stream ids exhausted). Never called from a callback.
     func send(_ request: PreparedRequest) -> Int32? {
         guard !self.closed, let session = self.session, let block = request.http2 else { return nil }
@@ -221,7 +222,7 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         if !self.closed, nghttp2_session_want_read(session) == 0, nghttp2_session_want_write(session) == 0 {
-            // After a GOAWAY, once the streams it lets finish are done: the slot reconnects if it wants to.
+            // After a GOAWAY, once the streams it lets finish are done: a slot reconnects if it wants to.
             self.close()
         }
     }
@@ -244,19 +245,19 @@ final class BenchHTTP2Handler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Step 2: hands recorded events to the slot, which may submit more requests or close.
+    /// Step 2: hands recorded events to the owner, which may submit more requests or close.
     private func deliverEvents() {
         while !self.closed, let event = self.events.popFirst() {
             switch event {
             case .streamClosed(let id, let code):
                 guard let stream = self.streams.removeValue(forKey: id) else { continue }
                 if stream.ended, stream.status > 0, code == NGHTTP2_NO_ERROR.rawValue {
-                    self.slot.responseCompleted(tag: id, status: stream.status, keepAlive: true)
+                    self.owner.responseCompleted(stream: id, status: stream.status)
                 } else {
-                    self.slot.streamFailed(tag: id, reason: "h2 stream reset: \(Self.errorName(code))")
+                    self.owner.streamFailed(stream: id, reason: "h2 stream reset: \(Self.errorName(code))")
                 }
             case .goaway(let code):
-                self.slot.goawayReceived(reason: "h2 goaway: \(Self.errorName(code))")
+                self.owner.goawayReceived(reason: "h2 goaway: \(Self.errorName(code))")
             }
         }
     }

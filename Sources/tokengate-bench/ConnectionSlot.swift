@@ -293,7 +293,7 @@ final class ConnectionSlot {
                         try sync.addHTTPClientHandlers()
                         try sync.addHandler(BenchClientHandler(slot: bound.value))
                     case .http2:
-                        try sync.addHandler(BenchHTTP2Handler(slot: bound.value))
+                        try sync.addHandler(BenchHTTP2Handler(owner: .slot(bound.value)))
                     }
                 }
             }

@@ -22,11 +22,12 @@ struct IdleCommand: AsyncParsableCommand {
         commandName: "idle",
         abstract: "Hold N idle keep-alive TLS connections and report the gateway's memory per connection.",
         discussion: """
-            Each connection completes its handshake and one HTTP/1.1 request (a token minted from --key), \
-            then stays idle. The gateway's VmRSS and RssAnon are read before, at half, with all open and \
-            idle, at the end of --hold, and after every connection is closed again. For a meaningful figure \
-            the gateway's limits.idle_timeout must be longer than --settle + --hold (otherwise it closes \
-            the idle connections: the report counts those closes) and limits.max_connections at least N.
+            Each connection completes its handshake and one request (a token minted from --key; HTTP/1.1, \
+            or one stream with --http 2), then stays idle. The gateway's VmRSS and RssAnon are read before, \
+            at half, with all open and idle, at the end of --hold, and after every connection is closed \
+            again. For a meaningful figure the gateway's limits.idle_timeout must be longer than --settle + \
+            --hold (otherwise it closes the idle connections: the report counts those closes) and \
+            limits.max_connections at least N.
             """
     )
 
@@ -110,7 +111,8 @@ struct IdleCommand: AsyncParsableCommand {
             mix: try TokenMix(parsing: "api=100"),
             users: self.users,
             target: target,
-            now: Int64(Date().timeIntervalSince1970)
+            now: Int64(Date().timeIntervalSince1970),
+            http2: self.http == "2"
         )
         let tls: TLSClientContext
         do {
@@ -317,7 +319,6 @@ extension IdleCommand {
             let serverName = self.target.serverName
             let logger = self.logger
             let http2 = self.http2
-            let authority = self.target.hostHeader
             var bootstrap = ClientBootstrap(group: loop)
                 .connectTimeout(.seconds(10))
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -329,14 +330,13 @@ extension IdleCommand {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(TLSHandler(context: tls, serverHostname: serverName, logger: logger))
                     if http2 {
-                        try sync.addHandler(
-                            IdleH2ClientHandler(
-                                request: request,
-                                authority: authority,
-                                attempt: bound.value,
-                                answerTimeout: IdleCommand.attemptTimeout
-                            )
+                        let client = IdleHTTP2Client(
+                            request: request,
+                            attempt: bound.value,
+                            channel: channel,
+                            answerTimeout: IdleCommand.attemptTimeout
                         )
+                        try sync.addHandler(BenchHTTP2Handler(owner: .idle(client)))
                     } else {
                         try sync.addHTTPClientHandlers()
                         try sync.addHandler(

@@ -9,7 +9,7 @@ import TokengateTokens
 
 /// The `tokengate-bench` binary's HTTP/2 client (`--http 2`) against a real gateway on loopback: every kind of
 /// token in the mix gets its own answer over many concurrent streams, and a server without h2 is refused
-/// clearly instead of being measured over HTTP/1.1.
+/// clearly instead of being measured over HTTP/1.1; the same client holds `idle --http 2`'s connections.
 @Suite(.serialized)
 struct BenchHTTP2Tests {
     static let binary = URL(fileURLWithPath: #filePath)
@@ -104,6 +104,74 @@ struct BenchHTTP2Tests {
             #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
             #expect(result.stderr.contains("h2"), "the failure must say that h2 was not negotiated: \(result.stderr)")
             #expect(!result.stdout.contains("req/s"), "no report for a run that never started")
+        }
+    }
+
+    /// `tokengate-bench idle --http 2` (the same nghttp2 client as `run --http 2`, one stream per connection)
+    /// with `key` (default: the gateway's own), `connections` connections held one second; the parsed report.
+    private func idle(
+        _ harness: GatewayHarness,
+        key: String? = nil,
+        connections: Int
+    ) throws -> (result: ChildProcess.Result, report: [String: Any]?) {
+        let json = harness.directory + "/idle-\(UUID().uuidString).json"
+        let arguments = [
+            "idle", "--url", "https://127.0.0.1:\(harness.tlsPort)/api/bench", "--cacert", harness.certificatePath,
+            "--key", key ?? harness.directory + "/private.jwks", "--users", "40", "--http", "2",
+            "--connections", String(connections), "--warmup", "2", "--concurrency", "3", "--hold", "1",
+            "--settle", "0", "--json", json, "--strict",
+        ]
+        let result = try ChildProcess.run("/usr/bin/timeout", ["120", Self.binary] + arguments)
+        let report = (try? Data(contentsOf: URL(fileURLWithPath: json)))
+            .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+        return (result, report)
+    }
+
+    @Test func idleOverHTTP2GetsEveryAnswerAndHoldsTheConnections() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build tokengate-bench first")
+        try await self.withGateway { harness in
+            let (result, report) = try self.idle(harness, connections: 7)
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+            let json = try #require(report, "no JSON report: \(result.stderr)")
+            #expect(json["http_version"] as? String == "2")
+            #expect(json["statuses"] as? [String: Int] == ["200": 7])
+            #expect((json["failures"] as? [String: Int])?.isEmpty == true, "\(json["failures"] ?? "")")
+            #expect(json["closed_during_hold"] as? Int == 0)
+            let stages = try #require(json["stages"] as? [[String: Any]])
+            let end = stages.first { $0["name"] as? String == "end" }
+            #expect(end?["open_connections"] as? Int == 7, "every connection still open after the hold")
+        }
+    }
+
+    /// The status is nghttp2's decoded `:status`, whatever its HPACK form: 401 has no static-table entry of
+    /// its own, so a client that only recognised the indexed static statuses would report it as 0.
+    @Test func idleOverHTTP2ReportsARejectedTokensRealStatus() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build tokengate-bench first")
+        try await self.withGateway { harness in
+            // The gateway's key id with another secret: every token's signature is wrong.
+            let foreign = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only-hs")
+            let path = harness.directory + "/foreign-private.jwks"
+            try foreign.privateJWKS.write(toFile: path, atomically: true, encoding: .utf8)
+            let (result, report) = try self.idle(harness, key: path, connections: 4)
+            #expect(result.status == 1, "--strict exits 1 on a status other than 200: \(result.stderr)")
+            let json = try #require(report, "no JSON report: \(result.stderr)")
+            #expect(json["statuses"] as? [String: Int] == ["401": 4])
+            #expect((json["failures"] as? [String: Int])?.isEmpty == true, "\(json["failures"] ?? "")")
+        }
+    }
+
+    @Test func idleOverHTTP2CountsEveryConnectionAsFailedWithoutH2() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build tokengate-bench first")
+        try await self.withGateway(limits: "http2: { enabled: false }") { harness in
+            let (result, report) = try self.idle(harness, connections: 3)
+            #expect(result.status == 1, "\(result.stdout)\n\(result.stderr)")
+            let json = try #require(report, "no JSON report: \(result.stderr)")
+            #expect((json["statuses"] as? [String: Int])?.isEmpty == true)
+            let failures = try #require(json["failures"] as? [String: Int])
+            #expect(failures.values.reduce(0, +) == 3, "\(failures)")
+            #expect(
+                failures.keys.allSatisfy { $0.contains("h2") }, "each failure must say h2 was not negotiated: \(failures)"
+            )
         }
     }
 
