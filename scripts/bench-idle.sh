@@ -3,7 +3,7 @@
 #
 # A fixed backend (Debian's nginx, one worker, 127.0.0.1:29100; the gateway on 28443) and the gateway (`tokengate serve`,
 # scripts/bench/tokengate-idle.yaml: event_loops 1, idle_timeout 600s, max_connections 20000) are pinned to
-# core 0; `tokengate-bench idle` on core 1 opens the connections (TLS handshake + one HTTP/1.1 request each),
+# core 0; `tokengate-bench idle` on core 1 opens the connections (TLS handshake + one request each, HTTP/1.1 or HTTP/2),
 # holds them idle and reads the gateway's VmRSS/RssAnon from /proc. Several gateway binaries can be measured
 # in one run, interleaved round by round (--gateway LABEL=PATH, repeatable), to compare before and after.
 #
