@@ -22,7 +22,8 @@
 /// A single forward scan with no recursion: nested containers are tracked on an explicit stack capped at
 /// ``maximumDepth``, so an attacker's `[[[[…` costs one byte of stack per level and is refused past the
 /// cap. Only top-level member names are decoded during the scan; a string value is decoded on demand by
-/// ``stringValue(of:)`` (usually just the token's), so a large body costs no allocation per member value.
+/// ``stringValue(of:)`` (usually just the token's), so a large body costs no allocation per member value;
+/// given the one name it looks for, the scan keeps only those members, so it costs no memory per member either.
 /// Pure: no Foundation, no I/O.
 struct JSONTopLevelMembers: Sendable {
     /// The deepest nesting accepted, counting the top-level object as 1. The same as Foundation's
@@ -45,15 +46,22 @@ struct JSONTopLevelMembers: Sendable {
 
     /// The body the members were found in.
     let bytes: [UInt8]
-    /// The top-level members, in body order, duplicates included.
+    /// The top-level members in body order, duplicates included (only those with the name given to
+    /// ``init(parsing:keepingMembersNamed:)``, when one was).
     let members: [Member]
 
     /// Scans `bytes`, which must be exactly one JSON object with optional whitespace around it.
-    init(parsing bytes: [UInt8]) throws(SyntaxError) {
+    ///
+    /// - Parameters:
+    ///   - bytes: The whole body.
+    ///   - name: When given, ``members`` keeps only the members with this name (compared as in
+    ///     ``members(named:)``). Every member is still scanned and its name decoded, but a body of a million
+    ///     small members then costs no memory per member: what the gateway does with a body it only searches.
+    init(parsing bytes: [UInt8], keepingMembersNamed name: String? = nil) throws(SyntaxError) {
         self.bytes = bytes
         self.members = try bytes.withUnsafeBufferPointer { buffer throws(SyntaxError) in
             var scanner = Scanner(buffer)
-            return try scanner.topLevelObject()
+            return try scanner.topLevelObject(keeping: name)
         }
     }
 
@@ -92,9 +100,8 @@ struct JSONTopLevelMembers: Sendable {
     /// `bytes` without its one top-level member named `name`; `nil` when `bytes` is not a valid object or
     /// does not have exactly one such member (removing one of two would forward the other).
     static func removingMember(named name: String, from bytes: [UInt8]) -> [UInt8]? {
-        guard let object = try? JSONTopLevelMembers(parsing: bytes) else { return nil }
-        let named = object.members(named: name)
-        guard named.count == 1, let member = named.first else { return nil }
+        guard let object = try? JSONTopLevelMembers(parsing: bytes, keepingMembersNamed: name) else { return nil }
+        guard object.members.count == 1, let member = object.members.first else { return nil }
         return object.removing(member)
     }
 }
@@ -178,17 +185,10 @@ extension JSONTopLevelMembers {
 
         // MARK: Top level.
 
-        /// The whole body: whitespace, one object, whitespace, end.
-        mutating func topLevelObject() throws(SyntaxError) -> [Member] {
-            /// A member before the removal ranges, which depend on its neighbours, are known.
-            struct Found {
-                let name: String
-                let start: Int
-                let valueRange: Range<Int>
-                let valueIsString: Bool
-                let commaAfter: Int?
-            }
-            var found: [Found] = []
+        /// The whole body: whitespace, one object, whitespace, end. Returns the top-level members, or only
+        /// those called `wanted` when it is given.
+        mutating func topLevelObject(keeping wanted: String?) throws(SyntaxError) -> [Member] {
+            var members: [Member] = []
             var name: [UInt8] = []
             self.skipWhitespace()
             guard self.index < self.bytes.count else { throw self.failure(.unexpectedEnd) }
@@ -198,6 +198,8 @@ extension JSONTopLevelMembers {
             if try self.peek() == UInt8(ascii: "}") {
                 self.index += 1
             } else {
+                /// The comma after the previous member: the one a later member is removed with.
+                var previousComma: Int?
                 while true {
                     guard try self.peek() == UInt8(ascii: "\"") else { throw self.failure(.unexpectedByte) }
                     let start = self.index
@@ -207,22 +209,31 @@ extension JSONTopLevelMembers {
                     let valueStart = self.index
                     let valueIsString = try self.peek() == UInt8(ascii: "\"")
                     try self.value(enclosingDepth: 1)
-                    let valueRange = valueStart..<self.index
+                    let valueEnd = self.index
                     self.skipWhitespace()
                     let next = try self.peek()
                     guard next == UInt8(ascii: ",") || next == UInt8(ascii: "}") else {
                         throw self.failure(.unexpectedByte)
                     }
-                    let comma = next == UInt8(ascii: ",") ? self.index : nil
-                    found.append(
-                        Found(
-                            name: String(decoding: name, as: UTF8.self),
-                            start: start,
-                            valueRange: valueRange,
-                            valueIsString: valueIsString,
-                            commaAfter: comma
+                    if wanted.map({ Self.decodedName(name, is: $0) }) ?? true {
+                        let removal: Range<Int>
+                        if let comma = previousComma {
+                            removal = comma..<valueEnd
+                        } else if next == UInt8(ascii: ",") {
+                            removal = start..<(self.index + 1)
+                        } else {
+                            removal = start..<valueEnd
+                        }
+                        members.append(
+                            Member(
+                                name: String(decoding: name, as: UTF8.self),
+                                valueIsString: valueIsString,
+                                valueRange: valueStart..<valueEnd,
+                                removalRange: removal
+                            )
                         )
-                    )
+                    }
+                    previousComma = self.index
                     self.index += 1
                     if next == UInt8(ascii: "}") { break }
                     self.skipWhitespace()
@@ -230,28 +241,18 @@ extension JSONTopLevelMembers {
             }
             self.skipWhitespace()
             guard self.index == self.bytes.count else { throw self.failure(.trailingBytes) }
-
-            var members: [Member] = []
-            members.reserveCapacity(found.count)
-            for (position, member) in found.enumerated() {
-                let removal: Range<Int>
-                if position > 0, let comma = found[position - 1].commaAfter {
-                    removal = comma..<member.valueRange.upperBound
-                } else if let comma = member.commaAfter {
-                    removal = member.start..<(comma + 1)
-                } else {
-                    removal = member.start..<member.valueRange.upperBound
-                }
-                members.append(
-                    Member(
-                        name: member.name,
-                        valueIsString: member.valueIsString,
-                        valueRange: member.valueRange,
-                        removalRange: removal
-                    )
-                )
-            }
             return members
+        }
+
+        /// Whether the decoded (UTF-8) name `decoded` is `name`, with the same meaning as `String ==`
+        /// (canonical equivalence), but without making a `String` for the common all-ASCII miss.
+        ///
+        /// Two different ASCII strings are never canonically equivalent; a non-ASCII one can be equivalent to
+        /// an ASCII one (U+212A KELVIN SIGN is `K`), so only the all-ASCII case takes the shortcut.
+        private static func decodedName(_ decoded: [UInt8], is name: String) -> Bool {
+            if decoded.elementsEqual(name.utf8) { return true }
+            if decoded.allSatisfy({ $0 < 0x80 }), name.utf8.allSatisfy({ $0 < 0x80 }) { return false }
+            return String(decoding: decoded, as: UTF8.self) == name
         }
 
         // MARK: Values.

@@ -242,10 +242,9 @@ extension TokenExtractor {
     /// The string value of the top-level member `field` of a JSON object body, found by the same strict scan
     /// the body is later stripped with (``JSONTopLevelMembers``).
     static func jsonToken(_ field: String, in body: [UInt8]) -> JSONToken {
-        guard let object = try? JSONTopLevelMembers(parsing: body) else { return .invalid }
-        let named = object.members(named: field)
-        guard let member = named.first else { return .absent }
-        guard named.count == 1 else { return .repeated }
+        guard let object = try? JSONTopLevelMembers(parsing: body, keepingMembersNamed: field) else { return .invalid }
+        guard let member = object.members.first else { return .absent }
+        guard object.members.count == 1 else { return .repeated }
         guard let value = object.stringValue(of: member) else { return .invalid }
         return .value(value)
     }

@@ -73,6 +73,11 @@ import Testing
         for _ in 0..<150 {
             let body = Array(generator.body().utf8)
             let object = try JSONTopLevelMembers(parsing: body)
+            // Keeping only one name finds the same members, with the same ranges.
+            for name in Set(object.members.map(\.name)) + ["absent"] {
+                let kept = try JSONTopLevelMembers(parsing: body, keepingMembersNamed: name)
+                #expect(kept.members == object.members(named: name))
+            }
             for (position, member) in object.members.enumerated() {
                 let removed = object.removing(member)
                 let rest = try JSONTopLevelMembers(parsing: removed)
@@ -114,6 +119,12 @@ import Testing
         )
         #expect(cafe.members(named: "café").count == 3)
         #expect(cafe.members(named: "cafe").isEmpty)
+        #expect(try JSONTopLevelMembers(parsing: cafe.bytes, keepingMembersNamed: "caf\u{E9}").members.count == 3)
+        // U+212A KELVIN SIGN is canonically `K`: the ASCII shortcut must not miss it.
+        let kelvin = Array(#"{"\u212A":"1","K":"2","k":"3"}"#.utf8)
+        let kept = try JSONTopLevelMembers(parsing: kelvin, keepingMembersNamed: "K")
+        #expect(kept.members.map { kept.stringValue(of: $0) } == ["1", "2"])
+        #expect(try JSONTopLevelMembers(parsing: kelvin).members(named: "K").count == 2)
 
         let decoded = try JSONTopLevelMembers(parsing: Array(#"{"\ud83d\ude00\n\"":"\u00e9\/\\"}"#.utf8))
         let member = try #require(decoded.members.first)
@@ -354,6 +365,8 @@ import Testing
         let elapsed = try clock.measure {
             let object = try JSONTopLevelMembers(parsing: Array(many.utf8))
             #expect(object.members.count == 100_000)
+            let one = try JSONTopLevelMembers(parsing: Array(many.utf8), keepingMembersNamed: "m99999")
+            #expect(one.members.map(\.name) == ["m99999"])
         }
         #expect(elapsed < .seconds(5), "took \(elapsed)")
     }
