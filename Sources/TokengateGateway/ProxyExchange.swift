@@ -323,7 +323,19 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 case .form(let field):
                     newBody = ByteBuffer(bytes: FormURLEncoded.removing(field, from: bodyBytes))
                 case .json(let field):
-                    newBody = JSONBody.removing(field, from: bodyBytes).map { ByteBuffer(bytes: $0) }
+                    // The extractor found exactly one such member in these same bytes with the same scan, so
+                    // this cannot fail; if it ever did, forwarding the body would hand the token on.
+                    guard let stripped = JSONTopLevelMembers.removingMember(named: field, from: bodyBytes) else {
+                        self.answer(
+                            .invalidRequest(
+                                "the JSON body is not an object with one token field",
+                                realm: self.runtime.realm,
+                                reason: "malformed_body"
+                            )
+                        )
+                        return
+                    }
+                    newBody = ByteBuffer(bytes: stripped)
                 case .authorization, .header, .cookie:
                     break
                 }

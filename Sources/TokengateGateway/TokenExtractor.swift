@@ -2,7 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import Foundation
 import NIOHTTP1
 import TokengateConfig
 
@@ -105,16 +104,14 @@ struct TokenExtractor: Sendable {
                     bodyWanted = true
                     continue
                 }
-                switch Self.jsonStringField(field, in: body) {
-                case .absent: continue
+                switch Self.jsonToken(field, in: body) {
+                case .absent:
+                    continue
                 case .invalid:
                     return .answer(self.invalid("the JSON body is not an object with a string token field", reason: "malformed_body"))
+                case .repeated:
+                    return .answer(self.invalid("more than one token field in the body", reason: "multiple_tokens"))
                 case .value(let value):
-                    // A repeated name: which value the gateway's parser kept is unspecified, and the
-                    // backend's may keep the other.
-                    if JSONMemberCounter.count(of: field, in: body) != 1 {
-                        return .answer(self.invalid("more than one token field in the body", reason: "multiple_tokens"))
-                    }
                     if !value.isEmpty { found.append((value, source)) }
                 }
             }
@@ -232,18 +229,23 @@ extension TokenExtractor {
         return mediaType.lowercased()
     }
 
-    enum JSONField: Equatable {
+    enum JSONToken: Equatable {
         case absent
+        /// Not exactly one JSON object, or the field's value is not a string.
         case invalid
+        /// The field is named more than once: which value a parser keeps is unspecified, and the backend's
+        /// may keep the other, so neither is believed.
+        case repeated
         case value(String)
     }
 
-    static func jsonStringField(_ field: String, in body: [UInt8]) -> JSONField {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
-            return .invalid
-        }
-        guard let value = object[field] else { return .absent }
-        guard let string = value as? String else { return .invalid }
-        return .value(string)
+    /// The string value of the top-level member `field` of a JSON object body, found by the same strict scan
+    /// the body is later stripped with (``JSONTopLevelMembers``).
+    static func jsonToken(_ field: String, in body: [UInt8]) -> JSONToken {
+        guard let object = try? JSONTopLevelMembers(parsing: body, keepingMembersNamed: field) else { return .invalid }
+        guard let member = object.members.first else { return .absent }
+        guard object.members.count == 1 else { return .repeated }
+        guard let value = object.stringValue(of: member) else { return .invalid }
+        return .value(value)
     }
 }

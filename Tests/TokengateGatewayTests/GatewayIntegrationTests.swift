@@ -73,6 +73,32 @@ struct GatewayIntegrationTests {
         }
     }
 
+    /// The JSON token member is cut out of the body and nothing else changes: key order, number spellings a
+    /// re-serialization would rewrite (`1.0`, a 23-digit integer, `1E400`), escapes and whitespace.
+    @Test func theBackendGetsTheJSONBodyByteForByteWithoutTheTokenMember() async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let before = "{ \"z\" : 12345678901234567890123, \"f\":1.0,\n\t\"e\":\"\\u00E9\\/\\ud83d\\ude00 é\""
+            let after = ", \"a\":[1E400, -0.0, {\"token\":\"nested\"}], \"n\":null }\r\n"
+            let cases = [
+                ("middle", before + ", \"token\" : \"\(token)\"" + after, before + after),
+                ("first", "{\"tok\\u0065n\":\"\(token)\"," + before.dropFirst() + after, "{" + before.dropFirst() + after),
+                ("only", " {\n\"token\":\"\(token)\"\n} ", " {\n\n} "),
+            ]
+            for (position, body, expected) in cases {
+                let result = try self.curl(gateway, [
+                    "-H", "Content-Type: application/json", "--data-binary", body, "\(gateway.baseURL)/api/items",
+                ])
+                #expect(result.status == 200, "\(position): \(result.body) \(result.stderr)")
+                let echo = try #require(try JSONSerialization.jsonObject(with: Data(result.body.utf8)) as? [String: Any])
+                #expect(echo["user"] as? String == "alice", "\(position)")
+                let received = try #require(echo["body"] as? String, "\(position): \(result.body)")
+                #expect(Array(received.utf8) == Array(expected.utf8), "\(position): the backend got \(received)")
+                #expect(echo["body_bytes"] as? Int == expected.utf8.count, "\(position)")
+            }
+        }
+    }
+
     @Test func aSpoofedIdentityHeaderNeverReachesTheBackend() async throws {
         try await self.withGateway { gateway in
             let token = try gateway.mint("alice")

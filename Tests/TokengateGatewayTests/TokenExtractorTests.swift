@@ -24,6 +24,9 @@ import TokengateConfig
             #"{"token":"t1","token":"t2"}"#,
             #"{"token":"t1", "other": {"token": "x"}, "tok\u0065n":"t2"}"#,
             #"{"a":[1,{"b":"}"}],"token":"t1","token":"t1"}"#,
+            #"{"token":5,"token":"t1"}"#,
+            #"{"token":"t1","token":null}"#,
+            "{\"caf\\u00e9\":1,\"token\":\"t1\",\"tok\\u0065n\":\"t2\"}",
         ] {
             guard case .answer(let answer) = self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array(body.utf8))
             else {
@@ -35,8 +38,8 @@ import TokengateConfig
         // Nested members of the same name, escapes and strings with braces do not count.
         let single = #"{"other": {"token": "x"}, "s": "{\"token\":1}", "n": -1.5e3, "t": true, "token": "t3"}"#
         #expect(self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array(single.utf8)) == .token("t3", .json("token")))
-        #expect(JSONMemberCounter.count(of: "token", in: Array(single.utf8)) == 1)
-        #expect(JSONMemberCounter.count(of: "token", in: Array("[1]".utf8)) == nil)
+        // A nested member of that name is not the token, and the body has no other.
+        #expect(self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array(#"{"a":{"token":"x"}}"#.utf8)) == .noToken)
     }
 
     @Test func bearerParsingFollowsRFC6750() {
@@ -143,6 +146,15 @@ import TokengateConfig
         guard case .answer = self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array("[1,2]".utf8)) else {
             Issue.record("a non-object JSON body was not refused")
             return
+        }
+        // Refused whether or not the token is in them, as before; the trailing comma and the BOM are newly
+        // refused (Foundation accepted them), the rest were refused before too.
+        for body in [#"{"token":"t",}"#, #"{"token":"t"} x"#, "\u{FEFF}{\"token\":\"t\"}", #"{"a":01}"#, #"{"a":"\ud800"}"#, "", "null"] {
+            guard case .answer(let answer) = self.extractor.extract(method: .POST, uri: "/a", headers: json, body: Array(body.utf8)) else {
+                Issue.record("\(body) was not refused")
+                continue
+            }
+            #expect(answer.reasonCode == "malformed_body", "\(body)")
         }
     }
 }
