@@ -19,16 +19,22 @@ typedef struct {
     size_t mapped; // the length of the mapping (whole pages)
 } tokengate_mapped_block;
 
-/// The most mapped blocks a session may hold at once. nghttp2 keeps its outbound frame buffer (one block) for
-/// the session's life and adds chunks of the same size only for a header block larger than one frame; past
-/// this many, large blocks come from malloc like the rest.
+/// The most mapped blocks an arena may hold at once. A sealed session's arena holds one (its frame buffer);
+/// the bound only matters for an arena used unsealed, and past it large blocks come from malloc like the rest.
 #define TOKENGATE_MAPPED_BLOCKS_MAX 8
 
-/// Mappings held by all arenas of the process, and their cap. Each is a separate mapping for the kernel, and
-/// the kernel limits mappings per process (vm.max_map_count, 65,530 by default) — a limit malloc itself needs
-/// headroom under (its thread arenas and large blocks are mappings too). Past the cap, sessions' frame buffers
-/// come from malloc like everything else: more resident memory per idle connection, nothing else changes.
-/// The default `limits.max_connections` (10,000) stays well under it.
+/// nghttp2 1.52's outbound frame buffer: a frame header, one byte of padding length and a 16 KiB payload
+/// (NGHTTP2_FRAMEBUF_CHUNKLEN, internal to the library). Only a session whose creation mapped exactly one block
+/// of this size releases pages when idle: the argument that nothing in it is needed between frames is about
+/// the frame buffer, and a future libnghttp2 that allocated something else that large must not have it zeroed.
+#define TOKENGATE_NGHTTP2_FRAMEBUF_SIZE (9 + 1 + 16384)
+
+/// Mappings held by all arenas of the process, and their cap. The kernel merges adjacent anonymous mappings,
+/// but munmaps in between split them again, so in the worst case each is a mapping of its own, and the kernel
+/// limits mappings per process (vm.max_map_count, 65,530 by default) — a limit malloc itself needs headroom
+/// under (its thread arenas and large blocks are mappings too). Past the cap, sessions' frame buffers come from
+/// malloc like everything else: more resident memory per idle connection, nothing else changes. The default
+/// `limits.max_connections` (10,000) stays well under it.
 #define TOKENGATE_MAPPED_TOTAL_MAX 16384
 static atomic_size_t tokengate_mapped_total = 0;
 
@@ -37,6 +43,8 @@ struct CTokengateShims_nghttp2_arena {
     nghttp2_mem mem;
     /// Set by CTokengateShims_nghttp2_arena_seal: no new mappings from then on.
     int sealed;
+    /// Set by CTokengateShims_nghttp2_arena_seal when what was mapped is exactly the frame buffer.
+    int releasable;
     size_t count;
     tokengate_mapped_block blocks[TOKENGATE_MAPPED_BLOCKS_MAX];
 };
@@ -60,27 +68,36 @@ static long tokengate_find(const CTokengateShims_nghttp2_arena *arena, const voi
 /// (the caller then falls back to malloc). Fresh anonymous pages read as zero, so calloc needs no memset — which
 /// would touch, and so commit, every page.
 static void *tokengate_map(CTokengateShims_nghttp2_arena *arena, size_t size) {
-    if (arena->sealed || arena->count == TOKENGATE_MAPPED_BLOCKS_MAX || size > SIZE_MAX / 2) {
+    const size_t page = tokengate_page_size();
+    // With pages larger than 4 KiB (arm64 kernels with 16 or 64 KiB pages) one small frame commits as much as
+    // malloc would have: no gain, so no mapping.
+    if (page > 4096 || arena->sealed || arena->count == TOKENGATE_MAPPED_BLOCKS_MAX || size > SIZE_MAX / 2) {
         return NULL;
     }
     if (atomic_fetch_add_explicit(&tokengate_mapped_total, 1, memory_order_relaxed) >= TOKENGATE_MAPPED_TOTAL_MAX) {
         atomic_fetch_sub_explicit(&tokengate_mapped_total, 1, memory_order_relaxed);
         return NULL;
     }
-    const size_t page = tokengate_page_size();
     const size_t mapped = (size + page - 1) & ~(page - 1);
     void *address = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (address == MAP_FAILED) {
         atomic_fetch_sub_explicit(&tokengate_mapped_total, 1, memory_order_relaxed);
         return NULL;
     }
+    // Adjacent mappings merge; with transparent huge pages on `always`, a merged region would be backed by
+    // 2 MiB pages and every frame buffer in it would be resident whole — more than malloc's 16 KiB.
+    (void)madvise(address, mapped, MADV_NOHUGEPAGE);
     arena->blocks[arena->count] = (tokengate_mapped_block){.address = address, .size = size, .mapped = mapped};
     arena->count += 1;
     return address;
 }
 
 static void tokengate_unmap(CTokengateShims_nghttp2_arena *arena, size_t index) {
-    munmap(arena->blocks[index].address, arena->blocks[index].mapped);
+    if (munmap(arena->blocks[index].address, arena->blocks[index].mapped) != 0) {
+        // Only possible when splitting a merged region needs a mapping the kernel will not give (ENOMEM): the
+        // pages at least go back, the address range stays reserved.
+        (void)madvise(arena->blocks[index].address, arena->blocks[index].mapped, MADV_DONTNEED);
+    }
     atomic_fetch_sub_explicit(&tokengate_mapped_total, 1, memory_order_relaxed);
     arena->count -= 1;
     arena->blocks[index] = arena->blocks[arena->count];
@@ -130,7 +147,7 @@ static void *tokengate_arena_realloc(void *pointer, size_t size, void *mem_user_
         return tokengate_arena_malloc(size, mem_user_data);
     }
     long index = tokengate_find(arena, pointer);
-    if (index < 0 && size < CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN) {
+    if (index < 0 && (arena->sealed || size < CTokengateShims_NGHTTP2_MAPPED_BLOCK_MIN)) {
         return realloc(pointer, size);
     }
     // A mapped block changing size, or a malloc'd block growing past the threshold: a new block and a copy.
@@ -162,6 +179,11 @@ CTokengateShims_nghttp2_arena *CTokengateShims_nghttp2_arena_new(void) {
 
 void CTokengateShims_nghttp2_arena_seal(CTokengateShims_nghttp2_arena *arena) {
     arena->sealed = 1;
+    arena->releasable = arena->count == 1 && arena->blocks[0].size == TOKENGATE_NGHTTP2_FRAMEBUF_SIZE;
+}
+
+int CTokengateShims_nghttp2_arena_is_releasable(const CTokengateShims_nghttp2_arena *arena) {
+    return arena->releasable;
 }
 
 nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *arena) {
@@ -169,6 +191,9 @@ nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *ar
 }
 
 size_t CTokengateShims_nghttp2_arena_release_pages(CTokengateShims_nghttp2_arena *arena) {
+    if (arena->sealed && !arena->releasable) {
+        return 0;
+    }
     size_t released = 0;
     for (size_t i = 0; i < arena->count; i++) {
         if (madvise(arena->blocks[i].address, arena->blocks[i].mapped, MADV_DONTNEED) == 0) {

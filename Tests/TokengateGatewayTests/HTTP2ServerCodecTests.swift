@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Glibc
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
@@ -405,7 +406,8 @@ import Testing
 
     /// The frame buffer's pages go back to the kernel after a second without streams, once per idle period,
     /// and the next response is still whole (nghttp2 finds zeroed pages, which it never reads before writing).
-    @Test func anIdleSessionHandsItsFrameBufferPagesBack() throws {
+    @Test(.enabled(if: Int(sysconf(Int32(_SC_PAGESIZE))) == 4096, "the arena maps nothing on larger pages"))
+    func anIdleSessionHandsItsFrameBufferPagesBack() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }
         try client.handshake()
@@ -422,6 +424,7 @@ import Testing
             #expect(arena.residentMappedBytes > 0)
             client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(200))
             #expect(arena.residentMappedBytes == 0)
+            #expect(arena.mappedBlockCount == 1)
         }
         #expect(!client.isClosed)
         #expect(client.log.resets.isEmpty)

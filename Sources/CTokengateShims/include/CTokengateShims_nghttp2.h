@@ -76,11 +76,17 @@ CTokengateShims_nghttp2_arena *CTokengateShims_nghttp2_arena_new(void);
 nghttp2_mem *CTokengateShims_nghttp2_arena_mem(CTokengateShims_nghttp2_arena *arena);
 
 /// No new mappings from now on: every later allocation comes from malloc (a mapped block that nghttp2
-/// reallocates moves to malloc too). Call right after nghttp2_session_server_new3 returns.
+/// reallocates moves to malloc too). Call right after nghttp2_session_server_new3 returns. The arena's pages
+/// are releasable from then on only if what the session mapped is exactly one block of the frame buffer's size
+/// (9 + 1 + 16384 bytes in libnghttp2 1.52); otherwise CTokengateShims_nghttp2_arena_release_pages does nothing.
 void CTokengateShims_nghttp2_arena_seal(CTokengateShims_nghttp2_arena *arena);
 
+/// Whether a sealed arena's pages may be released (see CTokengateShims_nghttp2_arena_seal).
+int CTokengateShims_nghttp2_arena_is_releasable(const CTokengateShims_nghttp2_arena *arena);
+
 /// Gives the pages of every mapped block (the frame buffer) back to the kernel (MADV_DONTNEED: they read as
-/// zero afterwards and are committed again when written). Returns the bytes released.
+/// zero afterwards and are committed again when written). Returns the length of what was advised (resident or
+/// not); 0 for a sealed arena that is not releasable.
 ///
 /// Only while nghttp2 holds nothing in them: call it when nghttp2_session_want_read is non-zero and
 /// nghttp2_session_want_write is zero (no outbound frame is being serialized, so the frame buffer holds no

@@ -17,11 +17,12 @@ struct HTTP2SessionError: Error, CustomStringConvertible {
 // MARK: Session setup
 
 extension HTTP2ServerCodec {
-    /// Creates the server session with its callbacks and options and queues the server preface.
+    /// Creates the server session, with its callbacks, options and allocator arena, and queues the server preface.
+    /// The caller keeps the arena at least as long as the session (``HTTP2SessionArena``).
     ///
     /// The session's user data is the codec, unretained: the codec owns the session and deletes it before
     /// it goes away, so the pointer is valid whenever nghttp2 can call back.
-    func makeSession() throws(HTTP2SessionError) -> OpaquePointer {
+    func makeSession() throws(HTTP2SessionError) -> (session: OpaquePointer, arena: HTTP2SessionArena) {
         var callbacks: OpaquePointer?
         var result = nghttp2_session_callbacks_new(&callbacks)
         guard result == 0, let callbacks else {
@@ -53,7 +54,6 @@ extension HTTP2ServerCodec {
         var session: OpaquePointer?
         // The arena first: the session allocates from it and must be deleted before it (HTTP2SessionArena).
         let arena = try HTTP2SessionArena()
-        self.arena = arena
         result = nghttp2_session_server_new3(
             &session,
             callbacks,
@@ -91,10 +91,10 @@ extension HTTP2ServerCodec {
             )
         }
         guard result == 0 else {
-            nghttp2_session_del(session)
+            nghttp2_session_del(session)  // before `arena` goes out of scope
             throw HTTP2SessionError(call: "nghttp2_submit_settings", code: result)
         }
-        return session
+        return (session, arena)
     }
 }
 

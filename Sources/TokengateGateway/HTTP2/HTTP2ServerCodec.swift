@@ -66,9 +66,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
 
     /// The nghttp2 session; created when the channel is active, deleted in `handlerRemoved` or `deinit`.
     var session: OpaquePointer?
-    /// The session's allocator. Declared after nothing that uses it and never replaced: it must outlive the
-    /// session, so it is released with the codec, after every `nghttp2_session_del` above has run.
-    var arena: HTTP2SessionArena?
+    /// The session's allocator. Set together with `session` and never replaced or cleared: it must outlive the
+    /// session, so it is released with the codec, after every `nghttp2_session_del` has run.
+    private(set) var arena: HTTP2SessionArena?
     var context: ChannelHandlerContext?
     var streams: [Int32: HTTP2StreamState] = [:]
     /// Streams open from the codec's point of view (created by a request, not yet seen closed).
@@ -163,7 +163,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.idleSince = now
         self.heuristics = HTTP2DoSHeuristics(limits: self.configuration.dos, now: now)
         do {
-            self.session = try self.makeSession()
+            let made = try self.makeSession()
+            self.arena = made.arena
+            self.session = made.session
         } catch {
             self.logger.error("HTTP/2 session could not be created", metadata: ["error": "\(error)"])
             self.state = .closed

@@ -37,6 +37,11 @@ final class HTTP2SessionArena {
         CTokengateShims_nghttp2_arena_seal(self.arena)
     }
 
+    /// Whether the sealed arena's pages may be released: what the session mapped is exactly its frame buffer.
+    var isReleasable: Bool {
+        CTokengateShims_nghttp2_arena_is_releasable(self.arena) != 0
+    }
+
     /// Blocks with pages of their own (the frame buffer: one, once the session exists).
     var mappedBlockCount: Int {
         CTokengateShims_nghttp2_arena_mapped_count(self.arena)
