@@ -430,6 +430,27 @@ import Testing
         #expect(client.log.resets.isEmpty)
     }
 
+    /// A keep-alive PING answered while idle writes into the frame buffer again; its page goes back at once.
+    @Test(.enabled(if: Int(sysconf(Int32(_SC_PAGESIZE))) == 4096, "the arena maps nothing on larger pages"))
+    func pagesTouchedByAnIdlePingGoBackToo() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        let arena = try #require(client.codec.arena)
+        try client.send(.request(1, path: "/x"))
+        try client.read()
+        client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1_100))
+        #expect(arena.residentMappedBytes == 0)
+        try client.send(.ping())
+        let frames = try client.read()
+        #expect(frames.contains { $0.type == H2Frame.ping && $0.flags == H2Frame.ack })
+        // The ACK was serialized into the buffer (touching its first page); the release follows on the next
+        // turn of the loop, which reading already ran.
+        client.channel.embeddedEventLoop.run()
+        #expect(arena.residentMappedBytes == 0)
+        #expect(!client.isClosed)
+    }
+
     @Test func aSessionWithAStreamOpenKeepsItsFrameBufferPages() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

@@ -537,6 +537,11 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             }
             if buffer.readableBytes > 0 {
                 self.lastWrite = context.writeAndFlush(self.wrapOutboundOut(buffer))
+                if self.openStreamCount == 0 {
+                    // Frames written while idle (a keep-alive PING's ACK) touched the frame buffer again: its
+                    // pages go back at the next timer turn (the idle second has passed already).
+                    self.idlePagesReleased = false
+                }
             }
             guard self.isRunning else { return }
         }
