@@ -30,13 +30,17 @@ static nghttp2_nv *tokengate_make_nva(const void *block, const size_t *lengths, 
     return nva;
 }
 
+/// Why tokengate_make_nva returned NULL: a count out of range, or no memory.
+static int tokengate_nva_error(size_t count) {
+    return count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS ? NGHTTP2_ERR_INVALID_ARGUMENT : NGHTTP2_ERR_NOMEM;
+}
+
 int CTokengateShims_nghttp2_submit_response(nghttp2_session *session, int32_t stream_id, const void *block,
                                             const size_t *lengths, const uint8_t *never_index, size_t count,
                                             nghttp2_data_source_read_callback read_callback) {
     nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
     if (nva == NULL) {
-        return count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS ? NGHTTP2_ERR_INVALID_ARGUMENT
-                                                                        : NGHTTP2_ERR_NOMEM;
+        return tokengate_nva_error(count);
     }
     int rv;
     if (read_callback != NULL) {
@@ -55,8 +59,7 @@ int CTokengateShims_nghttp2_submit_trailer(nghttp2_session *session, int32_t str
                                            const size_t *lengths, const uint8_t *never_index, size_t count) {
     nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
     if (nva == NULL) {
-        return count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS ? NGHTTP2_ERR_INVALID_ARGUMENT
-                                                                        : NGHTTP2_ERR_NOMEM;
+        return tokengate_nva_error(count);
     }
     int rv = nghttp2_submit_trailer(session, stream_id, nva, count);
     free(nva);
@@ -68,8 +71,7 @@ int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const v
                                                nghttp2_data_source_read_callback read_callback) {
     nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
     if (nva == NULL) {
-        return count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS ? NGHTTP2_ERR_INVALID_ARGUMENT
-                                                                        : NGHTTP2_ERR_NOMEM;
+        return tokengate_nva_error(count);
     }
     int32_t stream_id;
     if (read_callback != NULL) {

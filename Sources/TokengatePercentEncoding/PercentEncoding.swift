@@ -39,6 +39,12 @@ public enum PercentEncoding {
     /// Decodes `bytes`; with `plusIsSpace`, `+` is a space (form encoding). `nil` for a broken escape or
     /// invalid UTF-8.
     public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusIsSpace: Bool = true) -> String? {
+        Self.decodedBytes(bytes, plusIsSpace: plusIsSpace).flatMap(Self.utf8String)
+    }
+
+    /// The decoded bytes, whatever they encode (the caller decides what it accepts: a path may hold any
+    /// byte); with `plusIsSpace`, `+` is a space. `nil` for a broken escape.
+    public static func decodedBytes<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusIsSpace: Bool) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -55,7 +61,7 @@ public enum PercentEncoding {
                 output.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
             }
         }
-        return Self.utf8String(output)
+        return output
     }
 
     /// UTF-8 validation without `String(validating:)` (newer than the Apple platforms the client supports).

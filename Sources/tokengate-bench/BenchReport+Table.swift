@@ -84,7 +84,8 @@ extension BenchReport {
         String(format: "%.\(decimals)f", value)
     }
 
-    private static func pad(_ text: String, _ width: Int) -> String {
+    /// `text` right-aligned in `width` columns, and always at least one space before it.
+    static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? " " + text : String(repeating: " ", count: width - text.count) + text
     }
 }

@@ -165,10 +165,15 @@ struct BenchReport: Codable, Sendable {
     }
 
     func json() throws -> Data {
+        try Self.json(self)
+    }
+
+    /// The bench's JSON reports (`run`'s and `idle`'s): pretty, sorted, snake_case keys, a final newline.
+    static func json(_ report: some Encodable) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        var data = try encoder.encode(self)
+        var data = try encoder.encode(report)
         data.append(UInt8(ascii: "\n"))
         return data
     }

@@ -109,17 +109,19 @@ struct IdleReport: Sendable, Codable {
     var table: String {
         var lines: [String] = []
         let answered = self.statuses.values.reduce(0, +)
-        let statusText = self.statuses.sorted { $0.key < $1.key }.map { "\($0.value)×\($0.key)" }.joined(separator: ", ")
+        let statusText = self.statuses.sorted { $0.key < $1.key }.map { "\($0.value)×\($0.key)" }
+            .joined(separator: ", ")
+        let sources = self.sourceAddresses.joined(separator: ", ")
+        let opening = BenchReport.number(self.openSeconds, 1)
         lines.append("target            \(self.target) (HTTP/\(self.httpVersion))")
-        lines.append("connections       \(self.connectionsRequested) requested from \(self.sourceAddresses.joined(separator: ", "))")
-        lines.append(
-            "answers           \(answered) (\(statusText.isEmpty ? "none" : statusText)) in \(BenchReport.number(self.openSeconds, 1)) s"
-        )
+        lines.append("connections       \(self.connectionsRequested) requested from \(sources)")
+        lines.append("answers           \(answered) (\(statusText.isEmpty ? "none" : statusText)) in \(opening) s")
         for (reason, count) in self.failures.sorted(by: { $0.value > $1.value }) {
             lines.append("failed            \(count)× \(reason)")
         }
         lines.append(
-            "hold              \(BenchReport.number(self.holdSeconds, 0)) s idle (after \(BenchReport.number(self.settleSeconds, 0)) s to settle); "
+            "hold              \(BenchReport.number(self.holdSeconds, 0)) s idle "
+                + "(after \(BenchReport.number(self.settleSeconds, 0)) s to settle); "
                 + "closed by the gateway meanwhile: \(self.closedDuringHold)"
                 + (self.firstCloseAfterSeconds.map { " (first after \(BenchReport.number($0, 1)) s)" } ?? "")
         )
@@ -127,11 +129,12 @@ struct IdleReport: Sendable, Codable {
         lines.append("stage          open   VmRSS MiB  RssAnon MiB  RssFile MiB")
         for stage in self.stages {
             let name = stage.name.padding(toLength: 12, withPad: " ", startingAt: 0)
-            let open = Self.pad(String(stage.openConnections), 7)
+            let open = BenchReport.pad(String(stage.openConnections), 7)
             if let memory = stage.memory {
                 lines.append(
-                    name + open + Self.pad(Self.mebibytes(memory.rssKiB), 12) + Self.pad(Self.mebibytes(memory.anonKiB), 13)
-                        + Self.pad(Self.mebibytes(memory.fileKiB), 13)
+                    name + open + BenchReport.pad(Self.mebibytes(memory.rssKiB), 12)
+                        + BenchReport.pad(Self.mebibytes(memory.anonKiB), 13)
+                        + BenchReport.pad(Self.mebibytes(memory.fileKiB), 13)
                 )
             } else {
                 lines.append(name + open + "   (no --gateway-pid)")
@@ -143,8 +146,9 @@ struct IdleReport: Sendable, Codable {
             for figure in self.perConnection {
                 let name = "\(figure.from)→\(figure.to)".padding(toLength: 16, withPad: " ", startingAt: 0)
                 lines.append(
-                    name + Self.pad(String(figure.connections), 13) + Self.pad(BenchReport.number(figure.rssKiB, 1), 12)
-                        + Self.pad(BenchReport.number(figure.anonKiB, 1), 13)
+                    name + BenchReport.pad(String(figure.connections), 13)
+                        + BenchReport.pad(BenchReport.number(figure.rssKiB, 1), 12)
+                        + BenchReport.pad(BenchReport.number(figure.anonKiB, 1), 13)
                 )
             }
         }
@@ -152,19 +156,10 @@ struct IdleReport: Sendable, Codable {
     }
 
     func json() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        var data = try encoder.encode(self)
-        data.append(UInt8(ascii: "\n"))
-        return data
+        try BenchReport.json(self)
     }
 
     private static func mebibytes(_ kibibytes: UInt64) -> String {
         BenchReport.number(Double(kibibytes) / 1024, 1)
-    }
-
-    private static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? " " + text : String(repeating: " ", count: width - text.count) + text
     }
 }

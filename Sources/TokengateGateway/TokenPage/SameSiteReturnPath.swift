@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengatePercentEncoding
+
 /// A return address that is a path on this site, and nothing else: the guard against open redirects
 /// (the login page sends the browser back there, and so does the demo RP after a login).
 ///
@@ -25,7 +27,9 @@ enum SameSiteReturnPath {
         guard !bytes.isEmpty, bytes.count <= Self.maximumLength else { return nil }
         guard Self.isSafe(bytes) else { return nil }
         // One round of percent-decoding; a broken escape is refused rather than guessed at.
-        guard let decoded = Self.percentDecoded(bytes), Self.isSafe(decoded, allowNonASCII: true) else { return nil }
+        guard let decoded = PercentEncoding.decodedBytes(bytes, plusIsSpace: false),
+            Self.isSafe(decoded, allowNonASCII: true)
+        else { return nil }
         return candidate
     }
 
@@ -39,41 +43,15 @@ enum SameSiteReturnPath {
             if byte == UInt8(ascii: "\\") { return false }
         }
         // Dot segments only in the path part (a query may well hold "..").
-        let pathEnd = bytes.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? bytes.endIndex
+        let pathEnd =
+            bytes.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) ?? bytes.endIndex
         for segment in bytes[..<pathEnd].split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-            if segment.elementsEqual([UInt8(ascii: ".")]) || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+            if segment.elementsEqual([UInt8(ascii: ".")])
+                || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")])
+            {
                 return false
             }
         }
         return true
-    }
-
-    private static func percentDecoded(_ bytes: [UInt8]) -> [UInt8]? {
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = Self.hexValue(bytes[index + 1]),
-                    let low = Self.hexValue(bytes[index + 2])
-                else { return nil }
-                output.append(high << 4 | low)
-                index += 3
-            } else {
-                output.append(byte)
-                index += 1
-            }
-        }
-        return output
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }
