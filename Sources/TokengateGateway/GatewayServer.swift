@@ -234,7 +234,8 @@ public final class GatewayServer: Sendable {
     /// given the guard it must tell about heads — passed, not looked up in the pipeline, because a list
     /// added at `.after(_:)` (as the ALPN router does) goes in in reverse order. Pipelined requests are held
     /// back by ``HTTP1ConnectionHandler`` itself, not by NIO's `HTTPServerPipelineHandler` (which turns read
-    /// interest off and on around every request).
+    /// interest off and on around every request), and responses are serialized by the handler `connection`
+    /// makes (``HTTP1ResponseSerializer``), not by NIO's `HTTPResponseEncoder`: it writes `ByteBuffer`s.
     static func http1Handlers(
         limits: LimitsConfiguration,
         connection: (RequestHeadDeadline) -> any ChannelHandler
@@ -248,7 +249,6 @@ public final class GatewayServer: Sendable {
         decoderLimits.maxHeaderFieldCount = 256
         return [
             headDeadline,
-            HTTPResponseEncoder(),
             ByteToMessageHandler(
                 HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)
             ),

@@ -18,10 +18,18 @@ import TokengateTLS
 /// ``deferred``) and reading paused until the exchange completes, so a pipelining client buffers at most
 /// one read's worth of requests. Everything about the request itself — routing, tokens, forwarding,
 /// answers — is the exchange's, shared with HTTP/2.
+///
+/// Responses are serialized here (``HTTP1ResponseSerializer``) rather than by NIO's `HTTPResponseEncoder`:
+/// a response's head, body and end are gathered into one buffer and go down the pipeline as one write,
+/// instead of three or more `NIOAny` parts each crossing every handler to the TLS handler. A body part
+/// larger than ``coalescingLimit`` is passed on as its own buffer rather than copied.
 final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Body parts up to this size are copied into the response's buffer; larger ones go as they are.
+    static let coalescingLimit = 4096
 
     private enum State {
         case idle
@@ -65,6 +73,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private let connectionID: String
     /// Set by graceful shutdown: finish the exchange in flight, then close.
     private var closeWhenIdle = false
+    /// The method of the request being answered: a response to `HEAD` has no body.
+    private var requestMethod: HTTPMethod = .GET
+    private var serializer = HTTP1ResponseSerializer()
+    /// The current response's bytes not yet written to the pipeline: written at its end, at a flush, or
+    /// before a large body part.
+    private var output: ByteBuffer?
+    /// The response written must be followed by the connection's close (a body delimited by it).
+    private var closeAfterResponse = false
 
     init(
         generations: GatewayGenerationHolder,
@@ -114,6 +130,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case (.head(let head), .idle):
             self.headDeadline.headReceived()
             self.requestCounter += 1
+            self.requestMethod = head.method
             let requestID = RequestRewriter.requestID(from: head) { "\(self.connectionID)-\(self.requestCounter)" }
             // One atomic load per request: the configuration it is served with, even across a reload.
             let generation = self.generations.load()
@@ -227,9 +244,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         let answer: GatewayAnswer =
             parserError == .headerOverflow ? .headersTooLarge() : .malformedHTTP("the request is not valid HTTP/1.1")
         let body = answer.jsonBody
-        context.write(self.wrapOutboundOut(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count))), promise: nil)
-        context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
-        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+        self.requestMethod = .GET
+        self.write(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count)))
+        self.write(.body(.byteBuffer(context.channel.allocator.buffer(string: body))))
+        self.writeEnd(nil, closing: false)
+        context.flush()
         if self.generations.load().runtime.accessLog {
             self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
         }
@@ -288,27 +307,90 @@ extension HTTP1ConnectionHandler {
 
     func write(_ part: HTTPServerResponsePart) {
         guard let context = self.context else { return }
-        if case .end = part {
-            self.responseEndWritten = true
+        switch part {
+        case .head(let head):
+            var buffer = self.takeOutput(context: context)
+            self.serializer.writeHead(head, requestMethod: self.requestMethod, into: &buffer)
+            self.output = buffer
+        case .body(.byteBuffer(let body)):
+            self.writeBody(body, context: context)
+        case .body(.fileRegion):
+            preconditionFailure("the gateway never writes file regions")
+        case .end(let trailers):
+            self.writeEnd(trailers, closing: false)
         }
-        context.write(self.wrapOutboundOut(part), promise: nil)
+    }
+
+    func writeResponseHead(fromUpstream head: HTTPResponseHead, version: HTTPVersion, close: Bool) {
+        guard let context = self.context else { return }
+        var buffer = self.takeOutput(context: context)
+        self.serializer.writeUpstreamHead(head, version: version, close: close, requestMethod: self.requestMethod, into: &buffer)
+        self.output = buffer
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {
         guard let context = self.context else { return }
         self.responseEndWritten = true
+        // An HTTP/1.0 body of unknown length ends with the connection, whatever the exchange decided.
+        let closing = closing || self.serializer.closesToDelimitBody
+        if closing {
+            self.closeAfterResponse = true
+        }
+        guard self.output != nil || self.serializer.endHasBytes || closing else {
+            self.serializer.reset()  // A body that ended with a large part already written: nothing is left.
+            return
+        }
+        var buffer = self.takeOutput(context: context)
+        self.serializer.writeEnd(trailers, into: &buffer)
         if closing {
             // Kept so that the close waits until the response is out; a promise per request only when needed.
             let promise = context.eventLoop.makePromise(of: Void.self)
             self.lastResponseEnd = promise.futureResult
-            context.write(self.wrapOutboundOut(.end(trailers)), promise: promise)
+            context.write(self.wrapOutboundOut(buffer), promise: promise)
         } else {
-            context.write(self.wrapOutboundOut(.end(trailers)), promise: nil)
+            context.write(self.wrapOutboundOut(buffer), promise: nil)
         }
     }
 
     func flush() {
-        self.context?.flush()
+        guard let context = self.context else { return }
+        self.writeOutput(context: context)
+        context.flush()
+    }
+
+    /// The current response's buffer, taken out of ``output`` so that writing into it does not copy it.
+    private func takeOutput(context: ChannelHandlerContext) -> ByteBuffer {
+        self.output.take() ?? context.channel.allocator.buffer(capacity: 512)
+    }
+
+    /// Hands what was gathered of the current response to the pipeline.
+    private func writeOutput(context: ChannelHandlerContext) {
+        if let buffer = self.output.take(), buffer.readableBytes > 0 {
+            context.write(self.wrapOutboundOut(buffer), promise: nil)
+        }
+    }
+
+    private func writeBody(_ body: ByteBuffer, context: ChannelHandlerContext) {
+        guard self.serializer.framing != .none, body.readableBytes > 0 else { return }
+        var buffer = self.takeOutput(context: context)
+        if body.readableBytes <= Self.coalescingLimit {
+            self.serializer.writeBody(body, into: &buffer)
+            self.output = buffer
+            return
+        }
+        // Large: what was gathered (and the chunk's size line) goes first, then the part itself, uncopied.
+        let chunked = self.serializer.framing == .chunked
+        if chunked {
+            self.serializer.writeChunkPrefix(length: body.readableBytes, into: &buffer)
+        }
+        self.output = buffer
+        self.writeOutput(context: context)
+        context.write(self.wrapOutboundOut(body), promise: nil)
+        if chunked {
+            var suffix = context.channel.allocator.buffer(capacity: 64)
+            suffix.writeStaticString("\r\n")
+            self.output = suffix
+        }
     }
 
     func setRequestReadingPaused(_ paused: Bool) {
@@ -327,7 +409,7 @@ extension HTTP1ConnectionHandler {
     func exchangeCompleted(closeConnection: Bool, requestEnded: Bool) {
         guard let context = self.context else { return }
         self.setRequestReadingPaused(false)
-        let close = closeConnection || self.closeWhenIdle
+        let close = closeConnection || self.closeWhenIdle || self.closeAfterResponse
         if !requestEnded {
             self.state = .discarding(close: close)
             context.flush()

@@ -11,7 +11,7 @@ import TokengateConfig
 /// have been sent in the clear.
 final class PlainHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundOut = ByteBuffer
 
     private let mode: PlainHTTPMode
     private let httpsPort: Int?
@@ -23,12 +23,18 @@ final class PlainHTTPHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let head) = self.unwrapInboundIn(data) else { return }
+        var serializer = HTTP1ResponseSerializer()
+        var buffer = context.channel.allocator.buffer(capacity: 512)
         switch self.mode {
         case .reject:
             let answer = GatewayAnswer.tlsRequired()
             let body = answer.jsonBody
-            context.write(self.wrapOutboundOut(.head(answer.responseHead(version: head.version, contentLength: body.utf8.count))), promise: nil)
-            context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
+            serializer.writeHead(
+                answer.responseHead(version: head.version, contentLength: body.utf8.count),
+                requestMethod: head.method,
+                into: &buffer
+            )
+            serializer.writeBody(ByteBuffer(string: body), into: &buffer)
         case .redirect:
             var headers = HTTPHeaders()
             let host = head.headers.first(name: "host").map { Self.hostWithoutPort($0) } ?? "localhost"
@@ -37,9 +43,14 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             headers.add(name: "location", value: "https://\(host)\(port)\(path.hasPrefix("/") ? String(path) : "/")")
             headers.add(name: "content-length", value: "0")
             headers.add(name: "connection", value: "close")
-            context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .permanentRedirect, headers: headers))), promise: nil)
+            serializer.writeHead(
+                HTTPResponseHead(version: head.version, status: .permanentRedirect, headers: headers),
+                requestMethod: head.method,
+                into: &buffer
+            )
         }
-        context.writeAndFlush(self.wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+        serializer.writeEnd(nil, into: &buffer)
+        context.writeAndFlush(self.wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }

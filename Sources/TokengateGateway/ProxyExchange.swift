@@ -554,12 +554,7 @@ extension ProxyExchange {
             self.responseStarted = true
             self.status = head.status
             self.upstreamKeepAlive = head.isKeepAlive
-            let clientHead = RequestRewriter.clientResponseHead(
-                from: head,
-                version: self.head.version,
-                close: self.closesAfterResponse
-            )
-            self.client.write(.head(clientHead))
+            self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse)
         case .body(let buffer):
             self.client.write(.body(.byteBuffer(buffer)))
         case .end(let trailers):

@@ -177,10 +177,22 @@ enum RequestRewriter {
         return generate()
     }
 
-    /// The response head sent to the client: hop-by-hop headers removed (the encoder frames the body
-    /// itself), HSTS added because the client reached us over TLS. One pass, like ``upstreamHead(from:identity:strip:newBodyLength:forwarding:)``.
+    /// The response head sent to the client over HTTP/2 (HTTP/1.1 writes the same fields straight into its
+    /// output, ``HTTP1ResponseSerializer``): the fields of ``forEachClientResponseField(of:close:_:)``.
     static func clientResponseHead(from head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
-        let upstream = head.headers
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(head.headers.count + 2)
+        Self.forEachClientResponseField(of: head.headers, close: close) { name, value in
+            fields.append((name, value))
+        }
+        return HTTPResponseHead(version: version, status: head.status, headers: HTTPHeaders(fields))
+    }
+
+    /// The backend's response fields as the client gets them, in order, in one pass: hop-by-hop fields, the
+    /// ones its `Connection` names and `Transfer-Encoding` removed (the client side frames the body itself),
+    /// then HSTS added when the backend did not set it (the client reached us over TLS) and `connection:
+    /// close` when the connection ends after this response.
+    static func forEachClientResponseField(of upstream: HTTPHeaders, close: Bool, _ body: (String, String) -> Void) {
         var connectionListed: [String] = []
         if Self.connectionListsNames(upstream) {
             for value in upstream[canonicalForm: "connection"] where !value.isEmpty {
@@ -188,8 +200,6 @@ enum RequestRewriter {
             }
         }
         var hasHSTS = false
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(upstream.count + 2)
         for (name, value) in upstream {
             let length = name.utf8.count
             if length < Self.hopByHopByLength.count,
@@ -204,15 +214,14 @@ enum RequestRewriter {
             if !hasHSTS, HTTPHeaders.equalsIgnoringCase(name, "strict-transport-security") {
                 hasHSTS = true
             }
-            fields.append((name, value))
+            body(name, value)
         }
         if !hasHSTS {
-            fields.append(("strict-transport-security", "max-age=31536000"))
+            body("strict-transport-security", "max-age=31536000")
         }
         if close {
-            fields.append(("connection", "close"))
+            body("connection", "close")
         }
-        return HTTPResponseHead(version: version, status: head.status, headers: HTTPHeaders(fields))
     }
 
     /// ``hopByHopNames`` by length.

@@ -493,6 +493,41 @@ struct GatewayIntegrationTests {
         }
     }
 
+    /// A backend body without a length reaches every kind of client whole: chunked over HTTP/1.1 (small
+    /// parts gathered, large ones passed on), as DATA over HTTP/2, and delimited by the close for an HTTP/1.0
+    /// client — even one that asked for keep-alive, which would otherwise wait forever for the end.
+    @Test func aBodyWithoutALengthReachesEveryKindOfClientWhole() async throws {
+        try await self.withGateway { gateway in
+            func expected(parts: Int, bytes: Int) -> String {
+                (0..<parts).map { String(repeating: Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8($0 % 26))), count: bytes) }.joined()
+            }
+            for (parts, bytes) in [(5, 3000), (3, 70_000), (1, 1)] {
+                for version in ["--http1.1", "--http2"] {
+                    let result = try self.curl(gateway, [version, "\(gateway.baseURL)/chunked?parts=\(parts)&bytes=\(bytes)"])
+                    #expect(result.exitCode == 0 && result.status == 200, "\(version) \(result.stderr)")
+                    #expect(result.body == expected(parts: parts, bytes: bytes), "\(version) \(parts)×\(bytes): \(result.body.count) bytes")
+                }
+            }
+            let start = ContinuousClock.now
+            let old = try OpenSSLClient.exchange(
+                port: gateway.tlsPort,
+                send: "GET /chunked?parts=3&bytes=5 HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n"
+            )
+            #expect(ContinuousClock.now - start < .seconds(5), "the gateway must close to end the body")
+            #expect(old.hasPrefix("HTTP/1.0 200 OK\r\n"), "\(old.prefix(300))")
+            #expect(!old.lowercased().contains("transfer-encoding"), "\(old.prefix(300))")
+            #expect(old.hasSuffix("\r\n\r\naaaaabbbbbccccc"), "\(old.suffix(100))")
+            // HEAD: the length a GET would get, no body — the next pipelined answer follows the head directly.
+            let head = try OpenSSLClient.exchange(
+                port: gateway.tlsPort,
+                send: "HEAD /big?bytes=1000 HTTP/1.1\r\nHost: a\r\n\r\nGET /pub HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+            )
+            let heads = head.components(separatedBy: "\r\n\r\n")
+            #expect(heads.count == 3 && heads[0].lowercased().contains("content-length: 1000"), "\(head.prefix(400))")
+            #expect(heads.count == 3 && heads[1].hasPrefix("HTTP/1.1 200 OK\r\n"), "\(head.prefix(400))")
+        }
+    }
+
     @Test func expect100ContinueIsAnsweredByTheGatewayOnlyWhenItWantsTheBody() async throws {
         try await self.withGateway { gateway in
             let token = try gateway.mint("alice")

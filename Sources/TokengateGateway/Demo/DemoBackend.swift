@@ -13,7 +13,8 @@ import NIOPosix
 ///
 /// A few paths behave differently on purpose, for tests of the gateway's failure handling:
 /// `/slow?ms=N` answers after N ms; `/big?bytes=N` sends N bytes; `/abort` sends half a response and
-/// closes; `/status/N` answers with status N.
+/// closes; `/status/N` answers with status N; `/chunked?parts=N&bytes=M` sends N parts of M bytes without a
+/// length (chunked).
 public final class DemoBackend: Sendable {
     public let channel: any Channel
     private let counter: RequestCounter
@@ -98,6 +99,19 @@ final class DemoBackendHandler: ChannelInboundHandler {
                 let slice = chunk.getSlice(at: 0, length: min(remaining, chunk.readableBytes))!
                 context.write(self.wrapOutboundOut(.body(.byteBuffer(slice))), promise: nil)
                 remaining -= slice.readableBytes
+            }
+            context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        if path == "/chunked" {
+            // No length: the body goes chunked (or, to an HTTP/1.0 peer, until the close), in `parts` parts
+            // of `bytes` bytes each.
+            let parts = min(parameter("parts") ?? 3, 1000)
+            let size = min(parameter("bytes") ?? 10, 1 << 20)
+            context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok))), promise: nil)
+            for part in 0..<parts {
+                let byte = UInt8(ascii: "a") + UInt8(part % 26)
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: byte, count: size)))), promise: nil)
             }
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             return

@@ -126,6 +126,10 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         }
     }
 
+    func writeResponseHead(fromUpstream head: HTTPResponseHead, version: HTTPVersion, close: Bool) {
+        self.stream.writeHead(RequestRewriter.clientResponseHead(from: head, version: version, close: close))
+    }
+
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {
         // A stream's end never closes the connection: `closing` is HTTP/1.1's concern.
         self.stream.writeEnd(trailers)

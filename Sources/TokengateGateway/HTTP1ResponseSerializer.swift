@@ -1,0 +1,156 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+/// The bytes of one HTTP/1.x response at a time, written into the caller's buffer: the status line and
+/// fields, then the body in the framing the head announced.
+///
+/// This does what NIO's `HTTPResponseEncoder` did on the client side, without its pipeline: the encoder
+/// took the head, every body part and the end as separate `NIOAny` writes and produced a buffer for each
+/// (three more per chunk of a chunked body), each passing every handler down to the TLS handler. The
+/// connection handler now gathers a response's bytes into one buffer and writes that once.
+///
+/// Framing is decided here and only here, from what the head actually carries — never from a field the
+/// caller meant to send but the filter dropped: a `Transfer-Encoding` field is never copied (the body is
+/// re-framed), a `Content-Length` is dropped when the status allows no body (1xx, 204, 304), and a body of
+/// unknown length is chunked for HTTP/1.1 clients and delimited by the close for HTTP/1.0 ones (the caller
+/// must close then: ``closesToDelimitBody``). Responses to `HEAD` keep their fields but write no body.
+struct HTTP1ResponseSerializer {
+    enum BodyFraming: Equatable {
+        /// No body may follow (a `HEAD` request, a status without body): body writes are dropped.
+        case none
+        /// The head carried `Content-Length`: bytes go as they are.
+        case contentLength
+        /// `transfer-encoding: chunked` was added: every body part is a chunk, the end the last chunk.
+        case chunked
+        /// HTTP/1.0 and no length: the body ends when the connection does.
+        case untilClose
+    }
+
+    private(set) var framing: BodyFraming = .none
+
+    /// Whether the connection must close after this response for its body to end.
+    var closesToDelimitBody: Bool { self.framing == .untilClose }
+
+    /// Writes a head the gateway built itself (its answers, the token page, the plain listener's refusal).
+    mutating func writeHead(_ head: HTTPResponseHead, requestMethod: HTTPMethod, into buffer: inout ByteBuffer) {
+        self.writeHead(version: head.version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
+            for (name, value) in head.headers {
+                field(name, value)
+            }
+        }
+    }
+
+    /// Writes the backend's head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``),
+    /// straight from the backend's fields: no rewritten copy of them is built first.
+    mutating func writeUpstreamHead(
+        _ head: HTTPResponseHead,
+        version: HTTPVersion,
+        close: Bool,
+        requestMethod: HTTPMethod,
+        into buffer: inout ByteBuffer
+    ) {
+        self.writeHead(version: version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
+            RequestRewriter.forEachClientResponseField(of: head.headers, close: close, field)
+        }
+    }
+
+    private mutating func writeHead(
+        version: HTTPVersion,
+        status: HTTPResponseStatus,
+        requestMethod: HTTPMethod,
+        into buffer: inout ByteBuffer,
+        fields: ((String, String) -> Void) -> Void
+    ) {
+        let mayHaveBody = status.mayHaveResponseBody
+        if version == .http1_1, status == .ok {
+            buffer.writeStaticString("HTTP/1.1 200 OK\r\n")
+        } else {
+            buffer.writeStaticString("HTTP/")
+            buffer.writeString(String(version.major))
+            buffer.writeStaticString(".")
+            buffer.writeString(String(version.minor))
+            buffer.writeStaticString(" ")
+            buffer.writeString(String(status.code))
+            buffer.writeStaticString(" ")
+            buffer.writeString(status.reasonPhrase)
+            buffer.writeStaticString("\r\n")
+        }
+        var hasContentLength = false
+        fields { name, value in
+            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
+                return
+            }
+            if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
+                guard mayHaveBody else { return }
+                hasContentLength = true
+            }
+            buffer.writeString(name)
+            buffer.writeStaticString(": ")
+            buffer.writeString(value)
+            buffer.writeStaticString("\r\n")
+        }
+        let framing: BodyFraming
+        if !mayHaveBody {
+            framing = .none
+        } else if hasContentLength {
+            framing = .contentLength
+        } else if version.major == 1 && version.minor >= 1 {
+            buffer.writeStaticString("transfer-encoding: chunked\r\n")
+            framing = .chunked
+        } else {
+            framing = .untilClose
+        }
+        buffer.writeStaticString("\r\n")
+        // A response to HEAD announces the body a GET would get, and has none.
+        self.framing = requestMethod == .HEAD ? .none : framing
+    }
+
+    /// Appends a body part in the head's framing (nothing when no body may follow).
+    func writeBody(_ body: ByteBuffer, into buffer: inout ByteBuffer) {
+        guard body.readableBytes > 0, self.framing != .none else {
+            return  // An empty chunk would end a chunked body.
+        }
+        if self.framing == .chunked {
+            self.writeChunkPrefix(length: body.readableBytes, into: &buffer)
+            buffer.writeImmutableBuffer(body)
+            buffer.writeStaticString("\r\n")
+        } else {
+            buffer.writeImmutableBuffer(body)
+        }
+    }
+
+    /// For a body part sent as a buffer of its own (too large to copy): what goes before it. The caller
+    /// sends `"\r\n"` after it when the body is chunked.
+    func writeChunkPrefix(length: Int, into buffer: inout ByteBuffer) {
+        buffer.writeString(String(length, radix: 16))
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// Appends the end of the body (the last chunk and any trailers for a chunked body) and gets ready for
+    /// the next response.
+    mutating func writeEnd(_ trailers: HTTPHeaders?, into buffer: inout ByteBuffer) {
+        if self.framing == .chunked {
+            buffer.writeStaticString("0\r\n")
+            for (name, value) in trailers ?? [:] {
+                buffer.writeString(name)
+                buffer.writeStaticString(": ")
+                buffer.writeString(value)
+                buffer.writeStaticString("\r\n")
+            }
+            buffer.writeStaticString("\r\n")
+        }
+        self.framing = .none
+    }
+
+    /// Whether ``writeEnd(_:into:)`` writes anything (the end of a chunked body); otherwise ``reset()`` will do.
+    var endHasBytes: Bool { self.framing == .chunked }
+
+    /// Gets ready for the next response when the end writes nothing.
+    mutating func reset() {
+        self.framing = .none
+    }
+}
