@@ -56,10 +56,9 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 }
                 try sync.addHandler(codec, position: .after(self))
             } else {
-                var handlers: [any ChannelHandler] = [IdleStateHandler(readTimeout: .init(configuration.limits.idleTimeout))]
                 let generations = self.generations
                 let logger = self.logger
-                handlers += GatewayServer.http1Handlers(limits: configuration.limits) { headDeadline in
+                let handlers = GatewayServer.http1Handlers(limits: configuration.limits) { headDeadline in
                     HTTP1ConnectionHandler(generations: generations, clientAddress: peer, headDeadline: headDeadline, logger: logger)
                 }
                 try sync.addHandlers(handlers, position: .after(self))

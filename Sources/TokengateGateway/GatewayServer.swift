@@ -199,13 +199,16 @@ public final class GatewayServer: Sendable {
             guard trusted else {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.requestHeaderTimeout)))
-                    try sync.addHandlers(Self.http1Handlers(limits: limits) { _ in PlainHTTPHandler(mode: mode, httpsPort: httpsPort) })
+                    // Idle for as long as a head may take: nothing useful comes from a silent plain connection.
+                    try sync.addHandlers(
+                        Self.http1Handlers(limits: limits, idleTimeout: limits.requestHeaderTimeout) { _ in
+                            PlainHTTPHandler(mode: mode, httpsPort: httpsPort)
+                        }
+                    )
                 }
             }
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
-                try sync.addHandler(IdleStateHandler(readTimeout: .init(limits.idleTimeout)))
                 try sync.addHandlers(
                     Self.http1Handlers(limits: limits) { headDeadline in
                         HTTP1ConnectionHandler(
@@ -229,7 +232,8 @@ public final class GatewayServer: Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: false)
     }
 
-    /// The HTTP/1.1 handlers in pipeline order: the slowloris guard, the codec with the gateway's limits (the
+    /// The HTTP/1.1 handlers in pipeline order: the read deadlines (idle, `idleTimeout` or the configured
+    /// one; and the slowloris guard on request heads), the codec with the gateway's limits (the
     /// decoder refuses oversized header sections itself, 431) and the handler `connection` makes, which is
     /// given the guard it must tell about heads — passed, not looked up in the pipeline, because a list
     /// added at `.after(_:)` (as the ALPN router does) goes in in reverse order. Pipelined requests are held
@@ -238,9 +242,13 @@ public final class GatewayServer: Sendable {
     /// makes (``HTTP1ResponseSerializer``), not by NIO's `HTTPResponseEncoder`: it writes `ByteBuffer`s.
     static func http1Handlers(
         limits: LimitsConfiguration,
-        connection: (RequestHeadDeadline) -> any ChannelHandler
+        idleTimeout: Duration? = nil,
+        connection: (HTTP1ReadDeadlines) -> any ChannelHandler
     ) -> [any ChannelHandler] {
-        let headDeadline = RequestHeadDeadline(timeout: TimeAmount(limits.requestHeaderTimeout))
+        let headDeadline = HTTP1ReadDeadlines(
+            headTimeout: TimeAmount(limits.requestHeaderTimeout),
+            idleTimeout: TimeAmount(idleTimeout ?? limits.idleTimeout)
+        )
         var decoderLimits = NIOHTTPDecoderLimitConfiguration()
         // The URI counts towards the decoder's field size, so the field limit must let a URI through up to
         // its own limit for the 414 check to see it; everything past both limits is a 431.

@@ -60,7 +60,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
     /// The slowloris guard before the decoder, told when a head arrived and when the next one is due.
-    private let headDeadline: RequestHeadDeadline
+    private let headDeadline: HTTP1ReadDeadlines
     /// The request in flight was read to its end: whatever the decoder delivers now belongs to the next one.
     private var requestEndReceived = false
     /// The current response's `.end` was written. The exchange still has bookkeeping to do before
@@ -86,7 +86,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         generations: GatewayGenerationHolder,
         clientAddress: String?,
         viaTrustedProxy: Bool = false,
-        headDeadline: RequestHeadDeadline,
+        headDeadline: HTTP1ReadDeadlines,
         logger: Logger
     ) {
         self.generations = generations

@@ -26,8 +26,22 @@ extension HTTPHeaders {
 
     /// Header names are compared with many candidates on every request: the length check (O(1) for native
     /// strings) rules out nearly all of them before any byte is compared.
+    ///
+    /// The bytes are compared through the strings' contiguous UTF-8 (native and small strings have it), not
+    /// through `UTF8View` iteration, which checks the string's representation at every step.
     static func equalsIgnoringCase(_ a: String, _ b: String) -> Bool {
         guard a.utf8.count == b.utf8.count else { return false }
+        let contiguous = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                for index in left.indices where Self.lower(left[index]) != Self.lower(right[index]) {
+                    return false
+                }
+                return true
+            }
+        }
+        if let contiguous = contiguous, let equal = contiguous {
+            return equal
+        }
         return a.utf8.elementsEqual(b.utf8) { Self.lower($0) == Self.lower($1) }
     }
 

@@ -153,6 +153,19 @@ import TokengateTokens
         #expect(try self.output(channel).hasPrefix("HTTP/1.1 401"))
     }
 
+    @Test func theIdleTimeoutClosesAQuietConnectionAndEveryReadRestartsIt() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(channel.isActive, "the default idle timeout is 60 s")
+        try self.send(channel, "GET /api/a HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try self.output(channel).hasPrefix("HTTP/1.1 401"))
+        channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(channel.isActive, "the request restarted the idle period")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(!channel.isActive, "60 s without a byte from the client")
+    }
+
     @Test func anIdleConnectionIsClosed() throws {
         let (channel, _, cleanup) = try self.makeChannel()
         defer { cleanup(); _ = try? channel.finish() }

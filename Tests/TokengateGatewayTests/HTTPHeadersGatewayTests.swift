@@ -1,0 +1,32 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import Testing
+
+@testable import TokengateGateway
+
+@Suite struct HTTPHeadersGatewayTests {
+    @Test(arguments: [
+        ("Content-Length", "content-length", true),
+        ("CONTENT-LENGTH", "content-length", true),
+        ("content-length", "content-lengtH", true),
+        ("content-length", "content-lengti", false),
+        ("content-length", "content-length ", false),
+        ("", "", true),
+        // Only ASCII letters fold: other bytes must match exactly.
+        ("x-é", "X-É", false),
+        ("x-é", "X-é", true),
+        ("a[", "A{", false),
+        ("x-a-rather-long-field-name-beyond-small-strings", "X-A-Rather-Long-Field-Name-Beyond-Small-Strings", true),
+        ("x-a-rather-long-field-name-beyond-small-strings", "X-A-Rather-Long-Field-Name-Beyond-Small-Stringz", false),
+    ])
+    func namesCompareIgnoringASCIICaseOnly(_ a: String, _ b: String, _ equal: Bool) {
+        #expect(HTTPHeaders.equalsIgnoringCase(a, b) == equal)
+        #expect(HTTPHeaders.equalsIgnoringCase(b, a) == equal)
+        // A string sliced out of a larger one compares the same.
+        let sliced = String(("<" + a + ">").dropFirst().dropLast())
+        #expect(HTTPHeaders.equalsIgnoringCase(sliced, b) == equal)
+    }
+}
