@@ -50,7 +50,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var routeIndex: Int?
     private var upstreamSentAt: NIODeadline?
     private var upstreamIndex = 0
-    private var upstreamHead: HTTPRequestHead?
+    private var upstreamHead: UpstreamRequestHead?
     private var identity: VerifiedToken?
     /// Request body parts received while no upstream connection was ready yet.
     private var queued: [HTTPServerRequestPart] = []
@@ -61,7 +61,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// retry can send it again.
     private var replayableBody: ByteBuffer?
     private var responseStarted = false
-    private var upstreamKeepAlive = true
     private var status: HTTPResponseStatus?
     /// Runs while the client is not writable during forwarding (see ``armStallTimer()``).
     private var stallTimer: Scheduled<Void>?
@@ -165,7 +164,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case .forwarding(let connection):
             if self.countBody(buffer) { return }
             self.replayableBody = nil
-            connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
+            connection.handler.sendBody(buffer)
         case .answerPending, .answered, .finished:
             break
         }
@@ -184,7 +183,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             // end go upstream in one write.
             // Request trailers are not forwarded: they would carry fields (identity, forwarding) past the
             // rewriter, and backends that fold trailers into headers would believe them.
-            connection.channel.write(HTTPClientRequestPart.end(nil), promise: nil)
+            connection.handler.sendEnd()
             self.startResponseTimer()
         case .answered:
             self.state = .finished
@@ -197,7 +196,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// The client side finished a read batch: a good moment to push the body upstream.
     func clientReadComplete() {
         if case .forwarding(let connection) = self.state {
-            connection.channel.flush()
+            connection.handler.flush()
         }
     }
 
@@ -341,17 +340,24 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 }
             }
             self.identity = identity
-            self.upstreamHead = RequestRewriter.upstreamHead(
-                from: self.head,
-                identity: identity,
-                strip: strip,
-                newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
-                forwarding: .init(
-                    clientAddress: self.forwardedFor,
-                    requestID: self.requestID,
-                    scheme: "https"
+            guard
+                let upstreamHead = RequestRewriter.upstreamHead(
+                    from: self.head,
+                    identity: identity,
+                    strip: strip,
+                    newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
+                    forwarding: .init(
+                        clientAddress: self.forwardedFor,
+                        requestID: self.requestID,
+                        scheme: "https"
+                    ),
+                    allocator: self.client.allocator
                 )
-            )
+            else {
+                self.answer(.malformedHTTP("a header field value holds a line break or a NUL byte"))
+                return
+            }
+            self.upstreamHead = upstreamHead
             if body != nil {
                 self.replayableBody = newBody ?? body
             } else if !TokenExtractor.hasBody(self.head.headers) {
@@ -480,28 +486,26 @@ extension ProxyExchange {
         self.queued = []
         self.state = .forwarding(connection)
         self.sendContinueIfExpected()
-        connection.channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        connection.handler.send(head)
         self.upstreamSentAt = .now()
         if let body = self.replayableBody, self.requestEnded {
-            if body.readableBytes > 0 {
-                connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(body)), promise: nil)
-            }
+            connection.handler.sendBody(body)
             if queued.isEmpty {
-                connection.channel.write(HTTPClientRequestPart.end(nil), promise: nil)
+                connection.handler.sendEnd()
             }
         }
         for part in queued {
             switch part {
             case .head: preconditionFailure("a queued request part was a head")
-            case .body(let buffer): connection.channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
-            case .end(let trailers): connection.channel.write(HTTPClientRequestPart.end(trailers), promise: nil)
+            case .body(let buffer): connection.handler.sendBody(buffer)
+            case .end: connection.handler.sendEnd()
             }
         }
         // A request without a body whose end has not been read yet is about to get it in this same read
         // batch (the common keep-alive GET): leave the flush to ``clientReadComplete()`` so the head and the
         // end leave in one write. Anything else goes out now.
         if self.requestEnded || TokenExtractor.hasBody(self.head.headers) {
-            connection.channel.flush()
+            connection.handler.flush()
         }
         if self.requestEnded {
             self.startResponseTimer()
@@ -553,14 +557,13 @@ extension ProxyExchange {
             }
             self.responseStarted = true
             self.status = head.status
-            self.upstreamKeepAlive = head.isKeepAlive
             self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse)
         case .body(let buffer):
             self.client.write(.body(.byteBuffer(buffer)))
         case .end(let trailers):
             // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
             // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
-            self.release(connection, reusable: self.requestEnded && self.upstreamKeepAlive)
+            self.release(connection, reusable: self.requestEnded && connection.handler.keepsConnection)
             self.cancelStallTimer()
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")
@@ -588,15 +591,17 @@ extension ProxyExchange {
         }
         // A reused connection the backend had closed while idle: nothing of the response arrived, and with
         // the whole request still at hand it is safe to send again on a fresh connection.
-        if connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method),
-            !(error is HTTPParserError)
-        {
+        let malformed = error is HTTP1ResponseParser.Failure
+        if connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method), !malformed {
             self.state = .awaitingUpstream
             self.connectUpstream()
             return
         }
+        if malformed {
+            self.logger.warning("upstream sent a malformed response", metadata: ["request_id": "\(self.requestID)", "error": "\(error)"])
+        }
         self.answer(
-            error is HTTPParserError
+            malformed
                 ? .badGateway("the backend sent a malformed response", reason: UpstreamError.malformedResponse.code)
                 : .badGateway("the backend closed the connection", reason: UpstreamError.connectionClosed.code)
         )

@@ -159,7 +159,7 @@ final class UpstreamPool {
                             TLSHandler(context: tlsContext, serverHostname: target.host, logger: logger)
                         )
                     }
-                    try sync.addHTTPClientHandlers(leftOverBytesStrategy: .dropBytes)
+                    // The HTTP/1.1 codec is the last handler itself (no NIOHTTP1 client handlers).
                     try sync.addHandler(UpstreamResponseHandler())
                 }
             }

@@ -5,15 +5,22 @@
 import NIOCore
 import NIOHTTP1
 
-/// The last handler of an upstream connection's pipeline: hands response parts to the exchange that
-/// uses the connection, and holds `read()` back while that exchange's client cannot take more bytes.
+/// The HTTP/1.1 codec of an upstream connection, and its last handler: writes the request an exchange
+/// sends (a head serialized by ``RequestRewriter``, body parts framed here), reads the response with
+/// ``HTTP1ResponseParser`` and hands its parts to that exchange, and holds `read()` back while the
+/// exchange's client cannot take more bytes.
+///
+/// One handler instead of NIO's client codec (request encoder, outbound header validator, response
+/// decoder): a request's head and end used to cross three handlers as separate `NIOAny` parts, and the
+/// decoder learned the request's method by watching them go past. The exchange calls ``send(_:)``,
+/// ``sendBody(_:)`` and ``sendEnd()`` directly; each is one write of bytes.
 ///
 /// Holding reads is the response half of the proxy's backpressure (the GlueHandler pattern of
 /// swift-nio-examples): the backend's bytes wait in the kernel, not in the gateway's memory.
 final class UpstreamResponseHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = HTTPClientRequestPart
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// The exchange using the connection; `nil` while the connection is idle in the pool.
     weak var receiver: (any UpstreamResponseReceiver)?
@@ -21,17 +28,102 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     var onClose: (() -> Void)?
     private var readingPaused = false
     private var pendingRead = false
+    private var parser = HTTP1ResponseParser()
+    private var context: ChannelHandlerContext?
+    /// The body of the request being sent goes as chunks.
+    private var chunkedRequest = false
+    /// Bytes came after the end of a response, in the same read: the backend sent more than it was asked
+    /// for, so the connection is never given to another exchange.
+    private(set) var desynchronized = false
 
     init() {}
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = self.unwrapInboundIn(data)
-        guard let receiver = self.receiver else {
-            // Bytes on an idle connection: the backend broke the protocol. It can never be reused.
+    /// Whether the connection may serve another request after the response just read.
+    var keepsConnection: Bool { self.parser.keepsConnection && !self.desynchronized }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: The request, from the exchange.
+
+    /// Writes a request head (not flushed). The response read next is this request's.
+    func send(_ head: UpstreamRequestHead) {
+        guard let context = self.context else { return }
+        guard self.parser.isIdle else {
+            // A connection handed out while a response was still due (never expected): closing it fails the
+            // exchange over to a fresh connection instead of pairing it with the wrong response.
             context.close(promise: nil)
             return
         }
-        receiver.upstreamReceived(part)
+        self.parser.requestSent(method: head.method)
+        self.chunkedRequest = head.chunked
+        context.write(self.wrapOutboundOut(head.bytes), promise: nil)
+    }
+
+    /// Writes a body part (not flushed), as a chunk when the head said so.
+    func sendBody(_ body: ByteBuffer) {
+        guard let context = self.context, body.readableBytes > 0 else { return }  // An empty chunk would end the body.
+        guard self.chunkedRequest else {
+            context.write(self.wrapOutboundOut(body), promise: nil)
+            return
+        }
+        var framed = context.channel.allocator.buffer(capacity: min(body.readableBytes, Self.copyLimit) + 24)
+        framed.writeString(String(body.readableBytes, radix: 16))
+        framed.writeStaticString("\r\n")
+        if body.readableBytes <= Self.copyLimit {
+            framed.writeImmutableBuffer(body)
+            framed.writeStaticString("\r\n")
+            context.write(self.wrapOutboundOut(framed), promise: nil)
+        } else {
+            // A large part is not copied: size line, the part, then its CRLF.
+            context.write(self.wrapOutboundOut(framed), promise: nil)
+            context.write(self.wrapOutboundOut(body), promise: nil)
+            context.write(self.wrapOutboundOut(ByteBuffer(string: "\r\n")), promise: nil)
+        }
+    }
+
+    /// Chunks up to this size are copied into one buffer with their framing.
+    static let copyLimit = 4096
+
+    /// Ends the request body (the last chunk; nothing for a body of known length). Client trailers are never
+    /// forwarded: they would carry fields past the rewriter.
+    func sendEnd() {
+        guard let context = self.context, self.chunkedRequest else { return }
+        self.chunkedRequest = false
+        context.write(self.wrapOutboundOut(ByteBuffer(string: "0\r\n\r\n")), promise: nil)
+    }
+
+    func flush() {
+        self.context?.flush()
+    }
+
+    // MARK: The response.
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = self.unwrapInboundIn(data)
+        do {
+            while let part = try self.parser.next(from: &buffer) {
+                if case .end = part, buffer.readableBytes > 0 {
+                    self.desynchronized = true  // Before the exchange sees the end and releases the connection.
+                }
+                guard let receiver = self.receiver else {
+                    // A response with no exchange waiting for it: the connection can never be reused.
+                    context.close(promise: nil)
+                    return
+                }
+                receiver.upstreamReceived(part)
+            }
+        } catch {
+            let receiver = self.receiver
+            self.receiver = nil
+            receiver?.upstreamFailed(error)
+            context.close(promise: nil)
+        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -39,6 +131,12 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // A body that runs until the close ends here; anything else unfinished is a failure.
+        do {
+            if let end = try self.parser.connectionClosed() {
+                self.receiver?.upstreamReceived(end)
+            }
+        } catch {}
         let receiver = self.receiver
         self.receiver = nil
         receiver?.upstreamFailed(UpstreamError.connectionClosed)

@@ -528,6 +528,27 @@ struct GatewayIntegrationTests {
         }
     }
 
+    /// A body of unknown length (chunked over HTTP/1.1, DATA without content-length over HTTP/2) goes to the
+    /// backend chunked, small parts framed in one buffer and large ones passed on as they are.
+    @Test func anUploadOfUnknownLengthReachesTheBackendWhole() async throws {
+        try await self.withGateway { gateway in
+            let file = gateway.directory + "/upload.bin"
+            let size = 3 * 1024 * 1024 + 17
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 0x63, count: size)))
+            for version in ["--http1.1", "--http2"] {
+                let result = try self.curl(
+                    gateway,
+                    [version, "-H", "Transfer-Encoding: chunked", "-H", "Content-Type: application/octet-stream", "--data-binary", "@\(file)", "\(gateway.baseURL)/upload"]
+                )
+                #expect(result.status == 200, "\(version) \(result.stderr)")
+                let echo = try #require(try JSONSerialization.jsonObject(with: Data(result.body.utf8)) as? [String: Any])
+                #expect(echo["body_bytes"] as? Int == size, "\(version)")
+                let headers = echo["headers"] as? [[String]] ?? []
+                #expect(headers.contains(["transfer-encoding", "chunked"]), "\(version): \(headers)")
+            }
+        }
+    }
+
     @Test func expect100ContinueIsAnsweredByTheGatewayOnlyWhenItWantsTheBody() async throws {
         try await self.withGateway { gateway in
             let token = try gateway.mint("alice")

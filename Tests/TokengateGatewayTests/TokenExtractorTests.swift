@@ -2,9 +2,12 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 import TokengateConfig
+import TokengateTokens
 
 @testable import TokengateGateway
 
@@ -183,7 +186,7 @@ import TokengateConfig
         #expect(answer.jsonBody == "{\"error\":\"invalid_token\",\"error_description\":\"the token has expired\"}")
     }
 
-    @Test func theRewriterDropsSpoofedIdentityAndHopByHopHeaders() {
+    @Test func theRewriterDropsSpoofedIdentityAndHopByHopHeaders() throws {
         let head = HTTPRequestHead(
             version: .http1_1,
             method: .GET,
@@ -194,23 +197,58 @@ import TokengateConfig
                 ("X-Forwarded-For", "6.6.6.6"), ("Accept", "*/*"),
             ])
         )
-        let upstream = RequestRewriter.upstreamHead(
-            from: head,
-            identity: nil,
-            strip: .authorization,
-            newBodyLength: nil,
-            forwarding: .init(clientAddress: "127.0.0.1", requestID: "id1", scheme: "https")
+        let upstream = try #require(
+            RequestRewriter.upstreamHead(
+                from: head,
+                identity: nil,
+                strip: .authorization,
+                newBodyLength: nil,
+                forwarding: .init(clientAddress: "127.0.0.1", requestID: "id1", scheme: "https"),
+                allocator: ByteBufferAllocator()
+            )
         )
-        #expect(upstream.headers["x-tokengate-user"].isEmpty)
-        #expect(upstream.headers["authorization"].isEmpty)
-        #expect(upstream.headers["x-secret"].isEmpty)
-        #expect(upstream.headers["keep-alive"].isEmpty)
-        #expect(upstream.headers["connection"].isEmpty)
-        #expect(upstream.headers["x-forwarded-for"] == ["127.0.0.1"])
-        #expect(upstream.headers["x-forwarded-host"] == ["api.example"])
-        #expect(upstream.headers["x-forwarded-proto"] == ["https"])
-        #expect(upstream.headers["x-request-id"] == ["id1"])
-        #expect(upstream.headers["accept"] == ["*/*"])
+        let text = String(buffer: upstream.bytes)
+        #expect(text.hasPrefix("GET /x HTTP/1.1\r\n") && text.hasSuffix("\r\n\r\n"), "\(text)")
+        let fields = HTTPHeaders(
+            text.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }.map { line in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                return (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces))
+            }
+        )
+        #expect(fields["x-tokengate-user"].isEmpty)
+        #expect(fields["authorization"].isEmpty)
+        #expect(fields["x-secret"].isEmpty)
+        #expect(fields["keep-alive"].isEmpty)
+        #expect(fields["connection"].isEmpty)
+        #expect(fields["x-forwarded-for"] == ["127.0.0.1"])
+        #expect(fields["x-forwarded-host"] == ["api.example"])
+        #expect(fields["x-forwarded-proto"] == ["https"])
+        #expect(fields["x-request-id"] == ["id1"])
+        #expect(fields["accept"] == ["*/*"])
+        #expect(fields["host"] == ["api.example"])
+        #expect(!upstream.chunked)
+    }
+
+    @Test func aHeadWhoseValuesCouldEndALineIsNeverSerialized() throws {
+        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"])
+        let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "id", scheme: "https")
+        let chunked = try #require(
+            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding, allocator: ByteBufferAllocator())
+        )
+        #expect(chunked.chunked && String(buffer: chunked.bytes).contains("transfer-encoding: chunked\r\n"))
+        for subject in ["alice\r\nx-tokengate-user: admin", "alice\nx", "alice\u{0}"] {
+            let identity = VerifiedToken(subject: subject, kind: .api, issuedAt: 1, keyID: nil, expiresAt: nil)
+            #expect(
+                RequestRewriter.upstreamHead(
+                    from: head,
+                    identity: identity,
+                    strip: nil,
+                    newBodyLength: nil,
+                    forwarding: forwarding,
+                    allocator: ByteBufferAllocator()
+                ) == nil
+            )
+        }
     }
 
     @Test func theResponseRewriterDropsWhatTheBackendsConnectionHeaderNames() {

@@ -1,0 +1,284 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+
+@testable import TokengateGateway
+
+/// The upstream response parser: a pooled connection serves many users in turn, so where a response ends
+/// must never be in doubt. Checked against NIO's llhttp-based decoder (which it replaced) on generated and
+/// mutated responses — whenever both accept, they must agree on every part — and on every way of being
+/// ambiguous, which it must refuse.
+@Suite struct HTTP1ResponseParserTests {
+    /// What a parse produced: the parts, flattened for comparison.
+    struct Outcome: Equatable, CustomStringConvertible {
+        var heads: [String] = []
+        var body: [UInt8] = []
+        var ends: [String] = []
+        var failure: String?
+        var description: String { "heads \(self.heads) body \(self.body.count) bytes ends \(self.ends) failure \(self.failure ?? "-")" }
+
+        mutating func record(_ part: HTTPClientResponsePart) {
+            switch part {
+            case .head(let head):
+                self.heads.append("\(head.status.code) " + head.headers.map { "\($0.name)=\($0.value)" }.joined(separator: ";"))
+            case .body(let buffer):
+                self.body += buffer.readableBytesView
+            case .end(let trailers):
+                // llhttp keeps a trailer value's trailing whitespace, which is not part of the value (RFC 9110
+                // §5.5); compared without it.
+                self.ends.append(
+                    trailers.map { $0.map { "\($0.name)=\($0.value.trimmingSuffix(while: { $0 == " " || $0 == "\t" }))" }.joined(separator: ";") } ?? ""
+                )
+            }
+        }
+    }
+
+    /// Feeds `chunks` to a fresh parser after one request with `method`, then closes when `close` says so.
+    private func parse(_ chunks: [[UInt8]], method: HTTPMethod = .GET, close: Bool = false) -> (Outcome, HTTP1ResponseParser) {
+        var parser = HTTP1ResponseParser()
+        var outcome = Outcome()
+        parser.requestSent(method: method)
+        do {
+            for chunk in chunks {
+                var buffer = ByteBuffer(bytes: chunk)
+                while let part = try parser.next(from: &buffer) {
+                    outcome.record(part)
+                }
+                #expect(buffer.readableBytes == 0, "a parser consumes every byte it is given or fails")
+            }
+            if close, let part = try parser.connectionClosed() {
+                outcome.record(part)
+            }
+        } catch {
+            outcome.failure = "\(error)"
+        }
+        return (outcome, parser)
+    }
+
+    private func parse(_ text: String, method: HTTPMethod = .GET, close: Bool = false) -> Outcome {
+        self.parse([Array(text.utf8)], method: method, close: close).0
+    }
+
+    /// What NIO's HTTPResponseDecoder makes of the same bytes (it learns the method from the request write).
+    private func parsedByNIO(_ bytes: [UInt8], method: HTTPMethod = .GET, close: Bool = false) -> Outcome {
+        let channel = EmbeddedChannel(handler: ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes)))
+        var outcome = Outcome()
+        do {
+            try channel.writeOutbound(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: method, uri: "/")))
+            try channel.writeInbound(ByteBuffer(bytes: bytes))
+            if close {
+                _ = try channel.finish()
+            }
+        } catch {
+            outcome.failure = "\(error)"
+        }
+        while let part = try? channel.readInbound(as: HTTPClientResponsePart.self) {
+            outcome.record(part)
+        }
+        _ = try? channel.finish()
+        return outcome
+    }
+
+    // MARK: Framing.
+
+    @Test func aResponseWithALengthEndsExactlyThere() {
+        let outcome = self.parse("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(outcome.heads == ["200 Content-Type=text/plain;Content-Length=5"])
+        #expect(outcome.body == Array("hello".utf8) && outcome.ends == [""] && outcome.failure == nil)
+    }
+
+    @Test func aChunkedBodyWithExtensionsAndTrailers() {
+        let outcome = self.parse(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;name=value\r\nhello\r\n1 ;x;q=\"a \\\"b\\\"\"\r\n!\r\n0\r\nX-Sum: 6\r\n\r\n"
+        )
+        #expect(outcome.body == Array("hello!".utf8) && outcome.ends == ["X-Sum=6"] && outcome.failure == nil, "\(outcome)")
+    }
+
+    @Test func noBodyAfterHEADOr204Or304WhateverTheFieldsSay() {
+        for (text, method) in [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", HTTPMethod.HEAD),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", .HEAD),
+            ("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", .GET),
+            ("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", .GET),
+        ] {
+            let (outcome, parser) = self.parse([Array(text.utf8)], method: method)
+            #expect(outcome.ends == [""] && outcome.body.isEmpty && outcome.failure == nil, "\(text): \(outcome)")
+            #expect(parser.isIdle && parser.keepsConnection)
+        }
+    }
+
+    @Test func interimResponsesAreDroppedAndTheFinalOneRead() {
+        let outcome = self.parse("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")
+        #expect(outcome.heads == ["200 Content-Length=1"] && outcome.body == [UInt8(ascii: "x")], "\(outcome)")
+    }
+
+    @Test func aBodyWithoutLengthRunsUntilTheCloseAndTheConnectionIsNotReused() {
+        let (outcome, parser) = self.parse([Array("HTTP/1.1 200 OK\r\n\r\nabc".utf8), Array("def".utf8)], close: true)
+        #expect(outcome.body == Array("abcdef".utf8) && outcome.ends == [""] && outcome.failure == nil)
+        #expect(!parser.keepsConnection)
+        let http10 = self.parse([Array("HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
+        #expect(!http10.keepsConnection, "HTTP/1.0 without keep-alive closes")
+        let close = self.parse([Array("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
+        #expect(!close.keepsConnection)
+    }
+
+    @Test func aResponseCutShortByTheCloseIsAFailure() {
+        for text in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+            "HTTP/1.1 200 OK\r\nContent-Le",
+        ] {
+            #expect(self.parse(text, close: true).failure == "\(HTTP1ResponseParser.Failure.truncated)", "\(text)")
+        }
+    }
+
+    @Test func bytesAfterTheResponseOrWithNoRequestOutstandingAreRefused() throws {
+        let (outcome, _) = self.parse([Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1 200 OK\r\n\r\n".utf8)])
+        #expect(outcome.ends == [""], "the first response is complete")
+        #expect(outcome.failure == "\(HTTP1ResponseParser.Failure.unsolicited)")
+        var idle = HTTP1ResponseParser()
+        var stray = ByteBuffer(string: "x")
+        #expect(throws: HTTP1ResponseParser.Failure.unsolicited) { try idle.next(from: &stray) }
+    }
+
+    @Test(arguments: [
+        ("both framings", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("a coding other than chunked", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
+        ("a coding other than chunked, alone", "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc"),
+        ("two Transfer-Encodings", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("two lengths", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc"),
+        ("a length list", "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\n\r\nabc"),
+        ("a signed length", "HTTP/1.1 200 OK\r\nContent-Length: +3\r\n\r\nabc"),
+        ("a huge length", "HTTP/1.1 200 OK\r\nContent-Length: 9999999999999999999\r\n\r\nabc"),
+        ("obs-fold", "HTTP/1.1 200 OK\r\nX-A: one\r\n two\r\nContent-Length: 0\r\n\r\n"),
+        ("space before the colon", "HTTP/1.1 200 OK\r\nContent-Length : 3\r\n\r\nabc"),
+        ("a bare LF", "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n"),
+        ("a bare CR", "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n"),
+        ("a NUL in a value", "HTTP/1.1 200 OK\r\nX-A: a\u{0}b\r\nContent-Length: 0\r\n\r\n"),
+        ("a control byte in a value", "HTTP/1.1 200 OK\r\nX-A: a\u{1}b\r\nContent-Length: 0\r\n\r\n"),
+        ("no colon", "HTTP/1.1 200 OK\r\nX-A\r\nContent-Length: 0\r\n\r\n"),
+        ("101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"),
+        ("HTTP/2 status line", "HTTP/2 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        ("a short status", "HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n"),
+        ("a chunk size that overflows", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n"),
+        ("a chunk size that is not hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n"),
+        ("a negative chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n"),
+        ("chunk data longer than its size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n"),
+        ("a bare LF after chunk data", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n0\r\n\r\n"),
+        ("a bad trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX A: 1\r\n\r\n"),
+    ])
+    func everyAmbiguityIsRefused(_ name: String, _ text: String) {
+        let bytes = Array(text.utf8)
+        #expect(self.parse(text).failure != nil, "\(name)")
+        // Also when the bytes come one at a time.
+        #expect(self.parse(bytes.map { [$0] }).0.failure != nil, "\(name), byte by byte")
+    }
+
+    @Test func overLongHeadsAndChunkLinesAreRefusedBeforeTheyAreBuffered() {
+        let longValue = String(repeating: "a", count: 90 * 1024)
+        #expect(self.parse("HTTP/1.1 200 OK\r\nX-A: \(longValue)\r\n\r\n").failure?.contains("too large") == true)
+        let (dribbled, _) = self.parse([Array("HTTP/1.1 200 OK\r\nX-A: ".utf8)] + Array(repeating: Array(repeating: UInt8(ascii: "a"), count: 4096), count: 30))
+        #expect(dribbled.failure?.contains("too large") == true)
+        let longExtension = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;" + String(repeating: "x", count: 5000) + "\r\na\r\n0\r\n\r\n"
+        #expect(self.parse(longExtension).failure?.contains("too large") == true)
+    }
+
+    // MARK: The same answer however the bytes are split, and the same as NIO's decoder.
+
+    static let valid: [String] = [
+        "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Mon, 23 Nov 2026 16:00:00 GMT\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n3;a=b\r\nabc\r\n0\r\nX-Trailer: t\r\nX-Other:   spaced   \r\n\r\n",
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 599 \r\nX-Empty:\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 201 Created Here\r\nSet-Cookie: a=b; Path=/\r\nSet-Cookie: c=d\r\nContent-Length: 1\r\n\r\nz",
+        "HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nabc",
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi",
+        "HTTP/1.1 200 OK\r\nX-Obs: caf\u{e9}\r\nContent-Length: 1\r\n\r\n!",
+    ]
+
+    @Test(arguments: Self.valid)
+    func everySplitGivesTheSameParts(_ text: String) {
+        let bytes = Array(text.utf8)
+        let whole = self.parse([bytes]).0
+        #expect(whole.failure == nil, "\(whole)")
+        for split in 1..<bytes.count {
+            let parts = self.parse([Array(bytes[..<split]), Array(bytes[split...])]).0
+            #expect(parts == whole, "split at \(split)")
+        }
+        #expect(self.parse(bytes.map { [$0] }).0 == whole, "byte by byte")
+        let nio = self.parsedByNIO(bytes)
+        #expect(nio.failure == nil && nio.heads.count == 1 && nio.body == whole.body && nio.ends == whole.ends, "NIO: \(nio) ours: \(whole)")
+    }
+
+    /// Generated responses, then the same with one byte changed: whenever both parsers accept a response they
+    /// agree on its status, fields, body and trailers — a byte the parser gets wrong would show as a
+    /// difference here, not as a user seeing another user's response.
+    @Test func agreesWithNIOsDecoderOnGeneratedAndMutatedResponses() {
+        var generator = SystemRandomNumberGenerator()
+        var bothAccepted = 0
+        var onlyNIOAccepted: [String] = []
+        for round in 0..<3000 {
+            var bytes = Self.generatedResponse(using: &generator)
+            if round % 2 == 1 {
+                let index = Int.random(in: 0..<bytes.count, using: &generator)
+                bytes[index] = [UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: "0"), 0, UInt8(ascii: "a"), 0x7F]
+                    .randomElement(using: &generator)!
+            }
+            let ours = self.parse([bytes], close: true).0
+            let nio = self.parsedByNIO(bytes, close: true)
+            if ours.failure == nil {
+                #expect(nio.failure == nil, "accepted what llhttp refuses: \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+                #expect(
+                    ours.heads.count == nio.heads.count && ours.body == nio.body && ours.ends == nio.ends,
+                    "\(String(decoding: bytes, as: UTF8.self).debugDescription): ours \(ours) NIO \(nio)"
+                )
+                bothAccepted += 1
+            } else if nio.failure == nil {
+                onlyNIOAccepted.append(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        #expect(bothAccepted > 1500, "the generator must mostly produce valid responses")
+        // Stricter than llhttp is fine (an ambiguity refused); but unmutated responses must all pass.
+        _ = onlyNIOAccepted
+    }
+
+    static func generatedResponse(using generator: inout SystemRandomNumberGenerator) -> [UInt8] {
+        let status = [200, 201, 202, 301, 400, 401, 403, 404, 500, 502, 503].randomElement(using: &generator)!
+        var text = "HTTP/1.1 \(status) Reason\r\n"
+        let tokenBytes = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_!#$%&'*+.^`|~".utf8)
+        for _ in 0..<Int.random(in: 0...6, using: &generator) {
+            let name = String(decoding: (0..<Int.random(in: 1...12, using: &generator)).map { _ in tokenBytes.randomElement(using: &generator)! }, as: UTF8.self)
+            if name.lowercased() == "content-length" || name.lowercased() == "transfer-encoding" || name.lowercased() == "connection" { continue }
+            let value = String(decoding: (0..<Int.random(in: 0...20, using: &generator)).map { _ in UInt8.random(in: 0x21...0x7E, using: &generator) }, as: UTF8.self)
+            text += "\(name): \(value)\r\n"
+        }
+        let body = String(decoding: (0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0x20...0x7E, using: &generator) }, as: UTF8.self)
+        if Bool.random(using: &generator) {
+            text += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+        } else {
+            text += "Transfer-Encoding: chunked\r\n\r\n"
+            var rest = Substring(body)
+            while !rest.isEmpty {
+                let size = min(rest.utf8.count, Int.random(in: 1...120, using: &generator))
+                let chunk = rest.prefix(size)
+                rest = rest.dropFirst(size)
+                text += String(chunk.utf8.count, radix: 16) + (Bool.random(using: &generator) ? ";ext=1" : "") + "\r\n" + chunk + "\r\n"
+            }
+            text += "0\r\n" + (Bool.random(using: &generator) ? "X-Trailer: done\r\n" : "") + "\r\n"
+        }
+        return Array(text.utf8)
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix(while predicate: (Character) -> Bool) -> Substring {
+        var end = self.endIndex
+        while end > self.startIndex, predicate(self[self.index(before: end)]) { end = self.index(before: end) }
+        return self[..<end]
+    }
+}

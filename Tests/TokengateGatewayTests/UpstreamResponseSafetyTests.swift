@@ -1,0 +1,176 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+
+/// A backend that answers each request head with bytes a test scripts, however wrong: for what the gateway
+/// does with responses a real server would not send.
+final class ScriptedBackend: Sendable {
+    /// What to send for the `index`-th request head the backend received (over all connections), and whether
+    /// to close the connection afterwards.
+    typealias Script = @Sendable (_ index: Int, _ head: String) -> (response: String, close: Bool)
+
+    let channel: any Channel
+    private let counters: NIOLockedValueBox<(requests: Int, connections: Int)>
+
+    var port: Int { self.channel.localAddress!.port! }
+    var requests: Int { self.counters.withLockedValue { $0.requests } }
+    var connections: Int { self.counters.withLockedValue { $0.connections } }
+
+    private init(channel: any Channel, counters: NIOLockedValueBox<(requests: Int, connections: Int)>) {
+        self.channel = channel
+        self.counters = counters
+    }
+
+    static func start(group: any EventLoopGroup, script: @escaping Script) async throws -> ScriptedBackend {
+        let counters = NIOLockedValueBox((requests: 0, connections: 0))
+        let channel = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                counters.withLockedValue { $0.connections += 1 }
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(Handler(counters: counters, script: script))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return ScriptedBackend(channel: channel, counters: counters)
+    }
+
+    func stop() async throws {
+        try await self.channel.close()
+    }
+
+    private final class Handler: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let counters: NIOLockedValueBox<(requests: Int, connections: Int)>
+        let script: Script
+        var received = ""
+
+        init(counters: NIOLockedValueBox<(requests: Int, connections: Int)>, script: @escaping Script) {
+            self.counters = counters
+            self.script = script
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            self.received += String(buffer: self.unwrapInboundIn(data))
+            // Bodiless requests only: a head is a request.
+            while let end = self.received.range(of: "\r\n\r\n") {
+                let head = String(self.received[..<end.lowerBound])
+                self.received = String(self.received[end.upperBound...])
+                let index = self.counters.withLockedValue {
+                    $0.requests += 1
+                    return $0.requests - 1
+                }
+                let (response, close) = self.script(index, head)
+                context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: response)), promise: nil)
+                if close {
+                    context.close(promise: nil)
+                    return
+                }
+            }
+        }
+    }
+}
+
+/// A pooled upstream connection serves many users in turn: whatever a backend sends, one client's request
+/// must never be answered with bytes meant for another, and a response the gateway cannot frame for sure is
+/// a 502, never a guess.
+@Suite struct UpstreamResponseSafetyTests {
+    private func withScriptedGateway(_ script: @escaping ScriptedBackend.Script, _ body: (GatewayHarness, ScriptedBackend) async throws -> Void) async throws {
+        let harness = GatewayHarness()
+        let backend = try await ScriptedBackend.start(group: harness.group, script: script)
+        do {
+            try await harness.start(upstreams: "  api: { targets: [ \"http://127.0.0.1:\(backend.port)\" ], connect_timeout: 1s, response_timeout: 2s }")
+            try await body(harness, backend)
+        } catch {
+            // The backend runs on the harness's event loops: it stops first.
+            try? await backend.stop()
+            await harness.stop()
+            throw error
+        }
+        try? await backend.stop()
+        await harness.stop()
+    }
+
+    @Test func bytesBeyondTheResponseNeverReachTheNextRequest() async throws {
+        let smuggled = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED"
+        try await self.withScriptedGateway({ index, _ in
+            // The first answer carries a second response behind it; every later answer is honest.
+            let honest = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nreq-\(index)\n"
+            return (index == 0 ? honest + smuggled : honest, false)
+        }) { gateway, backend in
+            let first = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
+            #expect(first.status == 200 && first.body == "req-0\n", "\(first.body)")
+            for _ in 0..<3 {
+                let next = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/b"], caFile: gateway.certificatePath)
+                #expect(next.status == 200 && !next.body.contains("SMUGGLED"), "\(next.body)")
+                #expect(next.body.hasPrefix("req-"))
+            }
+            #expect(backend.connections >= 2, "the desynchronized connection was not reused")
+        }
+        // Pipelined: the second request starts while the first response's read is still being handled, the
+        // moment the pooled connection would be handed on — it must not get the bytes behind the first answer.
+        try await self.withScriptedGateway({ index, _ in
+            let honest = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nreq-\(index)\n"
+            return (index == 0 ? honest + smuggled : honest, false)
+        }) { gateway, backend in
+            let output = try OpenSSLClient.exchange(
+                port: gateway.tlsPort,
+                send: "GET /pub/a HTTP/1.1\r\nHost: a\r\n\r\nGET /pub/b HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+            )
+            #expect(!output.contains("SMUGGLED"), "\(output)")
+            #expect(output.contains("req-0") && output.contains("req-1"), "\(output)")
+            #expect(backend.connections == 2)
+        }
+    }
+
+    @Test(arguments: [
+        ("both framings", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        ("two lengths", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\nabcde"),
+        ("obs-fold", "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 0\r\n\r\n"),
+        ("not HTTP", "SSH-2.0-OpenSSH_9.2\r\n\r\n"),
+    ])
+    func anAmbiguousResponseIsA502(_ name: String, _ response: String) async throws {
+        try await self.withScriptedGateway({ _, _ in (response, false) }) { gateway, _ in
+            let result = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
+            #expect(result.status == 502, "\(name): \(result.status) \(result.body)")
+            #expect(result.body.contains("malformed response"), "\(name): \(result.body)")
+            #expect(gateway.logLines.all.contains { $0.contains("upstream sent a malformed response") }, "\(name)")
+        }
+    }
+
+    @Test func aBodyThatRunsUntilTheCloseArrivesWholeAndTheConnectionIsNotReused() async throws {
+        let body = String(repeating: "0123456789", count: 5000)
+        try await self.withScriptedGateway({ index, _ in
+            ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n" + body + "-\(index)", true)
+        }) { gateway, backend in
+            for index in 0..<2 {
+                for version in ["--http1.1", "--http2"] {
+                    let result = try Curl.run([version, "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
+                    #expect(result.exitCode == 0 && result.status == 200, "\(version) \(result.stderr)")
+                    #expect(result.body.hasPrefix(body) && result.body.count == body.count + 2, "\(version) #\(index)")
+                }
+            }
+            #expect(backend.connections == 4)
+        }
+    }
+
+    @Test func aResponseToHEADHasNoBodyWhateverItsLengthSays() async throws {
+        try await self.withScriptedGateway({ index, head in
+            head.hasPrefix("HEAD")
+                ? ("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", false)
+                : ("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nget\(index)", false)
+        }) { gateway, backend in
+            let head = try Curl.run(["--http1.1", "-I", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
+            #expect(head.status == 200 && head.header("content-length") == "100")
+            let get = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
+            #expect(get.body == "get1", "the pooled connection is in step after the HEAD")
+            #expect(backend.connections == 1)
+        }
+    }
+}
