@@ -195,7 +195,6 @@ struct HTTP1ResponseParser {
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
         }
         let response = HTTPResponseHead(version: head.version, status: head.status, headers: head.headers)
-        self.keepsConnection = response.isKeepAlive
         try self.chooseFraming(response)
         return .some(response)
     }
@@ -206,8 +205,14 @@ struct HTTP1ResponseParser {
         var chunked = false
         var lengths = 0
         var length = 0
+        // RFC 9112 §9.3: HTTP/1.1 persists unless `close` is listed; HTTP/1.0 only if `keep-alive` is.
+        var close = false
+        var keepAlive = false
         for (name, value) in head.headers {
-            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
+            if HTTPHeaders.equalsIgnoringCase(name, "connection") {
+                close = close || HTTPHeaders.listContains(value, token: "close")
+                keepAlive = keepAlive || HTTPHeaders.listContains(value, token: "keep-alive")
+            } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
                 transferEncodings += 1
                 chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
             } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
@@ -218,6 +223,7 @@ struct HTTP1ResponseParser {
                 length = parsed
             }
         }
+        self.keepsConnection = !close && (head.version.minor >= 1 || keepAlive)
         let code = head.status.code
         if self.requestWasHEAD || code == 204 || code == 304 {
             // No body whatever the fields say (they describe what a GET would get).

@@ -140,7 +140,13 @@ enum RequestRewriter {
 
     /// No CR, LF or NUL: what NIO's outbound header validation refused, so a value cannot end its line.
     static func isSafeFieldValue(_ value: String) -> Bool {
-        !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
+        let contiguous = value.utf8.withContiguousStorageIfAvailable { bytes in
+            for byte in bytes where byte == 0x0D || byte == 0x0A || byte == 0 {
+                return false
+            }
+            return true
+        }
+        return contiguous ?? !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 
     /// Whether a client's field never reaches the backend whatever the route: hop-by-hop fields, `Expect`, the

@@ -125,6 +125,12 @@ import Testing
         #expect(!http10.keepsConnection, "HTTP/1.0 without keep-alive closes")
         let close = self.parse([Array("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
         #expect(!close.keepsConnection)
+        let listed = self.parse([Array("HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
+        #expect(!listed.keepsConnection)
+        let http10KeepAlive = self.parse([Array("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
+        #expect(http10KeepAlive.keepsConnection)
+        let plain = self.parse([Array("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
+        #expect(plain.keepsConnection)
     }
 
     @Test func aResponseCutShortByTheCloseIsAFailure() {

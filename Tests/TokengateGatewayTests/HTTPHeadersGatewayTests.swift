@@ -29,4 +29,13 @@ import Testing
         let sliced = String(("<" + a + ">").dropFirst().dropLast())
         #expect(HTTPHeaders.equalsIgnoringCase(sliced, b) == equal)
     }
+
+    @Test(arguments: [
+        ("close", true), ("Close", true), ("keep-alive, Close", true), (" close ", true), ("x,close,y", true),
+        ("x , close\t, y", true), ("closed", false), ("clos", false), ("", false), ("keep-alive", false),
+        ("c lose", false), ("close x", false), (",,", false),
+    ])
+    func connectionTokensAreFoundWithoutSplitting(_ value: String, _ found: Bool) {
+        #expect(HTTPHeaders.listContains(value, token: "close") == found, "\(value)")
+    }
 }
