@@ -295,12 +295,14 @@ struct HTTP1ResponseParser {
 
     /// Field lines from `start` up to the empty line that ends `block`: `token ":" OWS value OWS CRLF`.
     private static func fields(_ block: [UInt8], from start: Int, limits: Limits) throws(Failure) -> HTTPHeaders {
-        var headers = HTTPHeaders()
+        // Sized once: at most one field per line end after `start` (HTTPHeaders would grow its storage field by field).
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), limits.maxFields + 1))
         var position = start
         var count = 0
         while true {
             guard let end = Self.lineEnd(block, from: position) else { throw .malformed("a field line without CRLF") }
-            if end == position { return headers }  // The empty line.
+            if end == position { return HTTPHeaders(fields) }  // The empty line.
             count += 1
             guard count <= limits.maxFields else { throw .tooLarge("too many fields") }
             var colon = position
@@ -317,12 +319,19 @@ struct HTTP1ResponseParser {
                 let byte = block[index]
                 guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else { throw .malformed("control bytes in a field value") }
             }
-            headers.add(
-                name: String(decoding: block[position..<colon], as: UTF8.self),
-                value: String(decoding: block[valueStart..<valueEnd], as: UTF8.self)
+            fields.append(
+                (String(decoding: block[position..<colon], as: UTF8.self), String(decoding: block[valueStart..<valueEnd], as: UTF8.self))
             )
             position = end + 2
         }
+    }
+
+    private static func lineEnds(in block: [UInt8], from start: Int) -> Int {
+        var count = 0
+        for index in start..<block.count where block[index] == 0x0A {
+            count += 1
+        }
+        return count
     }
 
     /// RFC 9110 tchar.
