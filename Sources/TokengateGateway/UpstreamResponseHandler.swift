@@ -23,7 +23,13 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     /// The exchange using the connection; `nil` while the connection is idle in the pool.
-    weak var receiver: (any UpstreamResponseReceiver)?
+    ///
+    /// Strong, and cleared explicitly (the exchange's release, the pool, a failure or the close), as in the
+    /// GlueHandler pattern: a `weak` reference gave every exchange — one per request — a side table, a
+    /// heap allocation of its own after which all of its retains and releases took the runtime's slow path.
+    /// The reference cycle it forms (exchange → connection → handler → exchange) lasts exactly while the
+    /// exchange is forwarding on this connection; every way out of that state releases the connection.
+    var receiver: (any UpstreamResponseReceiver)?
     /// Called once when the channel goes inactive, so the pool forgets the connection.
     var onClose: (() -> Void)?
     private var readingPaused = false
