@@ -223,7 +223,8 @@ struct HTTP1ResponseParser {
                 length = parsed
             }
         }
-        self.keepsConnection = !close && (head.version.minor >= 1 || keepAlive)
+        // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing: close after it.
+        self.keepsConnection = !close && (head.version.minor >= 1 || keepAlive) && !(head.version.minor == 0 && transferEncodings > 0)
         let code = head.status.code
         if self.requestWasHEAD || code == 204 || code == 304 {
             // No body whatever the fields say (they describe what a GET would get).

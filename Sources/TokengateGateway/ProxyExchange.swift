@@ -216,8 +216,14 @@ final class ProxyExchange: UpstreamResponseReceiver {
         if isWritable {
             self.cancelStallTimer()
             connection.handler.resumeReading(channel: connection.channel)
+            if self.responseStarted {
+                self.startResponseTimer()
+            }
         } else {
             connection.handler.pauseReading()
+            // The gateway holds the backend's bytes back now: its silence is not the backend's fault. The stall
+            // timer takes over.
+            self.cancelResponseTimer()
             self.armStallTimer()
         }
     }
@@ -481,6 +487,8 @@ extension ProxyExchange {
         connection.handler.receiver = self
         if !self.client.isWritable {
             connection.handler.pauseReading()
+        } else {
+            connection.handler.resumeReading(channel: connection.channel)
         }
         let queued = self.queued
         self.queued = []
@@ -551,7 +559,10 @@ extension ProxyExchange {
             if head.status.code < 200 {
                 return  // 1xx from the backend: interim, not forwarded (100-continue is handled hop by hop).
             }
-            self.cancelResponseTimer()
+            // From here on the same timeout bounds the backend's silence between reads of the body (as nginx's
+            // `proxy_read_timeout` does): a backend that sends a head and stops would otherwise hold both
+            // connections for ever.
+            self.startResponseTimer()
             if let sent = self.upstreamSentAt {
                 self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((NIODeadline.now() - sent).nanoseconds)
             }
@@ -575,6 +586,9 @@ extension ProxyExchange {
     }
 
     func upstreamReadComplete() {
+        if self.responseStarted, case .forwarding = self.state, self.client.isWritable {
+            self.startResponseTimer()  // Moves the deadline; no task per read (``DeadlineTimer``).
+        }
         self.client.flush()
     }
 

@@ -107,13 +107,15 @@ enum RequestRewriter {
             field("cookie", remaining)
         }
         var sendsChunked = false
+        // A body of unknown length is chunked even if a length came with it (both are refused before this; the
+        // order here is defence in depth: a length next to chunked framing must never be believed).
         if let newBodyLength {
             field("content-length", String(newBodyLength))
-        } else if let clientLength {
-            field("content-length", clientLength)
         } else if chunked {
             field("transfer-encoding", "chunked")
             sendsChunked = true
+        } else if let clientLength {
+            field("content-length", clientLength)
         }
         if let identity {
             field("x-tokengate-user", identity.subject)

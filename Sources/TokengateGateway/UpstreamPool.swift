@@ -87,7 +87,7 @@ final class UpstreamPool {
     /// `close`, the exchange was aborted) is closed instead.
     func release(_ connection: UpstreamConnection, reusable: Bool) {
         self.eventLoop.preconditionInEventLoop()
-        connection.handler.receiver = nil
+        connection.handler.detach()
         guard reusable, connection.channel.isActive else {
             connection.responseTimer.cancel()
             connection.channel.close(promise: nil)
@@ -116,12 +116,21 @@ final class UpstreamPool {
     }
 
     private func takeIdle(_ index: Int) -> UpstreamConnection? {
-        // Most recently used first: it is the least likely to have been closed by the backend.
-        while let connection = self.idle[index].popLast() {
+        // Most recently used first: it is the least likely to have been closed by the backend. One still in
+        // the read batch that ended its last response is skipped (``UpstreamResponseHandler/isInReadBatch``).
+        var position = self.idle[index].count - 1
+        while position >= 0 {
+            let connection = self.idle[index][position]
+            if connection.channel.isActive, connection.handler.isInReadBatch {
+                position -= 1
+                continue
+            }
+            self.idle[index].remove(at: position)
             connection.idleTimer?.disarm()
             if connection.channel.isActive {
                 return connection
             }
+            position = min(position, self.idle[index].count) - 1
         }
         return nil
     }

@@ -47,6 +47,22 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     /// Whether the connection may serve another request after the response just read.
     var keepsConnection: Bool { self.parser.keepsConnection && !self.desynchronized }
 
+    /// Between a `channelRead` and its `channelReadComplete`: NIO may still deliver more of the bytes it read
+    /// in this batch (it reads again at once when a buffer came back full), so a response that just ended may
+    /// have bytes behind it that this handler has not seen yet. The pool does not hand out such a connection
+    /// (a pipelined next request would start inside this batch and read those bytes as its response).
+    private(set) var isInReadBatch = false
+
+    /// The connection goes back to the pool: no exchange, and reads flowing again (an exchange whose client
+    /// was not writable may have paused them; the next exchange must see its response, and an idle
+    /// connection must see the backend's close).
+    func detach() {
+        self.receiver = nil
+        if let context = self.context {
+            self.resumeReading(channel: context.channel)
+        }
+    }
+
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
     }
@@ -111,6 +127,7 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     // MARK: The response.
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.isInReadBatch = true
         var buffer = self.unwrapInboundIn(data)
         do {
             while let part = try self.parser.next(from: &buffer) {
@@ -133,6 +150,7 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        self.isInReadBatch = false
         self.receiver?.upstreamReadComplete()
     }
 

@@ -131,6 +131,11 @@ import Testing
         #expect(http10KeepAlive.keepsConnection)
         let plain = self.parse([Array("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx".utf8)]).1
         #expect(plain.keepsConnection)
+        // RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 is faulty framing, whatever Connection says.
+        let (http10Chunked, http10ChunkedParser) = self.parse(
+            [Array("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n".utf8)]
+        )
+        #expect(http10Chunked.body == Array("ok".utf8) && !http10ChunkedParser.keepsConnection)
     }
 
     @Test func aResponseCutShortByTheCloseIsAFailure() {

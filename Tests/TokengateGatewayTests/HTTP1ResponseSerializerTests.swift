@@ -123,6 +123,18 @@ import Testing
         )
     }
 
+    @Test func trailersThatWouldReframeOrManageTheConnectionAreDropped() {
+        var serializer = HTTP1ResponseSerializer()
+        var buffer = ByteBuffer()
+        serializer.writeHead(HTTPResponseHead(version: .http1_1, status: .ok), requestMethod: .GET, into: &buffer)
+        buffer.clear()
+        serializer.writeEnd(
+            ["Content-Length": "5", "x-checksum": "1", "Transfer-Encoding": "chunked", "Connection": "close", "Keep-Alive": "1", "Host": "h"],
+            into: &buffer
+        )
+        #expect(String(buffer: buffer) == "0\r\nx-checksum: 1\r\n\r\n")
+    }
+
     @Test func theBackendsHeadIsRewrittenInTheSamePass() {
         let head = HTTPResponseHead(
             version: .http1_1,

@@ -2,11 +2,17 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import CoreMetrics
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOEmbedded
+import NIOHTTP1
 import NIOPosix
 import Testing
+
+@testable import TokengateGateway
 
 /// A backend that answers each request head with bytes a test scripts, however wrong: for what the gateway
 /// does with responses a real server would not send.
@@ -160,6 +166,21 @@ final class ScriptedBackend: Sendable {
         }
     }
 
+    /// A backend that sends a head and part of the body, then nothing (without closing): the response timeout
+    /// bounds its silence between reads too, so neither connection is held for ever.
+    @Test func aBackendThatFallsSilentMidBodyIsCutOffAfterTheResponseTimeout() async throws {
+        try await self.withScriptedGateway({ _, _ in
+            ("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b", false)
+        }) { gateway, _ in
+            let start = ContinuousClock.now
+            let result = try Curl.run(["--http1.1", "--max-time", "15", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath, timeout: 20)
+            let elapsed = ContinuousClock.now - start
+            #expect(result.status == 200 && result.exitCode != 0, "the client sees a cut-off response, never a clean end")
+            #expect(elapsed >= .milliseconds(1500) && elapsed < .seconds(8), "response_timeout is 2 s in the harness: \(elapsed)")
+            #expect(gateway.logLines.all.contains { $0.contains("upstream_timeout") }, "the access log says why")
+        }
+    }
+
     @Test func aResponseToHEADHasNoBodyWhateverItsLengthSays() async throws {
         try await self.withScriptedGateway({ index, head in
             head.hasPrefix("HEAD")
@@ -172,5 +193,123 @@ final class ScriptedBackend: Sendable {
             #expect(get.body == "get1", "the pooled connection is in step after the HEAD")
             #expect(backend.connections == 1)
         }
+    }
+}
+
+/// The upstream handler and the pool between two exchanges, on an EmbeddedChannel: what the next exchange on
+/// a pooled connection inherits from the previous one.
+@Suite struct UpstreamConnectionReuseTests {
+    final class Recorder: UpstreamResponseReceiver {
+        var parts: [String] = []
+        var onEnd: (() -> Void)?
+        func upstreamReceived(_ part: HTTPClientResponsePart) {
+            switch part {
+            case .head(let head): self.parts.append("head \(head.status.code)")
+            case .body(let body): self.parts.append("body \(String(buffer: body))")
+            case .end:
+                self.parts.append("end")
+                self.onEnd?()
+            }
+        }
+        func upstreamReadComplete() {}
+        func upstreamFailed(_ error: any Error) { self.parts.append("failed") }
+        func upstreamWritabilityChanged(isWritable: Bool) {}
+        func upstreamTimedOut() {}
+    }
+
+    final class ReadCounter: ChannelOutboundHandler {
+        typealias OutboundIn = ByteBuffer
+        var reads = 0
+        func read(context: ChannelHandlerContext) {
+            self.reads += 1
+            context.read()
+        }
+    }
+
+    private static let request = UpstreamRequestHead(bytes: ByteBuffer(string: "GET / HTTP/1.1\r\nhost: a\r\n\r\n"), method: .GET, chunked: false)
+
+    private func makePool(on loop: EmbeddedEventLoop) -> UpstreamPool {
+        let settings = UpstreamSettings(
+            name: "api",
+            targets: [.init(host: "127.0.0.1", port: 9, useTLS: false, display: "http://127.0.0.1:9")],
+            connectTimeout: .seconds(1),
+            responseTimeout: .seconds(1),
+            idleTimeout: .seconds(60),
+            maxConnectionsPerTarget: 8,
+            ejectionTime: .seconds(1),
+            tlsContext: nil
+        )
+        return UpstreamPool(settings: settings, eventLoop: loop, logger: Logger(label: "test"), connectFailures: Counter(label: "test"))
+    }
+
+    /// Bytes behind a response that NIO delivers in a second read of the same batch (the first buffer came
+    /// back full): the connection must not have been handed to a pipelined next exchange in between.
+    @Test func aConnectionIsNotHandedOutInsideTheReadBatchThatEndedItsResponse() throws {
+        let loop = EmbeddedEventLoop()
+        let handler = UpstreamResponseHandler()
+        let channel = EmbeddedChannel(handler: handler, loop: loop)
+        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let pool = self.makePool(on: loop)
+        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        let first = Recorder()
+        var handedOut: UpstreamConnection?
+        first.onEnd = {
+            pool.release(connection, reusable: handler.keepsConnection)
+            handedOut = pool.acquireIdle()  // A pipelined next request, synchronously.
+        }
+        handler.receiver = first
+        handler.send(Self.request)
+        channel.pipeline.fireChannelRead(NIOAny(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")))
+        #expect(first.parts == ["head 200", "body ok", "end"])
+        #expect(handedOut == nil, "still inside the read batch")
+        channel.pipeline.fireChannelRead(NIOAny(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED")))
+        channel.pipeline.fireChannelReadComplete()
+        #expect(!channel.isActive, "the bytes nobody asked for closed the connection")
+        #expect(pool.acquireIdle() == nil)
+        _ = try? channel.finish()
+    }
+
+    @Test func anHonestConnectionIsHandedOutOnceItsReadBatchIsOver() throws {
+        let loop = EmbeddedEventLoop()
+        let handler = UpstreamResponseHandler()
+        let channel = EmbeddedChannel(handler: handler, loop: loop)
+        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let pool = self.makePool(on: loop)
+        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        let first = Recorder()
+        first.onEnd = { pool.release(connection, reusable: handler.keepsConnection) }
+        handler.receiver = first
+        handler.send(Self.request)
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        #expect(pool.acquireIdle() === connection)
+        _ = try? channel.finish()
+    }
+
+    /// An exchange whose client stopped reading paused the connection's reads; released to the pool, the
+    /// connection reads again, or the next exchange would never see its response (and an idle connection
+    /// would never see the backend's close).
+    @Test func readsPausedForOneExchangeAreNotHeldForTheNext() throws {
+        let loop = EmbeddedEventLoop()
+        let counter = ReadCounter()
+        let handler = UpstreamResponseHandler()
+        let channel = EmbeddedChannel(handlers: [counter, handler], loop: loop)
+        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let pool = self.makePool(on: loop)
+        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        let first = Recorder()
+        handler.receiver = first
+        handler.send(Self.request)
+        handler.pauseReading()  // The client went unwritable during the last body read.
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        channel.read()
+        let held = counter.reads
+        pool.release(connection, reusable: handler.keepsConnection)
+        #expect(counter.reads == held + 1, "the held read is replayed on release")
+        let next = try #require(pool.acquireIdle())
+        next.handler.receiver = Recorder()
+        next.handler.send(Self.request)
+        channel.read()
+        #expect(counter.reads == held + 2)
+        _ = try? channel.finish()
     }
 }
