@@ -228,6 +228,19 @@ final class ScriptedBackend: Sendable {
 
     private static let request = UpstreamRequestHead(bytes: ByteBuffer(string: "GET / HTTP/1.1\r\nhost: a\r\n\r\n"), method: .GET, chunked: false)
 
+    /// A connected EmbeddedChannel ending in an upstream handler (after `extra` handlers), a pool on its loop,
+    /// and the connection the pool would have made.
+    private func makeConnection(
+        extra: [any ChannelHandler] = []
+    ) throws -> (EmbeddedChannel, UpstreamResponseHandler, UpstreamPool, UpstreamConnection) {
+        let loop = EmbeddedEventLoop()
+        let handler = UpstreamResponseHandler()
+        let channel = EmbeddedChannel(handlers: extra + [handler], loop: loop)
+        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        let pool = self.makePool(on: loop)
+        return (channel, handler, pool, UpstreamConnection(channel: channel, targetIndex: 0, handler: handler))
+    }
+
     private func makePool(on loop: EmbeddedEventLoop) -> UpstreamPool {
         let settings = UpstreamSettings(
             name: "api",
@@ -245,12 +258,7 @@ final class ScriptedBackend: Sendable {
     /// Bytes behind a response that NIO delivers in a second read of the same batch (the first buffer came
     /// back full): the connection must not have been handed to a pipelined next exchange in between.
     @Test func aConnectionIsNotHandedOutInsideTheReadBatchThatEndedItsResponse() throws {
-        let loop = EmbeddedEventLoop()
-        let handler = UpstreamResponseHandler()
-        let channel = EmbeddedChannel(handler: handler, loop: loop)
-        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
-        let pool = self.makePool(on: loop)
-        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        let (channel, handler, pool, connection) = try self.makeConnection()
         let first = Recorder()
         var handedOut: UpstreamConnection?
         first.onEnd = {
@@ -270,12 +278,7 @@ final class ScriptedBackend: Sendable {
     }
 
     @Test func anHonestConnectionIsHandedOutOnceItsReadBatchIsOver() throws {
-        let loop = EmbeddedEventLoop()
-        let handler = UpstreamResponseHandler()
-        let channel = EmbeddedChannel(handler: handler, loop: loop)
-        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
-        let pool = self.makePool(on: loop)
-        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        let (channel, handler, pool, connection) = try self.makeConnection()
         let first = Recorder()
         first.onEnd = { pool.release(connection, reusable: handler.keepsConnection) }
         handler.receiver = first
@@ -289,13 +292,8 @@ final class ScriptedBackend: Sendable {
     /// connection reads again, or the next exchange would never see its response (and an idle connection
     /// would never see the backend's close).
     @Test func readsPausedForOneExchangeAreNotHeldForTheNext() throws {
-        let loop = EmbeddedEventLoop()
         let counter = ReadCounter()
-        let handler = UpstreamResponseHandler()
-        let channel = EmbeddedChannel(handlers: [counter, handler], loop: loop)
-        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
-        let pool = self.makePool(on: loop)
-        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        let (channel, handler, pool, connection) = try self.makeConnection(extra: [counter])
         let first = Recorder()
         handler.receiver = first
         handler.send(Self.request)
