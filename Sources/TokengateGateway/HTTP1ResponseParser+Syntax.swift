@@ -1,0 +1,209 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+
+/// The parser's syntax rules, pure functions of the bytes of one block or line: status line, field lines,
+/// lengths, chunk sizes and extensions, line ends. Everything here refuses rather than guesses (see the type).
+extension HTTP1ResponseParser {
+    struct StatusLine {
+        var version: HTTPVersion
+        var status: HTTPResponseStatus
+        var headers = HTTPHeaders()
+        /// Offset of the first field line in the block.
+        var fieldsStart: Int
+    }
+
+    /// `HTTP/1.x SP 3DIGIT [SP reason] CRLF`.
+    static func statusLine(_ block: [UInt8]) throws(Failure) -> StatusLine {
+        guard let end = Self.lineEnd(block, from: 0) else { throw .malformed("no status line") }
+        guard end >= 12, block[0] == UInt8(ascii: "H"), block[1] == UInt8(ascii: "T"), block[2] == UInt8(ascii: "T"),
+            block[3] == UInt8(ascii: "P"), block[4] == UInt8(ascii: "/"), block[5] == UInt8(ascii: "1"),
+            block[6] == UInt8(ascii: "."),
+            block[7] == UInt8(ascii: "0") || block[7] == UInt8(ascii: "1"),
+            block[8] == UInt8(ascii: " ")
+        else {
+            throw .malformed("not an HTTP/1.x status line")
+        }
+        var code = 0
+        for index in 9..<12 {
+            let digit = block[index]
+            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { throw .malformed("status code") }
+            code = code * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        guard code >= 100 else { throw .malformed("status code") }
+        var reason = ""
+        if end > 12 {
+            guard block[12] == UInt8(ascii: " ") else { throw .malformed("status code") }
+            let phrase = block[13..<end]
+            guard phrase.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+                throw .malformed("control bytes in the reason phrase")
+            }
+            reason = String(decoding: phrase, as: UTF8.self)
+        }
+        return StatusLine(
+            version: HTTPVersion(major: 1, minor: block[7] == UInt8(ascii: "1") ? 1 : 0),
+            status: HTTPResponseStatus(statusCode: code, reasonPhrase: reason),
+            fieldsStart: end + 2
+        )
+    }
+
+    /// Field lines from `start` up to the empty line that ends `block`: `token ":" OWS value OWS CRLF`.
+    static func fields(_ block: [UInt8], from start: Int, limits: Limits) throws(Failure) -> HTTPHeaders {
+        // Sized once: at most one field per line end after `start` (HTTPHeaders would grow its storage field by field).
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), limits.maxFields + 1))
+        var position = start
+        var count = 0
+        while true {
+            guard let end = Self.lineEnd(block, from: position) else { throw .malformed("a field line without CRLF") }
+            if end == position { return HTTPHeaders(fields) }  // The empty line.
+            count += 1
+            guard count <= limits.maxFields else { throw .tooLarge("too many fields") }
+            var colon = position
+            while colon < end, Self.isTokenByte(block[colon]) { colon += 1 }
+            guard colon > position, colon < end, block[colon] == UInt8(ascii: ":") else {
+                // Also an obs-fold line (starting with SP or HTAB) or whitespace before the colon.
+                throw .malformed("a field line that is not name: value")
+            }
+            var valueStart = colon + 1
+            var valueEnd = end
+            while valueStart < valueEnd, block[valueStart] == 0x20 || block[valueStart] == 0x09 { valueStart += 1 }
+            while valueEnd > valueStart, block[valueEnd - 1] == 0x20 || block[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            for index in valueStart..<valueEnd {
+                let byte = block[index]
+                guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else { throw .malformed("control bytes in a field value") }
+            }
+            fields.append(
+                (String(decoding: block[position..<colon], as: UTF8.self), String(decoding: block[valueStart..<valueEnd], as: UTF8.self))
+            )
+            position = end + 2
+        }
+    }
+
+    static func lineEnds(in block: [UInt8], from start: Int) -> Int {
+        var count = 0
+        for index in start..<block.count where block[index] == 0x0A {
+            count += 1
+        }
+        return count
+    }
+
+    /// RFC 9110 tchar.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+            UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
+    }
+
+    /// All digits, at most 18 of them (no overflow), no sign, no spaces, no list.
+    static func decimal(_ value: String) -> Int? {
+        let utf8 = value.utf8
+        guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
+        var result = 0
+        for byte in utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            result = result * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return result
+    }
+
+    /// `1*HEXDIG [ chunk-ext ]` (extensions are ignored); at most 15 hex digits, so the size fits an `Int`.
+    static func chunkSize(_ line: [UInt8]) throws(Failure) -> Int {
+        var size = 0
+        var digits = 0
+        for byte in line {
+            let value: Int
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(byte - UInt8(ascii: "a")) + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(byte - UInt8(ascii: "A")) + 10
+            case UInt8(ascii: ";"), UInt8(ascii: " "), 0x09:
+                guard digits > 0, Self.isChunkExtensions(line[digits...]) else {
+                    throw .malformed("chunk size line")
+                }
+                return size
+            default:
+                throw .malformed("chunk size line")
+            }
+            digits += 1
+            guard digits <= 15 else { throw .tooLarge("chunk size") }
+            size = size * 16 + value
+        }
+        guard digits > 0 else { throw .malformed("chunk size line") }
+        return size
+    }
+
+    /// `*( BWS ";" name [ "=" ( token / quoted-string ) ] )`: RFC 9112 §7.1.1 without the optional whitespace
+    /// after `;` and around `=`, which llhttp refuses too. Extensions are ignored, but never let through loosely.
+    static func isChunkExtensions(_ bytes: ArraySlice<UInt8>) -> Bool {
+        var index = bytes.startIndex
+        func skipWhitespace() {
+            while index < bytes.endIndex, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
+        }
+        func token() -> Bool {
+            let start = index
+            while index < bytes.endIndex, Self.isTokenByte(bytes[index]) { index += 1 }
+            return index > start
+        }
+        while true {
+            skipWhitespace()
+            if index == bytes.endIndex { return true }
+            guard bytes[index] == UInt8(ascii: ";") else { return false }
+            index += 1
+            guard token() else { return false }
+            guard index < bytes.endIndex, bytes[index] == UInt8(ascii: "=") else { continue }
+            index += 1
+            if index < bytes.endIndex, bytes[index] == UInt8(ascii: "\"") {
+                index += 1
+                var closed = false
+                while index < bytes.endIndex {
+                    let byte = bytes[index]
+                    index += 1
+                    if byte == UInt8(ascii: "\"") {
+                        closed = true
+                        break
+                    }
+                    if byte == UInt8(ascii: "\\") {
+                        guard index < bytes.endIndex else { return false }
+                        index += 1
+                        continue
+                    }
+                    guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else { return false }
+                }
+                guard closed else { return false }
+            } else if !token() {
+                return false
+            }
+        }
+    }
+
+    /// The index of the CR of the first CRLF at or after `start`; a bare CR or LF is an error, so callers
+    /// see only well-formed line ends. `nil` when the block has no further line end.
+    static func lineEnd(_ block: [UInt8], from start: Int) -> Int? {
+        var index = start
+        while index + 1 < block.count {
+            if block[index] == 0x0D, block[index + 1] == 0x0A { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Every LF of a block follows a CR and every CR precedes an LF; no NUL anywhere.
+    static func checkLineEnds(_ block: [UInt8]) throws(Failure) {
+        for index in 0..<block.count {
+            let byte = block[index]
+            if byte == 0x0A, index == 0 || block[index - 1] != 0x0D { throw .malformed("a bare LF") }
+            if byte == 0x0D, index + 1 >= block.count || block[index + 1] != 0x0A { throw .malformed("a bare CR") }
+            if byte == 0 { throw .malformed("a NUL byte") }
+        }
+    }
+}
