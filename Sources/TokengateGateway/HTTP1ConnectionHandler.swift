@@ -22,14 +22,11 @@ import TokengateTLS
 /// Responses are serialized here (``HTTP1ResponseSerializer``) rather than by NIO's `HTTPResponseEncoder`:
 /// a response's head, body and end are gathered into one buffer and go down the pipeline as one write,
 /// instead of three or more `NIOAny` parts each crossing every handler to the TLS handler. A body part
-/// larger than ``coalescingLimit`` is passed on as its own buffer rather than copied.
+/// larger than `ByteBuffer.http1CopyLimit` is passed on as its own buffer rather than copied.
 final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
-
-    /// Body parts up to this size are copied into the response's buffer; larger ones go as they are.
-    static let coalescingLimit = 4096
 
     private enum State {
         case idle
@@ -373,7 +370,7 @@ extension HTTP1ConnectionHandler {
     private func writeBody(_ body: ByteBuffer, context: ChannelHandlerContext) {
         guard self.serializer.framing != .none, body.readableBytes > 0 else { return }
         var buffer = self.takeOutput(context: context)
-        if body.readableBytes <= Self.coalescingLimit {
+        if body.readableBytes <= ByteBuffer.http1CopyLimit {
             self.serializer.writeBody(body, into: &buffer)
             self.output = buffer
             return
@@ -381,7 +378,7 @@ extension HTTP1ConnectionHandler {
         // Large: what was gathered (and the chunk's size line) goes first, then the part itself, uncopied.
         let chunked = self.serializer.framing == .chunked
         if chunked {
-            self.serializer.writeChunkPrefix(length: body.readableBytes, into: &buffer)
+            buffer.writeChunkSizeLine(body.readableBytes)
         }
         self.output = buffer
         self.writeOutput(context: context)

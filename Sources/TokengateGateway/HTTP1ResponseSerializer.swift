@@ -88,10 +88,7 @@ struct HTTP1ResponseSerializer {
                 guard mayHaveBody else { return }
                 hasContentLength = true
             }
-            buffer.writeString(name)
-            buffer.writeStaticString(": ")
-            buffer.writeString(value)
-            buffer.writeStaticString("\r\n")
+            buffer.writeHTTPFieldLine(name: name, value: value)
         }
         let framing: BodyFraming
         if !mayHaveBody {
@@ -115,19 +112,12 @@ struct HTTP1ResponseSerializer {
             return  // An empty chunk would end a chunked body.
         }
         if self.framing == .chunked {
-            self.writeChunkPrefix(length: body.readableBytes, into: &buffer)
+            buffer.writeChunkSizeLine(body.readableBytes)
             buffer.writeImmutableBuffer(body)
             buffer.writeStaticString("\r\n")
         } else {
             buffer.writeImmutableBuffer(body)
         }
-    }
-
-    /// For a body part sent as a buffer of its own (too large to copy): what goes before it. The caller
-    /// sends `"\r\n"` after it when the body is chunked.
-    func writeChunkPrefix(length: Int, into buffer: inout ByteBuffer) {
-        buffer.writeString(String(length, radix: 16))
-        buffer.writeStaticString("\r\n")
     }
 
     /// Appends the end of the body (the last chunk and any trailers for a chunked body) and gets ready for
@@ -136,10 +126,7 @@ struct HTTP1ResponseSerializer {
         if self.framing == .chunked {
             buffer.writeStaticString("0\r\n")
             for (name, value) in trailers ?? [:] where !Self.isForbiddenTrailer(name) {
-                buffer.writeString(name)
-                buffer.writeStaticString(": ")
-                buffer.writeString(value)
-                buffer.writeStaticString("\r\n")
+                buffer.writeHTTPFieldLine(name: name, value: value)
             }
             buffer.writeStaticString("\r\n")
         }

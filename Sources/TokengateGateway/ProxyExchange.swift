@@ -485,10 +485,9 @@ extension ProxyExchange {
             preconditionFailure("an upstream connection arrived for a request that is not forwarded")
         }
         connection.handler.receiver = self
+        // A pooled connection comes back with reads flowing (``UpstreamResponseHandler/detach()``).
         if !self.client.isWritable {
             connection.handler.pauseReading()
-        } else {
-            connection.handler.resumeReading(channel: connection.channel)
         }
         let queued = self.queued
         self.queued = []
@@ -522,8 +521,7 @@ extension ProxyExchange {
     }
 
     private func release(_ connection: UpstreamConnection, reusable: Bool) {
-        connection.handler.receiver = nil
-        self.pool.release(connection, reusable: reusable)
+        self.pool.release(connection, reusable: reusable)  // Detaches the handler from this exchange.
     }
 
     /// The response timeout lives on the upstream connection (``DeadlineTimer``), so back-to-back requests

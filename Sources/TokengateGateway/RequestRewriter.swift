@@ -70,10 +70,7 @@ enum RequestRewriter {
         var safe = true
         func field(_ name: String, _ value: String) {
             safe = safe && Self.isSafeFieldValue(value)
-            bytes.writeString(name)
-            bytes.writeStaticString(": ")
-            bytes.writeString(value)
-            bytes.writeStaticString("\r\n")
+            bytes.writeHTTPFieldLine(name: name, value: value)
         }
         var cookies: [String] = []
         for (name, value) in client {

@@ -94,10 +94,9 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
             context.write(self.wrapOutboundOut(body), promise: nil)
             return
         }
-        var framed = context.channel.allocator.buffer(capacity: min(body.readableBytes, Self.copyLimit) + 24)
-        framed.writeString(String(body.readableBytes, radix: 16))
-        framed.writeStaticString("\r\n")
-        if body.readableBytes <= Self.copyLimit {
+        var framed = context.channel.allocator.buffer(capacity: min(body.readableBytes, ByteBuffer.http1CopyLimit) + 24)
+        framed.writeChunkSizeLine(body.readableBytes)
+        if body.readableBytes <= ByteBuffer.http1CopyLimit {
             framed.writeImmutableBuffer(body)
             framed.writeStaticString("\r\n")
             context.write(self.wrapOutboundOut(framed), promise: nil)
@@ -108,9 +107,6 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
             context.write(self.wrapOutboundOut(ByteBuffer(string: "\r\n")), promise: nil)
         }
     }
-
-    /// Chunks up to this size are copied into one buffer with their framing.
-    static let copyLimit = 4096
 
     /// Ends the request body (the last chunk; nothing for a body of known length). Client trailers are never
     /// forwarded: they would carry fields past the rewriter.
