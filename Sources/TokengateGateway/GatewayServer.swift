@@ -202,7 +202,7 @@ public final class GatewayServer: Sendable {
                     // Idle for as long as a head may take: nothing useful comes from a silent plain connection.
                     try sync.addHandlers(
                         Self.http1Handlers(limits: limits, idleTimeout: limits.requestHeaderTimeout) { _ in
-                            PlainHTTPHandler(mode: mode, httpsPort: httpsPort)
+                            PlainHTTPHandler(mode: mode, httpsPort: httpsPort, limits: limits)
                         }
                     )
                 }
@@ -233,13 +233,11 @@ public final class GatewayServer: Sendable {
     }
 
     /// The HTTP/1.1 handlers in pipeline order: the read deadlines (idle, `idleTimeout` or the configured
-    /// one; and the slowloris guard on request heads), the codec with the gateway's limits (the
-    /// decoder refuses oversized header sections itself, 431) and the handler `connection` makes, which is
-    /// given the guard it must tell about heads — passed, not looked up in the pipeline, because a list
-    /// added at `.after(_:)` (as the ALPN router does) goes in in reverse order. Pipelined requests are held
-    /// back by ``HTTP1ConnectionHandler`` itself, not by NIO's `HTTPServerPipelineHandler` (which turns read
-    /// interest off and on around every request), and responses are serialized by the handler `connection`
-    /// makes (``HTTP1ResponseSerializer``), not by NIO's `HTTPResponseEncoder`: it writes `ByteBuffer`s.
+    /// one; and the slowloris guard on request heads) and the handler `connection` makes, which is given the
+    /// guard it must tell about heads — passed, not looked up in the pipeline, because a list added at
+    /// `.after(_:)` (as the ALPN router does) goes in in reverse order. There is no codec handler: the
+    /// connection handler parses requests itself (``HTTP1RequestParser``, with the configured limits) and
+    /// serializes responses itself (``HTTP1ResponseSerializer``), so it reads and writes `ByteBuffer`s.
     static func http1Handlers(
         limits: LimitsConfiguration,
         idleTimeout: Duration? = nil,
@@ -249,18 +247,6 @@ public final class GatewayServer: Sendable {
             headTimeout: TimeAmount(limits.requestHeaderTimeout),
             idleTimeout: TimeAmount(idleTimeout ?? limits.idleTimeout)
         )
-        var decoderLimits = NIOHTTPDecoderLimitConfiguration()
-        // The URI counts towards the decoder's field size, so the field limit must let a URI through up to
-        // its own limit for the 414 check to see it; everything past both limits is a 431.
-        decoderLimits.maxHeaderFieldSize = max(limits.maxHeaderBytes, limits.maxURIBytes) + 1
-        decoderLimits.maxHeaderListSize = limits.maxHeaderBytes + limits.maxURIBytes + 1
-        decoderLimits.maxHeaderFieldCount = 256
-        return [
-            headDeadline,
-            ByteToMessageHandler(
-                HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, informationalResponseStrategy: .drop, limitConfiguration: decoderLimits)
-            ),
-            connection(headDeadline),
-        ]
+        return [headDeadline, connection(headDeadline)]
     }
 }

@@ -11,11 +11,15 @@ import TokengateTLS
 /// The HTTP/1.1 codec side of a client connection: one ``ProxyExchange`` at a time, keep-alive, and the
 /// framing checks only HTTP/1.1 has.
 ///
+/// Requests are read here from the connection's bytes by ``HTTP1RequestParser`` rather than by NIO's
+/// `HTTPRequestDecoder` in a handler of its own: one handler less for every read, read-complete and write to
+/// cross, and no `NIOAny` per request part.
+///
 /// Pipelining is handled here rather than by NIO's `HTTPServerPipelineHandler`: that handler stops reading
 /// from the socket for the whole time a response is pending, which costs two `epoll_ctl` calls on every
 /// request of every keep-alive connection (read interest off, then on again). Here the socket keeps being
-/// read; only when parts of a *next* request actually arrive while one is in flight are they held (in
-/// ``deferred``) and reading paused until the exchange completes, so a pipelining client buffers at most
+/// read; only when bytes of a *next* request actually arrive while one is in flight are they left unparsed
+/// (in ``unparsed``) and reading paused until the exchange completes, so a pipelining client buffers at most
 /// one read's worth of requests. Everything about the request itself — routing, tokens, forwarding,
 /// answers — is the exchange's, shared with HTTP/2.
 ///
@@ -24,7 +28,7 @@ import TokengateTLS
 /// instead of three or more `NIOAny` parts each crossing every handler to the TLS handler. A body part
 /// larger than `ByteBuffer.http1CopyLimit` is passed on as its own buffer rather than copied.
 final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
-    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
@@ -37,13 +41,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case closed
     }
 
-    /// What arrived for a request after the one in flight, kept until that exchange completes.
-    private enum Deferred {
-        case part(HTTPServerRequestPart)
-        /// The decoder failed on the bytes after the request in flight: answered (400/431, close) in turn.
-        case parserError(HTTPParserError)
-    }
-
     private var state: State = .idle
     private let generations: GatewayGenerationHolder
     private let logger: Logger
@@ -52,19 +49,25 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private var context: ChannelHandlerContext?
     /// The exchange holds the request body back (its upstream is not there yet, or not writable).
     private var readingPaused = false
-    /// Parts of a next request are waiting in ``deferred``: read no more until they are processed.
+    /// Bytes of a next request are waiting in ``unparsed``: read no more until they are processed.
     private var pipelinePaused = false
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
-    /// The slowloris guard before the decoder, told when a head arrived and when the next one is due.
+    /// The slowloris guard before this handler, told when a head arrived and when the next one is due.
     private let headDeadline: HTTP1ReadDeadlines
-    /// The request in flight was read to its end: whatever the decoder delivers now belongs to the next one.
+    /// The request in flight was read to its end: whatever follows belongs to the next one.
     private var requestEndReceived = false
     /// The current response's `.end` was written. The exchange still has bookkeeping to do before
     /// ``exchangeCompleted(closeConnection:requestEnded:)``, and a read resumed in between (a TLS handler may
-    /// deliver buffered plaintext at once) must not start anything: such parts wait in ``deferred`` too.
+    /// deliver buffered plaintext at once) must not start anything: such bytes wait in ``unparsed`` too.
     private var responseEndWritten = false
-    private var deferred = CircularBuffer<Deferred>()
+    private var parser: HTTP1RequestParser
+    /// Bytes read and not parsed yet: a later request's, held while one is in flight. `nil` when there are
+    /// none, so an idle connection holds no buffer.
+    private var unparsed: ByteBuffer?
+    /// ``parseAndProcess(context:)`` is on the stack: an exchange completing inside it must not start another
+    /// loop (a pipeline of requests answered at once would nest one loop per request).
+    private var parsing = false
     private var pendingRead = false
     private var requestCounter = 0
     private let connectionID: String
@@ -92,6 +95,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.clientAddress = clientAddress
         self.logger = logger
         self.connectionID = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(generations.load().runtime.limits))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -105,16 +109,53 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     // MARK: Inbound from the client.
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = self.unwrapInboundIn(data)
-        if self.mustDefer {
-            self.deferred.append(.part(part))
-            self.pipelinePaused = true
-            return
+        let bytes = self.unwrapInboundIn(data)
+        if var held = self.unparsed.take() {
+            held.writeImmutableBuffer(bytes)
+            self.unparsed = held
+        } else {
+            self.unparsed = bytes
         }
-        self.process(part, context: context)
+        self.parseAndProcess(context: context)
     }
 
-    /// Whether what the decoder delivers now is for a later request than the one in flight.
+    /// Parses what the client sent and acts on each part, as far as the state allows: bytes of a request
+    /// that follows the one in flight stay in ``unparsed`` (and reading pauses) until that one is answered.
+    private func parseAndProcess(context: ChannelHandlerContext) {
+        guard !self.parsing else { return }  // The loop further up the stack goes on with the new state.
+        self.parsing = true
+        defer { self.parsing = false }
+        while var buffer = self.unparsed.take() {
+            if case .closed = self.state {
+                return  // Pipelined bytes after a close are never acted upon.
+            }
+            if self.mustDefer {
+                if buffer.readableBytes > 0 {
+                    self.unparsed = buffer
+                    self.pipelinePaused = true
+                }
+                return
+            }
+            let part: HTTPServerRequestPart?
+            do {
+                part = try self.parser.next(from: &buffer)
+            } catch {
+                self.parseFailed(error, context: context)
+                return
+            }
+            guard let part else {
+                // More bytes are needed; the parser kept what it gathered.
+                self.pipelinePaused = false
+                return
+            }
+            // Kept even when empty: a part may be followed by another without new bytes (a head by its end).
+            self.unparsed = buffer
+            self.process(part, context: context)
+        }
+        self.pipelinePaused = false
+    }
+
+    /// Whether what the client sends now is for a later request than the one in flight.
     private var mustDefer: Bool {
         guard case .exchanging = self.state else { return false }
         return self.requestEndReceived || self.responseEndWritten
@@ -123,7 +164,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
         switch (part, self.state) {
         case (_, .closed):
-            return  // Pipelined bytes after a close are never acted upon.
+            return
         case (.head(let head), .idle):
             self.headDeadline.headReceived()
             self.requestCounter += 1
@@ -172,6 +213,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             exchange.clientClosed()
         }
         self.state = .closed
+        self.unparsed = nil
         context.fireChannelInactive()
     }
 
@@ -216,17 +258,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if let parserError = error as? HTTPParserError, self.mustDefer {
-            // Garbage after a complete request (pipelined): the request in flight is answered first.
-            self.deferred.append(.parserError(parserError))
-            self.pipelinePaused = true
-            return
-        }
-        if let parserError = error as? HTTPParserError, case .idle = self.state {
-            self.answerParserError(parserError, context: context)
-        } else if let tlsError = error as? TLSError {
+        if let tlsError = error as? TLSError {
             self.generations.load().runtime.metrics.recordTLSFailure(tlsError.code.description)
-        } else if !(error is HTTPParserError) {
+        } else {
             self.logger.debug("client connection error", metadata: ["error": "\(error)"])
         }
         if case .exchanging(let exchange) = self.state {
@@ -236,10 +270,35 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         context.close(promise: nil)
     }
 
-    /// Answers bytes that are not HTTP/1.1 (400) or a header section over the limit (431), then closes.
-    private func answerParserError(_ parserError: HTTPParserError, context: ChannelHandlerContext) {
+    /// The client's bytes broke HTTP/1.1. Between requests that gets an answer; within a body (a broken
+    /// chunk) the request is already on its way and can only be cut off. Either way the connection closes:
+    /// where the next request would start is unknown.
+    private func parseFailed(_ failure: HTTP1ParseFailure, context: ChannelHandlerContext) {
+        self.unparsed = nil
+        switch self.state {
+        case .idle:
+            self.answerParseFailure(failure, context: context)
+        case .exchanging(let exchange):
+            exchange.clientClosed()
+            self.state = .closed
+            context.close(promise: nil)
+        case .discarding:
+            self.state = .closed
+            context.close(promise: nil)
+        case .closed:
+            break
+        }
+    }
+
+    /// Answers bytes that are not HTTP/1.1 (400), a head over its limit (431, or 414 for the target), then closes.
+    private func answerParseFailure(_ failure: HTTP1ParseFailure, context: ChannelHandlerContext) {
         let answer: GatewayAnswer =
-            parserError == .headerOverflow ? .headersTooLarge() : .malformedHTTP("the request is not valid HTTP/1.1")
+            switch failure {
+            case .tooLarge: .headersTooLarge()
+            case .uriTooLong: .uriTooLong()
+            case .malformed(let what): .malformedHTTP("the request is not valid HTTP/1.1: \(what)")
+            case .unsolicited, .truncated: .malformedHTTP("the request is not valid HTTP/1.1")
+            }
         let body = answer.jsonBody
         self.requestMethod = .GET
         self.write(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count)))
@@ -263,21 +322,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         }
     }
 
-    /// What NIOHTTP1's parser lets through but a gateway must not: a missing or repeated `Host`, a
-    /// `Transfer-Encoding` other than exactly `chunked`, an HTTP version other than 1.x.
+    /// What a well-framed request may still get wrong (the parser has settled its framing): a missing or
+    /// repeated `Host` (RFC 9112 §3.2).
     static func framingProblem(_ head: HTTPRequestHead) -> GatewayAnswer? {
-        if head.version.major != 1 {
-            return .malformedHTTP("unsupported HTTP version")
-        }
         let hosts = head.headers.count(name: "host")
         if hosts > 1 || (hosts == 0 && head.version.minor >= 1) {
             return .malformedHTTP("a request needs exactly one Host header")
-        }
-        if head.headers.contains(name: "transfer-encoding") {
-            let encodings = head.headers["transfer-encoding"]
-            if encodings.count != 1 || !HTTPHeaders.equalsIgnoringCase(encodings[0], "chunked") {
-                return .malformedHTTP("only the chunked transfer coding is accepted")
-            }
         }
         return nil
     }
@@ -410,7 +460,7 @@ extension HTTP1ConnectionHandler {
         if !requestEnded {
             self.state = .discarding(close: close)
             context.flush()
-            self.processDeferredParts(context: context)
+            self.resumeParsing(context: context)
             if close {
                 // Give the client a moment to read the answer before the socket goes: closing at once with
                 // unread body bytes in the kernel becomes a reset that can eat the answer. A client that
@@ -436,30 +486,21 @@ extension HTTP1ConnectionHandler {
             self.state = .idle
             self.headDeadline.awaitNextHead()
             context.flush()
-            self.processDeferredParts(context: context)
+            self.resumeParsing(context: context)
         }
     }
 
-    /// Runs what arrived for later requests while the previous exchange was in flight, in order. Each part
-    /// may start and even finish an exchange; the loop stops again as soon as an exchange is in flight with
-    /// its request read, and reading resumes once nothing is left.
-    private func processDeferredParts(context: ChannelHandlerContext) {
-        guard !self.deferred.isEmpty else { return }
-        while !self.deferred.isEmpty, !self.mustDefer {
-            switch self.deferred.removeFirst() {
-            case .part(let part):
-                self.process(part, context: context)
-            case .parserError(let error):
-                if case .idle = self.state {
-                    self.answerParserError(error, context: context)
-                } else {
-                    self.state = .closed
-                    context.close(promise: nil)
-                }
-                self.deferred.removeAll()
-            }
+    /// Parses what arrived for later requests while the previous exchange was in flight. Each may start and
+    /// even finish an exchange; parsing stops again as soon as an exchange is in flight with its request read,
+    /// and reading resumes once nothing is left.
+    private func resumeParsing(context: ChannelHandlerContext) {
+        guard !self.parsing else { return }  // Inside a read: its loop goes on, and channelReadComplete follows.
+        guard self.unparsed != nil else {
+            self.pipelinePaused = false
+            self.readIfHeldBack()
+            return
         }
-        self.pipelinePaused = !self.deferred.isEmpty
+        self.parseAndProcess(context: context)
         // These parts came outside a read batch: no channelReadComplete follows to push them upstream.
         if case .exchanging(let exchange) = self.state {
             exchange.clientReadComplete()

@@ -23,8 +23,8 @@ import NIOHTTP1
 /// whatever their fields say; interim `1xx` responses are read and dropped (`101` is an error: the gateway
 /// never asks to switch protocols). Bytes that arrive with no request outstanding are an error too.
 ///
-/// Body bytes are handed on as slices of the buffers read, without a copy; only a head, a chunk-size line or a
-/// trailer section split across reads is gathered.
+/// The body is read by ``HTTP1BodyReader`` and split lines are gathered by ``HTTP1LineReader``, both shared
+/// with the client side's ``HTTP1RequestParser``; the status line and the choice of framing are this type's.
 struct HTTP1ResponseParser {
     struct Limits {
         /// Status line and fields, with their line ends (NIO's decoder allowed 80 KiB as well).
@@ -34,51 +34,32 @@ struct HTTP1ResponseParser {
         var maxChunkLineBytes = 4096
     }
 
-    enum Failure: Error, Equatable, CustomStringConvertible {
-        case malformed(String)
-        case tooLarge(String)
-        /// Bytes arrived while no request was outstanding.
-        case unsolicited
-        /// The connection closed before the response was complete.
-        case truncated
-
-        var description: String {
-            switch self {
-            case .malformed(let what): "malformed response: \(what)"
-            case .tooLarge(let what): "response too large: \(what)"
-            case .unsolicited: "bytes from the backend with no request outstanding"
-            case .truncated: "the backend closed before the response was complete"
-            }
-        }
-    }
+    typealias Failure = HTTP1ParseFailure
 
     private enum State {
         /// No request outstanding.
         case idle
         /// Waiting for (the rest of) a response head.
         case head
-        case fixedBody(remaining: Int)
-        case chunkSizeLine
-        case chunkData(remaining: Int)
-        /// The CRLF after a chunk's data.
-        case chunkDataEnd
-        case trailers
-        case untilClose
-        /// The response ended; ``next(from:)`` reports `.end` and goes idle.
-        case ended(HTTPHeaders?)
+        case body(HTTP1BodyReader)
         case failed
     }
 
     private let limits: Limits
+    private let bodyLimits: HTTP1BodyReader.Limits
     private var state: State = .idle
-    /// Bytes of a head, chunk-size line or trailer section that a read split; empty otherwise.
-    private var partial: [UInt8] = []
+    private var lines = HTTP1LineReader()
     private var requestWasHEAD = false
     /// Whether the connection may carry another request after this response.
     private(set) var keepsConnection = true
 
     init(limits: Limits = Limits()) {
         self.limits = limits
+        self.bodyLimits = HTTP1BodyReader.Limits(
+            maxChunkLineBytes: limits.maxChunkLineBytes,
+            maxTrailerBytes: limits.maxHeadBytes,
+            maxTrailerFields: limits.maxFields
+        )
     }
 
     /// Whether no response is expected or being read.
@@ -92,7 +73,7 @@ struct HTTP1ResponseParser {
         assert(self.isIdle, "a request was sent while a response was still expected")
         self.requestWasHEAD = method == .HEAD
         self.state = .head
-        self.partial.removeAll(keepingCapacity: true)
+        self.lines.reset()
     }
 
     /// The next response part in `buffer`, consuming the bytes it used; `nil` when more bytes are needed.
@@ -102,7 +83,7 @@ struct HTTP1ResponseParser {
             return try self.step(from: &buffer)
         } catch {
             self.state = .failed
-            self.partial.removeAll()
+            self.lines.reset()
             throw error
         }
     }
@@ -114,51 +95,25 @@ struct HTTP1ResponseParser {
                 throw .malformed("the connection already failed")
             case .idle:
                 if buffer.readableBytes > 0 {
-                    self.state = .failed
                     throw .unsolicited
                 }
                 return nil
-            case .ended(let trailers):
-                self.state = .idle
-                return .end(trailers)
             case .head:
                 guard let head = try self.readHead(from: &buffer) else { return nil }
                 if let head { return .head(head) }
             // An interim response was dropped: the loop reads the next head.
-            case .fixedBody(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                let slice = buffer.readSlice(length: count)!
-                self.state = count == remaining ? .ended(nil) : .fixedBody(remaining: remaining - count)
-                return .body(slice)
-            case .chunkSizeLine:
-                guard let line = try self.readLine(from: &buffer, limit: self.limits.maxChunkLineBytes, what: "chunk size line") else {
+            case .body(var reader):
+                let part = try reader.next(from: &buffer, lines: &self.lines, limits: self.bodyLimits)
+                self.state = .body(reader)
+                switch part {
+                case nil:
                     return nil
+                case .body(let slice):
+                    return .body(slice)
+                case .end(let trailers):
+                    self.state = .idle
+                    return .end(trailers)
                 }
-                let size = try Self.chunkSize(line)
-                self.state = size == 0 ? .trailers : .chunkData(remaining: size)
-            case .chunkData(let remaining):
-                guard buffer.readableBytes > 0 else { return nil }
-                let count = min(remaining, buffer.readableBytes)
-                let slice = buffer.readSlice(length: count)!
-                self.state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
-                return .body(slice)
-            case .chunkDataEnd:
-                guard let line = try self.readLine(from: &buffer, limit: 2, what: "chunk end") else {
-                    return nil
-                }
-                guard line.isEmpty else {
-                    self.state = .failed
-                    throw .malformed("chunk data longer than its size")
-                }
-                self.state = .chunkSizeLine
-            case .trailers:
-                guard let block = try self.readBlock(from: &buffer, startingWithLine: false) else { return nil }
-                let trailers = try Self.fields(block, from: 0, limits: self.limits)
-                self.state = .ended(trailers.isEmpty ? nil : trailers)
-            case .untilClose:
-                guard buffer.readableBytes > 0 else { return nil }
-                return .body(buffer.readSlice(length: buffer.readableBytes)!)
             }
         }
     }
@@ -168,13 +123,16 @@ struct HTTP1ResponseParser {
         switch self.state {
         case .idle, .failed:
             return nil
-        case .untilClose:
-            self.state = .idle
-            return .end(nil)
-        case .ended(let trailers):
-            self.state = .idle
-            return .end(trailers)
-        case .head, .fixedBody, .chunkSizeLine, .chunkData, .chunkDataEnd, .trailers:
+        case .body(var reader):
+            do {
+                guard case .end(let trailers) = try reader.connectionClosed() else { return nil }
+                self.state = .idle
+                return .end(trailers)
+            } catch {
+                self.state = .failed
+                throw error
+            }
+        case .head:
             self.state = .failed
             throw .truncated
         }
@@ -184,23 +142,64 @@ struct HTTP1ResponseParser {
 
     /// Reads a whole head when it is there; `.some(nil)` for an interim (1xx) response that was dropped.
     private mutating func readHead(from buffer: inout ByteBuffer) throws(Failure) -> HTTPResponseHead?? {
-        guard let block = try self.readBlock(from: &buffer, startingWithLine: true) else { return nil }
-        var head = try Self.statusLine(block)
-        head.headers = try Self.fields(block, from: head.fieldsStart, limits: self.limits)
-        let code = head.status.code
+        guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes) else { return nil }
+        let line = try Self.statusLine(block)
+        let headers = try HTTP1Syntax.fields(block, from: line.fieldsStart, maxFields: self.limits.maxFields)
+        let code = line.status.code
         if code == 101 {
             throw .malformed("101 Switching Protocols, which the gateway never asks for")
         }
         if code < 200 {
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
         }
-        let response = HTTPResponseHead(version: head.version, status: head.status, headers: head.headers)
-        try self.chooseFraming(response)
+        let response = HTTPResponseHead(version: line.version, status: line.status, headers: headers)
+        self.state = .body(HTTP1BodyReader(try self.chooseFraming(response)))
         return .some(response)
     }
 
+    struct StatusLine {
+        var version: HTTPVersion
+        var status: HTTPResponseStatus
+        /// Offset of the first field line in the block.
+        var fieldsStart: Int
+    }
+
+    /// `HTTP/1.x SP 3DIGIT [SP reason] CRLF`.
+    static func statusLine(_ block: [UInt8]) throws(Failure) -> StatusLine {
+        guard let end = HTTP1Syntax.lineEnd(block, from: 0) else { throw .malformed("no status line") }
+        guard end >= 12, block[0] == UInt8(ascii: "H"), block[1] == UInt8(ascii: "T"), block[2] == UInt8(ascii: "T"),
+            block[3] == UInt8(ascii: "P"), block[4] == UInt8(ascii: "/"), block[5] == UInt8(ascii: "1"),
+            block[6] == UInt8(ascii: "."),
+            block[7] == UInt8(ascii: "0") || block[7] == UInt8(ascii: "1"),
+            block[8] == UInt8(ascii: " ")
+        else {
+            throw .malformed("not an HTTP/1.x status line")
+        }
+        var code = 0
+        for index in 9..<12 {
+            let digit = block[index]
+            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { throw .malformed("status code") }
+            code = code * 10 + Int(digit - UInt8(ascii: "0"))
+        }
+        guard code >= 100 else { throw .malformed("status code") }
+        var reason = ""
+        if end > 12 {
+            guard block[12] == UInt8(ascii: " ") else { throw .malformed("status code") }
+            let phrase = block[13..<end]
+            guard phrase.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+                throw .malformed("control bytes in the reason phrase")
+            }
+            reason = String(decoding: phrase, as: UTF8.self)
+        }
+        return StatusLine(
+            version: HTTPVersion(major: 1, minor: block[7] == UInt8(ascii: "1") ? 1 : 0),
+            status: HTTPResponseStatus(statusCode: code, reasonPhrase: reason),
+            fieldsStart: end + 2
+        )
+    }
+
     /// RFC 9112 §6.3, with every ambiguity refused.
-    private mutating func chooseFraming(_ head: HTTPResponseHead) throws(Failure) {
+    private mutating func chooseFraming(_ head: HTTPResponseHead) throws(Failure) -> HTTP1BodyReader.Framing {
         var transferEncodings = 0
         var chunked = false
         var lengths = 0
@@ -217,7 +216,7 @@ struct HTTP1ResponseParser {
                 chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
             } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
                 lengths += 1
-                guard let parsed = Self.decimal(value) else {
+                guard let parsed = HTTP1Syntax.decimal(value) else {
                     throw .malformed("Content-Length is not a number")
                 }
                 length = parsed
@@ -228,8 +227,7 @@ struct HTTP1ResponseParser {
         let code = head.status.code
         if self.requestWasHEAD || code == 204 || code == 304 {
             // No body whatever the fields say (they describe what a GET would get).
-            self.state = .ended(nil)
-            return
+            return .length(0)
         }
         if transferEncodings > 0 {
             guard transferEncodings == 1, chunked else {
@@ -238,114 +236,15 @@ struct HTTP1ResponseParser {
             guard lengths == 0 else {
                 throw .malformed("both Transfer-Encoding and Content-Length")
             }
-            self.state = .chunkSizeLine
-            return
+            return .chunked
         }
         if lengths > 1 {
             throw .malformed("more than one Content-Length")
         }
         if lengths == 1 {
-            self.state = length == 0 ? .ended(nil) : .fixedBody(remaining: length)
-            return
+            return .length(length)
         }
-        self.state = .untilClose
         self.keepsConnection = false
-    }
-
-    // MARK: Lines and blocks.
-
-    /// One CRLF-terminated line without its CRLF, from `partial` and then `buffer`.
-    private mutating func readLine(from buffer: inout ByteBuffer, limit: Int, what: String) throws(Failure) -> [UInt8]? {
-        let found: Int? = buffer.withUnsafeReadableBytes { bytes in
-            var index = 0
-            while index < bytes.count {
-                let byte = bytes[index]
-                if byte == 0x0A {
-                    return index
-                }
-                index += 1
-            }
-            return nil
-        }
-        guard let newline = found else {
-            self.partial += buffer.readBytes(length: buffer.readableBytes)!
-            guard self.partial.count <= limit + 1 else { throw .tooLarge(what) }
-            return nil
-        }
-        self.partial += buffer.readBytes(length: newline + 1)!
-        defer { self.partial.removeAll(keepingCapacity: true) }
-        guard self.partial.count >= 2, self.partial[self.partial.count - 2] == 0x0D else {
-            throw .malformed("a bare LF in the \(what)")
-        }
-        let line = Array(self.partial[0..<(self.partial.count - 2)])
-        guard line.count <= limit else { throw .tooLarge(what) }
-        guard !line.contains(0x0D), !line.contains(0x0A) else { throw .malformed("a bare CR in the \(what)") }
-        return line
-    }
-
-    /// A block of lines ending with an empty line (a head, or a trailer section), with all its line ends;
-    /// `nil` until it is complete. Bare CR and LF are refused here, once, for the whole block.
-    private mutating func readBlock(from buffer: inout ByteBuffer, startingWithLine: Bool) throws(Failure) -> [UInt8]? {
-        if self.partial.isEmpty, let block = Self.wholeBlock(in: &buffer, startingWithLine: startingWithLine, limit: self.limits.maxHeadBytes) {
-            try Self.checkLineEnds(block)
-            return block
-        }
-        // Where the search resumes: a CRLFCRLF may straddle the previous read.
-        let resumeAt = max(0, self.partial.count - 3)
-        self.partial += buffer.readableBytesView
-        let end: Int? = {
-            // A trailer section may be just the empty line.
-            if !startingWithLine, self.partial.count >= 2, self.partial[0] == 0x0D, self.partial[1] == 0x0A {
-                return 2
-            }
-            var index = resumeAt
-            while index + 3 < self.partial.count {
-                if self.partial[index] == 0x0D, self.partial[index + 1] == 0x0A, self.partial[index + 2] == 0x0D,
-                    self.partial[index + 3] == 0x0A
-                {
-                    return index + 4
-                }
-                index += 1
-            }
-            return nil
-        }()
-        guard let end else {
-            // Nothing consumed beyond what is kept in `partial`.
-            buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
-            guard self.partial.count <= self.limits.maxHeadBytes else { throw .tooLarge("head or trailer section") }
-            return nil
-        }
-        guard end <= self.limits.maxHeadBytes else { throw .tooLarge("head or trailer section") }
-        // Give back what belongs to the body: `partial` held bytes of earlier reads, so count from its end.
-        let unused = self.partial.count - end
-        buffer.moveReaderIndex(forwardBy: buffer.readableBytes - unused)
-        let block = Array(self.partial[0..<end])
-        self.partial.removeAll(keepingCapacity: true)
-        try Self.checkLineEnds(block)
-        return block
-    }
-
-    /// The common case: a whole block at the start of one read, taken without gathering.
-    private static func wholeBlock(in buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) -> [UInt8]? {
-        let end: Int? = buffer.withUnsafeReadableBytes { bytes in
-            if !startingWithLine, bytes.count >= 2, bytes[0] == 0x0D, bytes[1] == 0x0A {
-                return 2
-            }
-            var index = 0
-            let last = min(bytes.count, limit) - 3
-            while index < last {
-                if bytes[index + 3] != 0x0A {
-                    index += 1
-                    continue
-                }
-                if bytes[index] == 0x0D, bytes[index + 1] == 0x0A, bytes[index + 2] == 0x0D {
-                    return index + 4
-                }
-                index += 1
-            }
-            return nil
-        }
-        guard let end else { return nil }
-        return buffer.readBytes(length: end)
+        return .untilClose
     }
 }

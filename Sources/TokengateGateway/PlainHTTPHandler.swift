@@ -10,19 +10,35 @@ import TokengateConfig
 /// a 308 redirect to the same path over https — without the query, which may hold what should never
 /// have been sent in the clear.
 final class PlainHTTPHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let mode: PlainHTTPMode
     private let httpsPort: Int?
+    private var parser: HTTP1RequestParser
+    /// The one answer was written: nothing more is read.
+    private var answered = false
 
-    init(mode: PlainHTTPMode, httpsPort: Int?) {
+    init(mode: PlainHTTPMode, httpsPort: Int?, limits: LimitsConfiguration) {
         self.mode = mode
         self.httpsPort = httpsPort
+        self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(limits))
     }
 
+    /// Answers the first request head, then closes; bytes that are not HTTP/1.1 just close the connection.
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head(let head) = self.unwrapInboundIn(data) else { return }
+        guard !self.answered else { return }
+        var bytes = self.unwrapInboundIn(data)
+        let part: HTTPServerRequestPart?
+        do {
+            part = try self.parser.next(from: &bytes)
+        } catch {
+            self.answered = true
+            context.close(promise: nil)
+            return
+        }
+        guard case .head(let head) = part else { return }
+        self.answered = true
         var serializer = HTTP1ResponseSerializer()
         var buffer = context.channel.allocator.buffer(capacity: 512)
         switch self.mode {

@@ -110,6 +110,64 @@ import TokengateTokens
         }
     }
 
+    @Test func aHeadOverItsLimitGets431OrForItsTarget414AndNothingIsForwarded() throws {
+        // The defaults: max_header_bytes 16 KiB (request line and fields), max_uri_bytes 8 KiB.
+        for (request, status) in [
+            ("GET /api/a HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n", "431"),
+            ("GET /api/\(String(repeating: "a", count: 20_000)) HTTP/1.1\r\nHost: x\r\n\r\n", "414"),
+            ("GET /api/\(String(repeating: "a", count: 9_000)) HTTP/1.1\r\nHost: x\r\n\r\n", "414"),
+            ("GET /api/a HTTP/1.1\r\n" + String(repeating: "A: 1\r\n", count: 300) + "\r\n", "431"),
+        ] {
+            let (channel, _, cleanup) = try self.makeChannel()
+            defer { cleanup(); _ = try? channel.finish() }
+            // In pieces, as a client dribbling a large head would send it.
+            let bytes = Array(request.utf8)
+            for start in stride(from: 0, to: bytes.count, by: 4096) {
+                try? channel.writeInbound(ByteBuffer(bytes: bytes[start..<min(start + 4096, bytes.count)]))
+            }
+            let text = try self.output(channel)
+            #expect(text.hasPrefix("HTTP/1.1 \(status)"), "\(request.prefix(40)): \(text.prefix(200))")
+            #expect(!channel.isActive, "\(request.prefix(40)) left the connection open")
+        }
+    }
+
+    @Test func aLongPipelineAnsweredByTheGatewayItselfComesBackInOrderOnTheSameConnection() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        // 500 requests in one read, each refused (401) inside the read that brought it: answered one after the
+        // other without the parse loop nesting once per request.
+        var pipeline = ""
+        for index in 0..<500 {
+            pipeline += "GET /api/\(index) HTTP/1.1\r\nHost: x\r\n\r\n"
+        }
+        try self.send(channel, pipeline + "GET /api/last HTTP/1.1\r\nHo")
+        var text = try self.output(channel)
+        #expect(text.components(separatedBy: "HTTP/1.1 401").count == 501, "\(text.prefix(300))")
+        #expect(channel.isActive)
+        // The head split across reads is taken up where it stopped.
+        try self.send(channel, "st: x\r\n\r\n")
+        text = try self.output(channel)
+        #expect(text.hasPrefix("HTTP/1.1 401"), "\(text.prefix(200))")
+        #expect(channel.isActive)
+    }
+
+    @Test func bytesThatAreNotHTTPGet400WithWhatIsWrongAndAClose() throws {
+        for (request, what) in [
+            ("GET / HTTP/1.1\nHost: x\n\n", "a bare LF"),
+            ("GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", "request line"),
+            ("FROB /api/a HTTP/1.1\r\nHost: x\r\n\r\n", "unknown method"),
+            ("GET /api/a HTTP/2.0\r\nHost: x\r\n\r\n", "unsupported HTTP version"),
+            ("\u{16}\u{3}\u{1}\u{0}", "method"),  // A TLS record: refused at once, not at the header timeout.
+        ] {
+            let (channel, _, cleanup) = try self.makeChannel()
+            defer { cleanup(); _ = try? channel.finish() }
+            try? self.send(channel, request)
+            let text = try self.output(channel)
+            #expect(text.hasPrefix("HTTP/1.1 400") && text.contains(what), "\(request.debugDescription): \(text)")
+            #expect(!channel.isActive)
+        }
+    }
+
     @Test func aFormTokenThatIsBadIsReadFromTheBodyAndRefused() throws {
         let (channel, signer, cleanup) = try self.makeChannel()
         defer { cleanup(); _ = try? channel.finish() }

@@ -72,6 +72,10 @@ final class TokenPageHarness: @unchecked Sendable {
         self.rp = try await DemoRP.start(port: 0, group: self.group, signer: signer, now: { clock.now }) { change in
             Self.apply(change, to: cutoffs)
         }
+        // The RP answers a password change or "disable mobile apps" only once its cutoff write, a Swift task,
+        // has run; in a parallel run the other suites' blocking subprocess calls (curl, openssl, sleeps) can
+        // hold every thread of the concurrency pool for seconds, so the response timeout is generous here:
+        // no test of this harness is about it (2 s made the seed flow fail with 504 in full runs).
         let yaml = """
             listen:
               - address: 127.0.0.1:0
@@ -81,7 +85,7 @@ final class TokenPageHarness: @unchecked Sendable {
             cutoffs: { file: cutoffs.json }
             realm: test.example
             upstreams:
-              rp: { targets: [ "http://127.0.0.1:\(self.rp.port)" ], connect_timeout: 1s, response_timeout: 2s }
+              rp: { targets: [ "http://127.0.0.1:\(self.rp.port)" ], connect_timeout: 1s, response_timeout: 15s }
             routes:
               - { path_prefix: /api/, upstream: rp, accept: [api], sources: [authorization, "form:access_token"] }
               - { path_prefix: /account/, upstream: rp, accept: [session], sources: ["cookie:session"] }

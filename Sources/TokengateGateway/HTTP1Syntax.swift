@@ -4,63 +4,46 @@
 
 import NIOHTTP1
 
-/// The parser's syntax rules, pure functions of the bytes of one block or line: status line, field lines,
-/// lengths, chunk sizes and extensions, line ends. Everything here refuses rather than guesses (see the type).
-extension HTTP1ResponseParser {
-    struct StatusLine {
-        var version: HTTPVersion
-        var status: HTTPResponseStatus
-        var headers = HTTPHeaders()
-        /// Offset of the first field line in the block.
-        var fieldsStart: Int
-    }
+/// Why an HTTP/1.1 message from a peer was refused: the client's request (``HTTP1RequestParser``) or a
+/// backend's response (``HTTP1ResponseParser``). The texts name the rule broken and never quote the peer's
+/// bytes, so they may go into logs and into the client's error answer.
+enum HTTP1ParseFailure: Error, Equatable, CustomStringConvertible {
+    case malformed(String)
+    case tooLarge(String)
+    /// The request target alone is over its limit (414 rather than 431).
+    case uriTooLong
+    /// Bytes arrived while no response was expected.
+    case unsolicited
+    /// The connection closed before the message was complete.
+    case truncated
 
-    /// `HTTP/1.x SP 3DIGIT [SP reason] CRLF`.
-    static func statusLine(_ block: [UInt8]) throws(Failure) -> StatusLine {
-        guard let end = Self.lineEnd(block, from: 0) else { throw .malformed("no status line") }
-        guard end >= 12, block[0] == UInt8(ascii: "H"), block[1] == UInt8(ascii: "T"), block[2] == UInt8(ascii: "T"),
-            block[3] == UInt8(ascii: "P"), block[4] == UInt8(ascii: "/"), block[5] == UInt8(ascii: "1"),
-            block[6] == UInt8(ascii: "."),
-            block[7] == UInt8(ascii: "0") || block[7] == UInt8(ascii: "1"),
-            block[8] == UInt8(ascii: " ")
-        else {
-            throw .malformed("not an HTTP/1.x status line")
+    var description: String {
+        switch self {
+        case .malformed(let what): "malformed message: \(what)"
+        case .tooLarge(let what): "message too large: \(what)"
+        case .uriTooLong: "the request target is too long"
+        case .unsolicited: "bytes from the backend with no request outstanding"
+        case .truncated: "the connection closed before the message was complete"
         }
-        var code = 0
-        for index in 9..<12 {
-            let digit = block[index]
-            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { throw .malformed("status code") }
-            code = code * 10 + Int(digit - UInt8(ascii: "0"))
-        }
-        guard code >= 100 else { throw .malformed("status code") }
-        var reason = ""
-        if end > 12 {
-            guard block[12] == UInt8(ascii: " ") else { throw .malformed("status code") }
-            let phrase = block[13..<end]
-            guard phrase.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
-                throw .malformed("control bytes in the reason phrase")
-            }
-            reason = String(decoding: phrase, as: UTF8.self)
-        }
-        return StatusLine(
-            version: HTTPVersion(major: 1, minor: block[7] == UInt8(ascii: "1") ? 1 : 0),
-            status: HTTPResponseStatus(statusCode: code, reasonPhrase: reason),
-            fieldsStart: end + 2
-        )
     }
+}
 
+/// The syntax rules both HTTP/1.1 parsers share, pure functions of the bytes of one block or line: field
+/// lines, lengths, chunk sizes and extensions, line ends. Everything here refuses rather than guesses: a
+/// peer and the gateway must never disagree on where a message ends (RFC 9112 §6.3, §11.2).
+enum HTTP1Syntax {
     /// Field lines from `start` up to the empty line that ends `block`: `token ":" OWS value OWS CRLF`.
-    static func fields(_ block: [UInt8], from start: Int, limits: Limits) throws(Failure) -> HTTPHeaders {
+    static func fields(_ block: [UInt8], from start: Int, maxFields: Int) throws(HTTP1ParseFailure) -> HTTPHeaders {
         // Sized once: at most one field per line end after `start` (HTTPHeaders would grow its storage field by field).
         var fields: [(String, String)] = []
-        fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), limits.maxFields + 1))
+        fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), maxFields + 1))
         var position = start
         var count = 0
         while true {
             guard let end = Self.lineEnd(block, from: position) else { throw .malformed("a field line without CRLF") }
             if end == position { return HTTPHeaders(fields) }  // The empty line.
             count += 1
-            guard count <= limits.maxFields else { throw .tooLarge("too many fields") }
+            guard count <= maxFields else { throw .tooLarge("too many fields") }
             var colon = position
             while colon < end, Self.isTokenByte(block[colon]) { colon += 1 }
             guard colon > position, colon < end, block[colon] == UInt8(ascii: ":") else {
@@ -117,7 +100,7 @@ extension HTTP1ResponseParser {
     }
 
     /// `1*HEXDIG [ chunk-ext ]` (extensions are ignored); at most 15 hex digits, so the size fits an `Int`.
-    static func chunkSize(_ line: [UInt8]) throws(Failure) -> Int {
+    static func chunkSize(_ line: [UInt8]) throws(HTTP1ParseFailure) -> Int {
         var size = 0
         var digits = 0
         for byte in line {
@@ -198,7 +181,7 @@ extension HTTP1ResponseParser {
     }
 
     /// Every LF of a block follows a CR and every CR precedes an LF; no NUL anywhere.
-    static func checkLineEnds(_ block: [UInt8]) throws(Failure) {
+    static func checkLineEnds(_ block: [UInt8]) throws(HTTP1ParseFailure) {
         for index in 0..<block.count {
             let byte = block[index]
             if byte == 0x0A, index == 0 || block[index - 1] != 0x0D { throw .malformed("a bare LF") }

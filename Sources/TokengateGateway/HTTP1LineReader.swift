@@ -1,0 +1,130 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+
+/// Takes the line-shaped parts of an HTTP/1.1 message — a head, a chunk-size line, a trailer section — out of
+/// the reads they arrive in, gathering only what a read split. Shared by both parsers; holds nothing between
+/// messages (``partial`` is empty whenever a part was returned).
+///
+/// A limit is checked while gathering, so a peer that never ends a line cannot make the gateway buffer more
+/// than the limit plus one read.
+struct HTTP1LineReader {
+    /// Bytes of a line or block that a read split; empty otherwise.
+    private(set) var partial: [UInt8] = []
+
+    mutating func reset() {
+        self.partial.removeAll(keepingCapacity: true)
+    }
+
+    /// One CRLF-terminated line without its CRLF, from ``partial`` and then `buffer`.
+    mutating func line(from buffer: inout ByteBuffer, limit: Int, what: String) throws(HTTP1ParseFailure) -> [UInt8]? {
+        let found: Int? = buffer.withUnsafeReadableBytes { bytes in
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == 0x0A {
+                    return index
+                }
+                index += 1
+            }
+            return nil
+        }
+        guard let newline = found else {
+            self.partial += buffer.readBytes(length: buffer.readableBytes)!
+            guard self.partial.count <= limit + 1 else { throw .tooLarge(what) }
+            return nil
+        }
+        self.partial += buffer.readBytes(length: newline + 1)!
+        defer { self.partial.removeAll(keepingCapacity: true) }
+        guard self.partial.count >= 2, self.partial[self.partial.count - 2] == 0x0D else {
+            throw .malformed("a bare LF in the \(what)")
+        }
+        let line = Array(self.partial[0..<(self.partial.count - 2)])
+        guard line.count <= limit else { throw .tooLarge(what) }
+        guard !line.contains(0x0D), !line.contains(0x0A) else { throw .malformed("a bare CR in the \(what)") }
+        return line
+    }
+
+    /// A block of lines ending with an empty line (a head, or a trailer section), with all its line ends;
+    /// `nil` until it is complete. Bare CR and LF are refused here, once, for the whole block. On
+    /// `tooLarge` the bytes gathered stay in ``partial`` for the caller to look at.
+    mutating func block(from buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) throws(HTTP1ParseFailure) -> [UInt8]? {
+        if self.partial.isEmpty, let block = Self.wholeBlock(in: &buffer, startingWithLine: startingWithLine, limit: limit) {
+            try HTTP1Syntax.checkLineEnds(block)
+            return block
+        }
+        // Where the search resumes: a CRLFCRLF may straddle the previous read.
+        let resumeAt = max(0, self.partial.count - 3)
+        self.partial += buffer.readableBytesView
+        let end: Int? = {
+            // A trailer section may be just the empty line.
+            if !startingWithLine, self.partial.count >= 2, self.partial[0] == 0x0D, self.partial[1] == 0x0A {
+                return 2
+            }
+            var index = resumeAt
+            while index + 3 < self.partial.count {
+                if self.partial[index] == 0x0D, self.partial[index + 1] == 0x0A, self.partial[index + 2] == 0x0D,
+                    self.partial[index + 3] == 0x0A
+                {
+                    return index + 4
+                }
+                index += 1
+            }
+            return nil
+        }()
+        guard let end else {
+            // Nothing consumed beyond what is kept in `partial`. A line end that is already wrong fails now
+            // rather than when a block end arrives that never will (a client ending lines with LF alone).
+            try Self.checkLineEndsSoFar(self.partial, from: resumeAt)
+            buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+            guard self.partial.count <= limit else { throw .tooLarge("head or trailer section") }
+            return nil
+        }
+        guard end <= limit else { throw .tooLarge("head or trailer section") }
+        // Give back what belongs to the body: `partial` held bytes of earlier reads, so count from its end.
+        let unused = self.partial.count - end
+        buffer.moveReaderIndex(forwardBy: buffer.readableBytes - unused)
+        let block = Array(self.partial[0..<end])
+        // Released, not kept: a connection that once had a split head should not hold its size while idle.
+        self.partial = []
+        try HTTP1Syntax.checkLineEnds(block)
+        return block
+    }
+
+    /// Every LF from `start` on follows a CR, and every CR is followed by an LF where the next byte is there.
+    private static func checkLineEndsSoFar(_ bytes: [UInt8], from start: Int) throws(HTTP1ParseFailure) {
+        for index in start..<bytes.count {
+            switch bytes[index] {
+            case 0x0A where index == 0 || bytes[index - 1] != 0x0D: throw .malformed("a bare LF")
+            case 0x0D where index + 1 < bytes.count && bytes[index + 1] != 0x0A: throw .malformed("a bare CR")
+            default: continue
+            }
+        }
+    }
+
+    /// The common case: a whole block at the start of one read, taken without gathering.
+    private static func wholeBlock(in buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) -> [UInt8]? {
+        let end: Int? = buffer.withUnsafeReadableBytes { bytes in
+            if !startingWithLine, bytes.count >= 2, bytes[0] == 0x0D, bytes[1] == 0x0A {
+                return 2
+            }
+            var index = 0
+            let last = min(bytes.count, limit) - 3
+            while index < last {
+                if bytes[index + 3] != 0x0A {
+                    index += 1
+                    continue
+                }
+                if bytes[index] == 0x0D, bytes[index + 1] == 0x0A, bytes[index + 2] == 0x0D {
+                    return index + 4
+                }
+                index += 1
+            }
+            return nil
+        }
+        guard let end else { return nil }
+        return buffer.readBytes(length: end)
+    }
+}

@@ -1,0 +1,292 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+import TokengateConfig
+
+/// Reads a client's HTTP/1.1 requests off its connection: a pure state machine that takes the bytes the
+/// connection delivers and gives back request parts (``next(from:)``), with no I/O of its own.
+///
+/// It replaces NIO's `HTTPRequestDecoder` (llhttp behind a `ByteToMessageHandler`) so that the connection
+/// handler reads its own bytes: one handler less that every read, read-complete and write crosses, no
+/// `NIOAny` per part, and a pipelined request simply stays unparsed in its buffer until the one before it is
+/// answered (``HTTP1ConnectionHandler``) instead of being decoded and queued.
+///
+/// **Strict on purpose**, like ``HTTP1ResponseParser``: the gateway and the backend must never disagree on
+/// where a request ends, or a body becomes a request the token check never saw (request smuggling). So every
+/// framing ambiguity is refused (RFC 9112 §6.3, §11.2): `Transfer-Encoding` other than exactly `chunked`, in
+/// an HTTP/1.0 request, twice, or with `Content-Length`; more than one `Content-Length`, or one that is not all
+/// digits; obs-fold lines, whitespace before a colon, bare CR or LF, NUL or other control bytes in a field; a
+/// request target with spaces, control or non-ASCII bytes; any version but HTTP/1.0 and HTTP/1.1. Empty lines
+/// before a request line are skipped (RFC 9112 §2.2). A request without either length field has no body.
+///
+/// Limits are checked while bytes are gathered: the request line and fields together within
+/// ``Limits/maxHeadBytes`` (`max_header_bytes`; over it, ``HTTP1ParseFailure/uriTooLong`` when the target
+/// alone is over `max_uri_bytes`, `tooLarge` otherwise), at most ``Limits/maxFields`` fields.
+struct HTTP1RequestParser {
+    struct Limits {
+        /// The request line and the fields with their line ends.
+        var maxHeadBytes: Int
+        /// The request target: decides between 414 and 431 for a head over its limit. A head within its limit
+        /// with a longer target is the exchange's to answer (414), as over HTTP/2.
+        var maxURIBytes: Int
+        var maxFields = 256
+        /// A chunk-size line with its extensions.
+        var maxChunkLineBytes = 4096
+
+        init(maxHeadBytes: Int, maxURIBytes: Int) {
+            self.maxHeadBytes = maxHeadBytes
+            self.maxURIBytes = maxURIBytes
+        }
+
+        init(_ limits: LimitsConfiguration) {
+            self.init(maxHeadBytes: limits.maxHeaderBytes, maxURIBytes: limits.maxURIBytes)
+        }
+    }
+
+    private enum State {
+        /// Waiting for (the rest of) a request head.
+        case head
+        /// `lastRequest`: the request asked for the connection to close after it (RFC 9112 §9.3).
+        case body(HTTP1BodyReader, lastRequest: Bool)
+        /// After a request that closes the connection: nothing more is a request.
+        case closed
+        case failed
+    }
+
+    private let limits: Limits
+    private let bodyLimits: HTTP1BodyReader.Limits
+    private var state: State = .head
+    private var lines = HTTP1LineReader()
+
+    /// Between requests, with nothing of the next one gathered.
+    var isAtMessageBoundary: Bool {
+        switch self.state {
+        case .head: self.lines.partial.isEmpty
+        case .closed: true
+        case .body, .failed: false
+        }
+    }
+
+    init(limits: Limits) {
+        self.limits = limits
+        self.bodyLimits = HTTP1BodyReader.Limits(
+            maxChunkLineBytes: limits.maxChunkLineBytes,
+            maxTrailerBytes: limits.maxHeadBytes,
+            maxTrailerFields: limits.maxFields
+        )
+    }
+
+    /// The next request part in `buffer`, consuming the bytes it used; `nil` when more bytes are needed. Bytes
+    /// after a request's end are left for the next call. After an error the parser stays failed: the
+    /// connection must be answered and closed.
+    mutating func next(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> HTTPServerRequestPart? {
+        do {
+            return try self.step(from: &buffer)
+        } catch {
+            self.state = .failed
+            self.lines.reset()
+            throw error
+        }
+    }
+
+    private mutating func step(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> HTTPServerRequestPart? {
+        while true {
+            switch self.state {
+            case .failed:
+                throw .malformed("the connection already failed")
+            case .head:
+                guard let block = try self.headBlock(from: &buffer) else {
+                    try Self.checkMethodSoFar(self.lines.partial)
+                    return nil
+                }
+                // Only empty lines: skipped, the request line is still to come.
+                guard let head = try self.head(from: block) else { continue }
+                let (framing, lastRequest) = try Self.framing(of: head)
+                self.state = .body(HTTP1BodyReader(framing), lastRequest: lastRequest)
+                return .head(head)
+            case .body(var reader, let lastRequest):
+                let part = try reader.next(from: &buffer, lines: &self.lines, limits: self.bodyLimits)
+                self.state = .body(reader, lastRequest: lastRequest)
+                switch part {
+                case nil:
+                    return nil
+                case .body(let slice):
+                    return .body(slice)
+                case .end(let trailers):
+                    self.state = lastRequest ? .closed : .head
+                    return .end(trailers)
+                }
+            case .closed:
+                // As llhttp: the client said this connection ends, so what follows is no request to serve.
+                guard buffer.readableBytes == 0 else { throw .malformed("bytes after a request that closes the connection") }
+                return nil
+            }
+        }
+    }
+
+    // MARK: The head.
+
+    /// A whole head block when it is there; over the limit, the failure says whether the target is to blame.
+    private mutating func headBlock(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> [UInt8]? {
+        do {
+            return try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes)
+        } catch .tooLarge {
+            throw Self.targetLength(in: self.lines.partial) > self.limits.maxURIBytes ? .uriTooLong : .tooLarge("request head")
+        }
+    }
+
+    /// The request in a head block; `nil` when the block held only empty lines.
+    private func head(from block: [UInt8]) throws(HTTP1ParseFailure) -> HTTPRequestHead? {
+        var start = 0
+        while start + 1 < block.count, block[start] == 0x0D, block[start + 1] == 0x0A { start += 2 }
+        if start == block.count { return nil }
+        let line = try Self.requestLine(block, from: start)
+        let headers = try HTTP1Syntax.fields(block, from: line.fieldsStart, maxFields: self.limits.maxFields)
+        return HTTPRequestHead(version: line.version, method: line.method, uri: line.target, headers: headers)
+    }
+
+    struct RequestLine {
+        var method: HTTPMethod
+        var target: String
+        var version: HTTPVersion
+        /// Offset of the first field line in the block.
+        var fieldsStart: Int
+    }
+
+    /// `method SP request-target SP HTTP/1.x CRLF`, single spaces, nothing else on the line.
+    static func requestLine(_ block: [UInt8], from start: Int) throws(HTTP1ParseFailure) -> RequestLine {
+        guard let end = HTTP1Syntax.lineEnd(block, from: start) else { throw .malformed("no request line") }
+        var index = start
+        while index < end, HTTP1Syntax.isTokenByte(block[index]) { index += 1 }
+        guard index > start, index < end, block[index] == UInt8(ascii: " ") else {
+            throw .malformed("the request line's method")
+        }
+        let methodEnd = index
+        index += 1
+        let targetStart = index
+        // Visible ASCII only: no spaces, no control bytes, nothing a backend might decode another way.
+        while index < end, block[index] > 0x20, block[index] < 0x7F { index += 1 }
+        guard index > targetStart, index < end, block[index] == UInt8(ascii: " ") else {
+            throw .malformed("the request line's target")
+        }
+        let targetEnd = index
+        index += 1
+        let method = HTTPMethod(rawValue: String(decoding: block[start..<methodEnd], as: UTF8.self))
+        if case .RAW = method {
+            // The methods llhttp knew, as before this parser: an unknown one is more likely an attack than an API.
+            throw .malformed("an unknown method")
+        }
+        guard Self.isTargetForm(block[targetStart..<targetEnd], method: method) else {
+            throw .malformed("the request line's target")
+        }
+        guard end - index == 8, block[index] == UInt8(ascii: "H"), block[index + 1] == UInt8(ascii: "T"),
+            block[index + 2] == UInt8(ascii: "T"), block[index + 3] == UInt8(ascii: "P"), block[index + 4] == UInt8(ascii: "/"),
+            block[index + 6] == UInt8(ascii: ".")
+        else {
+            throw .malformed("the request line's version")
+        }
+        guard block[index + 5] == UInt8(ascii: "1"), block[index + 7] == UInt8(ascii: "0") || block[index + 7] == UInt8(ascii: "1") else {
+            throw .malformed("unsupported HTTP version")
+        }
+        return RequestLine(
+            method: method,
+            target: String(decoding: block[targetStart..<targetEnd], as: UTF8.self),
+            version: HTTPVersion(major: 1, minor: block[index + 7] == UInt8(ascii: "1") ? 1 : 0),
+            fieldsStart: end + 2
+        )
+    }
+
+    /// Bytes that cannot begin a request line are refused as they come (a TLS handshake sent to a plain
+    /// port, a binary protocol), not only when a head end arrives that never will. Only the method is
+    /// checked: the rest waits for the whole line.
+    static func checkMethodSoFar(_ gathered: [UInt8]) throws(HTTP1ParseFailure) {
+        var index = 0
+        while index + 1 < gathered.count, gathered[index] == 0x0D, gathered[index + 1] == 0x0A { index += 2 }
+        let start = index
+        while index < gathered.count, HTTP1Syntax.isTokenByte(gathered[index]) { index += 1 }
+        if index < gathered.count, gathered[index] != UInt8(ascii: " "), !(index == start && gathered[index] == 0x0D) {
+            throw .malformed("the request line's method")
+        }
+    }
+
+    /// RFC 9112 §3.2: origin-form (`/path?query`), asterisk-form (`*`), absolute-form (`scheme://…`), and
+    /// authority-form for `CONNECT` only. Anything else is no target a backend should be asked to interpret.
+    static func isTargetForm(_ target: ArraySlice<UInt8>, method: HTTPMethod) -> Bool {
+        guard let first = target.first else { return false }
+        if first == UInt8(ascii: "/") || method == .CONNECT { return true }
+        if first == UInt8(ascii: "*") { return target.count == 1 }
+        // scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then "://".
+        var index = target.startIndex
+        guard (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z") else { return false }
+        while index < target.endIndex {
+            let byte = target[index]
+            let isSchemeByte =
+                ((byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            guard isSchemeByte else { break }
+            index += 1
+        }
+        return target[index...].starts(with: "://".utf8)
+    }
+
+    /// How long the request target is in the bytes of an over-long head, as far as they go: the bytes after
+    /// the first space of the request line up to the next space or line end.
+    static func targetLength(in bytes: [UInt8]) -> Int {
+        var index = 0
+        while index + 1 < bytes.count, bytes[index] == 0x0D, bytes[index + 1] == 0x0A { index += 2 }
+        while index < bytes.count, bytes[index] != UInt8(ascii: " "), bytes[index] != 0x0D { index += 1 }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: " ") else { return 0 }
+        let targetStart = index + 1
+        index = targetStart
+        while index < bytes.count, bytes[index] != UInt8(ascii: " "), bytes[index] != 0x0D { index += 1 }
+        return index - targetStart
+    }
+
+    /// RFC 9112 §6.1–6.3 for requests, with every ambiguity refused (no length field: no body), and whether
+    /// the request is the connection's last (§9.3: HTTP/1.1 unless `close` is listed, HTTP/1.0 only with
+    /// `keep-alive`), read in the same pass over the fields.
+    static func framing(of head: HTTPRequestHead) throws(HTTP1ParseFailure) -> (HTTP1BodyReader.Framing, lastRequest: Bool) {
+        var transferEncodings = 0
+        var chunked = false
+        var lengths = 0
+        var length = 0
+        var close = false
+        var keepAlive = false
+        for (name, value) in head.headers {
+            if HTTPHeaders.equalsIgnoringCase(name, "connection") {
+                close = close || HTTPHeaders.listContains(value, token: "close")
+                keepAlive = keepAlive || HTTPHeaders.listContains(value, token: "keep-alive")
+            } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
+                transferEncodings += 1
+                chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
+            } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
+                lengths += 1
+                guard let parsed = HTTP1Syntax.decimal(value) else {
+                    throw .malformed("Content-Length is not a number")
+                }
+                length = parsed
+            }
+        }
+        if transferEncodings > 0 {
+            // RFC 9112 §6.1: in HTTP/1.0 it is faulty framing; a server must not guess.
+            guard head.version.minor >= 1 else {
+                throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
+            }
+            guard transferEncodings == 1, chunked else {
+                throw .malformed("only the chunked transfer coding is accepted")
+            }
+            guard lengths == 0 else {
+                throw .malformed("both Transfer-Encoding and Content-Length")
+            }
+            return (.chunked, lastRequest: close)
+        }
+        if lengths > 1 {
+            throw .malformed("more than one Content-Length")
+        }
+        return (.length(length), lastRequest: close || (head.version.minor == 0 && !keepAlive))
+    }
+}
