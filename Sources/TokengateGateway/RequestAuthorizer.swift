@@ -29,7 +29,7 @@ struct RequestAuthorizer: Sendable {
         guard let accept = self.route.accept else {
             return .forward(identity: nil, strip: nil)
         }
-        let found: (String, TokenSource)
+        let found: (Substring, TokenSource)
         switch self.route.extractor.extract(method: head.method, uri: head.uri, headers: head.headers, body: body) {
         case .answer(let answer):
             return .answer(answer)

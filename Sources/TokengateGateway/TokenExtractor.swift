@@ -16,7 +16,8 @@ struct TokenExtractor: Sendable {
     enum Outcome: Equatable {
         /// No token anywhere the route looks.
         case noToken
-        case token(String, TokenSource)
+        /// A slice of the header or cookie value it was found in (or the decoded body field): no copy per request.
+        case token(Substring, TokenSource)
         /// A body source applies to this request (a form or JSON body on a route that reads one).
         case needsBody
         case answer(GatewayAnswer)
@@ -48,7 +49,13 @@ struct TokenExtractor: Sendable {
                 .invalidRequest("tokens must not be sent in the URL", realm: self.realm, reason: "token_in_url")
             )
         }
-        var found: [(String, TokenSource)] = []
+        // The first token found and how many there were: more than one is refused, so one is all that is kept.
+        var found: (Substring, TokenSource)?
+        var foundCount = 0
+        func record(_ token: Substring, _ source: TokenSource) {
+            foundCount += 1
+            if found == nil { found = (token, source) }
+        }
         var bodyWanted = false
         for source in self.sources {
             switch source {
@@ -61,7 +68,7 @@ struct TokenExtractor: Sendable {
                 case .notBearer: continue
                 case .malformed:
                     return .answer(self.invalid("malformed Bearer credentials", reason: "malformed_authorization"))
-                case .token(let token): found.append((token, source))
+                case .token(let token): record(token, source)
                 }
             case .header(let name):
                 let values = headers[name]
@@ -70,7 +77,7 @@ struct TokenExtractor: Sendable {
                 }
                 guard let value = values.first else { continue }
                 let trimmed = Substring(value).trimmingOWS()
-                if !trimmed.isEmpty { found.append((String(trimmed), source)) }
+                if !trimmed.isEmpty { record(trimmed, source) }
             case .cookie(let name):
                 let values = CookieHeader.values(named: name, in: headers["cookie"])
                 if values.count > 1 {
@@ -80,7 +87,7 @@ struct TokenExtractor: Sendable {
                 if Self.isUnsafe(method), !Self.isSameSite(headers) {
                     return .answer(.crossSiteCookie(realm: self.realm))
                 }
-                found.append((String(value), source))
+                record(value, source)
             case .form(let field):
                 guard Self.hasBody(headers), Self.contentType(headers) == "application/x-www-form-urlencoded" else {
                     continue
@@ -97,7 +104,7 @@ struct TokenExtractor: Sendable {
                 guard let value = first else {
                     return .answer(self.invalid("the token field is not valid form encoding", reason: "malformed_body"))
                 }
-                if !value.isEmpty { found.append((value, source)) }
+                if !value.isEmpty { record(Substring(value), source) }
             case .json(let field):
                 guard Self.hasBody(headers), Self.contentType(headers) == "application/json" else { continue }
                 guard let body else {
@@ -112,14 +119,14 @@ struct TokenExtractor: Sendable {
                 case .repeated:
                     return .answer(self.invalid("more than one token field in the body", reason: "multiple_tokens"))
                 case .value(let value):
-                    if !value.isEmpty { found.append((value, source)) }
+                    if !value.isEmpty { record(Substring(value), source) }
                 }
             }
         }
-        if found.count > 1 {
+        if foundCount > 1 {
             return .answer(self.invalid("the token was sent in more than one way", reason: "multiple_tokens"))
         }
-        if let (token, source) = found.first {
+        if let (token, source) = found {
             // A body the route would read could still hold a second token: read it before deciding.
             return bodyWanted ? .needsBody : .token(token, source)
         }
@@ -137,7 +144,7 @@ extension TokenExtractor {
     enum BearerParse: Equatable {
         case notBearer
         case malformed
-        case token(String)
+        case token(Substring)
     }
 
     /// RFC 6750 §2.1: `Bearer` (any case), one or more spaces, then a b64token. Another scheme (Basic,
@@ -157,7 +164,7 @@ extension TokenExtractor {
         while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
         let token = Substring(value)[index...].trimmingOWS()
         guard !token.isEmpty, token.utf8.allSatisfy(Self.isB64TokenByte) else { return .malformed }
-        return .token(String(token))
+        return .token(token)
     }
 
     private static func isB64TokenByte(_ byte: UInt8) -> Bool {
