@@ -207,6 +207,18 @@ import Testing
         #expect(self.parse(longExtension).failure == .tooLarge("chunk size line"))
     }
 
+    @Test func aMethodLongerThanAnyKnownOneIsRefusedAsItArrivesNotGatheredToTheHeadLimit() {
+        // Each read checks the method gathered so far: one growing to the head limit a byte per read would
+        // cost time quadratic in the limit (16 KiB by default, up to 1 MiB).
+        let method = Array(repeating: UInt8(ascii: "A"), count: 64)
+        #expect(self.parse(method.map { [$0] }).failure == .malformed("the request line's method"))
+        #expect(self.parse([method]).failure == .malformed("the request line's method"))
+        // The longest method llhttp knew still passes, whole and byte by byte.
+        let longestKnown = Array("UNSUBSCRIBE / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        #expect(self.parse([longestKnown]).heads.count == 1)
+        #expect(self.parse(longestKnown.map { [$0] }).heads.count == 1)
+    }
+
     // MARK: The same answer however the bytes are split, and the same as NIO's decoder.
 
     static let valid: [String] = [
