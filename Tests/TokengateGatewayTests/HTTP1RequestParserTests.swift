@@ -221,6 +221,17 @@ import Testing
         #expect(self.parse(longestKnown.map { [$0] }).heads.count == 1)
     }
 
+    @Test func aLongChunkSizeLineSplitAcrossReadsIsNotHeldOnceRead() throws {
+        // An idle keep-alive connection must not keep the largest chunk extension its client ever sent.
+        var reader = HTTP1LineReader()
+        let line = Array(("1;" + String(repeating: "x", count: 4000) + "\r\n").utf8)
+        var first = ByteBuffer(bytes: line[..<2000])
+        #expect(try reader.line(from: &first, limit: 4096, what: "chunk size line") == nil)
+        var rest = ByteBuffer(bytes: line[2000...])
+        #expect(try reader.line(from: &rest, limit: 4096, what: "chunk size line")?.count == line.count - 2)
+        #expect(reader.partial.capacity < 1024, "\(reader.partial.capacity) bytes held after the line was read")
+    }
+
     // MARK: The same answer however the bytes are split, and the same as NIO's decoder.
 
     static let valid: [String] = [
