@@ -175,8 +175,9 @@ struct HTTP1RequestParser {
         let targetEnd = index
         index += 1
         let method = HTTPMethod(rawValue: String(decoding: block[start..<methodEnd], as: UTF8.self))
-        if case .RAW = method {
-            // The methods llhttp knew, as before this parser: an unknown one is more likely an attack than an API.
+        if case .RAW(let name) = method, name != "QUERY" {
+            // The methods llhttp knew, as before this parser (`QUERY` is the one `HTTPMethod` has no case for): an
+            // unknown one is more likely an attack than an API.
             throw .malformed("an unknown method")
         }
         guard Self.isTargetForm(block[targetStart..<targetEnd], method: method) else {
