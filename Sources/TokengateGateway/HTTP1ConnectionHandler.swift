@@ -155,10 +155,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.pipelinePaused = false
     }
 
-    /// Whether what the client sends now is for a later request than the one in flight.
+    /// Whether what the client sends now must wait: it is for a later request than the one in flight, or for
+    /// a next request while the client is not taking the answers already written. The gateway answers many
+    /// requests itself at once (a pipeline of refusals); a client that sends them and never reads would
+    /// otherwise have every answer queued in memory, without bound.
     private var mustDefer: Bool {
-        guard case .exchanging = self.state else { return false }
-        return self.requestEndReceived || self.responseEndWritten
+        switch self.state {
+        case .exchanging: self.requestEndReceived || self.responseEndWritten
+        case .idle: !self.isWritable
+        case .discarding, .closed: false
+        }
     }
 
     private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
@@ -218,8 +224,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if case .exchanging(let exchange) = self.state {
+        switch self.state {
+        case .exchanging(let exchange):
             exchange.clientWritabilityChanged(isWritable: context.channel.isWritable)
+        case .idle where context.channel.isWritable:
+            self.resumeParsing(context: context)  // What waited for the answers before it to be taken.
+        case .idle, .discarding, .closed:
+            break
         }
         context.fireChannelWritabilityChanged()
     }

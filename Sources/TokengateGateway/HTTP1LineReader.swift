@@ -37,7 +37,9 @@ struct HTTP1LineReader {
             return nil
         }
         self.partial += buffer.readBytes(length: newline + 1)!
-        defer { self.partial.removeAll(keepingCapacity: true) }
+        // Released, not kept, as in ``block(from:startingWithLine:limit:)``: a client's 4 KiB chunk extension
+        // would otherwise stay held by its connection while it idles.
+        defer { self.partial = [] }
         guard self.partial.count >= 2, self.partial[self.partial.count - 2] == 0x0D else {
             throw .malformed("a bare LF in the \(what)")
         }

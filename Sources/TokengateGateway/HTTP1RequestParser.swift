@@ -175,8 +175,9 @@ struct HTTP1RequestParser {
         let targetEnd = index
         index += 1
         let method = HTTPMethod(rawValue: String(decoding: block[start..<methodEnd], as: UTF8.self))
-        if case .RAW = method {
-            // The methods llhttp knew, as before this parser: an unknown one is more likely an attack than an API.
+        if case .RAW(let name) = method, name != "QUERY" {
+            // The methods llhttp knew, as before this parser (`QUERY` is the one `HTTPMethod` has no case for): an
+            // unknown one is more likely an attack than an API.
             throw .malformed("an unknown method")
         }
         guard Self.isTargetForm(block[targetStart..<targetEnd], method: method) else {
@@ -199,14 +200,23 @@ struct HTTP1RequestParser {
         )
     }
 
+    /// Longer than any method `HTTPMethod` knows (`UNSUBSCRIBE`, 11 bytes): every other one is refused anyway.
+    static let maxMethodBytes = 16
+
     /// Bytes that cannot begin a request line are refused as they come (a TLS handshake sent to a plain
     /// port, a binary protocol), not only when a head end arrives that never will. Only the method is
-    /// checked: the rest waits for the whole line.
+    /// checked: the rest waits for the whole line. The method is bounded too: this runs over the bytes
+    /// gathered on every read, so a method growing to the head limit a byte per read would cost quadratic time.
     static func checkMethodSoFar(_ gathered: [UInt8]) throws(HTTP1ParseFailure) {
         var index = 0
         while index + 1 < gathered.count, gathered[index] == 0x0D, gathered[index + 1] == 0x0A { index += 2 }
         let start = index
-        while index < gathered.count, HTTP1Syntax.isTokenByte(gathered[index]) { index += 1 }
+        while index < gathered.count, index - start <= Self.maxMethodBytes, HTTP1Syntax.isTokenByte(gathered[index]) {
+            index += 1
+        }
+        if index - start > Self.maxMethodBytes {
+            throw .malformed("the request line's method")
+        }
         if index < gathered.count, gathered[index] != UInt8(ascii: " "), !(index == start && gathered[index] == 0x0D) {
             throw .malformed("the request line's method")
         }

@@ -126,7 +126,8 @@ enum HTTP1Syntax {
     }
 
     /// `*( BWS ";" name [ "=" ( token / quoted-string ) ] )`: RFC 9112 §7.1.1 without the optional whitespace
-    /// after `;` and around `=`, which llhttp refuses too. Extensions are ignored, but never let through loosely.
+    /// after `;` and around `=`, which llhttp refuses too. Extensions are ignored, but never let through loosely:
+    /// whitespace must lead to a `;` (the grammar has none at the end of the line, and llhttp refuses `5 `).
     static func isChunkExtensions(_ bytes: ArraySlice<UInt8>) -> Bool {
         var index = bytes.startIndex
         func skipWhitespace() {
@@ -138,9 +139,9 @@ enum HTTP1Syntax {
             return index > start
         }
         while true {
-            skipWhitespace()
             if index == bytes.endIndex { return true }
-            guard bytes[index] == UInt8(ascii: ";") else { return false }
+            skipWhitespace()
+            guard index < bytes.endIndex, bytes[index] == UInt8(ascii: ";") else { return false }
             index += 1
             guard token() else { return false }
             guard index < bytes.endIndex, bytes[index] == UInt8(ascii: "=") else { continue }

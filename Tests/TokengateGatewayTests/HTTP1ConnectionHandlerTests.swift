@@ -151,6 +151,31 @@ import TokengateTokens
         #expect(channel.isActive)
     }
 
+    @Test func aClientThatSendsRequestsButTakesNoAnswersHasNoMoreAnswersQueuedForIt() throws {
+        let (channel, _, cleanup) = try self.makeChannel()
+        defer { cleanup(); _ = try? channel.finish() }
+        let reads = ReadCounter()
+        try channel.pipeline.syncOperations.addHandler(reads, position: .first)
+        // Refused by the gateway itself, each answered at once: nothing but the client's reading bounds them.
+        let pipeline = String(repeating: "GET /api/a HTTP/1.1\r\nHost: x\r\n\r\n", count: 50)
+        try self.send(channel, pipeline)
+        #expect(try self.output(channel).components(separatedBy: "HTTP/1.1 401").count == 51)
+        // The answers pile up unread (the socket's buffer is over its high watermark).
+        channel.isWritable = false
+        try self.send(channel, pipeline)
+        #expect(try self.output(channel).isEmpty, "no answer is queued for a client that takes none")
+        channel.read()
+        #expect(reads.count == 0, "nor is more read from it")
+        try self.send(channel, pipeline)  // What a TLS handler still had decrypted.
+        #expect(try self.output(channel).isEmpty)
+        // The client reads again: everything it sent is answered, in order, and reading resumes.
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        #expect(try self.output(channel).components(separatedBy: "HTTP/1.1 401").count == 101)
+        #expect(reads.count == 1, "the read held back is passed on")
+        #expect(channel.isActive)
+    }
+
     @Test func bytesThatAreNotHTTPGet400WithWhatIsWrongAndAClose() throws {
         for (request, what) in [
             ("GET / HTTP/1.1\nHost: x\n\n", "a bare LF"),
@@ -229,5 +254,16 @@ import TokengateTokens
         defer { cleanup(); _ = try? channel.finish() }
         channel.pipeline.fireUserInboundEventTriggered(IdleStateHandler.IdleStateEvent.read)
         #expect(!channel.isActive)
+    }
+}
+
+/// Counts the reads that reach the channel from the handlers after it.
+private final class ReadCounter: ChannelOutboundHandler {
+    typealias OutboundIn = Never
+    var count = 0
+
+    func read(context: ChannelHandlerContext) {
+        self.count += 1
+        context.read()
     }
 }

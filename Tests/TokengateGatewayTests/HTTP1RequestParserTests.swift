@@ -160,6 +160,8 @@ import Testing
         ("a chunk size that overflows", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n"),
         ("a chunk size that is not hex", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n"),
         ("a negative chunk size", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n"),
+        ("whitespace after a chunk size", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2 \r\nab\r\n0\r\n\r\n"),
+        ("whitespace after a chunk extension", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2;a=b\t\r\nab\r\n0\r\n\r\n"),
         ("chunk data longer than its size", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n"),
         ("a bare LF after chunk data", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\n0\r\n\r\n"),
         ("a bad trailer", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX A: 1\r\n\r\n"),
@@ -207,6 +209,29 @@ import Testing
         #expect(self.parse(longExtension).failure == .tooLarge("chunk size line"))
     }
 
+    @Test func aMethodLongerThanAnyKnownOneIsRefusedAsItArrivesNotGatheredToTheHeadLimit() {
+        // Each read checks the method gathered so far: one growing to the head limit a byte per read would
+        // cost time quadratic in the limit (16 KiB by default, up to 1 MiB).
+        let method = Array(repeating: UInt8(ascii: "A"), count: 64)
+        #expect(self.parse(method.map { [$0] }).failure == .malformed("the request line's method"))
+        #expect(self.parse([method]).failure == .malformed("the request line's method"))
+        // The longest method llhttp knew still passes, whole and byte by byte.
+        let longestKnown = Array("UNSUBSCRIBE / HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        #expect(self.parse([longestKnown]).heads.count == 1)
+        #expect(self.parse(longestKnown.map { [$0] }).heads.count == 1)
+    }
+
+    @Test func aLongChunkSizeLineSplitAcrossReadsIsNotHeldOnceRead() throws {
+        // An idle keep-alive connection must not keep the largest chunk extension its client ever sent.
+        var reader = HTTP1LineReader()
+        let line = Array(("1;" + String(repeating: "x", count: 4000) + "\r\n").utf8)
+        var first = ByteBuffer(bytes: line[..<2000])
+        #expect(try reader.line(from: &first, limit: 4096, what: "chunk size line") == nil)
+        var rest = ByteBuffer(bytes: line[2000...])
+        #expect(try reader.line(from: &rest, limit: 4096, what: "chunk size line")?.count == line.count - 2)
+        #expect(reader.partial.capacity < 1024, "\(reader.partial.capacity) bytes held after the line was read")
+    }
+
     // MARK: The same answer however the bytes are split, and the same as NIO's decoder.
 
     static let valid: [String] = [
@@ -219,6 +244,8 @@ import Testing
         "GET /old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
         "PATCH /p HTTP/1.1\r\nHost: a\r\nX-Obs: caf\u{e9}\r\nContent-Length: 2\r\n\r\nok",
         "\r\nGET /after-empty-line HTTP/1.1\r\nHost: a\r\n\r\n",
+        // Known to llhttp, without a case in HTTPMethod: it must pass as it did before this parser.
+        "QUERY /search HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
     ]
 
     @Test(arguments: Self.valid)
