@@ -160,8 +160,7 @@ start_proxy() {
         haproxy-jwt)
             taskset -c "$PROXY_CORE" haproxy -db -f "$TMP/haproxy-jwt.cfg" >"$TMP/haproxy-jwt.log" 2>&1 & ;;
         tokengate)
-            # One event loop would be the fair setting; the gateway has no option for it yet and starts
-            # System.coreCount loops, all confined to core 0 by taskset.
+            # One event loop (`event_loops: 1` in scripts/bench/tokengate.yaml), like the peers' one worker.
             taskset -c "$PROXY_CORE" "$TOKENGATE" serve --config "$TMP/tokengate.yaml" >"$TMP/tokengate.log" 2>&1 & ;;
     esac
     PROXY_PID=$!
