@@ -5,8 +5,20 @@
 import NIOCore
 
 /// The pieces of HTTP/1.1 syntax the gateway writes itself, for both hops: field lines (responses to
-/// clients, request heads to backends) and chunk framing (chunked bodies either way).
+/// clients, request heads to backends) and chunk framing (chunked bodies either way); and in-place access to
+/// the blocks its parsers read.
 extension ByteBuffer {
+    /// `withUnsafeReadableBytes` for a parse whose only error is an ``HTTP1ParseFailure`` (NIO's method
+    /// rethrows untyped errors).
+    func withHTTP1Bytes<Result>(
+        _ body: (UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> Result
+    ) throws(HTTP1ParseFailure) -> Result {
+        let outcome: Swift.Result<Result, HTTP1ParseFailure> = self.withUnsafeReadableBytes { bytes in
+            Swift.Result { () throws(HTTP1ParseFailure) -> Result in try body(bytes) }
+        }
+        return try outcome.get()
+    }
+
     /// Body parts up to this size are copied next to their framing into one buffer; larger ones are written as
     /// buffers of their own, uncopied.
     static let http1CopyLimit = 4096

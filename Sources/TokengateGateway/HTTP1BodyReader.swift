@@ -94,7 +94,9 @@ struct HTTP1BodyReader {
                 guard let block = try lines.block(from: &buffer, startingWithLine: false, limit: limits.maxTrailerBytes) else {
                     return nil
                 }
-                let trailers = try HTTP1Syntax.fields(block, from: 0, maxFields: limits.maxTrailerFields)
+                let trailers = try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in
+                    try HTTP1Syntax.fields(bytes, from: 0, maxFields: limits.maxTrailerFields)
+                }
                 self.state = .ended(trailers.isEmpty ? nil : trailers)
             case .untilClose:
                 guard buffer.readableBytes > 0 else { return nil }

@@ -51,10 +51,11 @@ struct HTTP1LineReader {
 
     /// A block of lines ending with an empty line (a head, or a trailer section), with all its line ends;
     /// `nil` until it is complete. Bare CR and LF are refused here, once, for the whole block. On
-    /// `tooLarge` the bytes gathered stay in ``partial`` for the caller to look at.
-    mutating func block(from buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) throws(HTTP1ParseFailure) -> [UInt8]? {
+    /// `tooLarge` the bytes gathered stay in ``partial`` for the caller to look at. A block that came whole
+    /// in one read is a slice of that read's buffer, not a copy.
+    mutating func block(from buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) throws(HTTP1ParseFailure) -> ByteBuffer? {
         if self.partial.isEmpty, let block = Self.wholeBlock(in: &buffer, startingWithLine: startingWithLine, limit: limit) {
-            try HTTP1Syntax.checkLineEnds(block)
+            try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in try HTTP1Syntax.checkLineEnds(bytes) }
             return block
         }
         // Where the search resumes: a CRLFCRLF may straddle the previous read.
@@ -88,10 +89,10 @@ struct HTTP1LineReader {
         // Give back what belongs to the body: `partial` held bytes of earlier reads, so count from its end.
         let unused = self.partial.count - end
         buffer.moveReaderIndex(forwardBy: buffer.readableBytes - unused)
-        let block = Array(self.partial[0..<end])
+        let block = ByteBuffer(bytes: self.partial[0..<end])
         // Released, not kept: a connection that once had a split head should not hold its size while idle.
         self.partial = []
-        try HTTP1Syntax.checkLineEnds(block)
+        try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in try HTTP1Syntax.checkLineEnds(bytes) }
         return block
     }
 
@@ -107,7 +108,7 @@ struct HTTP1LineReader {
     }
 
     /// The common case: a whole block at the start of one read, taken without gathering.
-    private static func wholeBlock(in buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) -> [UInt8]? {
+    private static func wholeBlock(in buffer: inout ByteBuffer, startingWithLine: Bool, limit: Int) -> ByteBuffer? {
         let end: Int? = buffer.withUnsafeReadableBytes { bytes in
             if !startingWithLine, bytes.count >= 2, bytes[0] == 0x0D, bytes[1] == 0x0A {
                 return 2
@@ -127,6 +128,6 @@ struct HTTP1LineReader {
             return nil
         }
         guard let end else { return nil }
-        return buffer.readBytes(length: end)
+        return buffer.readSlice(length: end)
     }
 }

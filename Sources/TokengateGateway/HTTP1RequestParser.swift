@@ -130,7 +130,7 @@ struct HTTP1RequestParser {
     // MARK: The head.
 
     /// A whole head block when it is there; over the limit, the failure says whether the target is to blame.
-    private mutating func headBlock(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> [UInt8]? {
+    private mutating func headBlock(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> ByteBuffer? {
         do {
             return try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes)
         } catch .tooLarge {
@@ -139,7 +139,11 @@ struct HTTP1RequestParser {
     }
 
     /// The request in a head block; `nil` when the block held only empty lines.
-    private func head(from block: [UInt8]) throws(HTTP1ParseFailure) -> HTTPRequestHead? {
+    private func head(from block: ByteBuffer) throws(HTTP1ParseFailure) -> HTTPRequestHead? {
+        try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in try self.head(from: bytes) }
+    }
+
+    private func head(from block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> HTTPRequestHead? {
         var start = 0
         while start + 1 < block.count, block[start] == 0x0D, block[start + 1] == 0x0A { start += 2 }
         if start == block.count { return nil }
@@ -157,7 +161,7 @@ struct HTTP1RequestParser {
     }
 
     /// `method SP request-target SP HTTP/1.x CRLF`, single spaces, nothing else on the line.
-    static func requestLine(_ block: [UInt8], from start: Int) throws(HTTP1ParseFailure) -> RequestLine {
+    static func requestLine(_ block: UnsafeRawBufferPointer, from start: Int) throws(HTTP1ParseFailure) -> RequestLine {
         guard let end = HTTP1Syntax.lineEnd(block, from: start) else { throw .malformed("no request line") }
         var index = start
         while index < end, HTTP1Syntax.isTokenByte(block[index]) { index += 1 }
@@ -174,7 +178,7 @@ struct HTTP1RequestParser {
         }
         let targetEnd = index
         index += 1
-        let method = HTTPMethod(rawValue: String(decoding: block[start..<methodEnd], as: UTF8.self))
+        let method = HTTPMethod(rawValue: HTTP1Syntax.string(block, start..<methodEnd))
         if case .RAW(let name) = method, name != "QUERY" {
             // The methods llhttp knew, as before this parser (`QUERY` is the one `HTTPMethod` has no case for): an
             // unknown one is more likely an attack than an API.
@@ -194,7 +198,7 @@ struct HTTP1RequestParser {
         }
         return RequestLine(
             method: method,
-            target: String(decoding: block[targetStart..<targetEnd], as: UTF8.self),
+            target: HTTP1Syntax.string(block, targetStart..<targetEnd),
             version: HTTPVersion(major: 1, minor: block[index + 7] == UInt8(ascii: "1") ? 1 : 0),
             fieldsStart: end + 2
         )
@@ -224,7 +228,7 @@ struct HTTP1RequestParser {
 
     /// RFC 9112 §3.2: origin-form (`/path?query`), asterisk-form (`*`), absolute-form (`scheme://…`), and
     /// authority-form for `CONNECT` only. Anything else is no target a backend should be asked to interpret.
-    static func isTargetForm(_ target: ArraySlice<UInt8>, method: HTTPMethod) -> Bool {
+    static func isTargetForm(_ target: Slice<UnsafeRawBufferPointer>, method: HTTPMethod) -> Bool {
         guard let first = target.first else { return false }
         if first == UInt8(ascii: "/") || method == .CONNECT { return true }
         if first == UInt8(ascii: "*") { return target.count == 1 }

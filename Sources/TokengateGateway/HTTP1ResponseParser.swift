@@ -143,8 +143,11 @@ struct HTTP1ResponseParser {
     /// Reads a whole head when it is there; `.some(nil)` for an interim (1xx) response that was dropped.
     private mutating func readHead(from buffer: inout ByteBuffer) throws(Failure) -> HTTPResponseHead?? {
         guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes) else { return nil }
-        let line = try Self.statusLine(block)
-        let headers = try HTTP1Syntax.fields(block, from: line.fieldsStart, maxFields: self.limits.maxFields)
+        let maxFields = self.limits.maxFields
+        let (line, headers) = try block.withHTTP1Bytes { bytes throws(Failure) in
+            let line = try Self.statusLine(bytes)
+            return (line, try HTTP1Syntax.fields(bytes, from: line.fieldsStart, maxFields: maxFields))
+        }
         let code = line.status.code
         if code == 101 {
             throw .malformed("101 Switching Protocols, which the gateway never asks for")
@@ -165,7 +168,7 @@ struct HTTP1ResponseParser {
     }
 
     /// `HTTP/1.x SP 3DIGIT [SP reason] CRLF`.
-    static func statusLine(_ block: [UInt8]) throws(Failure) -> StatusLine {
+    static func statusLine(_ block: UnsafeRawBufferPointer) throws(Failure) -> StatusLine {
         guard let end = HTTP1Syntax.lineEnd(block, from: 0) else { throw .malformed("no status line") }
         guard end >= 12, block[0] == UInt8(ascii: "H"), block[1] == UInt8(ascii: "T"), block[2] == UInt8(ascii: "T"),
             block[3] == UInt8(ascii: "P"), block[4] == UInt8(ascii: "/"), block[5] == UInt8(ascii: "1"),
@@ -189,7 +192,7 @@ struct HTTP1ResponseParser {
             guard phrase.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
                 throw .malformed("control bytes in the reason phrase")
             }
-            reason = String(decoding: phrase, as: UTF8.self)
+            reason = HTTP1Syntax.string(block, 13..<end)
         }
         return StatusLine(
             version: HTTPVersion(major: 1, minor: block[7] == UInt8(ascii: "1") ? 1 : 0),

@@ -31,9 +31,12 @@ enum HTTP1ParseFailure: Error, Equatable, CustomStringConvertible {
 /// The syntax rules both HTTP/1.1 parsers share, pure functions of the bytes of one block or line: field
 /// lines, lengths, chunk sizes and extensions, line ends. Everything here refuses rather than guesses: a
 /// peer and the gateway must never disagree on where a message ends (RFC 9112 §6.3, §11.2).
+///
+/// Blocks (heads, trailer sections) are read in place, as the raw bytes of the buffer they arrived in: no
+/// copy into an array, and no bounds check per byte on the scans every head goes through.
 enum HTTP1Syntax {
     /// Field lines from `start` up to the empty line that ends `block`: `token ":" OWS value OWS CRLF`.
-    static func fields(_ block: [UInt8], from start: Int, maxFields: Int) throws(HTTP1ParseFailure) -> HTTPHeaders {
+    static func fields(_ block: UnsafeRawBufferPointer, from start: Int, maxFields: Int) throws(HTTP1ParseFailure) -> HTTPHeaders {
         // Sized once: at most one field per line end after `start` (HTTPHeaders would grow its storage field by field).
         var fields: [(String, String)] = []
         fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), maxFields + 1))
@@ -58,14 +61,17 @@ enum HTTP1Syntax {
                 let byte = block[index]
                 guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else { throw .malformed("control bytes in a field value") }
             }
-            fields.append(
-                (String(decoding: block[position..<colon], as: UTF8.self), String(decoding: block[valueStart..<valueEnd], as: UTF8.self))
-            )
+            fields.append((Self.string(block, position..<colon), Self.string(block, valueStart..<valueEnd)))
             position = end + 2
         }
     }
 
-    static func lineEnds(in block: [UInt8], from start: Int) -> Int {
+    /// The bytes of `range` as a string (field names and values, targets, reason phrases: checked already).
+    static func string(_ block: UnsafeRawBufferPointer, _ range: Range<Int>) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: block[range]).assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+    }
+
+    static func lineEnds(in block: UnsafeRawBufferPointer, from start: Int) -> Int {
         var count = 0
         for index in start..<block.count where block[index] == 0x0A {
             count += 1
@@ -172,7 +178,7 @@ enum HTTP1Syntax {
 
     /// The index of the CR of the first CRLF at or after `start`; a bare CR or LF is an error, so callers
     /// see only well-formed line ends. `nil` when the block has no further line end.
-    static func lineEnd(_ block: [UInt8], from start: Int) -> Int? {
+    static func lineEnd(_ block: UnsafeRawBufferPointer, from start: Int) -> Int? {
         var index = start
         while index + 1 < block.count {
             if block[index] == 0x0D, block[index + 1] == 0x0A { return index }
@@ -182,7 +188,7 @@ enum HTTP1Syntax {
     }
 
     /// Every LF of a block follows a CR and every CR precedes an LF; no NUL anywhere.
-    static func checkLineEnds(_ block: [UInt8]) throws(HTTP1ParseFailure) {
+    static func checkLineEnds(_ block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) {
         for index in 0..<block.count {
             let byte = block[index]
             if byte == 0x0A, index == 0 || block[index - 1] != 0x0D { throw .malformed("a bare LF") }
