@@ -264,43 +264,23 @@ struct HTTP1RequestParser {
     /// the request is the connection's last (§9.3: HTTP/1.1 unless `close` is listed, HTTP/1.0 only with
     /// `keep-alive`), read in the same pass over the fields.
     static func framing(of head: HTTPRequestHead) throws(HTTP1ParseFailure) -> (HTTP1BodyReader.Framing, lastRequest: Bool) {
-        var transferEncodings = 0
-        var chunked = false
-        var lengths = 0
-        var length = 0
-        var close = false
-        var keepAlive = false
-        for (name, value) in head.headers {
-            if HTTPHeaders.equalsIgnoringCase(name, "connection") {
-                close = close || HTTPHeaders.listContains(value, token: "close")
-                keepAlive = keepAlive || HTTPHeaders.listContains(value, token: "keep-alive")
-            } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
-                transferEncodings += 1
-                chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
-            } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
-                lengths += 1
-                guard let parsed = HTTP1Syntax.decimal(value) else {
-                    throw .malformed("Content-Length is not a number")
-                }
-                length = parsed
-            }
-        }
-        if transferEncodings > 0 {
+        let fields = try HTTP1Syntax.FramingFields(head.headers)
+        if fields.transferEncodings > 0 {
             // RFC 9112 §6.1: in HTTP/1.0 it is faulty framing; a server must not guess.
             guard head.version.minor >= 1 else {
                 throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
             }
-            guard transferEncodings == 1, chunked else {
+            guard fields.transferEncodings == 1, fields.chunked else {
                 throw .malformed("only the chunked transfer coding is accepted")
             }
-            guard lengths == 0 else {
+            guard fields.lengths == 0 else {
                 throw .malformed("both Transfer-Encoding and Content-Length")
             }
-            return (.chunked, lastRequest: close)
+            return (.chunked, lastRequest: fields.close)
         }
-        if lengths > 1 {
+        if fields.lengths > 1 {
             throw .malformed("more than one Content-Length")
         }
-        return (.length(length), lastRequest: close || (head.version.minor == 0 && !keepAlive))
+        return (.length(fields.length), lastRequest: fields.close || (head.version.minor == 0 && !fields.keepAlive))
     }
 }

@@ -203,49 +203,30 @@ struct HTTP1ResponseParser {
 
     /// RFC 9112 §6.3, with every ambiguity refused.
     private mutating func chooseFraming(_ head: HTTPResponseHead) throws(Failure) -> HTTP1BodyReader.Framing {
-        var transferEncodings = 0
-        var chunked = false
-        var lengths = 0
-        var length = 0
+        let fields = try HTTP1Syntax.FramingFields(head.headers)
         // RFC 9112 §9.3: HTTP/1.1 persists unless `close` is listed; HTTP/1.0 only if `keep-alive` is.
-        var close = false
-        var keepAlive = false
-        for (name, value) in head.headers {
-            if HTTPHeaders.equalsIgnoringCase(name, "connection") {
-                close = close || HTTPHeaders.listContains(value, token: "close")
-                keepAlive = keepAlive || HTTPHeaders.listContains(value, token: "keep-alive")
-            } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
-                transferEncodings += 1
-                chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
-            } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
-                lengths += 1
-                guard let parsed = HTTP1Syntax.decimal(value) else {
-                    throw .malformed("Content-Length is not a number")
-                }
-                length = parsed
-            }
-        }
         // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing: close after it.
-        self.keepsConnection = !close && (head.version.minor >= 1 || keepAlive) && !(head.version.minor == 0 && transferEncodings > 0)
+        let http10 = head.version.minor == 0
+        self.keepsConnection = !fields.close && (!http10 || fields.keepAlive) && !(http10 && fields.transferEncodings > 0)
         let code = head.status.code
         if self.requestWasHEAD || code == 204 || code == 304 {
             // No body whatever the fields say (they describe what a GET would get).
             return .length(0)
         }
-        if transferEncodings > 0 {
-            guard transferEncodings == 1, chunked else {
+        if fields.transferEncodings > 0 {
+            guard fields.transferEncodings == 1, fields.chunked else {
                 throw .malformed("a Transfer-Encoding other than chunked")
             }
-            guard lengths == 0 else {
+            guard fields.lengths == 0 else {
                 throw .malformed("both Transfer-Encoding and Content-Length")
             }
             return .chunked
         }
-        if lengths > 1 {
+        if fields.lengths > 1 {
             throw .malformed("more than one Content-Length")
         }
-        if lengths == 1 {
-            return .length(length)
+        if fields.lengths == 1 {
+            return .length(fields.length)
         }
         self.keepsConnection = false
         return .untilClose

@@ -93,6 +93,37 @@ enum HTTP1Syntax {
         }
     }
 
+    /// What a message's fields say about its framing and its connection, read in one pass for both parsers;
+    /// each parser then decides with its own rules (a request and a response differ in what no length means).
+    struct FramingFields {
+        var transferEncodings = 0
+        /// The (last) `Transfer-Encoding` is exactly `chunked`; with more than one the message is refused.
+        var chunked = false
+        var lengths = 0
+        var length = 0
+        /// `Connection` lists `close` / `keep-alive` (RFC 9112 §9.3).
+        var close = false
+        var keepAlive = false
+
+        init(_ headers: HTTPHeaders) throws(HTTP1ParseFailure) {
+            for (name, value) in headers {
+                if HTTPHeaders.equalsIgnoringCase(name, "connection") {
+                    self.close = self.close || HTTPHeaders.listContains(value, token: "close")
+                    self.keepAlive = self.keepAlive || HTTPHeaders.listContains(value, token: "keep-alive")
+                } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
+                    self.transferEncodings += 1
+                    self.chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
+                } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
+                    self.lengths += 1
+                    guard let parsed = HTTP1Syntax.decimal(value) else {
+                        throw .malformed("Content-Length is not a number")
+                    }
+                    self.length = parsed
+                }
+            }
+        }
+    }
+
     /// All digits, at most 18 of them (no overflow), no sign, no spaces, no list.
     static func decimal(_ value: String) -> Int? {
         let utf8 = value.utf8

@@ -298,38 +298,13 @@ import Testing
         let pathBytes = Array("abcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?%".utf8)
         let path = "/" + String(decoding: (0..<Int.random(in: 0...30, using: &generator)).map { _ in pathBytes.randomElement(using: &generator)! }, as: UTF8.self)
         var text = "\(method) \(path) HTTP/1.1\r\nHost: h\r\n"
-        let tokenBytes = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_!#$%&'*+.^`|~".utf8)
-        for _ in 0..<Int.random(in: 0...6, using: &generator) {
-            let name = String(decoding: (0..<Int.random(in: 1...12, using: &generator)).map { _ in tokenBytes.randomElement(using: &generator)! }, as: UTF8.self)
-            if ["content-length", "transfer-encoding", "connection", "host", "upgrade"].contains(name.lowercased()) { continue }
-            let value = String(decoding: (0..<Int.random(in: 0...20, using: &generator)).map { _ in UInt8.random(in: 0x21...0x7E, using: &generator) }, as: UTF8.self)
-            text += "\(name): \(value)\r\n"
-        }
-        let body = String(decoding: (0..<Int.random(in: 0...200, using: &generator)).map { _ in UInt8.random(in: 0x20...0x7E, using: &generator) }, as: UTF8.self)
+        text += HTTP1Generated.fieldLines(excluding: ["content-length", "transfer-encoding", "connection", "host", "upgrade"], using: &generator)
+        let body = HTTP1Generated.text(0...200, of: 0x20...0x7E, using: &generator)
         switch Int.random(in: 0..<3, using: &generator) {
-        case 0:
-            text += "\r\n"  // No body.
-        case 1:
-            text += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
-        default:
-            text += "Transfer-Encoding: chunked\r\n\r\n"
-            var rest = Substring(body)
-            while !rest.isEmpty {
-                let size = min(rest.utf8.count, Int.random(in: 1...80, using: &generator))
-                let chunk = rest.prefix(size)
-                rest = rest.dropFirst(size)
-                text += String(chunk.utf8.count, radix: 16) + (Bool.random(using: &generator) ? ";ext=1" : "") + "\r\n" + chunk + "\r\n"
-            }
-            text += "0\r\n" + (Bool.random(using: &generator) ? "X-Trailer: done\r\n" : "") + "\r\n"
+        case 0: text += "\r\n"  // No body.
+        case 1: text += "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+        default: text += HTTP1Generated.chunked(body, maxChunk: 80, using: &generator)
         }
         return Array(text.utf8)
-    }
-}
-
-extension String {
-    fileprivate func trimmingTrailingBlanks() -> Substring {
-        var end = self.endIndex
-        while end > self.startIndex, self[self.index(before: end)] == " " || self[self.index(before: end)] == "\t" { end = self.index(before: end) }
-        return self[..<end]
     }
 }
