@@ -394,6 +394,31 @@ import Testing
         #expect(client.isClosed)
     }
 
+    /// Stream handles hold their codec strongly (a weak reference slowed every retain of it); the codec breaks
+    /// that cycle as streams go. A closed connection's codec must be freed even while exchanges still hold
+    /// handles of its streams, finished or cut off, and those handles must then do nothing.
+    @Test func aClosedConnectionsCodecIsFreedWhileHandlesOfItsStreamsAreStillHeld() throws {
+        weak var freedCodec: HTTP2ServerCodec?
+        var handles: [HTTP2ServerStream] = []
+        do {
+            let client = try H2EmbeddedClient()
+            freedCodec = client.codec
+            try client.handshake()
+            try client.send(.request(1, path: "/done"), .request(3, path: "/hang"))
+            try client.read()
+            #expect(client.log.streams.count == 2)
+            handles = Array(client.log.streams.values)
+            client.finish()
+        }
+        #expect(freedCodec == nil, "the codec outlived its connection")
+        for handle in handles {
+            handle.writeHead(HTTPResponseHead(version: .http1_1, status: .ok))
+            handle.writeBody(ByteBuffer(string: "late"))
+            handle.writeEnd(nil)
+            #expect(!handle.isWritable)
+        }
+    }
+
     @Test func anOpenStreamKeepsTheConnectionFromIdling() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

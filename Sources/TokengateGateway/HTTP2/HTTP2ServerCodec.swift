@@ -190,6 +190,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.events.removeAll()
         self.openStreamCount = 0
         for stream in streams.values {
+            stream.handle.detach()
             let handler = stream.handler
             stream.handler = nil
             stream.closed = true
@@ -398,6 +399,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                 self.streams[id]?.handler?.received(.end(trailers))
             case .streamClosed(let id, let code):
                 guard let stream = self.streams.removeValue(forKey: id) else { continue }
+                stream.handle.detach()
                 self.openStreamCount -= 1
                 if self.openStreamCount == 0 {
                     self.idleSince = self.context?.eventLoop.now

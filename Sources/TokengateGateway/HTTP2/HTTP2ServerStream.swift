@@ -10,17 +10,27 @@ import NIOHTTP1
 /// The handle holds no state of its own: every call is forwarded to the ``HTTP2ServerCodec`` that created
 /// it, which queues the write and submits it to nghttp2 on its next processing round (at once when called
 /// from inside an ``HTTP2StreamHandler`` callback, otherwise on the next event-loop tick, so a burst of
-/// writes becomes one network write). Once the stream is closed, or the codec gone, writes are dropped.
+/// writes becomes one network write). Once the stream is closed and removed, writes are dropped.
 ///
 /// Must only be used on the connection's event loop.
 final class HTTP2ServerStream {
     /// The HTTP/2 stream identifier (odd, client-initiated).
     let id: Int32
-    private weak var codec: HTTP2ServerCodec?
+    /// The codec that made this handle, until it removes the stream (``detach()``). Strong, not `weak`: a weak
+    /// reference gives the codec a side table, after which every retain and release of it — several in each
+    /// of nghttp2's callbacks, per frame and per header field — takes the runtime's slow path. The cycle this
+    /// makes (codec → stream state → handle → codec) is broken by the codec, which detaches every handle it
+    /// removes, one at a time as streams close and all at once when the connection goes.
+    private var codec: HTTP2ServerCodec?
 
     init(id: Int32, codec: HTTP2ServerCodec) {
         self.id = id
         self.codec = codec
+    }
+
+    /// The stream is gone from the codec: from now on every call is dropped, and the codec is not kept alive.
+    func detach() {
+        self.codec = nil
     }
 
     /// The response head. 1xx heads are dropped (informational responses are not forwarded); hop-by-hop
