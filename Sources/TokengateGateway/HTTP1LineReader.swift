@@ -96,12 +96,14 @@ struct HTTP1LineReader {
         return block
     }
 
-    /// Every LF from `start` on follows a CR, and every CR is followed by an LF where the next byte is there.
+    /// Every LF from `start` on follows a CR, every CR is followed by an LF where the next byte is there, and
+    /// there is no NUL (no line of a head may hold one, so a peer that sends one is refused at once).
     private static func checkLineEndsSoFar(_ bytes: [UInt8], from start: Int) throws(HTTP1ParseFailure) {
         for index in start..<bytes.count {
             switch bytes[index] {
             case 0x0A where index == 0 || bytes[index - 1] != 0x0D: throw .malformed("a bare LF")
             case 0x0D where index + 1 < bytes.count && bytes[index + 1] != 0x0A: throw .malformed("a bare CR")
+            case 0: throw .malformed("a NUL byte")
             default: continue
             }
         }

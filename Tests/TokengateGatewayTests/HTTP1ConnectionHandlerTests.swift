@@ -182,7 +182,9 @@ import TokengateTokens
             ("GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", "request line"),
             ("FROB /api/a HTTP/1.1\r\nHost: x\r\n\r\n", "unknown method"),
             ("GET /api/a HTTP/2.0\r\nHost: x\r\n\r\n", "unsupported HTTP version"),
-            ("\u{16}\u{3}\u{1}\u{0}", "method"),  // A TLS record: refused at once, not at the header timeout.
+            ("\u{16}\u{3}\u{1}\u{0}", "not valid HTTP/1.1"),  // A TLS record: refused at once, not at the header timeout.
+            ("\u{16}\u{3}\u{1}", "method"),
+            ("GET /api/a HTTP/1.1\r\nX-A: a\u{0}", "NUL"),  // An unfinished head: refused at once too.
         ] {
             let (channel, _, cleanup) = try self.makeChannel()
             defer { cleanup(); _ = try? channel.finish() }
