@@ -16,8 +16,13 @@ final class UpstreamConnection {
     /// Closes the connection when it has been idle in the pool for too long (set by the pool).
     var idleTimer: DeadlineTimer?
     /// The backend's time to start its response: tells the exchange using the connection when it passes.
-    private(set) lazy var responseTimer = DeadlineTimer(eventLoop: self.channel.eventLoop) { [weak self] in
-        self?.handler.receiver?.upstreamTimedOut()
+    ///
+    /// No `weak` reference to this connection anywhere (here or in the pool's closures): a weak reference gives
+    /// the object a side table, after which every retain and release of it — several per request — takes the
+    /// runtime's slow path. The timers' actions hold what they need strongly instead, and the cycles that makes
+    /// are broken when the channel closes (``tearDown()``).
+    private(set) lazy var responseTimer = DeadlineTimer(eventLoop: self.channel.eventLoop) { [handler = self.handler] in
+        handler.receiver?.upstreamTimedOut()
     }
     /// Set once the connection served an exchange; a reused connection may have been closed by the
     /// backend in the meantime, which makes a failure before any response byte safe to retry.
@@ -27,6 +32,14 @@ final class UpstreamConnection {
         self.channel = channel
         self.targetIndex = targetIndex
         self.handler = handler
+    }
+
+    /// The channel closed: both timers are cancelled and the idle timer, whose action holds this connection, is
+    /// dropped. Called from the handler's close callback whether or not the pool is still there.
+    func tearDown() {
+        self.idleTimer?.cancel()
+        self.idleTimer = nil
+        self.responseTimer.cancel()
     }
 }
 

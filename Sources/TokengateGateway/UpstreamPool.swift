@@ -144,11 +144,25 @@ final class UpstreamPool {
 
     private func forget(_ connection: UpstreamConnection) {
         self.open[connection.targetIndex] -= 1
-        connection.idleTimer?.cancel()
-        connection.responseTimer.cancel()
         if let position = self.idle[connection.targetIndex].firstIndex(where: { $0 === connection }) {
             self.idle[connection.targetIndex].remove(at: position)
         }
+    }
+
+    /// A connection to target `index` on `channel`, wired to this pool: forgotten when its channel closes, closed
+    /// when idle too long. The closures hold the connection strongly and the pool weakly (a pool may go with its
+    /// configuration generation before its connections close); the connection's own cycles are broken by
+    /// ``UpstreamConnection/tearDown()`` when the channel closes, pool or not.
+    func adopt(_ channel: any Channel, index: Int, handler: UpstreamResponseHandler) -> UpstreamConnection {
+        let connection = UpstreamConnection(channel: channel, targetIndex: index, handler: handler)
+        handler.onClose = { [weak self] in
+            connection.tearDown()
+            self?.forget(connection)
+        }
+        connection.idleTimer = DeadlineTimer(eventLoop: channel.eventLoop) { [weak self, connection] in
+            self?.closeIdle(connection)
+        }
+        return connection
     }
 
     private func connect(_ index: Int) -> EventLoopFuture<UpstreamConnection> {
@@ -175,12 +189,7 @@ final class UpstreamPool {
         // The bootstrap runs on this pool's loop, so the callbacks below run here too and may touch the pool.
         return bootstrap.connect(host: target.host, port: target.port).assumeIsolated().flatMapThrowing { channel in
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
-            let connection = UpstreamConnection(channel: channel, targetIndex: index, handler: handler)
-            handler.onClose = { [weak self] in self?.forget(connection) }
-            connection.idleTimer = DeadlineTimer(eventLoop: channel.eventLoop) { [weak self, weak connection] in
-                if let connection { self?.closeIdle(connection) }
-            }
-            return connection
+            return self.adopt(channel, index: index, handler: handler)
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1
             self.eject(index)

@@ -288,6 +288,36 @@ final class ScriptedBackend: Sendable {
         _ = try? channel.finish()
     }
 
+    /// Nothing refers to a connection weakly (that would put every retain of it on the slow path); its timers
+    /// hold it strongly instead, so the cycles must be broken when its channel closes — also when the pool it
+    /// belonged to is already gone (a configuration reload drops pools before their connections close).
+    @Test(arguments: [true, false])
+    func aConnectionIsFreedOnceItsChannelCloses(poolOutlivesIt: Bool) throws {
+        weak var freed: UpstreamConnection?
+        do {
+            let loop = EmbeddedEventLoop()
+            let handler = UpstreamResponseHandler()
+            let channel = EmbeddedChannel(handlers: [handler], loop: loop)
+            try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+            var pool: UpstreamPool? = self.makePool(on: loop)
+            let connection = try #require(pool).adopt(channel, index: 0, handler: handler)
+            freed = connection
+            handler.receiver = Recorder()
+            handler.send(Self.request)
+            connection.responseTimer.arm(at: loop.now + .seconds(5))
+            try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+            handler.receiver = nil
+            try #require(pool).release(connection, reusable: handler.keepsConnection)  // Idle: its timer armed.
+            if !poolOutlivesIt {
+                pool = nil
+            }
+            _ = try? channel.finish()
+            loop.run()
+            withExtendedLifetime(pool) {}
+        }
+        #expect(freed == nil, "the connection outlived its channel")
+    }
+
     /// An exchange whose client stopped reading paused the connection's reads; released to the pool, the
     /// connection reads again, or the next exchange would never see its response (and an idle connection
     /// would never see the backend's close).
