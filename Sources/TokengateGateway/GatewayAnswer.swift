@@ -137,6 +137,17 @@ extension GatewayAnswer {
         GatewayAnswer(status: .notFound, error: "not_found", description: "no route for this path", reasonCode: "no_route")
     }
 
+    /// What a client whose HTTP/1.1 bytes broke the parser is told: 431 or 414 for a head over its limits,
+    /// otherwise 400 naming the rule (the failure's texts never quote the client's bytes).
+    static func parseFailure(_ failure: HTTP1ParseFailure) -> Self {
+        switch failure {
+        case .tooLarge: .headersTooLarge()
+        case .uriTooLong: .uriTooLong()
+        case .malformed(let what): .malformedHTTP("the request is not valid HTTP/1.1: \(what)")
+        case .unsolicited, .truncated: .malformedHTTP("the request is not valid HTTP/1.1")
+        }
+    }
+
     static func malformedHTTP(_ description: String) -> Self {
         GatewayAnswer(
             status: .badRequest,

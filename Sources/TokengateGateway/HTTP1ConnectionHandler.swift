@@ -303,13 +303,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     /// Answers bytes that are not HTTP/1.1 (400), a head over its limit (431, or 414 for the target), then closes.
     private func answerParseFailure(_ failure: HTTP1ParseFailure, context: ChannelHandlerContext) {
-        let answer: GatewayAnswer =
-            switch failure {
-            case .tooLarge: .headersTooLarge()
-            case .uriTooLong: .uriTooLong()
-            case .malformed(let what): .malformedHTTP("the request is not valid HTTP/1.1: \(what)")
-            case .unsolicited, .truncated: .malformedHTTP("the request is not valid HTTP/1.1")
-            }
+        let answer = GatewayAnswer.parseFailure(failure)
         let body = answer.jsonBody
         self.requestMethod = .GET
         self.write(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count)))

@@ -25,7 +25,8 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(limits))
     }
 
-    /// Answers the first request head, then closes; bytes that are not HTTP/1.1 just close the connection.
+    /// Answers the first request head, then closes; bytes that are not HTTP/1.1 get the same 400 (or 414,
+    /// 431) the TLS listener gives them, and a close.
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !self.answered else { return }
         var bytes = self.unwrapInboundIn(data)
@@ -34,24 +35,17 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             part = try self.parser.next(from: &bytes)
         } catch {
             self.answered = true
-            context.close(promise: nil)
+            self.writeAndClose(GatewayAnswer.parseFailure(error), version: .http1_1, method: .GET, context: context)
             return
         }
         guard case .head(let head) = part else { return }
         self.answered = true
-        var serializer = HTTP1ResponseSerializer()
-        var buffer = context.channel.allocator.buffer(capacity: 512)
         switch self.mode {
         case .reject:
-            let answer = GatewayAnswer.tlsRequired()
-            let body = answer.jsonBody
-            serializer.writeHead(
-                answer.responseHead(version: head.version, contentLength: body.utf8.count),
-                requestMethod: head.method,
-                into: &buffer
-            )
-            serializer.writeBody(ByteBuffer(string: body), into: &buffer)
+            self.writeAndClose(GatewayAnswer.tlsRequired(), version: head.version, method: head.method, context: context)
         case .redirect:
+            var serializer = HTTP1ResponseSerializer()
+            var buffer = context.channel.allocator.buffer(capacity: 512)
             var headers = HTTPHeaders()
             let host = head.headers.first(name: "host").map { Self.hostWithoutPort($0) } ?? "localhost"
             let port = self.httpsPort.map { $0 == 443 ? "" : ":\($0)" } ?? ""
@@ -64,9 +58,32 @@ final class PlainHTTPHandler: ChannelInboundHandler {
                 requestMethod: head.method,
                 into: &buffer
             )
+            serializer.writeEnd(nil, into: &buffer)
+            self.writeAndClose(buffer, context: context)
         }
+    }
+
+    private func writeAndClose(
+        _ answer: GatewayAnswer,
+        version: HTTPVersion,
+        method: HTTPMethod,
+        context: ChannelHandlerContext
+    ) {
+        var serializer = HTTP1ResponseSerializer()
+        var buffer = context.channel.allocator.buffer(capacity: 512)
+        let body = answer.jsonBody
+        serializer.writeHead(
+            answer.responseHead(version: version, contentLength: body.utf8.count),
+            requestMethod: method,
+            into: &buffer
+        )
+        serializer.writeBody(ByteBuffer(string: body), into: &buffer)
         serializer.writeEnd(nil, into: &buffer)
-        context.writeAndFlush(self.wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in
+        self.writeAndClose(buffer, context: context)
+    }
+
+    private func writeAndClose(_ response: ByteBuffer, context: ChannelHandlerContext) {
+        context.writeAndFlush(self.wrapOutboundOut(response)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }

@@ -249,6 +249,17 @@ struct GatewayIntegrationTests {
             let result = try Curl.run(["-H", "Authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.plainPort)/api/items"], caFile: nil)
             #expect(result.status == 426)
             #expect(result.body.contains("\"error\":\"tls_required\""))
+            // Bytes that are not HTTP/1.1 get the same specific 400 as on the TLS listener, not a silent close.
+            let garbage = try Curl.process(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import socket; s = socket.create_connection(('127.0.0.1', \(gateway.plainPort)), timeout=5); "
+                        + "s.sendall(b'GET /a b HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n'); print(s.recv(4096).decode())",
+                ]
+            ).1
+            #expect(garbage.hasPrefix("HTTP/1.1 400"), "\(garbage)")
+            #expect(garbage.contains("not valid HTTP/1.1"))
             #expect(gateway.backend.requestsReceived == 0)
         }
     }
