@@ -16,6 +16,11 @@
 # Usage: scripts/bench-compare.sh [--rounds 3] [--duration 10] [--connections 64] [--rate 10000]
 #                                 [--latency-duration 10] [--users 5000] [--proxies "nginx haproxy haproxy-jwt tokengate"]
 #                                 [--h2-clients 16] [--h2-streams 10] [--out DIR] [--no-build]
+#                                 [--gateway LABEL=PATH ...] [--phases "wrk h2load rate rate-h2"]
+# --gateway adds another tokengate binary as a proxy named LABEL (same configuration, same rounds): an A/B of
+# two builds side by side, interleaved in one run (`--proxies "tokengate before" --gateway before=/path`).
+# --phases picks the measurements: wrk (HTTP/1.1 closed loop), h2load (HTTP/2 closed loop), rate and rate-h2
+# (tokengate-bench at the fixed --rate over HTTP/1.1 and HTTP/2).
 # Needs root for apt-get when a tool is missing. Every process it starts is stopped on exit; every tool
 # invocation has a timeout, so the run is bounded.
 set -euo pipefail
@@ -31,6 +36,8 @@ H2_CLIENTS=16
 H2_STREAMS=10
 OUT=""
 BUILD=1
+PHASES="wrk h2load rate rate-h2"
+declare -A GATEWAYS=()   # LABEL -> path of another tokengate binary (--gateway)
 PROXY_CORE=0
 CLIENT_CORE=1
 
@@ -47,12 +54,29 @@ while [ $# -gt 0 ]; do
         --h2-streams) H2_STREAMS="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        --phases) PHASES="$2"; shift 2 ;;
+        --gateway)
+            label="${2%%=*}"; path="${2#*=}"
+            [[ "$label" =~ ^[a-z0-9][a-z0-9-]*$ ]] && [ "$label" != "$2" ] || {
+                echo "--gateway takes LABEL=PATH (LABEL: lower-case letters, digits, '-')" >&2; exit 2; }
+            case "$label" in nginx|haproxy|haproxy-jwt|tokengate) echo "--gateway: '$label' is a built-in proxy name" >&2; exit 2 ;; esac
+            [ -x "$path" ] || { echo "--gateway $label: $path is not an executable" >&2; exit 2; }
+            GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
+            shift 2 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
 for number in "$ROUNDS" "$DURATION" "$CONNECTIONS" "$RATE" "$LATENCY_DURATION" "$USERS" "$H2_CLIENTS" "$H2_STREAMS"; do
     [[ "$number" =~ ^[0-9]+$ ]] && [ "$number" -gt 0 ] || { echo "options take positive integers" >&2; exit 2; }
+done
+for phase in $PHASES; do
+    case "$phase" in wrk|h2load|rate|rate-h2) ;; *) echo "--phases: unknown phase '$phase' (wrk h2load rate rate-h2)" >&2; exit 2 ;; esac
+done
+for proxy in $PROXIES; do
+    case "$proxy" in nginx|haproxy|haproxy-jwt|tokengate) ;;
+        *) [ -n "${GATEWAYS[$proxy]:-}" ] || { echo "--proxies: '$proxy' is neither a built-in proxy nor a --gateway label" >&2; exit 2; } ;;
+    esac
 done
 [ "$DURATION" -le 600 ] && [ "$LATENCY_DURATION" -le 600 ] && [ "$ROUNDS" -le 50 ] || {
     echo "bounded runs only: --duration and --latency-duration at most 600, --rounds at most 50" >&2; exit 2; }
@@ -162,6 +186,8 @@ start_proxy() {
         tokengate)
             # One event loop (`event_loops: 1` in scripts/bench/tokengate.yaml), like the peers' one worker.
             taskset -c "$PROXY_CORE" "$TOKENGATE" serve --config "$TMP/tokengate.yaml" >"$TMP/tokengate.log" 2>&1 & ;;
+        *)  # another tokengate build (--gateway LABEL=PATH), same configuration
+            taskset -c "$PROXY_CORE" "${GATEWAYS[$1]}" serve --config "$TMP/tokengate.yaml" >"$TMP/$1.log" 2>&1 & ;;
     esac
     PROXY_PID=$!
     STARTED_PIDS+=("$PROXY_PID")
@@ -284,10 +310,14 @@ for round in $(seq 1 "$ROUNDS"); do
         # Warm up (connections, pools, caches) without recording.
         BENCH_TOKENS="$TMP/tokens.txt" timeout 20 taskset -c "$CLIENT_CORE" \
             wrk -t 1 -c "$CONNECTIONS" -d 1s -s "$TEMPLATES/rotate-tokens.lua" "$URL" >/dev/null 2>&1 || true
-        run_wrk "$round" "$proxy"
-        run_h2load "$round" "$proxy"
-        run_fixed_rate "$round" "$proxy"
-        run_fixed_rate "$round" "$proxy" h2
+        for phase in $PHASES; do
+            case "$phase" in
+                wrk) run_wrk "$round" "$proxy" ;;
+                h2load) run_h2load "$round" "$proxy" ;;
+                rate) run_fixed_rate "$round" "$proxy" ;;
+                rate-h2) run_fixed_rate "$round" "$proxy" h2 ;;
+            esac
+        done
         stop_proxy
     done
 done
