@@ -11,12 +11,14 @@ final class LoopUpstreamPools {
     let pools: [UpstreamPool]
 
     init(upstreams: [UpstreamSettings], eventLoop: any EventLoop, logger: Logger, metrics: GatewayMetrics) {
+        let flushBatch = UpstreamFlushBatch(eventLoop: eventLoop)
         self.pools = upstreams.enumerated().map { index, settings in
             UpstreamPool(
                 settings: settings,
                 eventLoop: eventLoop,
                 logger: logger,
-                connectFailures: metrics.upstreams[index].connectFailures
+                connectFailures: metrics.upstreams[index].connectFailures,
+                flushBatch: flushBatch
             )
         }
     }

@@ -25,9 +25,18 @@ final class UpstreamPool {
     private var cursor = 0
 
     private let connectFailures: CoreMetrics.Counter
+    /// The loop's flush batch, shared by every connection of every pool on the loop.
+    private let flushBatch: UpstreamFlushBatch
 
-    init(settings: UpstreamSettings, eventLoop: any EventLoop, logger: Logger, connectFailures: CoreMetrics.Counter) {
+    init(
+        settings: UpstreamSettings,
+        eventLoop: any EventLoop,
+        logger: Logger,
+        connectFailures: CoreMetrics.Counter,
+        flushBatch: UpstreamFlushBatch
+    ) {
         self.settings = settings
+        self.flushBatch = flushBatch
         self.connectFailures = connectFailures
         self.eventLoop = eventLoop
         self.logger = logger
@@ -169,6 +178,8 @@ final class UpstreamPool {
         let target = self.settings.targets[index]
         let tlsContext = target.useTLS ? self.settings.tlsContext : nil
         let logger = self.logger
+        // The initializer runs on this loop (the bootstrap's group is the loop), where the batch lives.
+        let flushBatch = NIOLoopBound(self.flushBatch, eventLoop: self.eventLoop)
         self.open[index] += 1
         let bootstrap = ClientBootstrap(group: self.eventLoop)
             .connectTimeout(self.settings.connectTimeout)
@@ -183,7 +194,7 @@ final class UpstreamPool {
                         )
                     }
                     // The HTTP/1.1 codec is the last handler itself (no NIOHTTP1 client handlers).
-                    try sync.addHandler(UpstreamResponseHandler())
+                    try sync.addHandler(UpstreamResponseHandler(flushBatch: flushBatch.value))
                 }
             }
         // The bootstrap runs on this pool's loop, so the callbacks below run here too and may touch the pool.

@@ -42,7 +42,14 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     /// for, so the connection is never given to another exchange.
     private(set) var desynchronized = false
 
-    init() {}
+    /// Where ``flush()`` defers to; `nil` (handler tests on an `EmbeddedChannel`) flushes at once.
+    private let flushBatch: UpstreamFlushBatch?
+    /// Registered with `flushBatch` for the end of this tick.
+    private var flushPending = false
+
+    init(flushBatch: UpstreamFlushBatch? = nil) {
+        self.flushBatch = flushBatch
+    }
 
     /// Whether the connection may serve another request after the response just read.
     var keepsConnection: Bool { self.parser.keepsConnection && !self.desynchronized }
@@ -116,7 +123,20 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
         context.write(self.wrapOutboundOut(ByteBuffer(string: "0\r\n\r\n")), promise: nil)
     }
 
+    /// Flushes what was written, at the end of the loop's tick (see ``UpstreamFlushBatch``).
     func flush() {
+        guard let batch = self.flushBatch else {
+            self.context?.flush()
+            return
+        }
+        guard !self.flushPending, self.context != nil else { return }
+        self.flushPending = true
+        batch.add(self)
+    }
+
+    /// The deferred flush itself, called by the batch.
+    func flushNow() {
+        self.flushPending = false
         self.context?.flush()
     }
 

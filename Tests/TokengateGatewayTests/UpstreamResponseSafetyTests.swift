@@ -252,7 +252,13 @@ final class ScriptedBackend: Sendable {
             ejectionTime: .seconds(1),
             tlsContext: nil
         )
-        return UpstreamPool(settings: settings, eventLoop: loop, logger: Logger(label: "test"), connectFailures: Counter(label: "test"))
+        return UpstreamPool(
+            settings: settings,
+            eventLoop: loop,
+            logger: Logger(label: "test"),
+            connectFailures: Counter(label: "test"),
+            flushBatch: UpstreamFlushBatch(eventLoop: loop)
+        )
     }
 
     /// Bytes behind a response that NIO delivers in a second read of the same batch (the first buffer came
