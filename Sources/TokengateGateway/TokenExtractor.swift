@@ -150,21 +150,35 @@ extension TokenExtractor {
     /// RFC 6750 §2.1: `Bearer` (any case), one or more spaces, then a b64token. Another scheme (Basic,
     /// say) is not ours and counts as no token here.
     static func bearerToken(_ value: String) -> BearerParse {
-        let utf8 = value.utf8
-        let scheme = "bearer".utf8
-        guard utf8.count >= scheme.count else { return .notBearer }
-        var index = utf8.startIndex
-        for expected in scheme {
-            let byte = utf8[index] | 0x20
-            if byte != expected { return .notBearer }
-            index = utf8.index(after: index)
+        var value = value
+        value.makeContiguousUTF8()  // A no-op for native strings (all of them on Linux); the scan needs it.
+        // On the UTF-8 bytes (every request with a header token runs this): offsets, not String indices.
+        // The token's byte range, `nil` when malformed, an empty range at 0 when not a bearer credential.
+        let scanned = value.utf8.withContiguousStorageIfAvailable { bytes -> Range<Int>? in
+            let scheme: StaticString = "bearer"
+            let schemeLength = scheme.utf8CodeUnitCount
+            guard bytes.count >= schemeLength else { return 0..<0 }
+            for offset in 0..<schemeLength where bytes[offset] | 0x20 != scheme.utf8Start[offset] {
+                return 0..<0
+            }
+            if schemeLength == bytes.count { return nil }
+            guard bytes[schemeLength] == UInt8(ascii: " ") else { return 0..<0 }
+            var start = schemeLength
+            var end = bytes.count
+            while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
+            while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            guard end > start else { return nil }
+            for offset in start..<end where !Self.isB64TokenByte(bytes[offset]) { return nil }
+            return start..<end
         }
-        if index == utf8.endIndex { return .malformed }
-        guard utf8[index] == UInt8(ascii: " ") else { return .notBearer }
-        while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
-        let token = Substring(value)[index...].trimmingOWS()
-        guard !token.isEmpty, token.utf8.allSatisfy(Self.isB64TokenByte) else { return .malformed }
-        return .token(token)
+        guard let scanned else { preconditionFailure("a contiguous UTF-8 string has contiguous storage") }
+        guard let range = scanned else { return .malformed }
+        guard !range.isEmpty else { return .notBearer }
+        // Every byte of the token is ASCII, so these offsets are on scalar boundaries.
+        let utf8 = value.utf8
+        let lower = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+        let upper = utf8.index(lower, offsetBy: range.count)
+        return .token(value[lower..<upper])
     }
 
     private static func isB64TokenByte(_ byte: UInt8) -> Bool {

@@ -55,6 +55,49 @@ import TokengateTokens
         #expect(TokenExtractor.bearerToken("Bearer a b") == .malformed)
         #expect(TokenExtractor.bearerToken("Bearer a\"b") == .malformed)
         #expect(TokenExtractor.bearerToken("Bearerabc") == .notBearer)
+        #expect(TokenExtractor.bearerToken("bearer\tabc") == .notBearer)
+        #expect(TokenExtractor.bearerToken("Bearer \tabc\t ") == .token("abc"))
+        #expect(TokenExtractor.bearerToken("Bearer é") == .malformed)
+        #expect(TokenExtractor.bearerToken("Béarer abc") == .notBearer)
+    }
+
+    /// The byte scan gives what the String-index parse it replaced gave (kept here as the reference), on
+    /// generated values around the edges: scheme case, separators, OWS, bytes outside b64token, non-ASCII.
+    @Test func bearerParsingMatchesTheReferenceParse() {
+        func reference(_ value: String) -> TokenExtractor.BearerParse {
+            let utf8 = value.utf8
+            let scheme = "bearer".utf8
+            guard utf8.count >= scheme.count else { return .notBearer }
+            var index = utf8.startIndex
+            for expected in scheme {
+                if utf8[index] | 0x20 != expected { return .notBearer }
+                index = utf8.index(after: index)
+            }
+            if index == utf8.endIndex { return .malformed }
+            guard utf8[index] == UInt8(ascii: " ") else { return .notBearer }
+            while index < utf8.endIndex, utf8[index] == UInt8(ascii: " ") { index = utf8.index(after: index) }
+            let token = Substring(value)[index...].trimmingOWS()
+            let b64token = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=".utf8)
+            guard !token.isEmpty, token.utf8.allSatisfy(b64token.contains) else { return .malformed }
+            return .token(token)
+        }
+        let prefixes = ["Bearer", "bearer", "BEARER", "BeArEr", "Bearer_", "Beare", "B\u{e9}arer", "", "Basic", "bearerx"]
+        let separators = ["", " ", "  ", "\t", " \t", "\t ", " \t \t"]
+        let tokens = ["abc", "a.b-c_d~e+f/g=", "a b", "a\"b", "é", "a\u{0}", "", "eyJ.eyJ.sig", "a,b", "%41"]
+        let suffixes = ["", " ", "\t", " \t ", "x"]
+        var checked = 0
+        for prefix in prefixes {
+            for separator in separators {
+                for token in tokens {
+                    for suffix in suffixes {
+                        let value = prefix + separator + token + suffix
+                        #expect(TokenExtractor.bearerToken(value) == reference(value), "\(value.debugDescription)")
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked == 3_500)
     }
 
     @Test func findsTheTokenInEachSource() {
