@@ -7,7 +7,7 @@ import Testing
 
 @testable import TokengateGateway
 
-/// The line-end scans every head goes through (`memchr` searches and a branch-free check), against plain
+/// The line-end scans every head goes through (`memchr` searches and the line-end check), against plain
 /// byte-by-byte definitions, on every string of up to 7 bytes over CR, LF, NUL and a letter: all the
 /// placements of line ends at the edges of a block that the parsers' own tests reach only by example.
 @Suite struct HTTP1SyntaxTests {
