@@ -148,6 +148,18 @@ extension GatewayAnswer {
         }
     }
 
+    /// A request body whose framing broke after its head was taken (a bad chunk line, chunk data longer than
+    /// its size, oversized trailers): always 400, naming the rule. The head was fine, so 431 and 414 do not
+    /// apply even where the rule broken is a size.
+    static func bodyParseFailure(_ failure: HTTP1ParseFailure) -> Self {
+        switch failure {
+        case .malformed(let what), .tooLarge(let what):
+            .malformedHTTP("the request body is not valid HTTP/1.1: \(what)")
+        case .uriTooLong, .unsolicited, .truncated:
+            .malformedHTTP("the request body is not valid HTTP/1.1")
+        }
+    }
+
     static func malformedHTTP(_ description: String) -> Self {
         GatewayAnswer(
             status: .badRequest,

@@ -61,6 +61,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// ``exchangeCompleted(closeConnection:requestEnded:)``, and a read resumed in between (a TLS handler may
     /// deliver buffered plaintext at once) must not start anything: such bytes wait in ``unparsed`` too.
     private var responseEndWritten = false
+    /// The current response's final (non-1xx) head was written: from then on a failure can only cut the
+    /// response short, never replace it with an answer of the gateway's own.
+    private var responseHeadWritten = false
     private var parser: HTTP1RequestParser
     /// Bytes read and not parsed yet: a later request's, held while one is in flight. `nil` when there are
     /// none, so an idle connection holds no buffer.
@@ -189,6 +192,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             )
             self.state = .exchanging(exchange)
             self.responseEndWritten = false
+            self.responseHeadWritten = false
             self.requestEndReceived = false
             exchange.begin(rejection: Self.framingProblem(head))
         case (.head, .exchanging), (.head, .discarding):
@@ -288,9 +292,17 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.unparsed = nil
         switch self.state {
         case .idle:
-            self.answerParseFailure(failure, context: context)
+            self.answer(.parseFailure(failure), context: context)
         case .exchanging(let exchange):
+            // A broken request body (a bad chunk line, oversized trailers) of a request already in flight:
+            // the exchange ends, its upstream connection is closed (it saw part of a request), and the client
+            // gets the 400 (or 431) that names the rule unless a response has begun already, when all that
+            // is left is to cut it short.
             exchange.clientClosed()
+            if !self.responseHeadWritten {
+                self.answer(.bodyParseFailure(failure), context: context)
+                return
+            }
             self.state = .closed
             context.close(promise: nil)
         case .discarding:
@@ -301,9 +313,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         }
     }
 
-    /// Answers bytes that are not HTTP/1.1 (400), a head over its limit (431, or 414 for the target), then closes.
-    private func answerParseFailure(_ failure: HTTP1ParseFailure, context: ChannelHandlerContext) {
-        let answer = GatewayAnswer.parseFailure(failure)
+    /// Answers bytes that are not HTTP/1.1 (400), a head over its limit (431, or 414 for the target) or a
+    /// broken request body (400), then closes.
+    private func answer(_ answer: GatewayAnswer, context: ChannelHandlerContext) {
         let body = answer.jsonBody
         self.requestMethod = .GET
         self.write(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count)))
@@ -361,6 +373,9 @@ extension HTTP1ConnectionHandler {
         guard let context = self.context else { return }
         switch part {
         case .head(let head):
+            if head.status.code >= 200 {
+                self.responseHeadWritten = true
+            }
             var buffer = self.takeOutput(context: context)
             self.serializer.writeHead(head, requestMethod: self.requestMethod, into: &buffer)
             self.output = buffer

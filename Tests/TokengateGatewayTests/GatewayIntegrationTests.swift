@@ -620,6 +620,32 @@ struct GatewayIntegrationTests {
         }
     }
 
+    /// A chunked body that breaks after its head was accepted (and, with a header token, forwarded): the
+    /// client gets a 400 naming the rule rather than a bare close, nothing after it is read, and the
+    /// backend connection that saw the partial request is not reused (the next request still works).
+    @Test(arguments: [
+        ("bad chunk size line, header token", "authorization", "3\r\nabc\r\nZZ\r\n", "chunk size line"),
+        ("chunk longer than its size, header token", "authorization", "3\r\nabcd\r\n0\r\n\r\n", "chunk data longer than its size"),
+        ("bad chunk size line, token in the form body", "form", "5\r\naccess\r\n", "chunk data longer than its size"),
+    ])
+    func aBrokenChunkedBodyGets400(_ name: String, _ tokenIn: String, _ body: String, _ rule: String) async throws {
+        try await self.withGateway { gateway in
+            let token = try gateway.mint("alice")
+            let head =
+                tokenIn == "authorization"
+                ? "POST /api/a HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+                : "POST /api/a HTTP/1.1\r\nHost: a\r\nContent-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"
+            let followUp = "GET /second HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\n\r\n"
+            let output = try OpenSSLClient.exchange(port: gateway.tlsPort, send: head + body + followUp)
+            #expect(output.hasPrefix("HTTP/1.1 400"), "\(name): \(output.prefix(300))")
+            #expect(output.contains("the request body is not valid HTTP/1.1: \(rule)"), "\(name): \(output.prefix(400))")
+            #expect(output.components(separatedBy: "HTTP/1.1 ").count == 2, "\(name): more than one response")
+            #expect(!output.contains("/second"), "\(name): the request after the broken body was served")
+            let after = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/after"])
+            #expect(after.status == 200, "\(name): \(after.status)")
+        }
+    }
+
     /// Review findings: bodies whose framing the client tried to take away, spoofed names the backend would
     /// fold into identity headers, paths a backend would normalize, TRACE, request trailers.
     static let smuggled = "GET /smuggled HTTP/1.1\r\nHost: a\r\nX-Tokengate-User: v\r\n\r\n"
