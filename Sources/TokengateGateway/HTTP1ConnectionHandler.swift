@@ -296,8 +296,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case .exchanging(let exchange):
             // A broken request body (a bad chunk line, oversized trailers) of a request already in flight:
             // the exchange ends, its upstream connection is closed (it saw part of a request), and the client
-            // gets the 400 (or 431) that names the rule unless a response has begun already, when all that
-            // is left is to cut it short.
+            // gets the 400 that names the rule unless a response has begun already, when all that is left is
+            // to cut it short.
             exchange.clientClosed()
             if !self.responseHeadWritten {
                 self.answer(.bodyParseFailure(failure), context: context)
