@@ -60,6 +60,10 @@ struct HTTP1RequestParser {
     private let bodyLimits: HTTP1BodyReader.Limits
     private var state: State = .head
     private var lines = HTTP1LineReader()
+    /// The request line of the head being gathered was complete and checked already (see
+    /// ``checkHeadSoFar()``); with how far the gathered bytes were searched for its end.
+    private var requestLineChecked = false
+    private var searchedForLineEnd = 0
 
     /// Between requests, with nothing of the next one gathered.
     var isAtMessageBoundary: Bool {
@@ -99,9 +103,11 @@ struct HTTP1RequestParser {
                 throw .malformed("the connection already failed")
             case .head:
                 guard let block = try self.headBlock(from: &buffer) else {
-                    try Self.checkMethodSoFar(self.lines.partial)
+                    try self.checkHeadSoFar()
                     return nil
                 }
+                self.requestLineChecked = false
+                self.searchedForLineEnd = 0
                 // Only empty lines: skipped, the request line is still to come.
                 guard let head = try self.head(from: block) else { continue }
                 let (framing, lastRequest) = try Self.framing(of: head)
@@ -211,6 +217,33 @@ struct HTTP1RequestParser {
     /// port, a binary protocol), not only when a head end arrives that never will. Only the method is
     /// checked: the rest waits for the whole line. The method is bounded too: this runs over the bytes
     /// gathered on every read, so a method growing to the head limit a byte per read would cost quadratic time.
+    /// What can be judged of a head that has not ended yet: the method as it arrives, and the whole request
+    /// line once it is complete, so that a client whose request line is already wrong is refused now, not at
+    /// the header timeout. The line is checked once per head and only new bytes are searched for its end, so
+    /// a head dribbled a byte per read costs no rescans.
+    private mutating func checkHeadSoFar() throws(HTTP1ParseFailure) {
+        let gathered = self.lines.partial
+        try Self.checkMethodSoFar(gathered)
+        guard !self.requestLineChecked else { return }
+        var start = 0
+        while start + 1 < gathered.count, gathered[start] == 0x0D, gathered[start + 1] == 0x0A { start += 2 }
+        let from = max(start, self.searchedForLineEnd)
+        self.searchedForLineEnd = gathered.count
+        // Line ends were checked as they came (a LF always follows a CR here), so a LF ends the line.
+        guard from < gathered.count, gathered[from...].contains(0x0A) else { return }
+        self.requestLineChecked = true
+        // (`Array.withUnsafeBytes` rethrows untyped: the failure comes out as a value.)
+        let failure: HTTP1ParseFailure? = gathered.withUnsafeBytes { bytes in
+            do throws(HTTP1ParseFailure) {
+                _ = try Self.requestLine(bytes, from: start)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
     static func checkMethodSoFar(_ gathered: [UInt8]) throws(HTTP1ParseFailure) {
         var index = 0
         while index + 1 < gathered.count, gathered[index] == 0x0D, gathered[index + 1] == 0x0A { index += 2 }

@@ -221,6 +221,30 @@ import Testing
         #expect(self.parse(longestKnown.map { [$0] }).heads.count == 1)
     }
 
+    /// A request line that is already wrong is refused once it is complete, not when its head ends (a head
+    /// that never ends used to wait for the header timeout); a good one still waits for the rest.
+    @Test func aBadRequestLineIsRefusedBeforeItsHeadEnds() {
+        for (line, failure) in [
+            ("GET /x HTTP/9.9\r\n", HTTP1ParseFailure.malformed("unsupported HTTP version")),
+            ("GET x HTTP/1.1\r\n", .malformed("the request line's target")),
+            ("GET /x  HTTP/1.1\r\n", .malformed("the request line's version")),
+            ("GET /x HTTP/1.1 \r\n", .malformed("the request line's version")),
+            ("\r\n\r\nFOO /x HTTP/1.1\r\n", .malformed("an unknown method")),
+        ] {
+            let unfinished = Array((line + "Host: a\r\nX-Slow: 1").utf8)
+            #expect(self.parse([unfinished]).failure == failure, "\(line.debugDescription)")
+            #expect(self.parse(unfinished.map { [$0] }).failure == failure, "\(line.debugDescription), byte by byte")
+        }
+        let good = Array("\r\nGET /x HTTP/1.1\r\nHost: a\r\nX-Slow: 1".utf8)
+        #expect(self.parse([good]).failure == nil)
+        #expect(self.parse(good.map { [$0] }).failure == nil)
+        // Checked once per head: the next request's line is checked too.
+        let second = Array("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/7.0\r\nHost: a\r\n".utf8)
+        let outcome = self.parse(second.map { [$0] })
+        #expect(outcome.heads.count == 1)
+        #expect(outcome.failure == .malformed("unsupported HTTP version"))
+    }
+
     @Test func aLongChunkSizeLineSplitAcrossReadsIsNotHeldOnceRead() throws {
         // An idle keep-alive connection must not keep the largest chunk extension its client ever sent.
         var reader = HTTP1LineReader()
