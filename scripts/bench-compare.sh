@@ -73,6 +73,9 @@ done
 for phase in $PHASES; do
     case "$phase" in wrk|h2load|rate|rate-h2) ;; *) echo "--phases: unknown phase '$phase' (wrk h2load rate rate-h2)" >&2; exit 2 ;; esac
 done
+for label in "${!GATEWAYS[@]}"; do
+    [[ " $PROXIES " == *" $label "* ]] || { echo "--gateway $label: add '$label' to --proxies to run it" >&2; exit 2; }
+done
 for proxy in $PROXIES; do
     case "$proxy" in nginx|haproxy|haproxy-jwt|tokengate) ;;
         *) [ -n "${GATEWAYS[$proxy]:-}" ] || { echo "--proxies: '$proxy' is neither a built-in proxy nor a --gateway label" >&2; exit 2; } ;;

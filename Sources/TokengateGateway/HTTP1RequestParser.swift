@@ -213,20 +213,14 @@ struct HTTP1RequestParser {
     /// Longer than any method `HTTPMethod` knows (`UNSUBSCRIBE`, 11 bytes): every other one is refused anyway.
     static let maxMethodBytes = 16
 
-    /// Bytes that cannot begin a request line are refused as they come (a TLS handshake sent to a plain
-    /// port, a binary protocol), not only when a head end arrives that never will. Only the method is
-    /// checked: the rest waits for the whole line. The method is bounded too: this runs over the bytes
-    /// gathered on every read, so a method growing to the head limit a byte per read would cost quadratic time.
     /// What can be judged of a head that has not ended yet: the method as it arrives, and the whole request
     /// line once it is complete, so that a client whose request line is already wrong is refused now, not at
     /// the header timeout. The line is checked once per head and only new bytes are searched for its end, so
     /// a head dribbled a byte per read costs no rescans.
     private mutating func checkHeadSoFar() throws(HTTP1ParseFailure) {
         let gathered = self.lines.partial
-        try Self.checkMethodSoFar(gathered)
+        let start = try Self.checkMethodSoFar(gathered)
         guard !self.requestLineChecked else { return }
-        var start = 0
-        while start + 1 < gathered.count, gathered[start] == 0x0D, gathered[start + 1] == 0x0A { start += 2 }
         let from = max(start, self.searchedForLineEnd)
         self.searchedForLineEnd = gathered.count
         // Line ends were checked as they came (a LF always follows a CR here), so a LF ends the line.
@@ -244,7 +238,12 @@ struct HTTP1RequestParser {
         if let failure { throw failure }
     }
 
-    static func checkMethodSoFar(_ gathered: [UInt8]) throws(HTTP1ParseFailure) {
+    /// Bytes that cannot begin a request line are refused as they come (a TLS handshake sent to a plain
+    /// port, a binary protocol), not only when a head end arrives that never will. Only the method is
+    /// checked here: the rest waits for the whole line. The method is bounded too: this runs over the bytes
+    /// gathered on every read, so a method growing to the head limit a byte per read would cost quadratic time.
+    /// Returns where the request line starts (after the empty lines that may come before it).
+    static func checkMethodSoFar(_ gathered: [UInt8]) throws(HTTP1ParseFailure) -> Int {
         var index = 0
         while index + 1 < gathered.count, gathered[index] == 0x0D, gathered[index + 1] == 0x0A { index += 2 }
         let start = index
@@ -257,6 +256,7 @@ struct HTTP1RequestParser {
         if index < gathered.count, gathered[index] != UInt8(ascii: " "), !(index == start && gathered[index] == 0x0D) {
             throw .malformed("the request line's method")
         }
+        return start
     }
 
     /// RFC 9112 §3.2: origin-form (`/path?query`), asterisk-form (`*`), absolute-form (`scheme://…`), and

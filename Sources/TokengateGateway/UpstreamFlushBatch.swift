@@ -12,7 +12,7 @@ import NIOCore
 /// a tick that read 20 requests woke the backend up to 20 times, and where the backend shares a core with
 /// the gateway (the side-by-side benchmark; a sidecar; a small VM) every wake-up preempted the gateway in
 /// the middle of its batch: 0.85 context switches per request each way. Flushed together at the end of the
-/// tick, the writes leave back to back and the backend finds several requests per wake-up (0.54 per
+/// tick, the writes leave back to back and the backend finds several requests per wake-up (0.55 per
 /// request), which is what HAProxy does by running its sends after its event processing. The added
 /// latency is the rest of the tick's processing, which the request would otherwise have spent waiting for
 /// the preempted gateway anyway.
