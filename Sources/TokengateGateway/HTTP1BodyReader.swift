@@ -71,7 +71,10 @@ struct HTTP1BodyReader {
                 self.state = count == remaining ? .ended(nil) : .fixed(remaining: remaining - count)
                 return .body(slice)
             case .chunkSizeLine:
+                let checked = lines.partial.count
                 guard let line = try lines.line(from: &buffer, limit: limits.maxChunkLineBytes, what: "chunk size line") else {
+                    // A line without its end yet: what arrived may already be wrong.
+                    try HTTP1Syntax.checkChunkSizeLineSoFar(lines.partial, newFrom: checked)
                     return nil
                 }
                 let size = try HTTP1Syntax.chunkSize(line)

@@ -180,6 +180,39 @@ enum HTTP1Syntax {
         return size
     }
 
+    /// The bytes of a chunk-size line that arrived so far, still without their LF (`line[checked...]` are
+    /// the new ones): refused as soon as no ending could make them a valid line, instead of waiting for an
+    /// LF or for the line's limit while the request is held open. Looser than ``chunkSize(_:)`` (every prefix
+    /// of a line it accepts passes), which still judges the whole line; only the new bytes are looked at, so a
+    /// line dribbled a byte per read costs no rescans.
+    static func checkChunkSizeLineSoFar(_ line: [UInt8], newFrom checked: Int) throws(HTTP1ParseFailure) {
+        var digits = 0
+        while digits < line.count, digits <= 15, Self.isHexDigit(line[digits]) { digits += 1 }
+        guard digits <= 15 else { throw .tooLarge("chunk size") }
+        guard digits < line.count else { return }
+        guard digits > 0 else { throw .malformed("chunk size line") }
+        // From the last byte checked before: a CR there was allowed only as the last byte.
+        for index in max(checked - 1, digits)..<line.count {
+            let byte = line[index]
+            if byte == 0x0D {
+                guard index == line.count - 1 else { throw .malformed("a bare CR in the chunk size line") }
+            } else if index == digits {
+                // After the size only extensions may follow: `;`, or whitespace before one.
+                guard byte == UInt8(ascii: ";") || byte == 0x20 || byte == 0x09 else { throw .malformed("chunk size line") }
+            } else {
+                // Extension names, values and quoted strings: no control bytes but HTAB.
+                guard byte == 0x09 || (byte >= 0x20 && byte != 0x7F) else { throw .malformed("chunk size line") }
+            }
+        }
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
+    }
+
     /// `*( BWS ";" name [ "=" ( token / quoted-string ) ] )`: RFC 9112 §7.1.1 without the optional whitespace
     /// after `;` and around `=`, which llhttp refuses too. Extensions are ignored, but never let through loosely:
     /// whitespace must lead to a `;` (the grammar has none at the end of the line, and llhttp refuses `5 `).

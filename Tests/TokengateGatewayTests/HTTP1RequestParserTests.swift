@@ -245,6 +245,31 @@ import Testing
         #expect(outcome.failure == .malformed("unsupported HTTP version"))
     }
 
+    @Test func aBadChunkSizeLineIsRefusedBeforeItsLineEnds() {
+        let head = "POST /u HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+        for (line, failure) in [
+            ("xyz", HTTP1ParseFailure.malformed("chunk size line")),
+            ("-1", .malformed("chunk size line")),
+            ("GET / HTTP/1.1", .malformed("chunk size line")),
+            ("1x", .malformed("chunk size line")),
+            ("1;a\u{1}", .malformed("chunk size line")),
+            ("1\r;", .malformed("a bare CR in the chunk size line")),
+            ("10000000000000000", .tooLarge("chunk size")),
+            // After a first chunk: every chunk-size line is checked, not only the first.
+            ("3\r\nabc\r\nzz", .malformed("chunk size line")),
+        ] {
+            let unfinished = Array((head + line).utf8)
+            #expect(self.parse([unfinished]).failure == failure, "\(line.debugDescription)")
+            #expect(self.parse(unfinished.map { [$0] }).failure == failure, "\(line.debugDescription), byte by byte")
+        }
+        // Prefixes of valid lines wait for more, whole and byte by byte.
+        for line in ["1", "1f", "000000000000001", "1;", "1 ", "1\t;a", "1;a=b", "1;a=\"x y\\\"", "1;a=\"caf\u{e9}", "1;a\r"] {
+            let unfinished = Array((head + line).utf8)
+            #expect(self.parse([unfinished]).failure == nil, "\(line.debugDescription)")
+            #expect(self.parse(unfinished.map { [$0] }).failure == nil, "\(line.debugDescription), byte by byte")
+        }
+    }
+
     @Test func aLongChunkSizeLineSplitAcrossReadsIsNotHeldOnceRead() throws {
         // An idle keep-alive connection must not keep the largest chunk extension its client ever sent.
         var reader = HTTP1LineReader()

@@ -194,6 +194,32 @@ final class ScriptedBackend: Sendable {
             #expect(backend.connections == 1)
         }
     }
+
+    /// A backend that answers before the request body is over: the client gets the answer with
+    /// `Connection: close` and the connection closes without waiting for the rest of the body (which the
+    /// gateway would otherwise have to read and discard), and the backend connection that saw part of a
+    /// request is never reused.
+    @Test func aBackendsEarlyAnswerClosesTheClientConnectionAndIsNotReused() async throws {
+        try await self.withScriptedGateway({ index, _ in ("HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nearly\(index)", false) }) { gateway, backend in
+            // The body's first 3 bytes go with the head, the other 97 three seconds later; the client keeps
+            // the connection open (-ign_eof) until the gateway closes it.
+            let rest = String(repeating: "r", count: 97)
+            // The shell notes when s_client ends: the pipeline itself lasts as long as the sleeping sender.
+            let output = try OpenSSLClient.sh(
+                "t0=$(date +%s%N); (printf 'POST /pub/a HTTP/1.1\\r\\nHost: a\\r\\nContent-Length: 100\\r\\n\\r\\nabc'; sleep 3; printf '\(rest)')"
+                    + " | { timeout 10 openssl s_client -connect 127.0.0.1:\(gateway.tlsPort) -quiet -ign_eof -servername localhost 2>/dev/null;"
+                    + " echo; echo \"closed after $(( ($(date +%s%N) - t0) / 1000000 )) ms\"; }"
+            )
+            let lines = output.split(separator: "\n")
+            let closedAfter = lines.last.flatMap { Int($0.split(separator: " ").dropFirst(2).first ?? "") }
+            #expect(output.hasPrefix("HTTP/1.1 200") && output.contains("\r\n\r\nearly0\n"), "\(output)")
+            #expect(output.lowercased().contains("connection: close"), "\(output)")
+            #expect((closedAfter ?? .max) < 2500, "the connection waited for the body it will not use: \(output)")
+            let next = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/b"], caFile: gateway.certificatePath)
+            #expect(next.status == 200 && next.body == "early1", "\(next.body)")
+            #expect(backend.connections == 2, "the backend connection that saw part of a request was reused")
+        }
+    }
 }
 
 /// The upstream handler and the pool between two exchanges, on an EmbeddedChannel: what the next exchange on
