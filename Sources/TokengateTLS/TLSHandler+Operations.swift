@@ -219,10 +219,12 @@ extension TLSHandler {
             return
         }
         var total = 0
+        var count = 0
         if let end = self.bufferedWrites.markedElementIndex {
             var index = self.bufferedWrites.startIndex
             while true {
                 total += self.bufferedWrites[index].0.readableBytes
+                count += 1
                 if index == end {
                     break
                 }
@@ -245,7 +247,9 @@ extension TLSHandler {
             guard buffer.readableBytes > 0 else {
                 continue
             }
-            if case .failed(let error) = connection.encrypt(buffer) {
+            // A flush of one buffer (a whole HTTP/1.1 response, usually) has nothing to share a record with:
+            // it is encrypted straight from that buffer, without the copy into a staging buffer.
+            if case .failed(let error) = count == 1 ? connection.write(buffer) : connection.encrypt(buffer) {
                 combined?.fail(error)
                 self.fail(context: context, error: error)
                 return
