@@ -221,6 +221,14 @@ import Testing
         #expect(self.parse(longestKnown.map { [$0] }).heads.count == 1)
     }
 
+    /// Bytes that stop before their message ends, fed whole and then a byte per read: `failure` either way
+    /// (`nil`: still waiting for more).
+    private func expectUnfinished(_ text: String, toFailWith failure: HTTP1ParseFailure?, sourceLocation: SourceLocation = #_sourceLocation) {
+        let bytes = Array(text.utf8)
+        #expect(self.parse([bytes]).failure == failure, "\(text.debugDescription)", sourceLocation: sourceLocation)
+        #expect(self.parse(bytes.map { [$0] }).failure == failure, "\(text.debugDescription), byte by byte", sourceLocation: sourceLocation)
+    }
+
     /// A request line that is already wrong is refused once it is complete, not when its head ends (a head
     /// that never ends used to wait for the header timeout); a good one still waits for the rest.
     @Test func aBadRequestLineIsRefusedBeforeItsHeadEnds() {
@@ -231,13 +239,9 @@ import Testing
             ("GET /x HTTP/1.1 \r\n", .malformed("the request line's version")),
             ("\r\n\r\nFOO /x HTTP/1.1\r\n", .malformed("an unknown method")),
         ] {
-            let unfinished = Array((line + "Host: a\r\nX-Slow: 1").utf8)
-            #expect(self.parse([unfinished]).failure == failure, "\(line.debugDescription)")
-            #expect(self.parse(unfinished.map { [$0] }).failure == failure, "\(line.debugDescription), byte by byte")
+            self.expectUnfinished(line + "Host: a\r\nX-Slow: 1", toFailWith: failure)
         }
-        let good = Array("\r\nGET /x HTTP/1.1\r\nHost: a\r\nX-Slow: 1".utf8)
-        #expect(self.parse([good]).failure == nil)
-        #expect(self.parse(good.map { [$0] }).failure == nil)
+        self.expectUnfinished("\r\nGET /x HTTP/1.1\r\nHost: a\r\nX-Slow: 1", toFailWith: nil)
         // Checked once per head: the next request's line is checked too.
         let second = Array("GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/7.0\r\nHost: a\r\n".utf8)
         let outcome = self.parse(second.map { [$0] })
@@ -258,15 +262,11 @@ import Testing
             // After a first chunk: every chunk-size line is checked, not only the first.
             ("3\r\nabc\r\nzz", .malformed("chunk size line")),
         ] {
-            let unfinished = Array((head + line).utf8)
-            #expect(self.parse([unfinished]).failure == failure, "\(line.debugDescription)")
-            #expect(self.parse(unfinished.map { [$0] }).failure == failure, "\(line.debugDescription), byte by byte")
+            self.expectUnfinished(head + line, toFailWith: failure)
         }
         // Prefixes of valid lines wait for more, whole and byte by byte.
         for line in ["1", "1f", "000000000000001", "1;", "1 ", "1\t;a", "1;a=b", "1;a=\"x y\\\"", "1;a=\"caf\u{e9}", "1;a\r"] {
-            let unfinished = Array((head + line).utf8)
-            #expect(self.parse([unfinished]).failure == nil, "\(line.debugDescription)")
-            #expect(self.parse(unfinished.map { [$0] }).failure == nil, "\(line.debugDescription), byte by byte")
+            self.expectUnfinished(head + line, toFailWith: nil)
         }
     }
 
