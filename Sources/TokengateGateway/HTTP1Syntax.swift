@@ -270,13 +270,32 @@ enum HTTP1Syntax {
         return nil
     }
 
-    /// Every LF of a block follows a CR and every CR precedes an LF; no NUL anywhere.
+    /// Every LF of a block follows a CR and every CR precedes an LF; no NUL anywhere. Three `memchr` passes
+    /// that stop at a head's few line ends, not a test of every byte; the failure named is the one that comes
+    /// first in the block, as a byte-by-byte scan would find it.
     static func checkLineEnds(_ block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) {
-        for index in 0..<block.count {
-            let byte = block[index]
-            if byte == 0x0A, index == 0 || block[index - 1] != 0x0D { throw .malformed("a bare LF") }
-            if byte == 0x0D, index + 1 >= block.count || block[index + 1] != 0x0A { throw .malformed("a bare CR") }
-            if byte == 0 { throw .malformed("a NUL byte") }
+        let count = block.count
+        var bareLF = count
+        var index = 0
+        while let lf = Self.find(0x0A, in: block, from: index, to: count) {
+            if lf == 0 || block[lf - 1] != 0x0D {
+                bareLF = lf
+                break
+            }
+            index = lf + 1
         }
+        var bareCR = count
+        index = 0
+        while let cr = Self.find(0x0D, in: block, from: index, to: min(count, bareLF)) {
+            if cr + 1 >= count || block[cr + 1] != 0x0A {
+                bareCR = cr
+                break
+            }
+            index = cr + 2
+        }
+        let nul = Self.find(0, in: block, from: 0, to: min(count, bareLF, bareCR)) ?? count
+        if nul < count { throw .malformed("a NUL byte") }
+        if bareCR < count { throw .malformed("a bare CR") }
+        if bareLF < count { throw .malformed("a bare LF") }
     }
 }

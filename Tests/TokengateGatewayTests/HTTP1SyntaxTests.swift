@@ -2,14 +2,16 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import NIOCore
 import NIOHTTP1
 import Testing
 
 @testable import TokengateGateway
 
-/// The line-end scans every head goes through (`memchr` searches and the line-end check), against plain
-/// byte-by-byte definitions, on every string of up to 7 bytes over CR, LF, NUL and a letter: all the
-/// placements of line ends at the edges of a block that the parsers' own tests reach only by example.
+/// The line-end scans every head goes through (`memchr` searches and the line-end check, down to the rule it
+/// names), against plain byte-by-byte definitions, on every string of up to 7 bytes over CR, LF, NUL and a
+/// letter: all the placements of line ends at the edges of a block that the parsers' own tests reach only by
+/// example.
 @Suite struct HTTP1SyntaxTests {
     private static let alphabet: [UInt8] = [0x0D, 0x0A, 0x00, UInt8(ascii: "a")]
 
@@ -24,13 +26,14 @@ import Testing
         return blocks
     }
 
-    private static func referenceIsWellFormed(_ block: [UInt8]) -> Bool {
+    /// The first rule the block breaks, scanning byte by byte; `nil` when it is well formed.
+    private static func referenceFailure(_ block: [UInt8]) -> HTTP1ParseFailure? {
         for (index, byte) in block.enumerated() {
-            if byte == 0x0A, index == 0 || block[index - 1] != 0x0D { return false }
-            if byte == 0x0D, index + 1 >= block.count || block[index + 1] != 0x0A { return false }
-            if byte == 0 { return false }
+            if byte == 0x0A, index == 0 || block[index - 1] != 0x0D { return .malformed("a bare LF") }
+            if byte == 0x0D, index + 1 >= block.count || block[index + 1] != 0x0A { return .malformed("a bare CR") }
+            if byte == 0 { return .malformed("a NUL byte") }
         }
-        return true
+        return nil
     }
 
     private static func referenceLineEnd(_ block: [UInt8], from start: Int) -> Int? {
@@ -42,15 +45,50 @@ import Testing
         return nil
     }
 
+    /// Where a head (or, not starting with a line, a trailer section) that came whole ends: after the first
+    /// CRLFCRLF, or after a leading CRLF for a trailer section.
+    private static func referenceBlockEnd(_ block: [UInt8], startingWithLine: Bool) -> Int? {
+        if !startingWithLine, block.count >= 2, block[0] == 0x0D, block[1] == 0x0A { return 2 }
+        var index = 0
+        while index + 3 < block.count {
+            if block[index...(index + 3)].elementsEqual([0x0D, 0x0A, 0x0D, 0x0A]) { return index + 4 }
+            index += 1
+        }
+        return nil
+    }
+
+    @Test func blocksThatCameWholeEndWhereTheByteByByteSearchEndsThem() {
+        for block in Self.allBlocks() {
+            for startingWithLine in [true, false] {
+                var reader = HTTP1LineReader()
+                var buffer = ByteBuffer(bytes: block)
+                let taken = try? reader.block(from: &buffer, startingWithLine: startingWithLine, limit: 100)
+                // A block is taken when it ends, and only when its line ends are well formed.
+                let end = Self.referenceBlockEnd(block, startingWithLine: startingWithLine).flatMap {
+                    Self.referenceFailure(Array(block[..<$0])) == nil ? $0 : nil
+                }
+                #expect(taken?.readableBytes == end, "\(block) startingWithLine: \(startingWithLine)")
+                if let end {
+                    #expect(buffer.readableBytes == block.count - end, "what follows the block stays in the buffer")
+                }
+            }
+        }
+    }
+
     @Test func lineEndScansAgreeWithTheirByteByByteDefinitions() {
         let blocks = Self.allBlocks()
         #expect(blocks.count == 21_845)
         var refused = 0
         for block in blocks {
             block.withUnsafeBytes { bytes in
-                let accepted = (try? HTTP1Syntax.checkLineEnds(bytes)) != nil
-                #expect(accepted == Self.referenceIsWellFormed(block), "\(block)")
-                if !accepted { refused += 1 }
+                var failure: HTTP1ParseFailure?
+                do throws(HTTP1ParseFailure) {
+                    try HTTP1Syntax.checkLineEnds(bytes)
+                } catch {
+                    failure = error
+                    refused += 1
+                }
+                #expect(failure == Self.referenceFailure(block), "\(block)")
                 for start in 0...block.count {
                     #expect(HTTP1Syntax.lineEnd(bytes, from: start) == Self.referenceLineEnd(block, from: start), "\(block) from \(start)")
                     #expect(HTTP1Syntax.lineEnds(in: bytes, from: start) == block[start...].filter { $0 == 0x0A }.count)
