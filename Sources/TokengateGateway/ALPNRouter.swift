@@ -40,7 +40,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 let generations = self.generations
                 let logger = self.logger
                 let eventLoop = context.eventLoop
-                let connectionID = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+                let connectionID = RequestRewriter.newConnectionID()
                 let codec = HTTP2ServerCodec(
                     configuration: HTTP2ServerConfiguration(configuration.http2, limits: configuration.limits),
                     logger: logger

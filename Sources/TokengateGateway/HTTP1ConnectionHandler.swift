@@ -97,7 +97,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.viaTrustedProxy = viaTrustedProxy
         self.clientAddress = clientAddress
         self.logger = logger
-        self.connectionID = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        self.connectionID = RequestRewriter.newConnectionID()
         self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(generations.load().runtime.limits))
     }
 
@@ -178,7 +178,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             self.headDeadline.headReceived()
             self.requestCounter += 1
             self.requestMethod = head.method
-            let requestID = RequestRewriter.requestID(from: head) { "\(self.connectionID)-\(self.requestCounter)" }
+            let requestID = RequestRewriter.requestID(from: head) { self.connectionID + "-" + String(self.requestCounter) }
             // One atomic load per request: the configuration it is served with, even across a reload.
             let generation = self.generations.load()
             let exchange = ProxyExchange(

@@ -195,6 +195,22 @@ enum RequestRewriter {
         "x-original-url", "x-rewrite-url",
     ]
 
+    /// The connection's part of the request ids the gateway makes up: 60 random bits as 10 characters of
+    /// `A–Z a–z 0–9 _ .`. Behind it `-` and the request's number on the connection (up to 9,999 over
+    /// HTTP/1.1, or `-s` and a stream id up to 999 over HTTP/2) keep an id within 15 bytes, which Swift
+    /// stores inline: making one up costs no allocation per request.
+    static func newConnectionID() -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.".utf8)
+        var bits = UInt64.random(in: 0...UInt64.max)
+        var id: [UInt8] = []
+        id.reserveCapacity(10)
+        for _ in 0..<10 {
+            id.append(alphabet[Int(bits & 63)])
+            bits >>= 6
+        }
+        return String(decoding: id, as: UTF8.self)
+    }
+
     /// The client's request id when it is a sane one (printable, short), so that traces join up.
     static func requestID(from head: HTTPRequestHead, generate: () -> String) -> String {
         if let given = head.headers.first(name: "x-request-id"), !given.isEmpty, given.utf8.count <= 128,

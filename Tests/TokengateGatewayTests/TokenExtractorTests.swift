@@ -294,6 +294,23 @@ import TokengateTokens
         }
     }
 
+    @Test func madeUpRequestIDsAreDistinctPrintableAndShortEnoughToStayInline() {
+        let allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.".utf8)
+        var seen = Set<String>()
+        for _ in 0..<5_000 {
+            let connection = RequestRewriter.newConnectionID()
+            #expect(connection.utf8.count == 10 && connection.utf8.allSatisfy(allowed.contains), "\(connection)")
+            seen.insert(connection)
+            // The longest ids that stay within Swift's 15-byte inline strings (see newConnectionID).
+            #expect((connection + "-" + String(9_999)).utf8.count == 15)
+            #expect((connection + "-s" + String(999)).utf8.count == 15)
+        }
+        #expect(seen.count == 5_000, "60 random bits per connection: no repeat in 5,000")
+        // Characters of the alphabet are all used: the bits are spread, not stuck.
+        let used = Set((0..<200).flatMap { _ in RequestRewriter.newConnectionID().utf8 })
+        #expect(used == allowed)
+    }
+
     @Test func theResponseRewriterDropsWhatTheBackendsConnectionHeaderNames() {
         // A second Connection field naming a field: it must be honoured even next to the common keep-alive.
         let named = RequestRewriter.clientResponseHead(
