@@ -14,16 +14,6 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
-// The request path (TLS handler, gateway pipeline) in release builds: Swift's compile-time exclusivity
-// enforcement stays, its run-time checks on class properties go. Those checks cost about 8 % of the
-// gateway's requests/s (docs/benchmarks.md, step 22): each access to a class property that the compiler
-// cannot prove exclusive is bracketed by calls into the runtime (`swift_beginAccess`) that record it in a
-// thread-local set, and the handlers' state lives in class properties. Debug builds, which the whole
-// test suite runs, keep the run-time checks, so an overlapping access still traps there. The library
-// products (TokengateTokens, TokengateClient) are left as they are, so they stay usable as dependencies.
-let requestPathSettings: [SwiftSetting] =
-    swiftSettings + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
-
 let package = Package(
     name: "tokengate",
     platforms: [.macOS(.v14)],
@@ -85,7 +75,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: requestPathSettings
+            swiftSettings: swiftSettings
         ),
 
         // MARK: Configuration: YAML, typed and validated.
@@ -111,7 +101,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Atomics", package: "swift-atomics"),
             ],
-            swiftSettings: requestPathSettings
+            swiftSettings: swiftSettings
         ),
 
         // MARK: Cutoff stores: SQLite (embedded default), a read-only JSON file, the sync service, admin API logic.
