@@ -349,12 +349,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         return nil
     }
 
-    /// The rest of a request body answered early has been read. Over HTTP/1.1 such an answer says
-    /// `Connection: close` already (``ProxyExchange`` closes after a response that beat the request's end);
-    /// a shutdown that began meanwhile closes here too, whatever `close` says, like any connection that
-    /// turns idle while the gateway drains.
     private func finishDiscarding(close: Bool, context: ChannelHandlerContext) {
-        if close || self.closeWhenIdle {
+        if close {
             self.state = .closed
             context.close(promise: nil)
         } else {

@@ -10,88 +10,93 @@ import Testing
 
 /// Upstream writes leave at the end of the loop's tick, together, and never get lost on the way.
 @Suite struct UpstreamFlushBatchTests {
-    /// An upstream handler on its own channel, on `loop`, sharing `batch`.
-    private func makeUpstream(
-        loop: EmbeddedEventLoop,
-        batch: UpstreamFlushBatch
-    ) throws -> (EmbeddedChannel, UpstreamResponseHandler) {
-        let handler = UpstreamResponseHandler(flushBatch: batch)
-        let channel = EmbeddedChannel(handler: handler, loop: loop)
-        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
-        return (channel, handler)
+    /// An upstream handler on its own channel.
+    private struct Upstream {
+        let channel: EmbeddedChannel
+        let handler: UpstreamResponseHandler
+
+        /// Writes `text` and asks for a flush, as an exchange does.
+        func send(_ text: String, promise: EventLoopPromise<Void>? = nil) {
+            self.channel.write(ByteBuffer(string: text), promise: promise)
+            self.handler.flush()
+        }
+
+        /// The next write that reached the network, if any.
+        func sent() throws -> String? {
+            try self.channel.readOutbound(as: ByteBuffer.self).map { String(buffer: $0) }
+        }
+    }
+
+    /// `count` upstream handlers on one loop, sharing one batch.
+    private func makeUpstreams(_ count: Int) throws -> (EmbeddedEventLoop, [Upstream]) {
+        let loop = EmbeddedEventLoop()
+        let batch = UpstreamFlushBatch(eventLoop: loop)
+        let upstreams = try (0..<count).map { _ in
+            let handler = UpstreamResponseHandler(flushBatch: batch)
+            let channel = EmbeddedChannel(handler: handler, loop: loop)
+            try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+            return Upstream(channel: channel, handler: handler)
+        }
+        return (loop, upstreams)
     }
 
     @Test func writesOfOneTickLeaveTogetherWhenTheTickEnds() throws {
-        let loop = EmbeddedEventLoop()
-        let batch = UpstreamFlushBatch(eventLoop: loop)
-        let (first, firstHandler) = try self.makeUpstream(loop: loop, batch: batch)
-        let (second, secondHandler) = try self.makeUpstream(loop: loop, batch: batch)
+        let (loop, upstreams) = try self.makeUpstreams(2)
+        let (first, second) = (upstreams[0], upstreams[1])
 
-        first.write(ByteBuffer(string: "one"), promise: nil)
-        firstHandler.flush()
-        second.write(ByteBuffer(string: "two"), promise: nil)
-        secondHandler.flush()
+        first.send("one")
+        second.send("two")
         // More written and flushed again in the same tick: still one flush, carrying both writes.
-        first.write(ByteBuffer(string: "three"), promise: nil)
-        firstHandler.flush()
-        #expect(try first.readOutbound(as: ByteBuffer.self) == nil)
-        #expect(try second.readOutbound(as: ByteBuffer.self) == nil)
+        first.send("three")
+        #expect(try first.sent() == nil)
+        #expect(try second.sent() == nil)
 
         loop.run()  // The tick's tasks: the batch.
-        #expect(try first.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "one"))
-        #expect(try first.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "three"))
-        #expect(try second.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "two"))
+        #expect(try first.sent() == "one")
+        #expect(try first.sent() == "three")
+        #expect(try second.sent() == "two")
 
         // The next tick starts a new batch.
-        second.write(ByteBuffer(string: "four"), promise: nil)
-        secondHandler.flush()
-        #expect(try second.readOutbound(as: ByteBuffer.self) == nil)
+        second.send("four")
+        #expect(try second.sent() == nil)
         loop.run()
-        #expect(try second.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "four"))
-        _ = try first.finish()
-        _ = try second.finish()
+        #expect(try second.sent() == "four")
+        _ = try first.channel.finish()
+        _ = try second.channel.finish()
     }
 
     /// A connection that closes before the end of the tick is skipped (its handler is out of the pipeline)
     /// and the other connections' writes still leave.
     @Test func aConnectionClosedBeforeTheTickEndsIsSkipped() throws {
-        let loop = EmbeddedEventLoop()
-        let batch = UpstreamFlushBatch(eventLoop: loop)
-        let (closing, closingHandler) = try self.makeUpstream(loop: loop, batch: batch)
-        let (staying, stayingHandler) = try self.makeUpstream(loop: loop, batch: batch)
+        let (loop, upstreams) = try self.makeUpstreams(2)
+        let (closing, staying) = (upstreams[0], upstreams[1])
 
-        closing.write(ByteBuffer(string: "never flushed"), promise: nil)
-        closingHandler.flush()
-        staying.write(ByteBuffer(string: "kept"), promise: nil)
-        stayingHandler.flush()
-        try closing.close().wait()
+        closing.send("never flushed")
+        staying.send("kept")
+        try closing.channel.close().wait()
 
         loop.run()
-        #expect(try staying.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "kept"))
-        _ = try staying.finish()
+        #expect(try staying.sent() == "kept")
+        _ = try staying.channel.finish()
     }
 
     /// A flush that sets off another request in the same pass (a failed write closing a connection, the
     /// exchange retrying on another) registers while the batch runs: it goes out in that same pass.
     @Test func aFlushRegisteredWhileTheBatchRunsGoesOutInTheSamePass() throws {
-        let loop = EmbeddedEventLoop()
-        let batch = UpstreamFlushBatch(eventLoop: loop)
-        let (first, firstHandler) = try self.makeUpstream(loop: loop, batch: batch)
-        let (second, secondHandler) = try self.makeUpstream(loop: loop, batch: batch)
+        let (loop, upstreams) = try self.makeUpstreams(2)
+        let (first, second) = (upstreams[0], upstreams[1])
 
         let written = loop.makePromise(of: Void.self)
-        first.write(ByteBuffer(string: "first"), promise: written)
         written.futureResult.assumeIsolated().whenSuccess {
-            second.write(ByteBuffer(string: "second"), promise: nil)
-            secondHandler.flush()
+            second.send("second")
         }
-        firstHandler.flush()
+        first.send("first", promise: written)
 
         loop.run()
-        #expect(try first.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "first"))
-        #expect(try second.readOutbound(as: ByteBuffer.self) == ByteBuffer(string: "second"))
-        _ = try first.finish()
-        _ = try second.finish()
+        #expect(try first.sent() == "first")
+        #expect(try second.sent() == "second")
+        _ = try first.channel.finish()
+        _ = try second.channel.finish()
     }
 
     /// Without a batch (handler tests), a flush is immediate, as before.
