@@ -34,23 +34,28 @@ extension ByteBuffer {
         var value = value
         name.withUTF8 { name in
             value.withUTF8 { value in
-                let length = name.count + value.count + 4
-                self.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
-                    var position = 0
-                    func append(_ bytes: UnsafeRawBufferPointer) {
-                        UnsafeMutableRawBufferPointer(rebasing: target[position..<(position + bytes.count)]).copyMemory(from: bytes)
-                        position += bytes.count
-                    }
-                    append(UnsafeRawBufferPointer(name))
-                    target[position] = UInt8(ascii: ":")
-                    target[position + 1] = UInt8(ascii: " ")
-                    position += 2
-                    append(UnsafeRawBufferPointer(value))
-                    target[position] = UInt8(ascii: "\r")
-                    target[position + 1] = UInt8(ascii: "\n")
-                    return length
-                }
+                self.writeHTTPFieldLine(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
             }
+        }
+    }
+
+    /// `name: value` and its CRLF, from raw bytes (a backend's fields, forwarded as they came).
+    mutating func writeHTTPFieldLine(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let length = name.count + value.count + 4
+        self.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
+            var position = 0
+            func append(_ bytes: UnsafeRawBufferPointer) {
+                UnsafeMutableRawBufferPointer(rebasing: target[position..<(position + bytes.count)]).copyMemory(from: bytes)
+                position += bytes.count
+            }
+            append(name)
+            target[position] = UInt8(ascii: ":")
+            target[position + 1] = UInt8(ascii: " ")
+            position += 2
+            append(value)
+            target[position] = UInt8(ascii: "\r")
+            target[position + 1] = UInt8(ascii: "\n")
+            return length
         }
     }
 

@@ -30,7 +30,7 @@ protocol ExchangeClient: AnyObject {
     func write(_ part: HTTPServerResponsePart)
     /// Writes the backend's response head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``);
     /// each protocol turns the backend's fields into its own head in one pass.
-    func writeResponseHead(fromUpstream head: HTTPResponseHead, version: HTTPVersion, close: Bool)
+    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool)
     /// Writes the response's end. `closing` says the connection closes after this response (HTTP/1.1), so
     /// the codec must learn when the end is out; every other response ends without that bookkeeping.
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool)

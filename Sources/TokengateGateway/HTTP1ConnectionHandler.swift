@@ -388,7 +388,7 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    func writeResponseHead(fromUpstream head: HTTPResponseHead, version: HTTPVersion, close: Bool) {
+    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool) {
         guard let context = self.context else { return }
         var buffer = self.takeOutput(context: context)
         self.serializer.writeUpstreamHead(head, version: version, close: close, requestMethod: self.requestMethod, into: &buffer)

@@ -109,8 +109,9 @@ struct HTTP1RequestParser {
                 self.requestLineChecked = false
                 self.searchedForLineEnd = 0
                 // Only empty lines: skipped, the request line is still to come.
-                guard let head = try self.head(from: block) else { continue }
-                let (framing, lastRequest) = try Self.framing(of: head)
+                guard let parsed = try self.head(from: block) else { continue }
+                let head = parsed.0
+                let (framing, lastRequest) = try Self.framing(of: head, parsed.1)
                 self.state = .body(HTTP1BodyReader(framing), lastRequest: lastRequest)
                 return .head(head)
             case .body(var reader, let lastRequest):
@@ -144,18 +145,22 @@ struct HTTP1RequestParser {
         }
     }
 
-    /// The request in a head block; `nil` when the block held only empty lines.
-    private func head(from block: ByteBuffer) throws(HTTP1ParseFailure) -> HTTPRequestHead? {
+    /// The request in a head block and what its fields say about its framing, read in the same pass; `nil`
+    /// when the block held only empty lines.
+    private func head(from block: ByteBuffer) throws(HTTP1ParseFailure) -> (HTTPRequestHead, HTTP1Syntax.FramingFields)? {
         try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in try self.head(from: bytes) }
     }
 
-    private func head(from block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> HTTPRequestHead? {
+    private func head(from block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> (HTTPRequestHead, HTTP1Syntax.FramingFields)? {
         var start = 0
         while start + 1 < block.count, block[start] == 0x0D, block[start + 1] == 0x0A { start += 2 }
         if start == block.count { return nil }
         let line = try Self.requestLine(block, from: start)
-        let headers = try HTTP1Syntax.fields(block, from: line.fieldsStart, maxFields: self.limits.maxFields)
-        return HTTPRequestHead(version: line.version, method: line.method, uri: line.target, headers: headers)
+        var framing = HTTP1Syntax.FramingFields()
+        let headers = try HTTP1Syntax.fields(block, from: line.fieldsStart, maxFields: self.limits.maxFields) {
+            name, value throws(HTTP1ParseFailure) in try framing.add(name: name, value: value)
+        }
+        return (HTTPRequestHead(version: line.version, method: line.method, uri: line.target, headers: headers), framing)
     }
 
     struct RequestLine {
@@ -296,8 +301,10 @@ struct HTTP1RequestParser {
     /// RFC 9112 §6.1–6.3 for requests, with every ambiguity refused (no length field: no body), and whether
     /// the request is the connection's last (§9.3: HTTP/1.1 unless `close` is listed, HTTP/1.0 only with
     /// `keep-alive`), read in the same pass over the fields.
-    static func framing(of head: HTTPRequestHead) throws(HTTP1ParseFailure) -> (HTTP1BodyReader.Framing, lastRequest: Bool) {
-        let fields = try HTTP1Syntax.FramingFields(head.headers)
+    static func framing(
+        of head: HTTPRequestHead,
+        _ fields: HTTP1Syntax.FramingFields
+    ) throws(HTTP1ParseFailure) -> (HTTP1BodyReader.Framing, lastRequest: Bool) {
         if fields.transferEncodings > 0 {
             // RFC 9112 §6.1: in HTTP/1.0 it is faulty framing; a server must not guess.
             guard head.version.minor >= 1 else {

@@ -78,7 +78,7 @@ struct HTTP1ResponseParser {
 
     /// The next response part in `buffer`, consuming the bytes it used; `nil` when more bytes are needed.
     /// After an error the parser stays failed: the connection must be closed.
-    mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> HTTPClientResponsePart? {
+    mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponsePart? {
         do {
             return try self.step(from: &buffer)
         } catch {
@@ -88,7 +88,7 @@ struct HTTP1ResponseParser {
         }
     }
 
-    private mutating func step(from buffer: inout ByteBuffer) throws(Failure) -> HTTPClientResponsePart? {
+    private mutating func step(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponsePart? {
         while true {
             switch self.state {
             case .failed:
@@ -119,7 +119,7 @@ struct HTTP1ResponseParser {
     }
 
     /// The backend closed the connection: the end of a body that runs until the close, or an error.
-    mutating func connectionClosed() throws(Failure) -> HTTPClientResponsePart? {
+    mutating func connectionClosed() throws(Failure) -> UpstreamResponsePart? {
         switch self.state {
         case .idle, .failed:
             return nil
@@ -141,12 +141,17 @@ struct HTTP1ResponseParser {
     // MARK: The head.
 
     /// Reads a whole head when it is there; `.some(nil)` for an interim (1xx) response that was dropped.
-    private mutating func readHead(from buffer: inout ByteBuffer) throws(Failure) -> HTTPResponseHead?? {
+    private mutating func readHead(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponseHead?? {
         guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes) else { return nil }
         let maxFields = self.limits.maxFields
-        let (line, headers) = try block.withHTTP1Bytes { bytes throws(Failure) in
+        let (line, fieldCount, fields) = try block.withHTTP1Bytes { bytes throws(Failure) in
             let line = try Self.statusLine(bytes)
-            return (line, try HTTP1Syntax.fields(bytes, from: line.fieldsStart, maxFields: maxFields))
+            var fields = HTTP1Syntax.FramingFields()
+            let count = try HTTP1Syntax.forEachField(bytes, from: line.fieldsStart, maxFields: maxFields) {
+                name, value throws(Failure) in
+                try fields.add(name: UnsafeRawBufferPointer(rebasing: bytes[name]), value: UnsafeRawBufferPointer(rebasing: bytes[value]))
+            }
+            return (line, count, fields)
         }
         let code = line.status.code
         if code == 101 {
@@ -155,9 +160,16 @@ struct HTTP1ResponseParser {
         if code < 200 {
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
         }
-        let response = HTTPResponseHead(version: line.version, status: line.status, headers: headers)
-        self.state = .body(HTTP1BodyReader(try self.chooseFraming(response)))
-        return .some(response)
+        self.state = .body(HTTP1BodyReader(try self.chooseFraming(version: line.version, code: code, fields)))
+        return .some(
+            UpstreamResponseHead(
+                version: line.version,
+                status: line.status,
+                checkedBlock: block,
+                fieldsStart: line.fieldsStart,
+                fieldCount: fieldCount
+            )
+        )
     }
 
     struct StatusLine {
@@ -202,13 +214,15 @@ struct HTTP1ResponseParser {
     }
 
     /// RFC 9112 §6.3, with every ambiguity refused.
-    private mutating func chooseFraming(_ head: HTTPResponseHead) throws(Failure) -> HTTP1BodyReader.Framing {
-        let fields = try HTTP1Syntax.FramingFields(head.headers)
+    private mutating func chooseFraming(
+        version: HTTPVersion,
+        code: UInt,
+        _ fields: HTTP1Syntax.FramingFields
+    ) throws(Failure) -> HTTP1BodyReader.Framing {
         // RFC 9112 §9.3: HTTP/1.1 persists unless `close` is listed; HTTP/1.0 only if `keep-alive` is.
         // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing: close after it.
-        let http10 = head.version.minor == 0
+        let http10 = version.minor == 0
         self.keepsConnection = !fields.close && (!http10 || fields.keepAlive) && !(http10 && fields.transferEncodings > 0)
-        let code = head.status.code
         if self.requestWasHEAD || code == 204 || code == 304 {
             // No body whatever the fields say (they describe what a GET would get).
             return .length(0)

@@ -39,22 +39,28 @@ struct HTTP1ResponseSerializer {
     mutating func writeHead(_ head: HTTPResponseHead, requestMethod: HTTPMethod, into buffer: inout ByteBuffer) {
         self.writeHead(version: head.version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
             for (name, value) in head.headers {
-                field(name, value)
+                var name = name
+                var value = value
+                name.withUTF8 { name in
+                    value.withUTF8 { value in field(UnsafeRawBufferPointer(name), UnsafeRawBufferPointer(value)) }
+                }
             }
         }
     }
 
     /// Writes the backend's head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``),
-    /// straight from the backend's fields: no rewritten copy of them is built first.
+    /// each kept field line copied from the bytes it came in: no string or field list is made for it.
     mutating func writeUpstreamHead(
-        _ head: HTTPResponseHead,
+        _ head: UpstreamResponseHead,
         version: HTTPVersion,
         close: Bool,
         requestMethod: HTTPMethod,
         into buffer: inout ByteBuffer
     ) {
+        // The kept lines are at most the backend's, plus HSTS, `connection: close` and the framing.
+        buffer.reserveCapacity(minimumWritableBytes: head.fieldBytes + 160)
         self.writeHead(version: version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
-            RequestRewriter.forEachClientResponseField(of: head.headers, close: close, field)
+            RequestRewriter.forEachClientResponseField(of: head, close: close, field)
         }
     }
 
@@ -63,7 +69,7 @@ struct HTTP1ResponseSerializer {
         status: HTTPResponseStatus,
         requestMethod: HTTPMethod,
         into buffer: inout ByteBuffer,
-        fields: ((String, String) -> Void) -> Void
+        fields: ((UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) -> Void
     ) {
         let mayHaveBody = status.mayHaveResponseBody
         if version == .http1_1, status == .ok {
@@ -81,10 +87,10 @@ struct HTTP1ResponseSerializer {
         }
         var hasContentLength = false
         fields { name, value in
-            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
+            if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
                 return
             }
-            if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
+            if FieldBytes.equalsIgnoringCase(name, "content-length") {
                 guard mayHaveBody else { return }
                 hasContentLength = true
             }

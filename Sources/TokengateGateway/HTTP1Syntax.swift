@@ -40,16 +40,44 @@ enum HTTP1ParseFailure: Error, Equatable, CustomStringConvertible {
 /// Blocks (heads, trailer sections) are read in place, as the raw bytes of the buffer they arrived in: no
 /// copy into an array, and no bounds check per byte on the scans every head goes through.
 enum HTTP1Syntax {
-    /// Field lines from `start` up to the empty line that ends `block`: `token ":" OWS value OWS CRLF`.
+    /// Field lines from `start` up to the empty line that ends `block`, as strings (request heads, trailers).
     static func fields(_ block: UnsafeRawBufferPointer, from start: Int, maxFields: Int) throws(HTTP1ParseFailure) -> HTTPHeaders {
+        try Self.fields(block, from: start, maxFields: maxFields) { _, _ throws(HTTP1ParseFailure) in }
+    }
+
+    /// The same, showing each field's bytes to `inspect` as well: a request head's framing is read in the
+    /// pass that makes its strings.
+    static func fields(
+        _ block: UnsafeRawBufferPointer,
+        from start: Int,
+        maxFields: Int,
+        inspect: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> Void
+    ) throws(HTTP1ParseFailure) -> HTTPHeaders {
         // Sized once: at most one field per line end after `start` (HTTPHeaders would grow its storage field by field).
         var fields: [(String, String)] = []
         fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), maxFields + 1))
+        try Self.forEachField(block, from: start, maxFields: maxFields) { name, value throws(HTTP1ParseFailure) in
+            try inspect(UnsafeRawBufferPointer(rebasing: block[name]), UnsafeRawBufferPointer(rebasing: block[value]))
+            fields.append((Self.string(block, name), Self.string(block, value)))
+        }
+        return HTTPHeaders(fields)
+    }
+
+    /// Checks the field lines from `start` up to the empty line that ends `block` — `token ":" OWS value OWS
+    /// CRLF` — and gives each field's name and value (without the whitespace around it) to `body`, in order.
+    /// Returns how many fields there were.
+    @discardableResult
+    static func forEachField(
+        _ block: UnsafeRawBufferPointer,
+        from start: Int,
+        maxFields: Int,
+        _ body: (_ name: Range<Int>, _ value: Range<Int>) throws(HTTP1ParseFailure) -> Void
+    ) throws(HTTP1ParseFailure) -> Int {
         var position = start
         var count = 0
         while true {
             guard let end = Self.lineEnd(block, from: position) else { throw .malformed("a field line without CRLF") }
-            if end == position { return HTTPHeaders(fields) }  // The empty line.
+            if end == position { return count }  // The empty line.
             count += 1
             guard count <= maxFields else { throw .tooLarge("too many fields") }
             var colon = position
@@ -58,20 +86,45 @@ enum HTTP1Syntax {
                 // Also an obs-fold line (starting with SP or HTAB) or whitespace before the colon.
                 throw .malformed("a field line that is not name: value")
             }
-            var valueStart = colon + 1
-            var valueEnd = end
-            while valueStart < valueEnd, block[valueStart] == 0x20 || block[valueStart] == 0x09 { valueStart += 1 }
-            while valueEnd > valueStart, block[valueEnd - 1] == 0x20 || block[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            let value = Self.trimmedValue(block, colon + 1..<end)
             // Without an exit per byte, so the compiler can vectorize the scan of long values (tokens).
             var control: UInt8 = 0
-            for index in valueStart..<valueEnd {
+            for index in value {
                 let byte = block[index]
                 control |= ((byte < 0x20 && byte != 0x09) || byte == 0x7F) ? 1 : 0
             }
             guard control == 0 else { throw .malformed("control bytes in a field value") }
-            fields.append((Self.string(block, position..<colon), Self.string(block, valueStart..<valueEnd)))
+            try body(position..<colon, value)
             position = end + 2
         }
+    }
+
+    /// The field lines of a block that ``forEachField(_:from:maxFields:_:)`` accepted, walked again without
+    /// its checks (``UpstreamResponseHead`` keeps such a block): every line has its CRLF and a colon after a
+    /// name of token bytes, which holds no colon. A block that breaks this ends the walk; it never traps.
+    static func forEachCheckedField(
+        _ block: UnsafeRawBufferPointer,
+        from start: Int,
+        _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
+    ) {
+        var position = start
+        while let lineFeed = Self.find(0x0A, in: block, from: position, to: block.count), lineFeed > position + 1 {
+            let end = lineFeed - 1
+            guard let colon = Self.find(UInt8(ascii: ":"), in: block, from: position, to: end) else { return }
+            let value = Self.trimmedValue(block, colon + 1..<end)
+            body(UnsafeRawBufferPointer(rebasing: block[position..<colon]), UnsafeRawBufferPointer(rebasing: block[value]))
+            position = lineFeed + 1
+        }
+    }
+
+    /// `range` without the optional whitespace (SP, HTAB) at either end.
+    @inline(__always)
+    private static func trimmedValue(_ block: UnsafeRawBufferPointer, _ range: Range<Int>) -> Range<Int> {
+        var valueStart = range.lowerBound
+        var valueEnd = range.upperBound
+        while valueStart < valueEnd, block[valueStart] == 0x20 || block[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, block[valueEnd - 1] == 0x20 || block[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        return valueStart..<valueEnd
     }
 
     /// The bytes of `range` as a string (field names and values, targets, reason phrases: checked already).
@@ -123,35 +176,22 @@ enum HTTP1Syntax {
         var close = false
         var keepAlive = false
 
-        init(_ headers: HTTPHeaders) throws(HTTP1ParseFailure) {
-            for (name, value) in headers {
-                if HTTPHeaders.equalsIgnoringCase(name, "connection") {
-                    self.close = self.close || HTTPHeaders.listContains(value, token: "close")
-                    self.keepAlive = self.keepAlive || HTTPHeaders.listContains(value, token: "keep-alive")
-                } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
-                    self.transferEncodings += 1
-                    self.chunked = HTTPHeaders.equalsIgnoringCase(value, "chunked")
-                } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
-                    self.lengths += 1
-                    guard let parsed = HTTP1Syntax.decimal(value) else {
-                        throw .malformed("Content-Length is not a number")
-                    }
-                    self.length = parsed
+        /// Takes one field into account, from its bytes as they arrived.
+        mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) {
+            if FieldBytes.equalsIgnoringCase(name, "connection") {
+                self.close = self.close || FieldBytes.listContains(value, token: "close")
+                self.keepAlive = self.keepAlive || FieldBytes.listContains(value, token: "keep-alive")
+            } else if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
+                self.transferEncodings += 1
+                self.chunked = FieldBytes.equalsIgnoringCase(value, "chunked")
+            } else if FieldBytes.equalsIgnoringCase(name, "content-length") {
+                self.lengths += 1
+                guard let parsed = FieldBytes.decimal(value) else {
+                    throw .malformed("Content-Length is not a number")
                 }
+                self.length = parsed
             }
         }
-    }
-
-    /// All digits, at most 18 of them (no overflow), no sign, no spaces, no list.
-    static func decimal(_ value: String) -> Int? {
-        let utf8 = value.utf8
-        guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
-        var result = 0
-        for byte in utf8 {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-            result = result * 10 + Int(byte - UInt8(ascii: "0"))
-        }
-        return result
     }
 
     /// `1*HEXDIG [ chunk-ext ]` (extensions are ignored); at most 15 hex digits, so the size fits an `Int`.

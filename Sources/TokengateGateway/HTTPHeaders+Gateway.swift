@@ -33,63 +33,20 @@ extension HTTPHeaders {
         guard a.utf8.count == b.utf8.count else { return false }
         let contiguous = a.utf8.withContiguousStorageIfAvailable { left in
             b.utf8.withContiguousStorageIfAvailable { right in
-                for index in left.indices where Self.lower(left[index]) != Self.lower(right[index]) {
-                    return false
-                }
-                return true
+                FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer(left), UnsafeRawBufferPointer(right))
             }
         }
         if let contiguous = contiguous, let equal = contiguous {
             return equal
         }
-        return a.utf8.elementsEqual(b.utf8) { Self.lower($0) == Self.lower($1) }
+        return a.utf8.elementsEqual(b.utf8) { FieldBytes.lower($0) == FieldBytes.lower($1) }
     }
 
     static func hasPrefixIgnoringCase(_ value: String, _ lowercasePrefix: String) -> Bool {
         var iterator = value.utf8.makeIterator()
         for expected in lowercasePrefix.utf8 {
-            guard let byte = iterator.next(), Self.lower(byte) == expected else { return false }
+            guard let byte = iterator.next(), FieldBytes.lower(byte) == expected else { return false }
         }
         return true
-    }
-
-    /// Whether the comma-separated list `value` holds `token` (lowercase ASCII), ignoring case and the optional
-    /// whitespace around elements; without splitting into new strings as `canonicalForm` does.
-    static func listContains(_ value: String, token: String) -> Bool {
-        let bytes = value.utf8
-        let wanted = token.utf8
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            while index < bytes.endIndex, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\t") {
-                index = bytes.index(after: index)
-            }
-            var candidate = wanted.startIndex
-            var matches = true
-            while index < bytes.endIndex, bytes[index] != UInt8(ascii: ",") {
-                let byte = bytes[index]
-                if byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t") {
-                    if candidate < wanted.endIndex, Self.lower(byte) == wanted[candidate] {
-                        candidate = wanted.index(after: candidate)
-                    } else {
-                        matches = false
-                    }
-                } else if candidate != wanted.endIndex {
-                    matches = false  // Whitespace inside an element ("kee p-alive") never matches.
-                }
-                index = bytes.index(after: index)
-            }
-            if matches, candidate == wanted.endIndex {
-                return true
-            }
-            if index < bytes.endIndex {
-                index = bytes.index(after: index)  // The comma.
-            }
-        }
-        return false
-    }
-
-    @inline(__always)
-    static func lower(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 }

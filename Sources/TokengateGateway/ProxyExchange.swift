@@ -550,7 +550,7 @@ extension ProxyExchange {
         }
     }
 
-    func upstreamReceived(_ part: HTTPClientResponsePart) {
+    func upstreamReceived(_ part: UpstreamResponsePart) {
         guard case .forwarding(let connection) = self.state else { return }
         switch part {
         case .head(let head):

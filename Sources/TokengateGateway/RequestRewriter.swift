@@ -17,7 +17,7 @@ enum RequestRewriter {
     static let identityHeaderPrefix = "x-tokengate-"
 
     /// Hop-by-hop headers (RFC 9110 §7.6.1) that describe the client's connection, not the request.
-    static let hopByHop: Set<String> = [
+    static let hopByHopFieldNames: [StaticString] = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization",
         "proxy-authenticate", "http2-settings",
     ]
@@ -186,7 +186,7 @@ enum RequestRewriter {
     /// What a client's `Connection` header may never name: the gateway sets these itself.
     static let protectedNames = ["content-length", "transfer-encoding", "host"]
 
-    static let hopByHopNames = Array(Self.hopByHop)
+    static let hopByHopNames = Self.hopByHopFieldNames.map(\.description)
     /// Headers that tell a backend where the request came from or which path it "really" is: only the
     /// gateway may say that (path overrides like X-Original-URL bypass routing on some servers).
     static let forwardingNames = [
@@ -221,57 +221,65 @@ enum RequestRewriter {
         return generate()
     }
 
-    /// The response head sent to the client over HTTP/2 (HTTP/1.1 writes the same fields straight into its
-    /// output, ``HTTP1ResponseSerializer``): the fields of ``forEachClientResponseField(of:close:_:)``.
-    static func clientResponseHead(from head: HTTPResponseHead, version: HTTPVersion, close: Bool) -> HTTPResponseHead {
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(head.headers.count + 2)
-        Self.forEachClientResponseField(of: head.headers, close: close) { name, value in
-            fields.append((name, value))
-        }
-        return HTTPResponseHead(version: version, status: head.status, headers: HTTPHeaders(fields))
-    }
-
-    /// The backend's response fields as the client gets them, in order, in one pass: hop-by-hop fields, the
-    /// ones its `Connection` names and `Transfer-Encoding` removed (the client side frames the body itself),
-    /// then HSTS added when the backend did not set it (the client reached us over TLS) and `connection:
-    /// close` when the connection ends after this response.
-    static func forEachClientResponseField(of upstream: HTTPHeaders, close: Bool, _ body: (String, String) -> Void) {
-        var connectionListed: [String] = []
-        if Self.connectionListsNames(upstream) {
-            for value in upstream[canonicalForm: "connection"] where !value.isEmpty {
-                connectionListed.append(String(value))
-            }
-        }
+    /// The backend's response fields as the client gets them, in order, in one pass over the bytes they came
+    /// in: hop-by-hop fields, the ones its `Connection` names and `Transfer-Encoding` removed (the client side
+    /// frames the body itself), then HSTS added when the backend did not set it (the client reached us over
+    /// TLS) and `connection: close` when the connection ends after this response. Both protocols' heads are
+    /// written from this (``HTTP1ResponseSerializer``, ``HTTP2HeaderBlock``).
+    static func forEachClientResponseField(
+        of upstream: UpstreamResponseHead,
+        close: Bool,
+        _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
+    ) {
+        let connectionListed = Self.namesListedInConnection(upstream)
         var hasHSTS = false
-        for (name, value) in upstream {
-            let length = name.utf8.count
-            if length < Self.hopByHopByLength.count,
-                Self.hopByHopByLength[length].contains(where: { HTTPHeaders.equalsIgnoringCase(name, $0) })
+        upstream.forEachField { name, value in
+            if name.count < Self.hopByHopByLength.count, FieldBytes.isOne(of: Self.hopByHopByLength[name.count], name) {
+                return
+            }
+            if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") { return }
+            if !connectionListed.isEmpty,
+                connectionListed.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } })
             {
-                continue
+                return
             }
-            if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") { continue }
-            if !connectionListed.isEmpty, connectionListed.contains(where: { HTTPHeaders.equalsIgnoringCase($0, name) }) {
-                continue
-            }
-            if !hasHSTS, HTTPHeaders.equalsIgnoringCase(name, "strict-transport-security") {
+            if !hasHSTS, FieldBytes.equalsIgnoringCase(name, "strict-transport-security") {
                 hasHSTS = true
             }
             body(name, value)
         }
+        func add(_ name: StaticString, _ value: StaticString) {
+            body(
+                UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount)
+            )
+        }
         if !hasHSTS {
-            body("strict-transport-security", "max-age=31536000")
+            add("strict-transport-security", "max-age=31536000")
         }
         if close {
-            body("connection", "close")
+            add("connection", "close")
         }
     }
 
-    /// ``hopByHopNames`` by length.
-    private static let hopByHopByLength: [[String]] = {
-        var table = Array(repeating: [String](), count: (Self.hopByHopNames.map(\.utf8.count).max() ?? 0) + 1)
-        for name in Self.hopByHopNames { table[name.utf8.count].append(name) }
+    /// The names a backend's `Connection` fields list besides `keep-alive` and `close` (hop-by-hop too). These
+    /// two are the common values and name only themselves: only other values are split, rarely.
+    private static func namesListedInConnection(_ upstream: UpstreamResponseHead) -> [[UInt8]] {
+        var listed: [[UInt8]] = []
+        upstream.forEachField { name, value in
+            guard FieldBytes.equalsIgnoringCase(name, "connection"),
+                !FieldBytes.equalsIgnoringCase(value, "keep-alive"), !FieldBytes.equalsIgnoringCase(value, "close")
+            else { return }
+            listed += FieldBytes.listElements(value)
+        }
+        return listed
+    }
+
+    /// ``hopByHopFieldNames`` by length.
+    private static let hopByHopByLength: [[StaticString]] = {
+        let names = Self.hopByHopFieldNames
+        var table = Array(repeating: [StaticString](), count: (names.map(\.utf8CodeUnitCount).max() ?? 0) + 1)
+        for name in names { table[name.utf8CodeUnitCount].append(name) }
         return table
     }()
 }

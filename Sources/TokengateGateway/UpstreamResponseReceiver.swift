@@ -10,7 +10,7 @@ import NIOHTTP1
 /// The HTTP/1.1 connection handler is one conformer; each HTTP/2 stream is the other. Both live on the
 /// upstream connection's event loop, so these calls are plain synchronous calls.
 protocol UpstreamResponseReceiver: AnyObject {
-    func upstreamReceived(_ part: HTTPClientResponsePart)
+    func upstreamReceived(_ part: UpstreamResponsePart)
     /// The upstream finished a read batch: a good moment to flush the client.
     func upstreamReadComplete()
     /// The upstream connection failed or closed while this exchange used it.

@@ -22,10 +22,23 @@ import Testing
         var failure: String?
         var description: String { "heads \(self.heads) body \(self.body.count) bytes ends \(self.ends) failure \(self.failure ?? "-")" }
 
+        /// What NIO's decoder produced.
         mutating func record(_ part: HTTPClientResponsePart) {
             switch part {
             case .head(let head):
-                self.heads.append("\(head.status.code) " + head.headers.map { "\($0.name)=\($0.value)" }.joined(separator: ";"))
+                self.record(status: head.status, head.headers)
+            case .body(let buffer):
+                self.record(UpstreamResponsePart.body(buffer))
+            case .end(let trailers):
+                self.record(UpstreamResponsePart.end(trailers))
+            }
+        }
+
+        /// What ``HTTP1ResponseParser`` produced.
+        mutating func record(_ part: UpstreamResponsePart) {
+            switch part {
+            case .head(let head):
+                self.record(status: head.status, head.headers)
             case .body(let buffer):
                 self.body += buffer.readableBytesView
             case .end(let trailers):
@@ -33,6 +46,10 @@ import Testing
                     trailers.map { $0.map { "\($0.name)=\($0.value.trimmingTrailingBlanks())" }.joined(separator: ";") } ?? ""
                 )
             }
+        }
+
+        private mutating func record(status: HTTPResponseStatus, _ headers: HTTPHeaders) {
+            self.heads.append("\(status.code) " + headers.map { "\($0.name)=\($0.value)" }.joined(separator: ";"))
         }
     }
 

@@ -36,6 +36,17 @@ import Testing
         ("c lose", false), ("close x", false), (",,", false),
     ])
     func connectionTokensAreFoundWithoutSplitting(_ value: String, _ found: Bool) {
-        #expect(HTTPHeaders.listContains(value, token: "close") == found, "\(value)")
+        var value = value
+        #expect(value.withUTF8 { FieldBytes.listContains(UnsafeRawBufferPointer($0), token: "close") } == found, "\(value)")
+    }
+
+    @Test(arguments: [
+        ("X-A", ["X-A"]), (" x-a ,\tX-B\t", ["x-a", "X-B"]), (",,x-a,, ,", ["x-a"]), ("", []), (" , ", []),
+        ("a b, c", ["a b", "c"]),
+    ])
+    func connectionListsAreSplitOnCommasWithoutTheirWhitespace(_ value: String, _ elements: [String]) {
+        var value = value
+        let split = value.withUTF8 { FieldBytes.listElements(UnsafeRawBufferPointer($0)) }
+        #expect(split.map { String(decoding: $0, as: UTF8.self) } == elements, "\(value)")
     }
 }

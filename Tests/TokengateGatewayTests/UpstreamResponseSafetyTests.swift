@@ -228,7 +228,7 @@ final class ScriptedBackend: Sendable {
     final class Recorder: UpstreamResponseReceiver {
         var parts: [String] = []
         var onEnd: (() -> Void)?
-        func upstreamReceived(_ part: HTTPClientResponsePart) {
+        func upstreamReceived(_ part: UpstreamResponsePart) {
             switch part {
             case .head(let head): self.parts.append("head \(head.status.code)")
             case .body(let body): self.parts.append("body \(String(buffer: body))")

@@ -11,11 +11,10 @@ import NIOHTTP1
 // MARK: What HTTP2ServerStream forwards: queue the write, mark the stream, let the next round submit it.
 
 extension HTTP2ServerCodec {
-    func streamWriteHead(_ id: Int32, _ head: HTTPResponseHead) {
+    func streamWriteHead(_ id: Int32, _ block: HTTP2HeaderBlock) {
         guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
             return
         }
-        guard let block = HTTP2HeaderBlock.response(head) else { return }  // 1xx: not forwarded.
         stream.headWritten = true
         stream.pendingHead = block
         self.markDirty(stream)

@@ -36,7 +36,13 @@ final class HTTP2ServerStream {
     /// The response head. 1xx heads are dropped (informational responses are not forwarded); hop-by-hop
     /// fields (`connection`, `transfer-encoding`, `keep-alive`, …) are removed and names lowercased.
     func writeHead(_ head: HTTPResponseHead) {
-        self.codec?.streamWriteHead(self.id, head)
+        guard let block = HTTP2HeaderBlock.response(head) else { return }  // 1xx: not forwarded.
+        self.writeHead(block)
+    }
+
+    /// A response head already in HTTP/2's form (a backend's, ``HTTP2HeaderBlock/response(fromUpstream:close:)``).
+    func writeHead(_ block: HTTP2HeaderBlock) {
+        self.codec?.streamWriteHead(self.id, block)
     }
 
     /// Queues response body bytes. Check ``isWritable`` afterwards: above the per-stream limit the caller

@@ -126,8 +126,9 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         }
     }
 
-    func writeResponseHead(fromUpstream head: HTTPResponseHead, version: HTTPVersion, close: Bool) {
-        self.stream.writeHead(RequestRewriter.clientResponseHead(from: head, version: version, close: close))
+    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool) {
+        guard let block = HTTP2HeaderBlock.response(fromUpstream: head, close: close) else { return }  // 1xx.
+        self.stream.writeHead(block)
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {

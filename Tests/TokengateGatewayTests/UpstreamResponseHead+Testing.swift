@@ -1,0 +1,34 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+import NIOHTTP1
+
+@testable import TokengateGateway
+
+extension UpstreamResponseHead {
+    /// `head` in the bytes a backend would send, its field lines checked as ``HTTP1ResponseParser`` checks them
+    /// — but not its framing, so that tests can hand the client side heads the parser would refuse.
+    init(_ head: HTTPResponseHead) throws {
+        var block = ByteBuffer(string: "HTTP/\(head.version.major).\(head.version.minor) \(head.status.code) \(head.status.reasonPhrase)\r\n")
+        let fieldsStart = block.readableBytes
+        for (name, value) in head.headers {
+            block.writeString("\(name): \(value)\r\n")
+        }
+        block.writeString("\r\n")
+        let count = try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in
+            try HTTP1Syntax.forEachField(bytes, from: fieldsStart, maxFields: 1000) { _, _ throws(HTTP1ParseFailure) in }
+        }
+        self.init(version: head.version, status: head.status, checkedBlock: block, fieldsStart: fieldsStart, fieldCount: count)
+    }
+
+    /// The fields the client gets (``RequestRewriter/forEachClientResponseField(of:close:_:)``), as strings.
+    func clientFields(close: Bool) -> HTTPHeaders {
+        var fields: [(String, String)] = []
+        RequestRewriter.forEachClientResponseField(of: self, close: close) { name, value in
+            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+        return HTTPHeaders(fields)
+    }
+}
