@@ -73,6 +73,7 @@ let package = Package(
             dependencies: [
                 "CTokengateShims", "CTokengateOpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -134,6 +134,7 @@ final class TLSConnection {
         guard let outbound = self.outbound, outbound.readableBytes > 0 else {
             return nil
         }
+        TLSScratchBuffers.current.returnCiphertext(outbound)
         return outbound
     }
 
@@ -165,7 +166,10 @@ final class TLSConnection {
     fileprivate func bioWrite(from source: UnsafePointer<CChar>, count: Int) -> Int32 {
         let bytes = UnsafeRawBufferPointer(start: source, count: count)
         if self.outbound == nil {
-            self.outbound = self.allocator.buffer(capacity: max(count, self.outboundCapacityHint, 1024))
+            self.outbound = TLSScratchBuffers.current.takeCiphertext(
+                allocator: self.allocator,
+                minimumCapacity: max(count, self.outboundCapacityHint, 1024)
+            )
             self.outboundCapacityHint = 0
         }
         self.outbound!.writeBytes(bytes)

@@ -117,7 +117,11 @@ extension TLSHandler {
             return
         }
         var buffer =
-            self.plaintext ?? context.channel.allocator.buffer(capacity: connection.pendingInboundBytes + 1024)
+            self.plaintext
+            ?? TLSScratchBuffers.current.takePlaintext(
+                allocator: context.channel.allocator,
+                minimumCapacity: connection.pendingInboundBytes + 1024
+            )
         // Parked outside `self` while OpenSSL writes into it, so the storage stays uniquely referenced.
         self.plaintext = nil
         var sawCloseNotify = false
@@ -143,6 +147,8 @@ extension TLSHandler {
         }
         if buffer.readableBytes > 0 {
             self.plaintext = buffer
+        } else {
+            TLSScratchBuffers.current.returnPlaintext(buffer)
         }
         // Key updates and session tickets may have produced records to send.
         self.writeToNetwork(context: context, promise: nil)
@@ -160,6 +166,7 @@ extension TLSHandler {
         }
         self.plaintext = nil
         self.readPending = false
+        TLSScratchBuffers.current.returnPlaintext(plaintext)
         context.fireChannelRead(self.wrapInboundOut(plaintext))
         return true
     }

@@ -1,0 +1,72 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import NIOCore
+import Testing
+
+@testable import TokengateTLS
+
+/// The buffers TLS connections on one thread lend each other: reused when nobody holds them any more, and
+/// never overwritten while someone does.
+@Suite struct TLSScratchBuffersTests {
+    private static func address(_ buffer: ByteBuffer) -> UnsafeRawPointer? {
+        buffer.withVeryUnsafeBytes { $0.baseAddress }
+    }
+
+    /// A buffer taken this large is recognised by its capacity when it comes back: a fresh one for a small
+    /// take would be small (addresses prove nothing: malloc hands freed memory out again).
+    private static let distinctCapacity = 5_000
+
+    @Test func aBufferNobodyHoldsIsReusedEmpty() {
+        let scratch = TLSScratchBuffers()
+        var first = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
+        first.writeString("GET / HTTP/1.1\r\n\r\n")
+        let memory = Self.address(first)
+        scratch.returnPlaintext(first)
+        first = ByteBuffer()  // The handler above let it go.
+        let second = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: 16)
+        #expect(second.capacity >= Self.distinctCapacity && Self.address(second) == memory, "the same memory serves the next read")
+        #expect(second.readableBytes == 0, "and it comes back empty")
+    }
+
+    @Test func aBufferSomeoneStillHoldsIsNeverOverwritten() {
+        let scratch = TLSScratchBuffers()
+        var sent = scratch.takeCiphertext(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
+        sent.writeString("records the socket has not taken yet")
+        scratch.returnCiphertext(sent)
+        var next = scratch.takeCiphertext(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
+        next.writeString("the next flush")
+        #expect(Self.address(next) != Self.address(sent))
+        #expect(String(buffer: sent) == "records the socket has not taken yet")
+        #expect(String(buffer: next) == "the next flush")
+    }
+
+    @Test func theTwoKindsDoNotShareAndLargeBuffersAreNotKept() {
+        let scratch = TLSScratchBuffers()
+        var plaintext = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
+        scratch.returnPlaintext(plaintext)
+        plaintext = ByteBuffer()
+        let ciphertext = scratch.takeCiphertext(allocator: ByteBufferAllocator(), minimumCapacity: 16)
+        #expect(ciphertext.capacity < Self.distinctCapacity, "a ciphertext take does not get the plaintext buffer")
+        #expect(scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity >= Self.distinctCapacity)
+
+        var large = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: TLSScratchBuffers.maxKeptCapacity + 1)
+        scratch.returnPlaintext(large)
+        large = ByteBuffer()
+        let after = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
+        // Its memory may be handed out again by malloc, so the capacity tells, not the address.
+        #expect(after.capacity <= TLSScratchBuffers.maxKeptCapacity, "a large upload's buffer is not kept for the thread")
+    }
+
+    @Test func eachThreadHasItsOwn() async {
+        let here = ObjectIdentifier(TLSScratchBuffers.current)
+        let again = ObjectIdentifier(TLSScratchBuffers.current)
+        let there: ObjectIdentifier = await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: ObjectIdentifier(TLSScratchBuffers.current)) }.start()
+        }
+        #expect(here == again, "the same buffers on the same thread")
+        #expect(there != here, "another thread (another event loop) has its own")
+    }
+}
