@@ -8,9 +8,9 @@ import Testing
 
 @testable import TokengateTLS
 
-/// The buffers TLS connections on one thread lend each other: reused when nobody holds them any more, and
+/// The buffers the connections on one thread lend each other: reused when nobody holds them any more, and
 /// never overwritten while someone does.
-@Suite struct TLSScratchBuffersTests {
+@Suite struct ScratchBufferTests {
     private static func address(_ buffer: ByteBuffer) -> UnsafeRawPointer? {
         buffer.withVeryUnsafeBytes { $0.baseAddress }
     }
@@ -20,44 +20,47 @@ import Testing
     private static let distinctCapacity = 5_000
 
     @Test func aBufferNobodyHoldsIsReusedEmpty() {
-        let scratch = TLSScratchBuffers()
-        var first = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
+        var scratch = ScratchBuffer()
+        var first = scratch.take(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
         first.writeString("GET / HTTP/1.1\r\n\r\n")
         let memory = Self.address(first)
-        scratch.returnPlaintext(first)
+        scratch.giveBack(first)
         first = ByteBuffer()  // The handler above let it go.
-        let second = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: 16)
+        let second = scratch.take(allocator: ByteBufferAllocator(), minimumCapacity: 16)
         #expect(second.capacity >= Self.distinctCapacity && Self.address(second) == memory, "the same memory serves the next read")
         #expect(second.readableBytes == 0, "and it comes back empty")
     }
 
     @Test func aBufferSomeoneStillHoldsIsNeverOverwritten() {
-        let scratch = TLSScratchBuffers()
-        var sent = scratch.takeCiphertext(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
+        var scratch = ScratchBuffer()
+        var sent = scratch.take(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
         sent.writeString("records the socket has not taken yet")
-        scratch.returnCiphertext(sent)
-        var next = scratch.takeCiphertext(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
+        scratch.giveBack(sent)
+        var next = scratch.take(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
         next.writeString("the next flush")
         #expect(Self.address(next) != Self.address(sent))
         #expect(String(buffer: sent) == "records the socket has not taken yet")
         #expect(String(buffer: next) == "the next flush")
     }
 
-    @Test func theTwoKindsDoNotShareAndLargeBuffersAreNotKept() {
-        let scratch = TLSScratchBuffers()
-        var plaintext = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
-        scratch.returnPlaintext(plaintext)
-        plaintext = ByteBuffer()
-        let ciphertext = scratch.takeCiphertext(allocator: ByteBufferAllocator(), minimumCapacity: 16)
-        #expect(ciphertext.capacity < Self.distinctCapacity, "a ciphertext take does not get the plaintext buffer")
-        #expect(scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity >= Self.distinctCapacity)
-
-        var large = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: TLSScratchBuffers.maxKeptCapacity + 1)
-        scratch.returnPlaintext(large)
+    @Test func largeBuffersAreNotKept() {
+        var scratch = ScratchBuffer()
+        var large = scratch.take(allocator: ByteBufferAllocator(), minimumCapacity: ScratchBuffer.maxKeptCapacity + 1)
+        scratch.giveBack(large)
         large = ByteBuffer()
-        let after = scratch.takePlaintext(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
+        let after = scratch.take(allocator: ByteBufferAllocator(), minimumCapacity: 1024)
         // Its memory may be handed out again by malloc, so the capacity tells, not the address.
-        #expect(after.capacity <= TLSScratchBuffers.maxKeptCapacity, "a large upload's buffer is not kept for the thread")
+        #expect(after.capacity <= ScratchBuffer.maxKeptCapacity, "a large upload's buffer is not kept for the thread")
+    }
+
+    @Test func theTLSPlaintextAndCiphertextAreSeparateSlots() {
+        let scratch = TLSScratchBuffers()
+        var plaintext = scratch.plaintext.take(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
+        scratch.plaintext.giveBack(plaintext)
+        plaintext = ByteBuffer()
+        let ciphertext = scratch.ciphertext.take(allocator: ByteBufferAllocator(), minimumCapacity: 16)
+        #expect(ciphertext.capacity < Self.distinctCapacity, "a ciphertext take does not get the plaintext buffer")
+        #expect(scratch.plaintext.take(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity >= Self.distinctCapacity)
     }
 
     @Test func eachThreadHasItsOwn() async {
