@@ -118,4 +118,46 @@ import Testing
         }
         #expect(fields.first(name: "x") == "a\tb")
     }
+
+    /// A backend's response head is kept as its bytes and walked again without checks when it is forwarded
+    /// (``HTTP1Syntax/forEachCheckedField(_:from:_:)``): on every block the checking walk accepts, the two must
+    /// give the same fields, byte for byte. Generated from pieces that sit at the edges of the rules: names of
+    /// every token character class, whitespace around values, colons and obs-text inside values, empty values.
+    @Test func theUncheckedWalkReadsEveryAcceptedBlockAsTheCheckingWalkDoes() {
+        let names = ["a", "X-Custom", "content-length", "!#$%&'*+-.^_`|~09", "Set-Cookie", "x y", "", "é"]
+        let separators = [":", ": ", ":\t", ":  \t ", " :"]
+        let values: [[UInt8]] = [
+            [], Array("v".utf8), Array("a b".utf8), Array("\tx\t".utf8), Array("a:b: c".utf8), Array(" trailing  ".utf8),
+            [0x80, 0xFF, 0x20, 0xC3, 0xA9], Array("x\ty".utf8), [0x7F], Array("\r".utf8),
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15  // A fixed seed: the same blocks every run.
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var accepted = 0
+        for _ in 0..<20_000 {
+            var block: [UInt8] = []
+            for _ in 0..<next(5) {
+                block += Array(names[next(names.count)].utf8) + Array(separators[next(separators.count)].utf8)
+                block += values[next(values.count)] + [0x0D, 0x0A]
+            }
+            block += [0x0D, 0x0A]
+            block.withUnsafeBytes { bytes in
+                var checked: [[UInt8]] = []
+                do {
+                    try HTTP1Syntax.forEachField(bytes, from: 0, maxFields: 10) { name, value throws(HTTP1ParseFailure) in
+                        checked += [Array(bytes[name]), Array(bytes[value])]
+                    }
+                } catch {
+                    return
+                }
+                accepted += 1
+                var unchecked: [[UInt8]] = []
+                HTTP1Syntax.forEachCheckedField(bytes, from: 0) { name, value in unchecked += [Array(name), Array(value)] }
+                #expect(unchecked == checked, "\(String(decoding: block, as: UTF8.self).debugDescription)")
+            }
+        }
+        #expect(accepted > 2_000 && accepted < 20_000, "both outcomes are exercised: \(accepted) accepted")
+    }
 }
