@@ -7,16 +7,22 @@
 
 #include <stdlib.h>
 
-/// Fills a freshly allocated nv array from the flat block. Returns NULL on a bad count or no memory.
-static nghttp2_nv *tokengate_make_nva(const void *block, const size_t *lengths, const uint8_t *never_index,
-                                      size_t count) {
+/// How many fields an nv array on the stack holds (40 bytes each): a response head or a request with more
+/// takes one from the heap. Every response went through `calloc` and `free` here before.
+#define TOKENGATE_STACK_NV 32
+
+/// The nv array for `count` fields: `stack` when they fit, else a fresh allocation (free it when it is not
+/// `stack`). NULL on a bad count or no memory.
+static nghttp2_nv *tokengate_nva_storage(nghttp2_nv *stack, size_t count) {
     if (count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS) {
         return NULL;
     }
-    nghttp2_nv *nva = calloc(count, sizeof(nghttp2_nv));
-    if (nva == NULL) {
-        return NULL;
-    }
+    return count <= TOKENGATE_STACK_NV ? stack : calloc(count, sizeof(nghttp2_nv));
+}
+
+/// Fills `nva` from the flat block.
+static void tokengate_fill_nva(nghttp2_nv *nva, const void *block, const size_t *lengths, const uint8_t *never_index,
+                               size_t count) {
     const uint8_t *cursor = block;
     for (size_t i = 0; i < count; i++) {
         nva[i].name = (uint8_t *)cursor;
@@ -27,10 +33,16 @@ static nghttp2_nv *tokengate_make_nva(const void *block, const size_t *lengths, 
         cursor += lengths[2 * i + 1];
         nva[i].flags = (never_index != NULL && never_index[i] != 0) ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
     }
-    return nva;
 }
 
-/// Why tokengate_make_nva returned NULL: a count out of range, or no memory.
+/// Frees what tokengate_nva_storage took from the heap.
+static void tokengate_release_nva(nghttp2_nv *nva, nghttp2_nv *stack) {
+    if (nva != stack) {
+        free(nva);
+    }
+}
+
+/// Why tokengate_nva_storage returned NULL: a count out of range, or no memory.
 static int tokengate_nva_error(size_t count) {
     return count == 0 || count > CTokengateShims_NGHTTP2_MAX_FIELDS ? NGHTTP2_ERR_INVALID_ARGUMENT : NGHTTP2_ERR_NOMEM;
 }
@@ -38,10 +50,12 @@ static int tokengate_nva_error(size_t count) {
 int CTokengateShims_nghttp2_submit_response(nghttp2_session *session, int32_t stream_id, const void *block,
                                             const size_t *lengths, const uint8_t *never_index, size_t count,
                                             nghttp2_data_source_read_callback read_callback) {
-    nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
+    nghttp2_nv stack[TOKENGATE_STACK_NV];
+    nghttp2_nv *nva = tokengate_nva_storage(stack, count);
     if (nva == NULL) {
         return tokengate_nva_error(count);
     }
+    tokengate_fill_nva(nva, block, lengths, never_index, count);
     int rv;
     if (read_callback != NULL) {
         nghttp2_data_provider provider;
@@ -51,28 +65,32 @@ int CTokengateShims_nghttp2_submit_response(nghttp2_session *session, int32_t st
     } else {
         rv = nghttp2_submit_response(session, stream_id, nva, count, NULL);
     }
-    free(nva);
+    tokengate_release_nva(nva, stack);
     return rv;
 }
 
 int CTokengateShims_nghttp2_submit_trailer(nghttp2_session *session, int32_t stream_id, const void *block,
                                            const size_t *lengths, const uint8_t *never_index, size_t count) {
-    nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
+    nghttp2_nv stack[TOKENGATE_STACK_NV];
+    nghttp2_nv *nva = tokengate_nva_storage(stack, count);
     if (nva == NULL) {
         return tokengate_nva_error(count);
     }
+    tokengate_fill_nva(nva, block, lengths, never_index, count);
     int rv = nghttp2_submit_trailer(session, stream_id, nva, count);
-    free(nva);
+    tokengate_release_nva(nva, stack);
     return rv;
 }
 
 int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const void *block, const size_t *lengths,
                                                const uint8_t *never_index, size_t count,
                                                nghttp2_data_source_read_callback read_callback) {
-    nghttp2_nv *nva = tokengate_make_nva(block, lengths, never_index, count);
+    nghttp2_nv stack[TOKENGATE_STACK_NV];
+    nghttp2_nv *nva = tokengate_nva_storage(stack, count);
     if (nva == NULL) {
         return tokengate_nva_error(count);
     }
+    tokengate_fill_nva(nva, block, lengths, never_index, count);
     int32_t stream_id;
     if (read_callback != NULL) {
         nghttp2_data_provider provider;
@@ -82,6 +100,6 @@ int32_t CTokengateShims_nghttp2_submit_request(nghttp2_session *session, const v
     } else {
         stream_id = nghttp2_submit_request(session, NULL, nva, count, NULL, NULL);
     }
-    free(nva);
+    tokengate_release_nva(nva, stack);
     return stream_id;
 }

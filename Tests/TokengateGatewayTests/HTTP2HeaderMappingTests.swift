@@ -91,7 +91,14 @@ import Testing
         let block = try #require(HTTP2HeaderBlock.response(head))
         #expect(block.names == [":status", "content-type", "set-cookie", "x-upper"])
         #expect(block.neverIndex == [0, 0, 1, 0])
-        #expect(Array(block.bytes.prefix(10)) == Array(":status201".utf8))
+        // What the C shim gets: names and values back to back, `:status` first.
+        let flat = block.withFlatFields { bytes, lengths, neverIndex in
+            (Array(UnsafeRawBufferPointer(start: bytes, count: 10)), Array(UnsafeBufferPointer(start: lengths, count: 8)),
+             Array(UnsafeBufferPointer(start: neverIndex, count: 4)))
+        }
+        #expect(flat.0 == Array(":status201".utf8))
+        #expect(flat.1 == [7, 3, 12, 10, 10, 3, 7, 1])
+        #expect(flat.2 == [0, 0, 1, 0])
     }
 
     @Test func informationalHeadsAreNotForwarded() {

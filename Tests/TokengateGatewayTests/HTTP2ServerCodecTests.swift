@@ -106,6 +106,18 @@ import Testing
         #expect(!frames.contains { $0.type == H2Frame.goaway })
     }
 
+    @Test func aResponseHeadWithMoreFieldsThanTheShimsStackArrayArrivesWhole() throws {
+        // 43 fields: past the 32 the C shim builds on its stack, so its heap path is the one taken.
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/many"))
+        let response = try #require(client.headerBlocks(try client.read()).first)
+        #expect(response.fields.count == 43)
+        #expect((0..<40).allSatisfy { response.fields.value("x-field-\($0)") == String($0) })
+        #expect(response.fields.value(":status") == "200" && response.fields.value("x-upper") == "A")
+    }
+
     @Test func responseTrailersFollowTheData() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

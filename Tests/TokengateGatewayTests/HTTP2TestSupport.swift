@@ -248,6 +248,9 @@ final class H2TestResponder: HTTP2StreamHandler {
             guard let head = self.head, head.uri != "/hang", !head.uri.hasPrefix("/big?") else { return }
             var headers: HTTPHeaders = ["Content-Type": "text/plain", "Connection": "close", "X-Upper": "A", "Transfer-Encoding": "chunked"]
             if head.uri == "/trailers" { headers.remove(name: "Transfer-Encoding") }
+            if head.uri == "/many" {
+                for index in 0..<40 { headers.add(name: "x-field-\(index)", value: String(index)) }
+            }
             self.stream.writeHead(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))
             let text = "\(head.method.rawValue) \(head.uri) \(head.headers.first(name: "host") ?? "-")\n"
             self.stream.writeBody(ByteBuffer(string: text))

@@ -303,9 +303,16 @@ import TokengateTokens
             seen.insert(connection)
             // The longest ids that stay within Swift's 15-byte inline strings (see newConnectionID).
             #expect((connection + "-" + String(9_999)).utf8.count == 15)
-            #expect((connection + "-s" + String(999)).utf8.count == 15)
+            #expect(RequestRewriter.streamRequestID(connection: connection, stream: 46_655).utf8.count == 15)
         }
         #expect(seen.count == 5_000, "60 random bits per connection: no repeat in 5,000")
+        // HTTP/2 ids carry the stream id in base 36: distinct per stream, readable back.
+        let connection = RequestRewriter.newConnectionID()
+        let streams: [Int32] = [1, 3, 35, 37, 999, 1_001, 46_655, 46_657, Int32.max]
+        let ids = streams.map { RequestRewriter.streamRequestID(connection: connection, stream: $0) }
+        #expect(Set(ids).count == streams.count)
+        #expect(ids.map { Int32($0.dropFirst(12), radix: 36) } == streams.map { Optional($0) })
+        #expect(ids[0] == connection + "-s1" && ids[2] == connection + "-sz" && ids[5] == connection + "-srt")
         // Characters of the alphabet are all used: the bits are spread, not stuck.
         let used = Set((0..<200).flatMap { _ in RequestRewriter.newConnectionID().utf8 })
         #expect(used == allowed)

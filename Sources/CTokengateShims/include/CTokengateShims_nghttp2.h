@@ -8,8 +8,8 @@
 //
 // Building an `nghttp2_nv` array in Swift means one unsafe pointer per name and value, all of which must
 // stay valid for the duration of the submit call. Swift hands over one flat block of bytes and the
-// lengths instead; C builds the array, submits (nghttp2 copies every name and value, NGHTTP2_NV_FLAG_NONE),
-// and frees it before returning. Nothing here keeps a pointer past the call.
+// lengths instead; C builds the array (on its stack up to 32 fields), submits (nghttp2 copies every name and
+// value, NGHTTP2_NV_FLAG_NONE), and frees it before returning. Nothing here keeps a pointer past the call.
 
 #include <stddef.h>
 #include <stdint.h>

@@ -12,11 +12,38 @@ import NIOHTTP1
 /// HTTP/2 message must not carry removed (RFC 9113 §8.2.2): `connection`, every field `connection` names,
 /// `keep-alive`, `proxy-connection`, `transfer-encoding`, `upgrade`, `te`, `http2-settings`.
 struct HTTP2HeaderBlock: Sendable, Equatable {
-    private(set) var bytes: [UInt8] = []
+    /// Two arrays, sized once (two allocations per head; three when the marks had an array of their own):
+    /// `storage` holds a never-index mark per field (``flagCapacity`` bytes, zero where unused), then every
+    /// name and value back to back; `lengths` the name and value lengths in the same order.
+    private var storage: [UInt8]
     private(set) var lengths: [Int] = []
-    private(set) var neverIndex: [UInt8] = []
+    /// Where the names and values start in ``storage``: room for this many fields' marks.
+    private var flagCapacity: Int
+    private(set) var count = 0
 
-    var count: Int { self.neverIndex.count }
+    /// A block with room for the marks of `maxFields` fields and `dataBytes` of names and values.
+    private init(maxFields: Int, dataBytes: Int) {
+        self.flagCapacity = maxFields
+        self.storage = []
+        self.storage.reserveCapacity(maxFields + dataBytes)
+        self.storage.append(contentsOf: repeatElement(0, count: maxFields))
+        self.lengths.reserveCapacity(2 * maxFields)
+    }
+
+    /// A never-index mark per field (non-zero: kept out of HPACK's dynamic table).
+    var neverIndex: ArraySlice<UInt8> { self.storage[0..<self.count] }
+
+    /// Calls `body` with what the C shim takes: the names and values back to back, their lengths, the marks.
+    func withFlatFields<Result>(
+        _ body: (_ bytes: UnsafeRawPointer?, _ lengths: UnsafePointer<Int>?, _ neverIndex: UnsafePointer<UInt8>?) -> Result
+    ) -> Result {
+        self.storage.withUnsafeBufferPointer { storage in
+            self.lengths.withUnsafeBufferPointer { lengths in
+                let base = storage.baseAddress
+                return body(base.map { UnsafeRawPointer($0 + self.flagCapacity) }, lengths.baseAddress, base)
+            }
+        }
+    }
 
     /// Lowercase, as they are compared (ASCII case-insensitively, lengths first).
     private static let hopByHop: [StaticString] = [
@@ -31,10 +58,9 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     /// The response head's fields; `nil` for an informational (1xx) head, which is not forwarded.
     static func response(_ head: HTTPResponseHead) -> HTTP2HeaderBlock? {
         guard head.status.code >= 200, head.status.code <= 999 else { return nil }
-        var block = HTTP2HeaderBlock()
-        // Sized for `:status` and every field before the first append: three allocations per head, where
-        // appending `:status` first and reserving afterwards made six.
-        block.reserve(for: head.headers, plusBytes: 10, plusFields: 1)
+        // Sized for `:status` and every field before the first append (appending `:status` first and
+        // reserving afterwards made six allocations per head).
+        var block = HTTP2HeaderBlock(for: head.headers, plusBytes: 10, plusFields: 1)
         block.append(":status", String(head.status.code), sensitive: false)
         block.appendRegular(head.headers)
         return block
@@ -44,11 +70,8 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     /// straight from the bytes it came in; `nil` for an informational (1xx) head.
     static func response(fromUpstream head: UpstreamResponseHead, close: Bool) -> HTTP2HeaderBlock? {
         guard head.status.code >= 200, head.status.code <= 999 else { return nil }
-        var block = HTTP2HeaderBlock()
         // `:status`, the backend's fields and the two the filter may add (HSTS, `connection`, dropped here).
-        block.bytes.reserveCapacity(head.fieldBytes + 10 + 41)
-        block.lengths.reserveCapacity(2 * (head.fieldCount + 2))
-        block.neverIndex.reserveCapacity(head.fieldCount + 2)
+        var block = HTTP2HeaderBlock(maxFields: head.fieldCount + 3, dataBytes: head.fieldBytes + 10 + 41)
         block.append(":status", String(head.status.code), sensitive: false)
         // The filter has already removed what `Connection` names: no names to pass on.
         RequestRewriter.forEachClientResponseField(of: head, close: close) { name, value in
@@ -59,8 +82,7 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
 
     /// The trailers' fields; `nil` when nothing is left to send.
     static func trailers(_ headers: HTTPHeaders) -> HTTP2HeaderBlock? {
-        var block = HTTP2HeaderBlock()
-        block.reserve(for: headers, plusBytes: 0, plusFields: 0)
+        var block = HTTP2HeaderBlock(for: headers, plusBytes: 0, plusFields: 0)
         block.appendRegular(headers)
         return block.count == 0 ? nil : block
     }
@@ -68,22 +90,33 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     /// The field names in order (for tests and logs; values are never logged).
     var names: [String] {
         var result: [String] = []
-        var offset = 0
+        var offset = self.flagCapacity
         for index in 0..<self.count {
             let nameLength = self.lengths[2 * index]
-            result.append(String(decoding: self.bytes[offset..<offset + nameLength], as: UTF8.self))
+            result.append(String(decoding: self.storage[offset..<offset + nameLength], as: UTF8.self))
             offset += nameLength + self.lengths[2 * index + 1]
         }
         return result
     }
 
-    /// Sizes the three arrays once, for every field of `headers` plus what is appended besides them.
-    private mutating func reserve(for headers: HTTPHeaders, plusBytes: Int, plusFields: Int) {
+    /// A block sized once, for every field of `headers` plus what is appended besides them.
+    private init(for headers: HTTPHeaders, plusBytes: Int, plusFields: Int) {
         var size = plusBytes
         for (name, value) in headers { size += name.utf8.count + value.utf8.count }
-        self.bytes.reserveCapacity(size)
-        self.lengths.reserveCapacity(2 * (headers.count + plusFields))
-        self.neverIndex.reserveCapacity(headers.count + plusFields)
+        self.init(maxFields: headers.count + plusFields, dataBytes: size)
+    }
+
+    /// Records one field's lengths and mark (its bytes are appended by the caller).
+    private mutating func recordField(nameLength: Int, valueLength: Int, sensitive: Bool) {
+        if self.count == self.flagCapacity {
+            // More fields than sized for (never expected): one more mark's room before the names and values.
+            self.storage.insert(0, at: self.flagCapacity)
+            self.flagCapacity += 1
+        }
+        self.storage[self.count] = sensitive ? 1 : 0
+        self.count += 1
+        self.lengths.append(nameLength)
+        self.lengths.append(valueLength)
     }
 
     /// Appends `headers` but what HTTP/2 forbids and what their `Connection` names.
@@ -111,11 +144,9 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
         if FieldBytes.isOne(of: Self.hopByHop, name) { return }
         if !named.isEmpty, named.contains(where: { Self.equalsIgnoringCase(name, $0) }) { return }
         let sensitive = FieldBytes.isOne(of: Self.sensitive, name)
-        for byte in name { self.bytes.append(FieldBytes.lower(byte)) }
-        self.bytes.append(contentsOf: value)
-        self.lengths.append(name.count)
-        self.lengths.append(value.count)
-        self.neverIndex.append(sensitive ? 1 : 0)
+        self.recordField(nameLength: name.count, valueLength: value.count, sensitive: sensitive)
+        for byte in name { self.storage.append(FieldBytes.lower(byte)) }
+        self.storage.append(contentsOf: value)
     }
 
     private static func equalsIgnoringCase(_ name: UnsafeRawBufferPointer, _ other: String) -> Bool {
@@ -124,10 +155,8 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     }
 
     private mutating func append(_ name: String, _ value: String, sensitive: Bool) {
-        self.bytes.append(contentsOf: name.utf8)
-        self.bytes.append(contentsOf: value.utf8)
-        self.lengths.append(name.utf8.count)
-        self.lengths.append(value.utf8.count)
-        self.neverIndex.append(sensitive ? 1 : 0)
+        self.recordField(nameLength: name.utf8.count, valueLength: value.utf8.count, sensitive: sensitive)
+        self.storage.append(contentsOf: name.utf8)
+        self.storage.append(contentsOf: value.utf8)
     }
 }

@@ -219,7 +219,9 @@ extension HTTP2ServerCodec {
     func streamClosed(_ id: Int32, code: UInt32) -> Int32 {
         guard let stream = self.streams[id] else { return 0 }
         stream.closed = true
-        stream.body.removeAll()
+        // Keeping the capacity: the state goes with the stream, and `removeAll()` would allocate a new, empty
+        // backing store for every stream that closes.
+        stream.body.removeAll(keepingCapacity: true)
         stream.queuedBytes = 0
         self.record(.streamClosed(id, HTTP2ErrorCode(code)))
         return 0

@@ -54,7 +54,7 @@ extension HTTP2ServerCodec {
         guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil else { return }
         stream.handler = nil  // It asked: it is not told again.
         stream.resetRequested = code
-        stream.body.removeAll()
+        stream.body.removeAll(keepingCapacity: true)
         stream.queuedBytes = 0
         self.markDirty(stream)
     }
@@ -81,20 +81,13 @@ extension HTTP2ServerCodec {
         response: Bool,
         withBody: Bool
     ) -> Int32 {
-        block.bytes.withUnsafeBytes { bytes in
-            block.lengths.withUnsafeBufferPointer { lengths in
-                block.neverIndex.withUnsafeBufferPointer { neverIndex in
-                    if response {
-                        CTokengateShims_nghttp2_submit_response(
-                            session, id, bytes.baseAddress, lengths.baseAddress, neverIndex.baseAddress,
-                            block.count, withBody ? readResponseData : nil
-                        )
-                    } else {
-                        CTokengateShims_nghttp2_submit_trailer(
-                            session, id, bytes.baseAddress, lengths.baseAddress, neverIndex.baseAddress, block.count
-                        )
-                    }
-                }
+        block.withFlatFields { bytes, lengths, neverIndex in
+            if response {
+                CTokengateShims_nghttp2_submit_response(
+                    session, id, bytes, lengths, neverIndex, block.count, withBody ? readResponseData : nil
+                )
+            } else {
+                CTokengateShims_nghttp2_submit_trailer(session, id, bytes, lengths, neverIndex, block.count)
             }
         }
     }

@@ -449,7 +449,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             guard !stream.closed else { continue }
             if let code = stream.resetRequested {
                 stream.resetRequested = nil
-                stream.body.removeAll()
+                stream.body.removeAll(keepingCapacity: true)
                 stream.queuedBytes = 0
                 nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, code.rawValue)
                 continue
@@ -489,7 +489,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             "HTTP/2 response could not be submitted",
             metadata: ["stream": "\(stream.id)", "nghttp2_error": "\(String(cString: nghttp2_strerror(result)))"]
         )
-        stream.body.removeAll()
+        stream.body.removeAll(keepingCapacity: true)
         stream.queuedBytes = 0
         let code = HTTP2ErrorCode.internalError.rawValue
         nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code)

@@ -40,7 +40,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         self.eventLoop = eventLoop
         self.clientAddress = clientAddress
         self.logger = logger
-        self.requestID = connectionID + "-s" + String(stream.id)
+        self.requestID = RequestRewriter.streamRequestID(connection: connectionID, stream: stream.id)
     }
 
     // MARK: HTTP2StreamHandler
