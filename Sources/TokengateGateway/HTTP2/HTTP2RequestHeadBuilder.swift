@@ -51,14 +51,17 @@ struct HTTP2RequestHeadBuilder: Sendable {
         case ":scheme", ":protocol": break  // Always https here; extended CONNECT is not enabled.
         case "cookie": self.cookies.append(value)
         default:
-            // Room for a typical request's fields at once, instead of regrowing at 1, 2 and 4 of them.
-            if self.headers.capacity == 0 { self.headers.reserveCapacity(8) }
+            // Room for a typical request's fields and the host put in front of them (``build()``) at once,
+            // instead of regrowing at 1, 2 and 4 of them.
+            if self.headers.capacity == 0 { self.headers.reserveCapacity(9) }
             self.headers.append((name, value))
         }
     }
 
-    /// The finished request head, or the answer to give instead.
-    func build() -> Outcome {
+    /// The finished request head, or the answer to give instead. The collected fields move into the head:
+    /// the list they were gathered in becomes its `HTTPHeaders` (with the host first), where copying them
+    /// into a new one cost an allocation per request.
+    mutating func build() -> Outcome {
         if self.oversized {
             return .reject(.headersTooLarge())
         }
@@ -66,35 +69,34 @@ struct HTTP2RequestHeadBuilder: Sendable {
             // Only CONNECT may lack `:path` past nghttp2's checks; the gateway does not tunnel.
             return .reject(.malformedHTTP("CONNECT is not supported"))
         }
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(self.headers.count + 2)
+        var fields = self.headers
+        self.headers = []  // `fields` is the only reference now: the edits below happen in place.
         // `:authority` is the target's authority (RFC 9113 §8.3.1); a `Host` that names another would let
         // routing and the backend disagree on the target, so such a request is malformed.
-        let hosts = self.headers.filter { $0.0 == "host" }.map(\.1)
+        let hosts = fields.filter { $0.0 == "host" }.map(\.1)
         if let authority = self.authority {
             if hosts.contains(where: { $0.lowercased() != authority.lowercased() }) || hosts.count > 1 {
                 return .reject(.malformedHTTP("the Host header does not match :authority"))
             }
-            headers.add(name: "host", value: authority)
+            if !hosts.isEmpty { fields.removeAll { $0.0 == "host" } }
+            fields.insert(("host", authority), at: 0)
         } else if hosts.count == 1 {
-            headers.add(name: "host", value: hosts[0])
+            fields.removeAll { $0.0 == "host" }
+            fields.insert(("host", hosts[0]), at: 0)
         } else {
             return .reject(.malformedHTTP("a request needs exactly one :authority or Host"))
-        }
-        for (name, value) in self.headers where name != "host" {
-            headers.add(name: name, value: value)
         }
         // HTTP/2 lets a client split `cookie` into one field per pair for better compression; HTTP/1 and
         // every backend expect one field joined with "; " (RFC 9113 §8.2.3).
         if !self.cookies.isEmpty {
-            headers.add(name: "cookie", value: self.cookies.joined(separator: "; "))
+            fields.append(("cookie", self.cookies.joined(separator: "; ")))
         }
         return .head(
             HTTPRequestHead(
                 version: HTTPVersion(major: 2, minor: 0),
                 method: HTTPMethod(rawValue: method),
                 uri: path,
-                headers: headers
+                headers: HTTPHeaders(fields)
             )
         )
     }

@@ -6,6 +6,7 @@ import CTokengateNghttp2
 import Logging
 import NIOCore
 import NIOHTTP1
+import TokengateTLS
 
 /// The server side of one HTTP/2 connection, on libnghttp2: placed right after the TLS handler once ALPN
 /// chose `h2`, it turns frames into per-stream HTTP/1-shaped requests for ``HTTP2StreamHandler``s and their
@@ -77,6 +78,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     var events = CircularBuffer<Event>(initialCapacity: 4)
     /// Streams with something to submit.
     private var dirtyStreams: [Int32] = []
+    /// An empty list ``submitPending(_:)`` swaps with ``dirtyStreams``, keeping both lists' capacity.
+    private var spareDirtyStreams: [Int32] = []
     /// Request body bytes to give back to the connection window only (data for streams nobody reads).
     var connectionConsumePending = 0
     var heuristics: HTTP2DoSHeuristics
@@ -437,8 +440,14 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// Step 3: everything handlers queued since the last round, in nghttp2 calls. None of these calls runs a
     /// callback, so the stream table is safe to walk here.
     private func submitPending(_ session: OpaquePointer) {
-        let dirty = self.dirtyStreams
-        self.dirtyStreams.removeAll(keepingCapacity: true)
+        // The list is swapped with an empty one kept for this (streams marked during the loop go there, for
+        // the next round): emptying a list another reference still shares would allocate a new one per round.
+        var dirty = self.spareDirtyStreams
+        swap(&dirty, &self.dirtyStreams)
+        defer {
+            dirty.removeAll(keepingCapacity: true)
+            self.spareDirtyStreams = dirty
+        }
         for id in dirty {
             guard let stream = self.streams[id] else { continue }
             stream.dirty = false
@@ -517,8 +526,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         guard self.isRunning else { return }
         var finished = false
         while !finished, context.channel.isWritable {
-            // Allocated once nghttp2 has something to send: most rounds (a request read, a body consumed)
-            // end with nothing or a few frame bytes, and a 16 KiB buffer per round was pure allocator work.
+            // Taken once nghttp2 has something to send (most rounds, a request read or a body consumed, end
+            // with nothing or a few frame bytes), from the thread's lent output buffer: the TLS handler lets
+            // it go at the flush, so the next round on any connection of the thread writes into it again.
             var buffer = ByteBuffer()
             while buffer.readableBytes < self.configuration.maxBytesPerFlush {
                 var data: UnsafePointer<UInt8>? = nil
@@ -535,11 +545,15 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                     break
                 }
                 if buffer.capacity == 0 {
-                    buffer = context.channel.allocator.buffer(capacity: max(count, 4096))
+                    buffer = ClientOutputBuffers.current.output.take(
+                        allocator: context.channel.allocator,
+                        minimumCapacity: max(count, 4096)
+                    )
                 }
                 buffer.writeBytes(UnsafeRawBufferPointer(start: data, count: count))
             }
             if buffer.readableBytes > 0 {
+                ClientOutputBuffers.current.output.giveBack(buffer)
                 self.lastWrite = context.writeAndFlush(self.wrapOutboundOut(buffer))
                 if self.openStreamCount == 0 {
                     // Frames written while idle (a keep-alive PING's ACK) touched the frame buffer again: its
