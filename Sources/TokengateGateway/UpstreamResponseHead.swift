@@ -49,14 +49,4 @@ struct UpstreamResponseHead: Equatable {
             HTTP1Syntax.forEachCheckedField(bytes, from: self.fieldsStart, body)
         }
     }
-
-    /// The fields as strings, for tests and for the paths where a response is not forwarded as it came.
-    var headers: HTTPHeaders {
-        var fields: [(String, String)] = []
-        fields.reserveCapacity(self.fieldCount)
-        self.forEachField { name, value in
-            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
-        }
-        return HTTPHeaders(fields)
-    }
 }

@@ -23,6 +23,16 @@ extension UpstreamResponseHead {
         self.init(version: head.version, status: head.status, checkedBlock: block, fieldsStart: fieldsStart, fieldCount: count)
     }
 
+    /// The fields as strings, in order (the gateway itself never makes strings of them).
+    var headers: HTTPHeaders {
+        var fields: [(String, String)] = []
+        fields.reserveCapacity(self.fieldCount)
+        self.forEachField { name, value in
+            fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+        return HTTPHeaders(fields)
+    }
+
     /// The fields the client gets (``RequestRewriter/forEachClientResponseField(of:close:_:)``), as strings.
     func clientFields(close: Bool) -> HTTPHeaders {
         var fields: [(String, String)] = []
