@@ -131,20 +131,12 @@ struct HTTP1ResponseSerializer {
     mutating func writeEnd(_ trailers: HTTPHeaders?, into buffer: inout ByteBuffer) {
         if self.framing == .chunked {
             buffer.writeStaticString("0\r\n")
-            for (name, value) in trailers ?? [:] where !Self.isForbiddenTrailer(name) {
+            for (name, value) in trailers ?? [:] where !RequestRewriter.isForbiddenTrailer(name) {
                 buffer.writeHTTPFieldLine(name: name, value: value)
             }
             buffer.writeStaticString("\r\n")
         }
         self.framing = .none
-    }
-
-    /// Fields that must not travel as trailers (RFC 9110 §6.5.1): framing and connection management. The
-    /// values were checked by the parser that read them; the names are dropped here.
-    static func isForbiddenTrailer(_ name: String) -> Bool {
-        HTTPHeaders.equalsIgnoringCase(name, "content-length") || HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
-            || HTTPHeaders.equalsIgnoringCase(name, "host")
-            || RequestRewriter.hopByHopNames.contains { HTTPHeaders.equalsIgnoringCase(name, $0) }
     }
 
     /// Whether ``writeEnd(_:into:)`` writes anything (the end of a chunked body); otherwise ``reset()`` will do.

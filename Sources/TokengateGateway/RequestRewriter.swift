@@ -269,6 +269,15 @@ enum RequestRewriter {
         }
     }
 
+    /// Fields that must not travel as trailers (RFC 9110 §6.5.1): framing and connection management. Dropped
+    /// from a backend's trailers for clients of both protocols (``HTTP1ResponseSerializer``,
+    /// ``HTTP2HeaderBlock``); the values were checked by the parser that read them.
+    static func isForbiddenTrailer(_ name: String) -> Bool {
+        HTTPHeaders.equalsIgnoringCase(name, "content-length") || HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding")
+            || HTTPHeaders.equalsIgnoringCase(name, "host")
+            || Self.hopByHopNames.contains { HTTPHeaders.equalsIgnoringCase(name, $0) }
+    }
+
     /// The names a backend's `Connection` fields list besides `keep-alive` and `close` (hop-by-hop too). These
     /// two are the common values and name only themselves: only other values are split, rarely.
     private static func namesListedInConnection(_ upstream: UpstreamResponseHead) -> [[UInt8]] {

@@ -80,10 +80,20 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
         return block
     }
 
-    /// The trailers' fields; `nil` when nothing is left to send.
+    /// The trailers' fields but those no trailer may carry (``RequestRewriter/isForbiddenTrailer(_:)``, the
+    /// rule HTTP/1.1 clients get too: framing, `Host`, hop-by-hop fields); `nil` when nothing is left to send.
     static func trailers(_ headers: HTTPHeaders) -> HTTP2HeaderBlock? {
         var block = HTTP2HeaderBlock(for: headers, plusBytes: 0, plusFields: 0)
-        block.appendRegular(headers)
+        for (name, value) in headers where !RequestRewriter.isForbiddenTrailer(name) {
+            var name = name
+            var value = value
+            name.withUTF8 { name in
+                value.withUTF8 { value in
+                    // `Connection` is forbidden here, so no field is named by one.
+                    block.appendRegular(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value), named: [])
+                }
+            }
+        }
         return block.count == 0 ? nil : block
     }
 
