@@ -30,13 +30,7 @@ extension ByteBuffer {
     /// every head on both hops is written field by field, and each `ByteBuffer` write pays for its own
     /// bounds, capacity and exclusivity checks.
     mutating func writeHTTPFieldLine(name: String, value: String) {
-        var name = name
-        var value = value
-        name.withUTF8 { name in
-            value.withUTF8 { value in
-                self.writeHTTPFieldLine(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
-            }
-        }
+        FieldBytes.withBytes(of: name, value) { name, value in self.writeHTTPFieldLine(name: name, value: value) }
     }
 
     /// `name: value` and its CRLF, from raw bytes (a backend's fields, forwarded as they came).

@@ -8,6 +8,20 @@
 /// of both parsers are read from them: no `String` is made for a name only to compare it. The `String`
 /// look-ups of ``HTTPHeaders`` (the request side) use the same rules through these functions.
 enum FieldBytes {
+    /// `body` with the UTF-8 bytes of a field kept as strings (a head the gateway built, trailers), for the
+    /// byte-level writers; native strings hand out their storage, nothing is copied.
+    static func withBytes<Result>(
+        of name: String,
+        _ value: String,
+        _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Result
+    ) -> Result {
+        var name = name
+        var value = value
+        return name.withUTF8 { name in
+            value.withUTF8 { value in body(UnsafeRawBufferPointer(name), UnsafeRawBufferPointer(value)) }
+        }
+    }
+
     /// ASCII case-insensitive equality with `lowercase` (a lowercase ASCII literal). Lengths first: for a
     /// field name, that rules out nearly every candidate before a byte is compared.
     @inline(__always)

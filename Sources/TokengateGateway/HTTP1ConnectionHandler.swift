@@ -409,7 +409,7 @@ extension HTTP1ConnectionHandler {
         }
         var buffer = self.takeOutput(context: context)
         self.serializer.writeEnd(trailers, into: &buffer)
-        ClientOutputBuffers.current.output.giveBack(buffer)
+        ClientOutputBuffers.output.giveBack(buffer)
         if closing {
             // Kept so that the close waits until the response is out; a promise per request only when needed.
             let promise = context.eventLoop.makePromise(of: Void.self)
@@ -429,13 +429,13 @@ extension HTTP1ConnectionHandler {
     /// The current response's buffer, taken out of ``output`` so that writing into it does not copy it; a new
     /// response's from the thread's lent buffer (``ClientOutputBuffers``), given back when it is written.
     private func takeOutput(context: ChannelHandlerContext) -> ByteBuffer {
-        self.output.take() ?? ClientOutputBuffers.current.output.take(allocator: context.channel.allocator, minimumCapacity: 512)
+        self.output.take() ?? ClientOutputBuffers.output.take(allocator: context.channel.allocator, minimumCapacity: 512)
     }
 
     /// Hands what was gathered of the current response to the pipeline.
     private func writeOutput(context: ChannelHandlerContext) {
         if let buffer = self.output.take(), buffer.readableBytes > 0 {
-            ClientOutputBuffers.current.output.giveBack(buffer)
+            ClientOutputBuffers.output.giveBack(buffer)
             context.write(self.wrapOutboundOut(buffer), promise: nil)
         }
     }

@@ -167,7 +167,8 @@ struct HTTP1ResponseParser {
                 status: line.status,
                 checkedBlock: block,
                 fieldsStart: line.fieldsStart,
-                fieldCount: fieldCount
+                fieldCount: fieldCount,
+                connectionNamesFields: fields.connectionNamesFields
             )
         )
     }

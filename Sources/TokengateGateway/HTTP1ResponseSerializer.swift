@@ -39,11 +39,7 @@ struct HTTP1ResponseSerializer {
     mutating func writeHead(_ head: HTTPResponseHead, requestMethod: HTTPMethod, into buffer: inout ByteBuffer) {
         self.writeHead(version: head.version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
             for (name, value) in head.headers {
-                var name = name
-                var value = value
-                name.withUTF8 { name in
-                    value.withUTF8 { value in field(UnsafeRawBufferPointer(name), UnsafeRawBufferPointer(value)) }
-                }
+                FieldBytes.withBytes(of: name, value, field)
             }
         }
     }

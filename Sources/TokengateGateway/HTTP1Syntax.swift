@@ -175,12 +175,17 @@ enum HTTP1Syntax {
         /// `Connection` lists `close` / `keep-alive` (RFC 9112 §9.3).
         var close = false
         var keepAlive = false
+        /// A `Connection` field says more than just `keep-alive` or `close`: it may name other fields, which
+        /// are hop-by-hop too (the common values need no split of the list).
+        var connectionNamesFields = false
 
         /// Takes one field into account, from its bytes as they arrived.
         mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) {
             if FieldBytes.equalsIgnoringCase(name, "connection") {
                 self.close = self.close || FieldBytes.listContains(value, token: "close")
                 self.keepAlive = self.keepAlive || FieldBytes.listContains(value, token: "keep-alive")
+                self.connectionNamesFields = self.connectionNamesFields
+                    || !(FieldBytes.equalsIgnoringCase(value, "keep-alive") || FieldBytes.equalsIgnoringCase(value, "close"))
             } else if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
                 self.transferEncodings += 1
                 self.chunked = FieldBytes.equalsIgnoringCase(value, "chunked")

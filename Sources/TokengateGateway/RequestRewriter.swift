@@ -238,7 +238,8 @@ enum RequestRewriter {
         close: Bool,
         _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
     ) {
-        let connectionListed = Self.namesListedInConnection(upstream)
+        // Known from the parse pass: the rare head whose `Connection` names fields is walked once more for them.
+        let connectionListed = upstream.connectionNamesFields ? Self.namesListedInConnection(upstream) : []
         var hasHSTS = false
         upstream.forEachField { name, value in
             if name.count < Self.hopByHopByLength.count, FieldBytes.isOne(of: Self.hopByHopByLength[name.count], name) {
@@ -278,15 +279,13 @@ enum RequestRewriter {
             || Self.hopByHopNames.contains { HTTPHeaders.equalsIgnoringCase(name, $0) }
     }
 
-    /// The names a backend's `Connection` fields list besides `keep-alive` and `close` (hop-by-hop too). These
-    /// two are the common values and name only themselves: only other values are split, rarely.
+    /// The names a backend's `Connection` fields list (`keep-alive` and `close` among them: hop-by-hop anyway).
     private static func namesListedInConnection(_ upstream: UpstreamResponseHead) -> [[UInt8]] {
         var listed: [[UInt8]] = []
         upstream.forEachField { name, value in
-            guard FieldBytes.equalsIgnoringCase(name, "connection"),
-                !FieldBytes.equalsIgnoringCase(value, "keep-alive"), !FieldBytes.equalsIgnoringCase(value, "close")
-            else { return }
-            listed += FieldBytes.listElements(value)
+            if FieldBytes.equalsIgnoringCase(name, "connection") {
+                listed += FieldBytes.listElements(value)
+            }
         }
         return listed
     }

@@ -25,18 +25,28 @@ struct UpstreamResponseHead: Equatable {
     var status: HTTPResponseStatus
     /// How many field lines the head has.
     let fieldCount: Int
+    /// A `Connection` field may name other fields (``HTTP1Syntax/FramingFields/connectionNamesFields``).
+    let connectionNamesFields: Bool
     /// The whole head: status line, field lines, the empty line.
     private let block: ByteBuffer
     /// Where the field lines start in ``block``.
     private let fieldsStart: Int
 
     /// `block` must be a head that ``HTTP1Syntax/forEachField(_:from:maxFields:_:)`` accepted from `fieldsStart`.
-    init(version: HTTPVersion, status: HTTPResponseStatus, checkedBlock block: ByteBuffer, fieldsStart: Int, fieldCount: Int) {
+    init(
+        version: HTTPVersion,
+        status: HTTPResponseStatus,
+        checkedBlock block: ByteBuffer,
+        fieldsStart: Int,
+        fieldCount: Int,
+        connectionNamesFields: Bool
+    ) {
         self.version = version
         self.status = status
         self.block = block
         self.fieldsStart = fieldsStart
         self.fieldCount = fieldCount
+        self.connectionNamesFields = connectionNamesFields
     }
 
     /// The size of the field lines with their separators: at least what the kept fields take to write again.

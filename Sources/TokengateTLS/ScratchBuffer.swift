@@ -43,14 +43,36 @@ public struct ScratchBuffer {
     }
 }
 
-extension ThreadSpecificVariable {
-    /// The calling thread's value, made by `make` on the thread's first use (and released when it ends).
-    public func currentOrMake(_ make: () -> Value) -> Value {
-        if let value = self.currentValue {
-            return value
+/// A ``ScratchBuffer`` per thread: the slot the connections of each event loop share. Each thread reaches
+/// only its own slot, made on its first use and freed when the thread ends.
+///
+/// `@unchecked Sendable`: the object is shared by every thread, but a slot is only ever touched by the thread
+/// it belongs to (`ThreadSpecificVariable` gives each thread its own box), so no two threads meet on one.
+public final class PerThreadScratchBuffer: @unchecked Sendable {
+    private final class Box {
+        var slot = ScratchBuffer()
+    }
+
+    private let boxes = ThreadSpecificVariable<Box>()
+
+    public init() {}
+
+    private var box: Box {
+        if let box = self.boxes.currentValue {
+            return box
         }
-        let value = make()
-        self.currentValue = value
-        return value
+        let box = Box()
+        self.boxes.currentValue = box
+        return box
+    }
+
+    /// The calling thread's ``ScratchBuffer/take(allocator:minimumCapacity:)``.
+    public func take(allocator: ByteBufferAllocator, minimumCapacity: Int) -> ByteBuffer {
+        self.box.slot.take(allocator: allocator, minimumCapacity: minimumCapacity)
+    }
+
+    /// The calling thread's ``ScratchBuffer/giveBack(_:)``.
+    public func giveBack(_ buffer: ByteBuffer) {
+        self.box.slot.giveBack(buffer)
     }
 }

@@ -134,7 +134,7 @@ final class TLSConnection {
         guard let outbound = self.outbound, outbound.readableBytes > 0 else {
             return nil
         }
-        TLSScratchBuffers.current.ciphertext.giveBack(outbound)
+        TLSScratchBuffers.ciphertext.giveBack(outbound)
         return outbound
     }
 
@@ -166,7 +166,7 @@ final class TLSConnection {
     fileprivate func bioWrite(from source: UnsafePointer<CChar>, count: Int) -> Int32 {
         let bytes = UnsafeRawBufferPointer(start: source, count: count)
         if self.outbound == nil {
-            self.outbound = TLSScratchBuffers.current.ciphertext.take(
+            self.outbound = TLSScratchBuffers.ciphertext.take(
                 allocator: self.allocator,
                 minimumCapacity: max(count, self.outboundCapacityHint, 1024)
             )

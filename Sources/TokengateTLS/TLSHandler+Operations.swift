@@ -118,7 +118,7 @@ extension TLSHandler {
         }
         var buffer =
             self.plaintext
-            ?? TLSScratchBuffers.current.plaintext.take(
+            ?? TLSScratchBuffers.plaintext.take(
                 allocator: context.channel.allocator,
                 minimumCapacity: connection.pendingInboundBytes + 1024
             )
@@ -148,7 +148,7 @@ extension TLSHandler {
         if buffer.readableBytes > 0 {
             self.plaintext = buffer
         } else {
-            TLSScratchBuffers.current.plaintext.giveBack(buffer)
+            TLSScratchBuffers.plaintext.giveBack(buffer)
         }
         // Key updates and session tickets may have produced records to send.
         self.writeToNetwork(context: context, promise: nil)
@@ -166,7 +166,7 @@ extension TLSHandler {
         }
         self.plaintext = nil
         self.readPending = false
-        TLSScratchBuffers.current.plaintext.giveBack(plaintext)
+        TLSScratchBuffers.plaintext.giveBack(plaintext)
         context.fireChannelRead(self.wrapInboundOut(plaintext))
         return true
     }

@@ -101,6 +101,26 @@ import Testing
 
     // MARK: Framing.
 
+    @Test func aConnectionFieldThatNamesFieldsIsNotedInTheParsePassAndItsNamesAreDropped() throws {
+        func head(_ text: String) throws -> UpstreamResponseHead {
+            var parser = HTTP1ResponseParser()
+            parser.requestSent(method: .GET)
+            var buffer = ByteBuffer(string: text)
+            guard case .head(let head) = try #require(try parser.next(from: &buffer)) else {
+                throw HTTP1ParseFailure.malformed("no head")
+            }
+            return head
+        }
+        let named = try head("HTTP/1.1 200 OK\r\nX-Secret: s\r\nConnection: keep-alive, X-Secret\r\nContent-Length: 0\r\n\r\n")
+        #expect(named.connectionNamesFields)
+        #expect(named.clientFields(close: false).map(\.name) == ["Content-Length", "strict-transport-security"])
+        for common in ["keep-alive", "Close", "KEEP-ALIVE"] {
+            let plain = try head("HTTP/1.1 200 OK\r\nConnection: \(common)\r\nX-Kept: k\r\nContent-Length: 0\r\n\r\n")
+            #expect(!plain.connectionNamesFields, "\(common)")
+            #expect(plain.clientFields(close: false).map(\.name) == ["X-Kept", "Content-Length", "strict-transport-security"])
+        }
+    }
+
     @Test func aResponseWithALengthEndsExactlyThere() {
         let outcome = self.parse("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello")
         #expect(outcome.heads == ["200 Content-Type=text/plain;Content-Length=5"])

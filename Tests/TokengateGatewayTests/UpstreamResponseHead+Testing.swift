@@ -17,10 +17,25 @@ extension UpstreamResponseHead {
             block.writeString("\(name): \(value)\r\n")
         }
         block.writeString("\r\n")
+        // The connection fields as the parser reads them; a bad length is not refused here (see above).
+        var connectionNamesFields = false
         let count = try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in
-            try HTTP1Syntax.forEachField(bytes, from: fieldsStart, maxFields: 1000) { _, _ throws(HTTP1ParseFailure) in }
+            try HTTP1Syntax.forEachField(bytes, from: fieldsStart, maxFields: 1000) { name, value throws(HTTP1ParseFailure) in
+                var fields = HTTP1Syntax.FramingFields()
+                if FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: bytes[name]), "connection") {
+                    try fields.add(name: UnsafeRawBufferPointer(rebasing: bytes[name]), value: UnsafeRawBufferPointer(rebasing: bytes[value]))
+                }
+                connectionNamesFields = connectionNamesFields || fields.connectionNamesFields
+            }
         }
-        self.init(version: head.version, status: head.status, checkedBlock: block, fieldsStart: fieldsStart, fieldCount: count)
+        self.init(
+            version: head.version,
+            status: head.status,
+            checkedBlock: block,
+            fieldsStart: fieldsStart,
+            fieldCount: count,
+            connectionNamesFields: connectionNamesFields
+        )
     }
 
     /// The fields as strings, in order (the gateway itself never makes strings of them).

@@ -53,23 +53,21 @@ import Testing
         #expect(after.capacity <= ScratchBuffer.maxKeptCapacity, "a large upload's buffer is not kept for the thread")
     }
 
-    @Test func theTLSPlaintextAndCiphertextAreSeparateSlots() {
-        let scratch = TLSScratchBuffers()
-        var plaintext = scratch.plaintext.take(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
-        scratch.plaintext.giveBack(plaintext)
-        plaintext = ByteBuffer()
-        let ciphertext = scratch.ciphertext.take(allocator: ByteBufferAllocator(), minimumCapacity: 16)
-        #expect(ciphertext.capacity < Self.distinctCapacity, "a ciphertext take does not get the plaintext buffer")
-        #expect(scratch.plaintext.take(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity >= Self.distinctCapacity)
-    }
-
-    @Test func eachThreadHasItsOwn() async {
-        let here = ObjectIdentifier(TLSScratchBuffers.current)
-        let again = ObjectIdentifier(TLSScratchBuffers.current)
-        let there: ObjectIdentifier = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: ObjectIdentifier(TLSScratchBuffers.current)) }.start()
+    @Test func eachSlotAndEachThreadHasItsOwnBuffer() async {
+        let slot = PerThreadScratchBuffer()
+        let other = PerThreadScratchBuffer()
+        // All on this thread (no suspension before the await below).
+        var mine = slot.take(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity)
+        slot.giveBack(mine)
+        mine = ByteBuffer()
+        #expect(other.take(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity < Self.distinctCapacity, "another slot")
+        #expect(slot.take(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity >= Self.distinctCapacity, "this one")
+        slot.giveBack(slot.take(allocator: ByteBufferAllocator(), minimumCapacity: Self.distinctCapacity))
+        let elsewhere: Int = await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: slot.take(allocator: ByteBufferAllocator(), minimumCapacity: 16).capacity)
+            }.start()
         }
-        #expect(here == again, "the same buffers on the same thread")
-        #expect(there != here, "another thread (another event loop) has its own")
+        #expect(elsewhere < Self.distinctCapacity, "another thread (another event loop) has its own")
     }
 }

@@ -84,15 +84,9 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     /// rule HTTP/1.1 clients get too: framing, `Host`, hop-by-hop fields); `nil` when nothing is left to send.
     static func trailers(_ headers: HTTPHeaders) -> HTTP2HeaderBlock? {
         var block = HTTP2HeaderBlock(for: headers, plusBytes: 0, plusFields: 0)
+        // `Connection` is forbidden here, so no field is named by one.
         for (name, value) in headers where !RequestRewriter.isForbiddenTrailer(name) {
-            var name = name
-            var value = value
-            name.withUTF8 { name in
-                value.withUTF8 { value in
-                    // `Connection` is forbidden here, so no field is named by one.
-                    block.appendRegular(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value), named: [])
-                }
-            }
+            FieldBytes.withBytes(of: name, value) { name, value in block.appendRegular(name: name, value: value, named: []) }
         }
         return block.count == 0 ? nil : block
     }
@@ -131,37 +125,28 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
 
     /// Appends `headers` but what HTTP/2 forbids and what their `Connection` names.
     private mutating func appendRegular(_ headers: HTTPHeaders) {
-        var named: [String] = []
+        var named: [[UInt8]] = []
         if RequestRewriter.connectionListsNames(headers) {
-            for value in headers[canonicalForm: "connection"] { named.append(String(value)) }
+            for value in headers[canonicalForm: "connection"] { named.append(Array(value.utf8)) }
         }
         for (name, value) in headers {
-            var name = name
-            var value = value
-            name.withUTF8 { name in
-                value.withUTF8 { value in
-                    self.appendRegular(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value), named: named)
-                }
-            }
+            FieldBytes.withBytes(of: name, value) { name, value in self.appendRegular(name: name, value: value, named: named) }
         }
     }
 
     /// Runs for every response: names are lowercased straight into the block and classified by byte
     /// comparison, without a lowercased `String` or a hashed `Set` look-up per field, into a block sized
     /// once beforehand (this used to be a fifth of the allocations of an HTTP/2 request).
-    private mutating func appendRegular(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, named: [String]) {
+    private mutating func appendRegular(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, named: [[UInt8]]) {
         if name.isEmpty || name[0] == UInt8(ascii: ":") { return }
         if FieldBytes.isOne(of: Self.hopByHop, name) { return }
-        if !named.isEmpty, named.contains(where: { Self.equalsIgnoringCase(name, $0) }) { return }
+        if !named.isEmpty, named.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } }) {
+            return
+        }
         let sensitive = FieldBytes.isOne(of: Self.sensitive, name)
         self.recordField(nameLength: name.count, valueLength: value.count, sensitive: sensitive)
         for byte in name { self.storage.append(FieldBytes.lower(byte)) }
         self.storage.append(contentsOf: value)
-    }
-
-    private static func equalsIgnoringCase(_ name: UnsafeRawBufferPointer, _ other: String) -> Bool {
-        var other = other
-        return other.withUTF8 { FieldBytes.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
     }
 
     private mutating func append(_ name: String, _ value: String, sensitive: Bool) {

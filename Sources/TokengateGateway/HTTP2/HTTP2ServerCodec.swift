@@ -545,7 +545,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                     break
                 }
                 if buffer.capacity == 0 {
-                    buffer = ClientOutputBuffers.current.output.take(
+                    buffer = ClientOutputBuffers.output.take(
                         allocator: context.channel.allocator,
                         minimumCapacity: max(count, 4096)
                     )
@@ -553,7 +553,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                 buffer.writeBytes(UnsafeRawBufferPointer(start: data, count: count))
             }
             if buffer.readableBytes > 0 {
-                ClientOutputBuffers.current.output.giveBack(buffer)
+                ClientOutputBuffers.output.giveBack(buffer)
                 self.lastWrite = context.writeAndFlush(self.wrapOutboundOut(buffer))
                 if self.openStreamCount == 0 {
                     // Frames written while idle (a keep-alive PING's ACK) touched the frame buffer again: its
