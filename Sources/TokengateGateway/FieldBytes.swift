@@ -4,9 +4,9 @@
 
 /// Comparisons on the raw bytes of field names and values, where they lie in the buffer they arrived in.
 ///
-/// A backend's response head is forwarded from its bytes (``UpstreamResponseHead``), and the framing fields
-/// of both parsers are read from them: no `String` is made for a name only to compare it. The `String`
-/// look-ups of ``HTTPHeaders`` (the request side) use the same rules through these functions.
+/// A client's request fields (``RequestFields``) and a backend's response head (``UpstreamResponseHead``) are
+/// kept as the bytes they came in, and the framing fields of both parsers are read from them: no `String` is
+/// made for a name only to compare it.
 enum FieldBytes {
     /// `body` with the UTF-8 bytes of a field kept as strings (a head the gateway built, trailers), for the
     /// byte-level writers; native strings hand out their storage, nothing is copied.

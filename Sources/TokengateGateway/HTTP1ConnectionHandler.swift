@@ -139,7 +139,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
                 }
                 return
             }
-            let part: HTTPServerRequestPart?
+            let part: ClientRequestPart?
             do {
                 part = try self.parser.next(from: &buffer)
             } catch {
@@ -170,7 +170,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         }
     }
 
-    private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+    private func process(_ part: ClientRequestPart, context: ChannelHandlerContext) {
         switch (part, self.state) {
         case (_, .closed):
             return
@@ -341,8 +341,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     /// What a well-framed request may still get wrong (the parser has settled its framing): a missing or
     /// repeated `Host` (RFC 9112 §3.2).
-    static func framingProblem(_ head: HTTPRequestHead) -> GatewayAnswer? {
-        let hosts = head.headers.count(name: "host")
+    static func framingProblem(_ head: ClientRequestHead) -> GatewayAnswer? {
+        let hosts = head.fields.count(name: "host")
         if hosts > 1 || (hosts == 0 && head.version.minor >= 1) {
             return .malformedHTTP("a request needs exactly one Host header")
         }

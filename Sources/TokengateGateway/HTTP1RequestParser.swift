@@ -86,7 +86,7 @@ struct HTTP1RequestParser {
     /// The next request part in `buffer`, consuming the bytes it used; `nil` when more bytes are needed. Bytes
     /// after a request's end are left for the next call. After an error the parser stays failed: the
     /// connection must be answered and closed.
-    mutating func next(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> HTTPServerRequestPart? {
+    mutating func next(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> ClientRequestPart? {
         do {
             return try self.step(from: &buffer)
         } catch {
@@ -96,7 +96,7 @@ struct HTTP1RequestParser {
         }
     }
 
-    private mutating func step(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> HTTPServerRequestPart? {
+    private mutating func step(from buffer: inout ByteBuffer) throws(HTTP1ParseFailure) -> ClientRequestPart? {
         while true {
             switch self.state {
             case .failed:
@@ -109,11 +109,11 @@ struct HTTP1RequestParser {
                 self.requestLineChecked = false
                 self.searchedForLineEnd = 0
                 // Only empty lines: skipped, the request line is still to come.
-                guard let parsed = try self.head(from: block) else { continue }
-                let head = parsed.0
-                let (framing, lastRequest) = try Self.framing(of: head, parsed.1)
+                guard var head = try self.head(from: block) else { continue }
+                let (framing, lastRequest) = try Self.framing(of: head.request.version, head.framing)
+                head.request.isKeepAlive = !lastRequest
                 self.state = .body(HTTP1BodyReader(framing), lastRequest: lastRequest)
-                return .head(head)
+                return .head(head.request)
             case .body(var reader, let lastRequest):
                 let part = try reader.next(from: &buffer, lines: &self.lines, limits: self.bodyLimits)
                 self.state = .body(reader, lastRequest: lastRequest)
@@ -146,21 +146,26 @@ struct HTTP1RequestParser {
     }
 
     /// The request in a head block and what its fields say about its framing, read in the same pass; `nil`
-    /// when the block held only empty lines.
-    private func head(from block: ByteBuffer) throws(HTTP1ParseFailure) -> (HTTPRequestHead, HTTP1Syntax.FramingFields)? {
+    /// when the block held only empty lines. The field lines are copied out of the block as they are
+    /// (``RequestFields``): the block may be a slice of a read buffer that is lent to other connections.
+    private func head(from block: ByteBuffer) throws(HTTP1ParseFailure) -> (request: ClientRequestHead, framing: HTTP1Syntax.FramingFields)? {
         try block.withHTTP1Bytes { bytes throws(HTTP1ParseFailure) in try self.head(from: bytes) }
     }
 
-    private func head(from block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> (HTTPRequestHead, HTTP1Syntax.FramingFields)? {
+    private func head(from block: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> (request: ClientRequestHead, framing: HTTP1Syntax.FramingFields)? {
         var start = 0
         while start + 1 < block.count, block[start] == 0x0D, block[start + 1] == 0x0A { start += 2 }
         if start == block.count { return nil }
         let line = try Self.requestLine(block, from: start)
         var framing = HTTP1Syntax.FramingFields()
-        let headers = try HTTP1Syntax.fields(block, from: line.fieldsStart, maxFields: self.limits.maxFields) {
-            name, value throws(HTTP1ParseFailure) in try framing.add(name: name, value: value)
+        let count = try HTTP1Syntax.forEachField(block, from: line.fieldsStart, maxFields: self.limits.maxFields) {
+            name, value throws(HTTP1ParseFailure) in
+            try framing.add(name: UnsafeRawBufferPointer(rebasing: block[name]), value: UnsafeRawBufferPointer(rebasing: block[value]))
         }
-        return (HTTPRequestHead(version: line.version, method: line.method, uri: line.target, headers: headers), framing)
+        // The block ends with the empty line, which is not a field line.
+        let lines = Array(block[line.fieldsStart..<max(line.fieldsStart, block.count - 2)])
+        let fields = RequestFields(checkedLines: lines, count: count)
+        return (ClientRequestHead(version: line.version, method: line.method, uri: line.target, fields: fields), framing)
     }
 
     struct RequestLine {
@@ -302,12 +307,12 @@ struct HTTP1RequestParser {
     /// the request is the connection's last (§9.3: HTTP/1.1 unless `close` is listed, HTTP/1.0 only with
     /// `keep-alive`), read in the same pass over the fields.
     static func framing(
-        of head: HTTPRequestHead,
+        of version: HTTPVersion,
         _ fields: HTTP1Syntax.FramingFields
     ) throws(HTTP1ParseFailure) -> (HTTP1BodyReader.Framing, lastRequest: Bool) {
         if fields.transferEncodings > 0 {
             // RFC 9112 §6.1: in HTTP/1.0 it is faulty framing; a server must not guess.
-            guard head.version.minor >= 1 else {
+            guard version.minor >= 1 else {
                 throw .malformed("Transfer-Encoding in an HTTP/1.0 request")
             }
             guard fields.transferEncodings == 1, fields.chunked else {
@@ -321,6 +326,6 @@ struct HTTP1RequestParser {
         if fields.lengths > 1 {
             throw .malformed("more than one Content-Length")
         }
-        return (.length(fields.length), lastRequest: fields.close || (head.version.minor == 0 && !fields.keepAlive))
+        return (.length(fields.length), lastRequest: fields.close || (version.minor == 0 && !fields.keepAlive))
     }
 }

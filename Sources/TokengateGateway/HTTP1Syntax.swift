@@ -40,24 +40,12 @@ enum HTTP1ParseFailure: Error, Equatable, CustomStringConvertible {
 /// Blocks (heads, trailer sections) are read in place, as the raw bytes of the buffer they arrived in: no
 /// copy into an array, and no bounds check per byte on the scans every head goes through.
 enum HTTP1Syntax {
-    /// Field lines from `start` up to the empty line that ends `block`, as strings (request heads, trailers).
+    /// Field lines from `start` up to the empty line that ends `block`, as strings (trailer sections).
     static func fields(_ block: UnsafeRawBufferPointer, from start: Int, maxFields: Int) throws(HTTP1ParseFailure) -> HTTPHeaders {
-        try Self.fields(block, from: start, maxFields: maxFields) { _, _ throws(HTTP1ParseFailure) in }
-    }
-
-    /// The same, showing each field's bytes to `inspect` as well: a request head's framing is read in the
-    /// pass that makes its strings.
-    static func fields(
-        _ block: UnsafeRawBufferPointer,
-        from start: Int,
-        maxFields: Int,
-        inspect: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws(HTTP1ParseFailure) -> Void
-    ) throws(HTTP1ParseFailure) -> HTTPHeaders {
         // Sized once: at most one field per line end after `start` (HTTPHeaders would grow its storage field by field).
         var fields: [(String, String)] = []
         fields.reserveCapacity(min(Self.lineEnds(in: block, from: start), maxFields + 1))
         try Self.forEachField(block, from: start, maxFields: maxFields) { name, value throws(HTTP1ParseFailure) in
-            try inspect(UnsafeRawBufferPointer(rebasing: block[name]), UnsafeRawBufferPointer(rebasing: block[value]))
             fields.append((Self.string(block, name), Self.string(block, value)))
         }
         return HTTPHeaders(fields)
@@ -100,7 +88,7 @@ enum HTTP1Syntax {
     }
 
     /// The field lines of a block that ``forEachField(_:from:maxFields:_:)`` accepted, walked again without
-    /// its checks (``UpstreamResponseHead`` keeps such a block): every line has its CRLF and a colon after a
+    /// its checks (``UpstreamResponseHead`` and ``RequestFields`` keep such lines): every line has its CRLF and a colon after a
     /// name of token bytes, which holds no colon. A block that breaks this ends the walk; it never traps.
     static func forEachCheckedField(
         _ block: UnsafeRawBufferPointer,

@@ -4,26 +4,9 @@
 
 import NIOHTTP1
 
-/// Header look-ups for the request path that neither allocate nor split values on commas (NIOHTTP1's
-/// `canonicalForm` does both, and walks `Character`s).
+/// Name comparisons for the heads and trailers still held as `HTTPHeaders` (the gateway's own answers,
+/// trailers), by the byte rules of ``FieldBytes``: NIOHTTP1's own look-ups walk `Character`s.
 extension HTTPHeaders {
-    /// How many fields are called `name` (ASCII case-insensitive).
-    func count(name: String) -> Int {
-        var count = 0
-        for (field, _) in self where field.utf8.count == name.utf8.count && Self.equalsIgnoringCase(field, name) {
-            count += 1
-        }
-        return count
-    }
-
-    /// Whether any field name starts with `prefix` (lowercase ASCII), ignoring case.
-    func containsName(withPrefix prefix: String) -> Bool {
-        for (field, _) in self where Self.hasPrefixIgnoringCase(field, prefix) {
-            return true
-        }
-        return false
-    }
-
     /// Header names are compared with many candidates on every request: the length check (O(1) for native
     /// strings) rules out nearly all of them before any byte is compared.
     ///
@@ -40,13 +23,5 @@ extension HTTPHeaders {
             return equal
         }
         return a.utf8.elementsEqual(b.utf8) { FieldBytes.lower($0) == FieldBytes.lower($1) }
-    }
-
-    static func hasPrefixIgnoringCase(_ value: String, _ lowercasePrefix: String) -> Bool {
-        var iterator = value.utf8.makeIterator()
-        for expected in lowercasePrefix.utf8 {
-            guard let byte = iterator.next(), FieldBytes.lower(byte) == expected else { return false }
-        }
-        return true
     }
 }

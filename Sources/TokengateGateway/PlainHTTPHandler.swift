@@ -30,7 +30,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !self.answered else { return }
         var bytes = self.unwrapInboundIn(data)
-        let part: HTTPServerRequestPart?
+        let part: ClientRequestPart?
         do {
             part = try self.parser.next(from: &bytes)
         } catch {
@@ -47,7 +47,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             var serializer = HTTP1ResponseSerializer()
             var buffer = context.channel.allocator.buffer(capacity: 512)
             var headers = HTTPHeaders()
-            let host = head.headers.first(name: "host").map { Self.hostWithoutPort($0) } ?? "localhost"
+            let host = head.fields.first(name: "host").map { Self.hostWithoutPort($0) } ?? "localhost"
             let port = self.httpsPort.map { $0 == 443 ? "" : ":\($0)" } ?? ""
             let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/"
             headers.add(name: "location", value: "https://\(host)\(port)\(path.hasPrefix("/") ? String(path) : "/")")

@@ -43,7 +43,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private let logger: Logger
     private let closeRequested: Bool
 
-    private let head: HTTPRequestHead
+    private let head: ClientRequestHead
     private let requestID: String
     private let start: NIODeadline
     private var routeName = "-"
@@ -72,7 +72,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
     init(
-        head: HTTPRequestHead,
+        head: ClientRequestHead,
         requestID: String,
         client: any ExchangeClient,
         runtime: GatewayRuntime,
@@ -89,8 +89,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.closeRequested = closeRequested
         self.start = .now()
         self.continueExpected =
-            head.version == .http1_1 && TokenExtractor.hasBody(head.headers)
-            && head.headers.first(name: "expect").map { HTTPHeaders.equalsIgnoringCase($0, "100-continue") } ?? false
+            head.version == .http1_1 && TokenExtractor.hasBody(head.fields)
+            && head.fields.withFirstValue(name: "expect") { FieldBytes.equalsIgnoringCase($0, "100-continue") } ?? false
     }
 
     /// Answers `Expect: 100-continue` hop by hop, as nginx does, once the gateway wants the body: when it must
@@ -121,7 +121,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(rejection)
             return
         }
-        if self.client.viaTrustedProxy, self.head.headers.first(name: "x-forwarded-proto")?.lowercased() != "https" {
+        if self.client.viaTrustedProxy,
+            self.head.fields.withFirstValue(name: "x-forwarded-proto", { FieldBytes.equalsIgnoringCase($0, "https") }) != true
+        {
             // A trusted proxy forwarding a request its client sent in the clear: TLS is still required.
             self.answer(.tlsRequired())
             return
@@ -130,8 +132,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(answer)
             return
         }
-        guard let routeIndex = self.runtime.routeTable.match(host: self.head.headers.first(name: "host"), path: self.head.uri)
-        else {
+        guard let routeIndex = self.matchRoute() else {
             self.answer(.noRoute())
             return
         }
@@ -314,7 +315,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.answer(.malformedHTTP("the request body could not be read"))
                 return
             }
-            let size = self.head.headers.first(name: "content-length").flatMap(Int.init) ?? 0
+            let size = (self.head.fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil) ?? 0
             if size > limit {
                 self.answer(.payloadTooLarge())
                 return
@@ -366,7 +367,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.upstreamHead = upstreamHead
             if body != nil {
                 self.replayableBody = newBody ?? body
-            } else if !TokenExtractor.hasBody(self.head.headers) {
+            } else if !TokenExtractor.hasBody(self.head.fields) {
                 self.replayableBody = ByteBuffer()  // Shared empty storage: no allocation per bodiless request.
             }
             self.state = .awaitingUpstream
@@ -410,11 +411,28 @@ final class ProxyExchange: UpstreamResponseReceiver {
         return !(segmentStart && dots > 0)
     }
 
+    /// The route for the request's host and path, compared where the host lies in the field lines (no `String`
+    /// for it: a host with a port or of more than 15 bytes would cost one per request).
+    private func matchRoute() -> Int? {
+        var path = self.head.uri
+        return path.withUTF8 { path in
+            let byHost = self.head.fields.withFirstValue(name: "host") { host in
+                self.runtime.routeTable.match(hostBytes: host.assumingMemoryBound(to: UInt8.self), pathBytes: path)
+            }
+            guard let byHost else {
+                return self.runtime.routeTable.match(hostBytes: nil, pathBytes: path)
+            }
+            return byHost
+        }
+    }
+
     /// The `X-Forwarded-For` chain for the backend: the peer's address, after the chain a trusted proxy
     /// reported (a client's own chain is never believed).
     private var forwardedFor: String? {
         guard self.client.viaTrustedProxy else { return self.client.clientAddress }
-        let reported = self.head.headers[canonicalForm: "x-forwarded-for"].map(String.init).joined(separator: ", ")
+        let reported = self.head.fields.values(name: "x-forwarded-for").flatMap { value in
+            value.split(separator: ",").map { $0.trimmingOWS() }.filter { !$0.isEmpty }
+        }.joined(separator: ", ")
         guard let peer = self.client.clientAddress else { return reported.isEmpty ? nil : reported }
         return reported.isEmpty ? peer : reported + ", " + peer
     }
@@ -425,7 +443,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             return .uriTooLong()
         }
         var headerBytes = 0
-        for (name, value) in self.head.headers { headerBytes += name.utf8.count + value.utf8.count + 4 }
+        self.head.fields.forEach { name, value in headerBytes += name.count + value.count + 4 }
         if headerBytes > self.runtime.limits.maxHeaderBytes {
             return .headersTooLarge()
         }
@@ -511,7 +529,7 @@ extension ProxyExchange {
         // A request without a body whose end has not been read yet is about to get it in this same read
         // batch (the common keep-alive GET): leave the flush to ``clientReadComplete()`` so the head and the
         // end leave in one write. Anything else goes out now.
-        if self.requestEnded || TokenExtractor.hasBody(self.head.headers) {
+        if self.requestEnded || TokenExtractor.hasBody(self.head.fields) {
             connection.handler.flush()
         }
         if self.requestEnded {
@@ -651,7 +669,7 @@ extension ProxyExchange {
     private var answerForcedClose: Bool {
         // An answer before the request ended, with body bytes still to come, closes: the gateway will not
         // read an unbounded body it has already refused.
-        !self.requestEnded && TokenExtractor.hasBody(self.head.headers)
+        !self.requestEnded && TokenExtractor.hasBody(self.head.fields)
     }
 
     /// Writes `answer` and finishes the exchange (or waits for the request's end, which the codec drops).
@@ -688,18 +706,18 @@ extension ProxyExchange {
 
     private func serveTokenPage(_ page: TokenPageRoute) {
         self.state = .answerPending
-        switch page.responder.respond(to: self.head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
+        switch page.responder.respond(to: self.head.nioHead, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
         case .answer(let answer):
             self.writeTokenPage(answer)
         case .askWhoami(_, let cookies):
             guard let whoami = page.whoami else {
-                self.writeTokenPage(page.responder.respond(to: self.head, whoami: .failed, now: self.runtime.now()))
+                self.writeTokenPage(page.responder.respond(to: self.head.nioHead, whoami: .failed, now: self.runtime.now()))
                 return
             }
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 result in
                 guard case .answerPending = self.state else { return }  // The client went away meanwhile.
-                self.writeTokenPage(page.responder.respond(to: self.head, whoami: result, now: self.runtime.now()))
+                self.writeTokenPage(page.responder.respond(to: self.head.nioHead, whoami: result, now: self.runtime.now()))
             }
         }
     }

@@ -25,12 +25,12 @@ struct RequestAuthorizer: Sendable {
     let verifier: TokenVerifier
     let realm: String
 
-    func decide(head: HTTPRequestHead, body: [UInt8]?, cutoffs: CutoffSnapshot, now: Int64) -> Decision {
+    func decide(head: ClientRequestHead, body: [UInt8]?, cutoffs: CutoffSnapshot, now: Int64) -> Decision {
         guard let accept = self.route.accept else {
             return .forward(identity: nil, strip: nil)
         }
-        let found: (Substring, TokenSource)
-        switch self.route.extractor.extract(method: head.method, uri: head.uri, headers: head.headers, body: body) {
+        let found: (ArraySlice<UInt8>, TokenSource)
+        switch self.route.extractor.extract(method: head.method, uri: head.uri, fields: head.fields, body: body) {
         case .answer(let answer):
             return .answer(answer)
         case .needsBody:
@@ -40,7 +40,8 @@ struct RequestAuthorizer: Sendable {
         case .token(let token, let source):
             found = (token, source)
         }
-        switch self.verifier.verify(found.0, accept: accept, cutoffs: cutoffs, now: now) {
+        let verdict = found.0.withUnsafeBytes { self.verifier.verify($0, accept: accept, cutoffs: cutoffs, now: now) }
+        switch verdict {
         case .valid(let token):
             return .forward(identity: token, strip: self.route.stripToken ? found.1 : nil)
         case .invalid(let reason):

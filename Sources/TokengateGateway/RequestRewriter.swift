@@ -14,7 +14,7 @@ import TokengateTokens
 /// out of where it was; only then are the gateway's own identity and forwarding headers added, so no
 /// client value can survive next to them.
 enum RequestRewriter {
-    static let identityHeaderPrefix = "x-tokengate-"
+    static let identityHeaderPrefix: StaticString = "x-tokengate-"
 
     /// Hop-by-hop headers (RFC 9110 §7.6.1) that describe the client's connection, not the request.
     static let hopByHopFieldNames: [StaticString] = [
@@ -41,64 +41,71 @@ enum RequestRewriter {
     /// the new length, the client's validated length, or lowercase `chunked` for a body of unknown length —
     /// so the backend can only ever read the body the gateway writes, as the body.
     static func upstreamHead(
-        from head: HTTPRequestHead,
+        from head: ClientRequestHead,
         identity: VerifiedToken?,
         strip: TokenSource?,
         newBodyLength: Int?,
         forwarding: Forwarding,
         allocator: ByteBufferAllocator
     ) -> UpstreamRequestHead? {
-        let client = head.headers
-        var host: String?
-        var clientLength: String?
-        var chunked = false
+        let client = head.fields
         // Names the client listed in `Connection` are hop-by-hop too (rare: parsed only when present) — but
         // never the framing or the Host, which the gateway decides.
-        var connectionListed: [String] = []
-        if Self.connectionListsNames(client) {
-            for value in client[canonicalForm: "connection"] where !value.isEmpty {
-                let name = String(value)
-                if Self.protectedNames.contains(where: { HTTPHeaders.equalsIgnoringCase($0, name) }) { continue }
-                connectionListed.append(name)
-            }
-        }
-        var bytes = allocator.buffer(capacity: 256 + head.uri.utf8.count + client.count * 48)
+        let connectionListed = Self.namesListedInConnection(client)
+        // The client's lines are at most what its kept fields take again.
+        var bytes = allocator.buffer(capacity: 256 + head.uri.utf8.count + client.bytes.count)
         bytes.writeString(head.method.rawValue)
         bytes.writeStaticString(" ")
         bytes.writeString(head.uri)
         bytes.writeStaticString(" HTTP/1.1\r\n")
+        var host: Range<Int>?
+        var clientLength: Range<Int>?
+        var chunked = false
+        var cookies: [String] = []
+        client.bytes.withUnsafeBytes { lines in
+            HTTP1Syntax.forEachCheckedField(lines, from: 0) { name, value in
+                if host == nil, FieldBytes.equalsIgnoringCase(name, "host") {
+                    host = RequestFields.range(of: value, in: lines)
+                } else if FieldBytes.equalsIgnoringCase(name, "content-length") {
+                    clientLength = clientLength ?? RequestFields.range(of: value, in: lines)
+                    return
+                } else if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
+                    chunked = true
+                    return
+                }
+                if Self.isDroppedFromRequest(name) { return }
+                if !connectionListed.isEmpty,
+                    connectionListed.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } })
+                {
+                    return
+                }
+                switch strip {
+                case .authorization where FieldBytes.equalsIgnoringCase(name, "authorization"):
+                    return
+                case .header(var tokenHeader) where tokenHeader.withUTF8 { FieldBytes.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }:
+                    return
+                case .cookie where FieldBytes.equalsIgnoringCase(name, "cookie"):
+                    cookies.append(String(decoding: value, as: UTF8.self))
+                    return
+                case .authorization, .header, .cookie, .form, .json, nil:
+                    break
+                }
+                // The client's values were checked where they were read (the HTTP/1.1 parser, nghttp2).
+                bytes.writeHTTPFieldLine(name: name, value: value)
+            }
+        }
         var safe = true
         func field(_ name: String, _ value: String) {
             safe = safe && Self.isSafeFieldValue(value)
             bytes.writeHTTPFieldLine(name: name, value: value)
         }
-        var cookies: [String] = []
-        for (name, value) in client {
-            if host == nil, HTTPHeaders.equalsIgnoringCase(name, "host") {
-                host = value
-            } else if HTTPHeaders.equalsIgnoringCase(name, "content-length") {
-                clientLength = clientLength ?? value
-                continue
-            } else if HTTPHeaders.equalsIgnoringCase(name, "transfer-encoding") {
-                chunked = true
-                continue
+        func field(_ name: StaticString, _ value: Range<Int>) {
+            client.bytes.withUnsafeBytes { lines in
+                bytes.writeHTTPFieldLine(
+                    name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                    value: UnsafeRawBufferPointer(rebasing: lines[value])
+                )
             }
-            if Self.isDroppedFromRequest(name) { continue }
-            if !connectionListed.isEmpty, connectionListed.contains(where: { HTTPHeaders.equalsIgnoringCase($0, name) }) {
-                continue
-            }
-            switch strip {
-            case .authorization where HTTPHeaders.equalsIgnoringCase(name, "authorization"):
-                continue
-            case .header(let tokenHeader) where HTTPHeaders.equalsIgnoringCase(name, tokenHeader):
-                continue
-            case .cookie where HTTPHeaders.equalsIgnoringCase(name, "cookie"):
-                cookies.append(value)
-                continue
-            case .authorization, .header, .cookie, .form, .json, nil:
-                break
-            }
-            field(name, value)
         }
         if case .cookie(let name) = strip, let remaining = CookieHeader.removing(name, from: cookies) {
             field("cookie", remaining)
@@ -152,28 +159,51 @@ enum RequestRewriter {
     /// forwarding fields only the gateway may set, identity fields (`x-tokengate-*`), and names with `_`
     /// (dropped as nginx does by default: CGI-style backends map `X_Tokengate_User` and `X-Tokengate-User` to
     /// the same variable, so they could smuggle an identity past the gateway).
-    static func isDroppedFromRequest(_ name: String) -> Bool {
-        let length = name.utf8.count
-        if length < Self.droppedByLength.count {
-            for dropped in Self.droppedByLength[length] where HTTPHeaders.equalsIgnoringCase(name, dropped) {
-                return true
-            }
+    static func isDroppedFromRequest(_ name: UnsafeRawBufferPointer) -> Bool {
+        if name.count < Self.droppedByLength.count, FieldBytes.isOne(of: Self.droppedByLength[name.count], name) {
+            return true
         }
-        return HTTPHeaders.hasPrefixIgnoringCase(name, Self.identityHeaderPrefix) || name.utf8.contains(UInt8(ascii: "_"))
+        let prefix = Self.identityHeaderPrefix
+        if name.count >= prefix.utf8CodeUnitCount,
+            FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: name[0..<prefix.utf8CodeUnitCount]), prefix)
+        {
+            return true
+        }
+        return name.contains(UInt8(ascii: "_"))
     }
 
-    /// ``hopByHopNames``, ``forwardingNames`` and `expect` (the gateway answers `100-continue` itself) by length,
-    /// so a field is compared with only a few of them.
-    private static let droppedByLength: [[String]] = {
-        let names = Self.hopByHopNames + Self.forwardingNames + ["expect"]
-        var table = Array(repeating: [String](), count: (names.map(\.utf8.count).max() ?? 0) + 1)
-        for name in names { table[name.utf8.count].append(name) }
+    /// ``hopByHopFieldNames``, ``forwardingFieldNames`` and `expect` (the gateway answers `100-continue` itself)
+    /// by length, so a field is compared with only a few of them.
+    private static let droppedByLength: [[StaticString]] = {
+        let names = Self.hopByHopFieldNames + Self.forwardingFieldNames + ["expect"]
+        var table = Array(repeating: [StaticString](), count: (names.map(\.utf8CodeUnitCount).max() ?? 0) + 1)
+        for name in names { table[name.utf8CodeUnitCount].append(name) }
         return table
     }()
 
-    /// Whether a `Connection` field may name other fields. The common values (`keep-alive`, `close`) name only
-    /// themselves, and both are dropped as hop-by-hop anyway: only other values need the (allocating)
-    /// comma-split of `canonicalForm`.
+    /// The names a client's `Connection` fields list, when they list more than `keep-alive` and `close` (both
+    /// hop-by-hop anyway): empty for nearly every request, without a split. Never the framing or the Host,
+    /// which the gateway decides (``protectedNames``).
+    private static func namesListedInConnection(_ fields: RequestFields) -> [[UInt8]] {
+        var listed: [[UInt8]] = []
+        fields.forEach { name, value in
+            guard FieldBytes.equalsIgnoringCase(name, "connection"),
+                !FieldBytes.equalsIgnoringCase(value, "keep-alive"), !FieldBytes.equalsIgnoringCase(value, "close")
+            else { return }
+            for element in FieldBytes.listElements(value)
+            where !element.withUnsafeBytes({ FieldBytes.isOne(of: Self.protectedNames, $0) }) {
+                listed.append(element)
+            }
+        }
+        return listed
+    }
+
+    /// What a client's `Connection` header may never name: the gateway sets these itself.
+    static let protectedNames: [StaticString] = ["content-length", "transfer-encoding", "host"]
+
+    /// Whether a `Connection` field of a head the gateway made (an answer over HTTP/2) may name other fields.
+    /// The common values (`keep-alive`, `close`) name only themselves, and both are dropped as hop-by-hop
+    /// anyway: only other values need the (allocating) comma-split of `canonicalForm`.
     static func connectionListsNames(_ headers: HTTPHeaders) -> Bool {
         for (name, value) in headers where HTTPHeaders.equalsIgnoringCase(name, "connection") {
             if !HTTPHeaders.equalsIgnoringCase(value, "keep-alive"), !HTTPHeaders.equalsIgnoringCase(value, "close") {
@@ -183,13 +213,10 @@ enum RequestRewriter {
         return false
     }
 
-    /// What a client's `Connection` header may never name: the gateway sets these itself.
-    static let protectedNames = ["content-length", "transfer-encoding", "host"]
-
     static let hopByHopNames = Self.hopByHopFieldNames.map(\.description)
     /// Headers that tell a backend where the request came from or which path it "really" is: only the
     /// gateway may say that (path overrides like X-Original-URL bypass routing on some servers).
-    static let forwardingNames = [
+    static let forwardingFieldNames: [StaticString] = [
         "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-forwarded-port", "x-forwarded-prefix",
         "x-forwarded-server", "forwarded", "x-request-id", "x-real-ip", "true-client-ip", "x-client-ip",
         "x-original-url", "x-rewrite-url",
@@ -219,13 +246,12 @@ enum RequestRewriter {
     }
 
     /// The client's request id when it is a sane one (printable, short), so that traces join up.
-    static func requestID(from head: HTTPRequestHead, generate: () -> String) -> String {
-        if let given = head.headers.first(name: "x-request-id"), !given.isEmpty, given.utf8.count <= 128,
-            given.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
-        {
-            return given
+    static func requestID(from head: ClientRequestHead, generate: () -> String) -> String {
+        let given = head.fields.withFirstValue(name: "x-request-id") { value -> String? in
+            guard !value.isEmpty, value.count <= 128, value.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+            return String(decoding: value, as: UTF8.self)
         }
-        return generate()
+        return (given ?? nil) ?? generate()
     }
 
     /// The backend's response fields as the client gets them, in order, in one pass over the bytes they came

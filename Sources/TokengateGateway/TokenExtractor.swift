@@ -9,15 +9,17 @@ import TokengateConfig
 /// 6750 forbids: a token in the URL, tokens sent more than one way, a cookie token on a cross-site
 /// unsafe request.
 ///
-/// Pure: no I/O, no clock. The connection handler calls ``extract(method:uri:headers:body:)`` once with
+/// Pure: no I/O, no clock. The connection handler calls ``extract(method:uri:fields:body:)`` once with
 /// `body: nil`; when the answer is ``Outcome/needsBody`` it reads the body (up to the route's limit) and
 /// calls again with it.
 struct TokenExtractor: Sendable {
     enum Outcome: Equatable {
         /// No token anywhere the route looks.
         case noToken
-        /// A slice of the header or cookie value it was found in (or the decoded body field): no copy per request.
-        case token(Substring, TokenSource)
+        /// The token's bytes: for a header token a slice of the request's field lines (``RequestFields/bytes``),
+        /// so the token of nearly every request is verified where it lies, with no copy; a cookie or body token's
+        /// own bytes.
+        case token(ArraySlice<UInt8>, TokenSource)
         /// A body source applies to this request (a form or JSON body on a route that reads one).
         case needsBody
         case answer(GatewayAnswer)
@@ -43,16 +45,16 @@ struct TokenExtractor: Sendable {
         self.queryTokenNames = names
     }
 
-    func extract(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: [UInt8]?) -> Outcome {
+    func extract(method: HTTPMethod, uri: String, fields: RequestFields, body: [UInt8]?) -> Outcome {
         if self.queryCarriesToken(uri) {
             return .answer(
                 .invalidRequest("tokens must not be sent in the URL", realm: self.realm, reason: "token_in_url")
             )
         }
         // The first token found and how many there were: more than one is refused, so one is all that is kept.
-        var found: (Substring, TokenSource)?
+        var found: (ArraySlice<UInt8>, TokenSource)?
         var foundCount = 0
-        func record(_ token: Substring, _ source: TokenSource) {
+        func record(_ token: ArraySlice<UInt8>, _ source: TokenSource) {
             foundCount += 1
             if found == nil { found = (token, source) }
         }
@@ -60,36 +62,39 @@ struct TokenExtractor: Sendable {
         for source in self.sources {
             switch source {
             case .authorization:
-                guard let value = headers.first(name: "authorization") else { continue }
-                if headers.count(name: "authorization") > 1 {
+                guard let (range, count) = fields.firstValueRange(name: "authorization") else { continue }
+                if count > 1 {
                     return .answer(self.invalid("more than one Authorization header", reason: "multiple_tokens"))
                 }
-                switch Self.bearerToken(value) {
+                let parse = fields.bytes.withUnsafeBytes { Self.bearerToken(UnsafeRawBufferPointer(rebasing: $0[range])) }
+                switch parse {
                 case .notBearer: continue
                 case .malformed:
                     return .answer(self.invalid("malformed Bearer credentials", reason: "malformed_authorization"))
-                case .token(let token): record(token, source)
+                case .token(let token):
+                    record(fields.bytes[range.lowerBound + token.lowerBound..<range.lowerBound + token.upperBound], source)
                 }
             case .header(let name):
-                let values = headers[name]
-                if values.count > 1 {
+                var name = name
+                let ranges = name.withUTF8 { fields.valueRanges(name: UnsafeRawBufferPointer($0)) }
+                if ranges.count > 1 {
                     return .answer(self.invalid("more than one token header", reason: "multiple_tokens"))
                 }
-                guard let value = values.first else { continue }
-                let trimmed = Substring(value).trimmingOWS()
-                if !trimmed.isEmpty { record(trimmed, source) }
+                // Values are kept without the whitespace around them.
+                guard let range = ranges.first, !range.isEmpty else { continue }
+                record(fields.bytes[range], source)
             case .cookie(let name):
-                let values = CookieHeader.values(named: name, in: headers["cookie"])
+                let values = CookieHeader.values(named: name, in: fields.values(name: "cookie"))
                 if values.count > 1 {
                     return .answer(self.invalid("more than one token cookie", reason: "multiple_tokens"))
                 }
                 guard let value = values.first, !value.isEmpty else { continue }
-                if Self.isUnsafe(method), !Self.isSameSite(headers) {
+                if Self.isUnsafe(method), !Self.isSameSite(fields) {
                     return .answer(.crossSiteCookie(realm: self.realm))
                 }
-                record(value, source)
+                record(ArraySlice(value.utf8), source)
             case .form(let field):
-                guard Self.hasBody(headers), Self.contentType(headers) == "application/x-www-form-urlencoded" else {
+                guard Self.hasBody(fields), Self.contentType(fields) == "application/x-www-form-urlencoded" else {
                     continue
                 }
                 guard let body else {
@@ -104,9 +109,9 @@ struct TokenExtractor: Sendable {
                 guard let value = first else {
                     return .answer(self.invalid("the token field is not valid form encoding", reason: "malformed_body"))
                 }
-                if !value.isEmpty { record(Substring(value), source) }
+                if !value.isEmpty { record(ArraySlice(value.utf8), source) }
             case .json(let field):
-                guard Self.hasBody(headers), Self.contentType(headers) == "application/json" else { continue }
+                guard Self.hasBody(fields), Self.contentType(fields) == "application/json" else { continue }
                 guard let body else {
                     bodyWanted = true
                     continue
@@ -119,7 +124,7 @@ struct TokenExtractor: Sendable {
                 case .repeated:
                     return .answer(self.invalid("more than one token field in the body", reason: "multiple_tokens"))
                 case .value(let value):
-                    if !value.isEmpty { record(Substring(value), source) }
+                    if !value.isEmpty { record(ArraySlice(value.utf8), source) }
                 }
             }
         }
@@ -144,41 +149,29 @@ extension TokenExtractor {
     enum BearerParse: Equatable {
         case notBearer
         case malformed
-        case token(Substring)
+        /// Where the token lies in the value.
+        case token(Range<Int>)
     }
 
     /// RFC 6750 §2.1: `Bearer` (any case), one or more spaces, then a b64token. Another scheme (Basic,
-    /// say) is not ours and counts as no token here.
-    static func bearerToken(_ value: String) -> BearerParse {
-        var value = value
-        value.makeContiguousUTF8()  // A no-op for native strings (all of them on Linux); the scan needs it.
-        // On the UTF-8 bytes (every request with a header token runs this): offsets, not String indices.
-        // The token's byte range, `nil` when malformed, an empty range at 0 when not a bearer credential.
-        let scanned = value.utf8.withContiguousStorageIfAvailable { bytes -> Range<Int>? in
-            let scheme: StaticString = "bearer"
-            let schemeLength = scheme.utf8CodeUnitCount
-            guard bytes.count >= schemeLength else { return 0..<0 }
-            for offset in 0..<schemeLength where bytes[offset] | 0x20 != scheme.utf8Start[offset] {
-                return 0..<0
-            }
-            if schemeLength == bytes.count { return nil }
-            guard bytes[schemeLength] == UInt8(ascii: " ") else { return 0..<0 }
-            var start = schemeLength
-            var end = bytes.count
-            while start < end, bytes[start] == UInt8(ascii: " ") || bytes[start] == UInt8(ascii: "\t") { start += 1 }
-            while end > start, bytes[end - 1] == UInt8(ascii: " ") || bytes[end - 1] == UInt8(ascii: "\t") { end -= 1 }
-            guard end > start else { return nil }
-            for offset in start..<end where !Self.isB64TokenByte(bytes[offset]) { return nil }
-            return start..<end
+    /// say) is not ours and counts as no token here. On the value's bytes: every request with a header token
+    /// runs this.
+    static func bearerToken(_ value: UnsafeRawBufferPointer) -> BearerParse {
+        let scheme: StaticString = "bearer"
+        let schemeLength = scheme.utf8CodeUnitCount
+        guard value.count >= schemeLength else { return .notBearer }
+        for offset in 0..<schemeLength where value[offset] | 0x20 != scheme.utf8Start[offset] {
+            return .notBearer
         }
-        guard let scanned else { preconditionFailure("a contiguous UTF-8 string has contiguous storage") }
-        guard let range = scanned else { return .malformed }
-        guard !range.isEmpty else { return .notBearer }
-        // Every byte of the token is ASCII, so these offsets are on scalar boundaries.
-        let utf8 = value.utf8
-        let lower = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
-        let upper = utf8.index(lower, offsetBy: range.count)
-        return .token(value[lower..<upper])
+        if schemeLength == value.count { return .malformed }
+        guard value[schemeLength] == UInt8(ascii: " ") else { return .notBearer }
+        var start = schemeLength
+        var end = value.count
+        while start < end, value[start] == UInt8(ascii: " ") || value[start] == UInt8(ascii: "\t") { start += 1 }
+        while end > start, value[end - 1] == UInt8(ascii: " ") || value[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+        guard end > start else { return .malformed }
+        for offset in start..<end where !Self.isB64TokenByte(value[offset]) { return .malformed }
+        return .token(start..<end)
     }
 
     private static func isB64TokenByte(_ byte: UInt8) -> Bool {
@@ -222,12 +215,12 @@ extension TokenExtractor {
     /// The browser says the request comes from this site: `Sec-Fetch-Site: same-origin|none`, or
     /// an `Origin` whose host (and port) is this request's `Host`. With neither header there is no proof,
     /// and a cookie is never counted without proof (fail closed).
-    static func isSameSite(_ headers: HTTPHeaders) -> Bool {
-        if let site = headers.first(name: "sec-fetch-site")?.lowercased() {
+    static func isSameSite(_ fields: RequestFields) -> Bool {
+        if let site = fields.first(name: "sec-fetch-site")?.lowercased() {
             // `same-site` is not enough: a sibling subdomain (user content, a taken-over host) is same-site.
             return site == "same-origin" || site == "none"
         }
-        guard let origin = headers.first(name: "origin"), let host = headers.first(name: "host") else {
+        guard let origin = fields.first(name: "origin"), let host = fields.first(name: "host") else {
             return false
         }
         guard origin.lowercased().hasPrefix("https://") else { return false }
@@ -237,15 +230,15 @@ extension TokenExtractor {
             || originHost.lowercased() == host.lowercased() + ":443"
     }
 
-    static func hasBody(_ headers: HTTPHeaders) -> Bool {
-        if headers.contains(name: "transfer-encoding") { return true }
-        if let length = headers.first(name: "content-length"), let value = Int(length) { return value > 0 }
-        return false
+    /// The request says a body follows: chunked, or a length above zero.
+    static func hasBody(_ fields: RequestFields) -> Bool {
+        if fields.contains(name: "transfer-encoding") { return true }
+        return (fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil).map { $0 > 0 } ?? false
     }
 
     /// The media type of `Content-Type`, lowercased, without parameters.
-    static func contentType(_ headers: HTTPHeaders) -> String? {
-        guard let value = headers.first(name: "content-type") else { return nil }
+    static func contentType(_ fields: RequestFields) -> String? {
+        guard let value = fields.first(name: "content-type") else { return nil }
         let mediaType = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingOWS() } ?? ""
         return mediaType.lowercased()
     }

@@ -26,15 +26,31 @@ import Testing
         var complete = false
         var description: String { "heads \(self.heads) body \(self.body.count) bytes ends \(self.ends) failure \(self.failure.map { "\($0)" } ?? "-")" }
 
+        /// The gateway parser's parts; its keep-alive verdict is compared with the one NIO reads off the head.
+        mutating func record(_ part: ClientRequestPart) {
+            switch part {
+            case .head(let head):
+                self.recordHead(head.nioHead, keepAlive: head.isKeepAlive)
+            case .body(let buffer):
+                self.record(HTTPServerRequestPart.body(buffer))
+            case .end(let trailers):
+                self.record(HTTPServerRequestPart.end(trailers))
+            }
+        }
+
+        private mutating func recordHead(_ head: HTTPRequestHead, keepAlive: Bool) {
+            // llhttp keeps a value's trailing whitespace, which is not part of the value (RFC 9110 §5.5);
+            // compared without it, here and in trailers.
+            self.heads.append(
+                "\(head.method.rawValue) \(head.uri) \(head.version) keep-alive \(keepAlive) "
+                    + head.headers.map { "\($0.name)=\($0.value.trimmingTrailingBlanks())" }.joined(separator: ";")
+            )
+        }
+
         mutating func record(_ part: HTTPServerRequestPart) {
             switch part {
             case .head(let head):
-                // llhttp keeps a value's trailing whitespace, which is not part of the value (RFC 9110 §5.5);
-                // compared without it, here and in trailers.
-                self.heads.append(
-                    "\(head.method.rawValue) \(head.uri) \(head.version) "
-                        + head.headers.map { "\($0.name)=\($0.value.trimmingTrailingBlanks())" }.joined(separator: ";")
-                )
+                self.recordHead(head, keepAlive: head.isKeepAlive)
             case .body(let buffer):
                 self.body += buffer.readableBytesView
             case .end(let trailers):
@@ -94,8 +110,9 @@ import Testing
         #expect(outcome.failure == nil, "\(outcome)")
         #expect(
             outcome.heads == [
-                "POST /a HTTP/1.1 Host=x;Content-Length=5", "GET /b?q=1 HTTP/1.0 Connection=keep-alive",
-                "PUT /c HTTP/1.1 Host=x;Transfer-Encoding=chunked",
+                "POST /a HTTP/1.1 keep-alive true Host=x;Content-Length=5",
+                "GET /b?q=1 HTTP/1.0 keep-alive true Connection=keep-alive",
+                "PUT /c HTTP/1.1 keep-alive true Host=x;Transfer-Encoding=chunked",
             ]
         )
         #expect(outcome.body == Array("helloabc".utf8) && outcome.ends == ["", "", ""])
@@ -105,6 +122,7 @@ import Testing
         for first in ["GET /a HTTP/1.0\r\n\r\n", "GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"] {
             let alone = self.parse(first)
             #expect(alone.failure == nil && alone.complete && alone.ends == [""])
+            #expect(alone.heads.count == 1 && alone.heads[0].contains(" keep-alive false"), "\(alone)")
             let followed = self.parse(first + "GET /b HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(followed.heads.count == 1 && followed.failure == .malformed("bytes after a request that closes the connection"), "\(followed)")
         }

@@ -194,7 +194,7 @@ final class HPACKDecoder {
 
 /// What the responder saw, shared with the test.
 final class H2ResponderLog {
-    var heads: [HTTPRequestHead] = []
+    var heads: [ClientRequestHead] = []
     var bodies: [Int32: [UInt8]] = [:]
     var ends: [Int32: HTTPHeaders?] = [:]
     var resets: [(Int32, HTTP2ErrorCode)] = []
@@ -208,7 +208,7 @@ final class H2ResponderLog {
 final class H2TestResponder: HTTP2StreamHandler {
     let stream: HTTP2ServerStream
     let log: H2ResponderLog
-    private var head: HTTPRequestHead?
+    private var head: ClientRequestHead?
     private var body: [UInt8] = []
 
     init(stream: HTTP2ServerStream, log: H2ResponderLog) {
@@ -221,7 +221,7 @@ final class H2TestResponder: HTTP2StreamHandler {
         { stream in H2TestResponder(stream: stream, log: log) }
     }
 
-    func received(_ part: HTTPServerRequestPart) {
+    func received(_ part: ClientRequestPart) {
         switch part {
         case .head(let head):
             self.head = head

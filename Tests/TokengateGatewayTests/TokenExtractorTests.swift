@@ -64,7 +64,7 @@ import TokengateTokens
     /// The byte scan gives what the String-index parse it replaced gave (kept here as the reference), on
     /// generated values around the edges: scheme case, separators, OWS, bytes outside b64token, non-ASCII.
     @Test func bearerParsingMatchesTheReferenceParse() {
-        func reference(_ value: String) -> TokenExtractor.BearerParse {
+        func reference(_ value: String) -> TokenExtractor.BearerText {
             let utf8 = value.utf8
             let scheme = "bearer".utf8
             guard utf8.count >= scheme.count else { return .notBearer }
@@ -79,7 +79,7 @@ import TokengateTokens
             let token = Substring(value)[index...].trimmingOWS()
             let b64token = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=".utf8)
             guard !token.isEmpty, token.utf8.allSatisfy(b64token.contains) else { return .malformed }
-            return .token(token)
+            return .token(String(token))
         }
         let prefixes = ["Bearer", "bearer", "BEARER", "BeArEr", "Bearer_", "Beare", "B\u{e9}arer", "", "Basic", "bearerx"]
         let separators = ["", " ", "  ", "\t", " \t", "\t ", " \t \t"]
@@ -230,7 +230,7 @@ import TokengateTokens
     }
 
     @Test func theRewriterDropsSpoofedIdentityAndHopByHopHeaders() throws {
-        let head = HTTPRequestHead(
+        let head = ClientRequestHead(
             version: .http1_1,
             method: .GET,
             uri: "/x",
@@ -273,7 +273,7 @@ import TokengateTokens
     }
 
     @Test func aHeadWhoseValuesCouldEndALineIsNeverSerialized() throws {
-        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"])
+        let head = ClientRequestHead(version: .http1_1, method: .POST, uri: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"])
         let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "id", scheme: "https")
         let chunked = try #require(
             RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding, allocator: ByteBufferAllocator())

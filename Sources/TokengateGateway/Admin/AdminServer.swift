@@ -154,9 +154,12 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     /// `Authorization: Bearer <secret>`, compared without an early exit so the time taken does not tell
     /// how much of a guess was right.
     static func authorized(_ headers: HTTPHeaders, secret: [UInt8]) -> Bool {
-        guard let value = headers.first(name: "authorization"), case .token(let given) = TokenExtractor.bearerToken(value)
-        else { return false }
-        let candidate = Array(given.utf8)
+        guard var value = headers.first(name: "authorization") else { return false }
+        let candidate: [UInt8]? = value.withUTF8 { bytes in
+            guard case .token(let range) = TokenExtractor.bearerToken(UnsafeRawBufferPointer(bytes)) else { return nil }
+            return Array(bytes[range])
+        }
+        guard let candidate else { return false }
         var difference = UInt8(candidate.count == secret.count ? 0 : 1)
         for index in 0..<secret.count {
             difference |= secret[index] ^ (index < candidate.count ? candidate[index] : 0)

@@ -5,16 +5,18 @@
 import NIOHTTP1
 
 /// Collects one request's decoded header fields (as nghttp2 reports them, one at a time) into the
-/// HTTP/1-shaped ``HTTPRequestHead`` the request logic shares with HTTP/1.1, and counts their size.
+/// HTTP/1-shaped ``ClientRequestHead`` the request logic shares with HTTP/1.1, and counts their size.
 ///
 /// nghttp2's HTTP messaging validation has already run on every field that reaches ``add(name:value:)``:
 /// names are lowercase tokens, values carry no CR/LF/NUL, pseudo-headers come first and are neither
 /// repeated nor unknown, `:method`/`:scheme`/`:path` are present (except for CONNECT), connection-specific
 /// fields (`connection`, `transfer-encoding`, `upgrade`, `keep-alive`, `proxy-connection`, `te` other than
-/// `trailers`) were refused. What is left here is the mapping and the gateway's own rules.
+/// `trailers`) were refused. What is left here is the mapping and the gateway's own rules. The regular fields
+/// are written straight from nghttp2's bytes into the head's field lines (``RequestFields``): no `String` per
+/// name or value.
 struct HTTP2RequestHeadBuilder: Sendable {
     enum Outcome: Sendable {
-        case head(HTTPRequestHead)
+        case head(ClientRequestHead)
         /// The request cannot be handed on; answer it with this.
         case reject(GatewayAnswer)
     }
@@ -28,39 +30,55 @@ struct HTTP2RequestHeadBuilder: Sendable {
     private var method: String?
     private var path: String?
     private var authority: String?
-    private var headers: [(String, String)] = []
-    private var cookies: [String] = []
+    /// `host` fields, kept apart: the head's host goes first (``build()``), and must agree with `:authority`.
+    private var hosts: [String] = []
+    private var fields = RequestFields()
+    /// The `cookie` fields joined with "; " as they come.
+    private var cookie: [UInt8] = []
 
     init(limit: Int) {
         self.limit = limit
     }
 
     /// Adds one decoded field.
-    mutating func add(name: String, value: String) {
-        self.listSize += name.utf8.count + value.utf8.count + 32
+    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        self.listSize += name.count + value.count + 32
         if self.listSize > self.limit {
             self.oversized = true
-            self.headers = []  // Nothing more is kept, and what was kept is released now.
-            self.cookies = []
+            // Nothing more is kept, and what was kept is released now.
+            self.fields = RequestFields()
+            self.hosts = []
+            self.cookie = []
             return
         }
-        switch name {
-        case ":method": self.method = value
-        case ":path": self.path = value
-        case ":authority": self.authority = value
-        case ":scheme", ":protocol": break  // Always https here; extended CONNECT is not enabled.
-        case "cookie": self.cookies.append(value)
-        default:
-            // Room for a typical request's fields and the host put in front of them (``build()``) at once,
-            // instead of regrowing at 1, 2 and 4 of them.
-            if self.headers.capacity == 0 { self.headers.reserveCapacity(9) }
-            self.headers.append((name, value))
+        if name.first == UInt8(ascii: ":") {
+            if FieldBytes.equalsIgnoringCase(name, ":method") {
+                self.method = String(decoding: value, as: UTF8.self)
+            } else if FieldBytes.equalsIgnoringCase(name, ":path") {
+                self.path = String(decoding: value, as: UTF8.self)
+            } else if FieldBytes.equalsIgnoringCase(name, ":authority") {
+                self.authority = String(decoding: value, as: UTF8.self)
+            }
+            // `:scheme` is always https here; `:protocol` cannot come (extended CONNECT is not enabled).
+            return
+        }
+        if FieldBytes.equalsIgnoringCase(name, "host") {
+            self.hosts.append(String(decoding: value, as: UTF8.self))
+        } else if FieldBytes.equalsIgnoringCase(name, "cookie") {
+            // HTTP/2 lets a client split `cookie` into one field per pair for better compression; HTTP/1 and
+            // every backend expect one field joined with "; " (RFC 9113 §8.2.3).
+            if !self.cookie.isEmpty { self.cookie += "; ".utf8 }
+            self.cookie.append(contentsOf: value)
+        } else {
+            // Room for a typical request's lines (a token in `authorization`, `user-agent`, `accept`) and the
+            // host put in front of them at once, instead of regrowing field by field.
+            if self.fields.count == 0 { self.fields.reserveCapacity(512) }
+            self.fields.add(name: name, value: value)
         }
     }
 
-    /// The finished request head, or the answer to give instead. The collected fields move into the head:
-    /// the list they were gathered in becomes its `HTTPHeaders` (with the host first), where copying them
-    /// into a new one cost an allocation per request.
+    /// The finished request head, or the answer to give instead. The collected lines move into the head, the
+    /// host in front of them.
     mutating func build() -> Outcome {
         if self.oversized {
             return .reject(.headersTooLarge())
@@ -69,35 +87,29 @@ struct HTTP2RequestHeadBuilder: Sendable {
             // Only CONNECT may lack `:path` past nghttp2's checks; the gateway does not tunnel.
             return .reject(.malformedHTTP("CONNECT is not supported"))
         }
-        var fields = self.headers
-        self.headers = []  // `fields` is the only reference now: the edits below happen in place.
         // `:authority` is the target's authority (RFC 9113 §8.3.1); a `Host` that names another would let
         // routing and the backend disagree on the target, so such a request is malformed.
-        let hosts = fields.filter { $0.0 == "host" }.map(\.1)
+        let host: String
         if let authority = self.authority {
-            if hosts.contains(where: { $0.lowercased() != authority.lowercased() }) || hosts.count > 1 {
+            if self.hosts.contains(where: { $0.lowercased() != authority.lowercased() }) || self.hosts.count > 1 {
                 return .reject(.malformedHTTP("the Host header does not match :authority"))
             }
-            if !hosts.isEmpty { fields.removeAll { $0.0 == "host" } }
-            fields.insert(("host", authority), at: 0)
-        } else if hosts.count == 1 {
-            fields.removeAll { $0.0 == "host" }
-            fields.insert(("host", hosts[0]), at: 0)
+            host = authority
+        } else if self.hosts.count == 1 {
+            host = self.hosts[0]
         } else {
             return .reject(.malformedHTTP("a request needs exactly one :authority or Host"))
         }
-        // HTTP/2 lets a client split `cookie` into one field per pair for better compression; HTTP/1 and
-        // every backend expect one field joined with "; " (RFC 9113 §8.2.3).
-        if !self.cookies.isEmpty {
-            fields.append(("cookie", self.cookies.joined(separator: "; ")))
+        var fields = self.fields
+        self.fields = RequestFields()  // `fields` is the only reference now: the edits below happen in place.
+        fields.prepend(name: "host", value: host)
+        if !self.cookie.isEmpty {
+            self.cookie.withUnsafeBytes { cookie in
+                fields.add(name: UnsafeRawBufferPointer(start: ("cookie" as StaticString).utf8Start, count: 6), value: cookie)
+            }
         }
         return .head(
-            HTTPRequestHead(
-                version: HTTPVersion(major: 2, minor: 0),
-                method: HTTPMethod(rawValue: method),
-                uri: path,
-                headers: HTTPHeaders(fields)
-            )
+            ClientRequestHead(version: HTTPVersion(major: 2, minor: 0), method: HTTPMethod(rawValue: method), uri: path, fields: fields)
         )
     }
 }

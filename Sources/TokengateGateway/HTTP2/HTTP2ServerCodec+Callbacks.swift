@@ -148,7 +148,8 @@ extension HTTP2ServerCodec {
         return 0
     }
 
-    func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: String, value: String) -> Int32 {
+    /// One decoded field, as nghttp2's bytes (valid only during the call).
+    func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
         guard let stream = self.streams[frame.pointee.hd.stream_id] else { return 0 }
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             stream.request.add(name: name, value: value)
@@ -156,12 +157,12 @@ extension HTTP2ServerCodec {
         }
         // Trailers: over the same cap, the stream is reset (nghttp2 sends RST_STREAM INTERNAL_ERROR) —
         // a 431 is no longer possible once the request was handed on.
-        stream.trailerListSize += name.utf8.count + value.utf8.count + 32
+        stream.trailerListSize += name.count + value.count + 32
         guard stream.trailerListSize <= self.configuration.maxHeaderListSize else {
             stream.trailers = nil
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
-        stream.trailers?.add(name: name, value: value)
+        stream.trailers?.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         return 0
     }
 
@@ -302,9 +303,11 @@ private func onHeader(
     _ userData: UnsafeMutableRawPointer?
 ) -> Int32 {
     guard let frame, let codec = codec(userData) else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
-    let name = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
-    let value = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-    return codec.receivedHeader(frame, name: name, value: value)
+    return codec.receivedHeader(
+        frame,
+        name: UnsafeRawBufferPointer(start: name, count: nameLength),
+        value: UnsafeRawBufferPointer(start: value, count: valueLength)
+    )
 }
 
 private func onFrameReceived(

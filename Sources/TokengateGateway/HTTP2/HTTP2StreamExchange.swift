@@ -21,7 +21,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     let eventLoop: any EventLoop
     let clientAddress: String?
     private var exchange: ProxyExchange?
-    private var pendingHead: HTTPRequestHead?
+    private var pendingHead: ClientRequestHead?
     private var paused = false
     /// Body bytes received but not yet reported consumed, because reading was paused.
     private var unconsumed = 0
@@ -45,7 +45,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
 
     // MARK: HTTP2StreamHandler
 
-    func received(_ part: HTTPServerRequestPart) {
+    func received(_ part: ClientRequestPart) {
         switch part {
         case .head(let head):
             // Held until the next part says whether a body follows (HEADERS with END_STREAM has none): the
@@ -54,9 +54,9 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         case .body(let buffer):
             if var head = self.pendingHead {
                 self.pendingHead = nil
-                if !head.headers.contains(name: "content-length") {
+                if !head.fields.contains(name: "content-length") {
                     // A body of unknown length: in HTTP/1.1 terms, chunked.
-                    head.headers.add(name: "transfer-encoding", value: "chunked")
+                    head.fields.add(name: "transfer-encoding", value: "chunked")
                 }
                 self.begin(head)
             }
@@ -79,7 +79,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         }
     }
 
-    private func begin(_ head: HTTPRequestHead) {
+    private func begin(_ head: ClientRequestHead) {
         let generation = self.generations.load()
         let exchange = ProxyExchange(
             head: head,

@@ -15,7 +15,7 @@ protocol HTTP2StreamHandler: AnyObject {
     /// header, version 2.0), then `.body` parts, then `.end` with the trailers if any. Every `.body` part's
     /// bytes must eventually be reported with ``HTTP2ServerStream/consumed(bytes:)``: until then the client
     /// gets no WINDOW_UPDATE for them.
-    func received(_ part: HTTPServerRequestPart)
+    func received(_ part: ClientRequestPart)
 
     /// The stream ended before both sides finished it: the client reset it, nghttp2 reset it for a
     /// protocol error, or the connection went away. Stop the work started for it (cancel the upstream
