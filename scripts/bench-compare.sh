@@ -262,7 +262,7 @@ run_h2load() {  # round proxy
         -D "$DURATION" -H "authorization: Bearer $ONE_TOKEN" "$URL" 2>&1)" || true
     after="$(cpu_ticks "$pids")"
     echo "$output" > "$OUT/h2load-$2-round$1.txt"
-    if ! echo "$output" | grep -q 'Application protocol: h2'; then
+    if ! grep -q 'Application protocol: h2' <<< "$output"; then
         printf '%s\t%s\th2\tNA\tNA\tNA\tNA\tNA\tno h2 through ALPN\n' "$1" "$2" >> "$RESULTS"
         return
     fi

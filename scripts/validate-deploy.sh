@@ -651,7 +651,10 @@ PY
 # the toolchain; the static-stdlib build of the image does not, so those are left out of the check then.
 apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
   $(cat "$work/runtime-packages") 2> /dev/null | grep -v '^ ' | sed 's/:.*//' | sort -u > "$work/runtime-closure"
-if ldd "$tokengate" 2>/dev/null | grep -q 'libswiftCore'; then
+# (Matched on a captured copy: `ldd | grep -q` fails under pipefail whenever grep stops reading before ldd is
+# done writing and ldd dies of SIGPIPE.)
+linked="$(ldd "$tokengate" 2>/dev/null || true)"
+if grep -q 'libswiftCore' <<< "$linked"; then
   toolchain="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")"
   skip "$tokengate links the Swift runtime dynamically (not --static-swift-stdlib; --build checks the image's build): its toolchain libraries are left out"
 else
@@ -671,7 +674,7 @@ while read -r lib path; do
     bad "runtime library $lib comes from '${package:-?}', which the runtime stage does not install"; missing_libs=1
   fi
 done < <(ldd "$tokengate" | awk '/=>/ {print $1, $3} /ld-linux/ && !/=>/ {print $1, $1}' | grep -v 'linux-vdso')
-if ldd "$tokengate" | grep -q 'libpq\.so' && grep -qx libpq5 "$work/runtime-packages"; then
+if grep -q 'libpq\.so' <<< "$linked" && grep -qx libpq5 "$work/runtime-packages"; then
   ok "the binary links libpq (PostgreSQL cutoff store) and the runtime stage installs libpq5"
 else
   bad "the binary links libpq, but the runtime stage does not install libpq5 (or the binary does not link libpq)"
