@@ -164,7 +164,7 @@ struct HTTP1RequestParser {
         }
         // The block ends with the empty line, which is not a field line.
         let lines = Array(block[line.fieldsStart..<max(line.fieldsStart, block.count - 2)])
-        let fields = RequestFields(checkedLines: lines, count: count)
+        let fields = RequestFields(checkedLines: lines, count: count, connectionNamesFields: framing.connectionNamesFields)
         return (ClientRequestHead(version: line.version, method: line.method, uri: line.target, fields: fields), framing)
     }
 

@@ -44,6 +44,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private let closeRequested: Bool
 
     private let head: ClientRequestHead
+    /// The head announces a body (read once: several steps of the exchange ask).
+    private let hasBody: Bool
     private let requestID: String
     private let start: NIODeadline
     private var routeName = "-"
@@ -81,6 +83,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         closeRequested: Bool
     ) {
         self.head = head
+        self.hasBody = TokenExtractor.hasBody(head.fields)
         self.requestID = requestID
         self.client = client
         self.runtime = runtime
@@ -89,7 +92,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.closeRequested = closeRequested
         self.start = .now()
         self.continueExpected =
-            head.version == .http1_1 && TokenExtractor.hasBody(head.fields)
+            head.version == .http1_1 && self.hasBody
             && head.fields.withFirstValue(name: "expect") { FieldBytes.equalsIgnoringCase($0, "100-continue") } ?? false
     }
 
@@ -367,7 +370,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.upstreamHead = upstreamHead
             if body != nil {
                 self.replayableBody = newBody ?? body
-            } else if !TokenExtractor.hasBody(self.head.fields) {
+            } else if !self.hasBody {
                 self.replayableBody = ByteBuffer()  // Shared empty storage: no allocation per bodiless request.
             }
             self.state = .awaitingUpstream
@@ -442,9 +445,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
         if self.head.uri.utf8.count > self.runtime.limits.maxURIBytes {
             return .uriTooLong()
         }
-        var headerBytes = 0
-        self.head.fields.forEach { name, value in headerBytes += name.count + value.count + 4 }
-        if headerBytes > self.runtime.limits.maxHeaderBytes {
+        // The field lines as they are kept: `name: value` and a line end each (an HTTP/1.1 head was held to the
+        // limit with its request line already, by the parser).
+        if self.head.fields.bytes.count > self.runtime.limits.maxHeaderBytes {
             return .headersTooLarge()
         }
         if !self.head.uri.hasPrefix("/") {
@@ -529,7 +532,7 @@ extension ProxyExchange {
         // A request without a body whose end has not been read yet is about to get it in this same read
         // batch (the common keep-alive GET): leave the flush to ``clientReadComplete()`` so the head and the
         // end leave in one write. Anything else goes out now.
-        if self.requestEnded || TokenExtractor.hasBody(self.head.fields) {
+        if self.requestEnded || self.hasBody {
             connection.handler.flush()
         }
         if self.requestEnded {
@@ -669,7 +672,7 @@ extension ProxyExchange {
     private var answerForcedClose: Bool {
         // An answer before the request ended, with body bytes still to come, closes: the gateway will not
         // read an unbounded body it has already refused.
-        !self.requestEnded && TokenExtractor.hasBody(self.head.fields)
+        !self.requestEnded && self.hasBody
     }
 
     /// Writes `answer` and finishes the exchange (or waits for the request's end, which the codec drops).

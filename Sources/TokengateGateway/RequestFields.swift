@@ -25,6 +25,10 @@ struct RequestFields: Equatable, Sendable {
     private(set) var bytes: [UInt8]
     /// How many fields there are.
     private(set) var count: Int
+    /// A `Connection` field says more than `keep-alive` or `close`, so it may name other fields, which are
+    /// hop-by-hop too (``HTTP1Syntax/FramingFields/connectionNamesFields``): noted as the lines are taken in,
+    /// so the rewriter looks for such names only in the rare request that has them.
+    private(set) var connectionNamesFields = false
 
     init() {
         self.bytes = []
@@ -32,10 +36,11 @@ struct RequestFields: Equatable, Sendable {
     }
 
     /// `lines` must be field lines that ``HTTP1Syntax/forEachField(_:from:maxFields:_:)`` accepted, without
-    /// the empty line that ends a head.
-    init(checkedLines lines: [UInt8], count: Int) {
+    /// the empty line that ends a head; `connectionNamesFields` as the parse pass found it.
+    init(checkedLines lines: [UInt8], count: Int, connectionNamesFields: Bool) {
         self.bytes = lines
         self.count = count
+        self.connectionNamesFields = connectionNamesFields
     }
 
     /// Room for `byteCount` more bytes of lines, so that a head written field by field grows its storage once.
@@ -46,6 +51,11 @@ struct RequestFields: Equatable, Sendable {
     /// Appends one field. `name` must be a token and `value` must hold no CR, LF or NUL: HPACK fields that
     /// nghttp2 checked, or values the gateway made itself.
     mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        if FieldBytes.equalsIgnoringCase(name, "connection") {
+            var framing = HTTP1Syntax.FramingFields()
+            try? framing.add(name: name, value: value)
+            self.connectionNamesFields = self.connectionNamesFields || framing.connectionNamesFields
+        }
         self.bytes.append(contentsOf: name)
         self.bytes.append(UInt8(ascii: ":"))
         self.bytes.append(UInt8(ascii: " "))

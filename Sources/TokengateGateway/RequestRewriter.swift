@@ -49,9 +49,9 @@ enum RequestRewriter {
         allocator: ByteBufferAllocator
     ) -> UpstreamRequestHead? {
         let client = head.fields
-        // Names the client listed in `Connection` are hop-by-hop too (rare: parsed only when present) — but
-        // never the framing or the Host, which the gateway decides.
-        let connectionListed = Self.namesListedInConnection(client)
+        // Names the client listed in `Connection` are hop-by-hop too (rare: looked for only when the parse pass
+        // saw such a list) — but never the framing or the Host, which the gateway decides.
+        let connectionListed = client.connectionNamesFields ? Self.namesListedInConnection(client) : []
         // The client's lines are at most what its kept fields take again.
         var bytes = allocator.buffer(capacity: 256 + head.uri.utf8.count + client.bytes.count)
         bytes.writeString(head.method.rawValue)
@@ -182,8 +182,7 @@ enum RequestRewriter {
     }()
 
     /// The names a client's `Connection` fields list, when they list more than `keep-alive` and `close` (both
-    /// hop-by-hop anyway): empty for nearly every request, without a split. Never the framing or the Host,
-    /// which the gateway decides (``protectedNames``).
+    /// hop-by-hop anyway). Never the framing or the Host, which the gateway decides (``protectedNames``).
     private static func namesListedInConnection(_ fields: RequestFields) -> [[UInt8]] {
         var listed: [[UInt8]] = []
         fields.forEach { name, value in

@@ -41,6 +41,26 @@ import TokengateTokens
         #expect(head.headers == HTTPHeaders([("Host", "api.example"), ("X-Token", "t1"), ("ACCEPT", "*/*"), ("x-token", "t2"), ("Empty", "")]))
     }
 
+    /// The parse pass notes a `Connection` that names fields, and the fields it names never reach the backend.
+    @Test func fieldsAConnectionListNamesAreDroppedFromAParsedHead() throws {
+        let plain = try self.parsed("GET /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nX-Secret: s\r\n\r\n")
+        #expect(!plain.fields.connectionNamesFields)
+        let head = try self.parsed("GET /a HTTP/1.1\r\nHost: x\r\nX-Secret: s\r\nX-Other: o\r\nConnection: keep-alive, x-secret\r\n\r\n")
+        #expect(head.fields.connectionNamesFields)
+        let upstream = try #require(
+            RequestRewriter.upstreamHead(
+                from: head,
+                identity: nil,
+                strip: nil,
+                newBodyLength: nil,
+                forwarding: .init(clientAddress: nil, requestID: "rid", scheme: "https"),
+                allocator: ByteBufferAllocator()
+            )
+        )
+        let text = String(buffer: upstream.bytes).lowercased()
+        #expect(!text.contains("x-secret") && !text.contains("connection") && text.contains("x-other: o\r\n"), "\(text)")
+    }
+
     @Test func aHeadWithoutFieldsHasNone() throws {
         let head = try self.parsed("GET / HTTP/1.0\r\n\r\n")
         #expect(head.fields.count == 0 && head.fields.bytes.isEmpty && head.fields.first(name: "host") == nil)

@@ -100,6 +100,14 @@ import TokengateTokens
         #expect(checked == 3_500)
     }
 
+    /// The byte class (and the table the scan reads) against RFC 6750's b64token alphabet, for every byte.
+    @Test func b64TokenBytesAreExactlyTheRFCAlphabet() {
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/=".utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(TokenExtractor.isB64TokenByte(byte) == alphabet.contains(byte), "byte \(byte)")
+        }
+    }
+
     @Test func findsTheTokenInEachSource() {
         #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("Authorization", "Bearer t1")]), body: nil) == .token("t1", .authorization))
         #expect(self.extractor.extract(method: .GET, uri: "/a", headers: self.headers([("x-api-token", " t2 ")]), body: nil) == .token("t2", .header("X-Api-Token")))
