@@ -16,16 +16,20 @@
 # Usage: scripts/bench-compare.sh [--rounds 3] [--duration 10] [--connections 64] [--rate 10000]
 #                                 [--latency-duration 10] [--users 5000] [--proxies "nginx haproxy haproxy-jwt tokengate"]
 #                                 [--h2-clients 16] [--h2-streams 10] [--out DIR] [--no-build]
-#                                 [--gateway LABEL=PATH ...] [--phases "wrk h2load rate rate-h2"]
+#                                 [--gateway LABEL=PATH ...] [--phases "wrk h2load rate rate-h2"] [--app-fields]
 # --gateway adds another tokengate binary as a proxy named LABEL (same configuration, same rounds): an A/B of
 # two builds side by side, interleaved in one run (`--proxies "tokengate before" --gateway before=/path`).
 # --phases picks the measurements: wrk (HTTP/1.1 closed loop), h2load (HTTP/2 closed loop), rate and rate-h2
 # (tokengate-bench at the fixed --rate over HTTP/1.1 and HTTP/2).
+# --app-fields sends, besides Host and the token, six fields of the kind a mobile app's requests carry (a
+# browser-like User-Agent, Accept, Accept-Language, Accept-Encoding, an app version, Cache-Control) from wrk and
+# h2load, to every proxy alike; the fixed-rate phases send only the token.
 # Needs root for apt-get when a tool is missing. Every process it starts is stopped on exit; every tool
 # invocation has a timeout, so the run is bounded.
 set -euo pipefail
 
 ROUNDS=3
+APP_FIELDS=0
 DURATION=10
 CONNECTIONS=64
 RATE=10000
@@ -55,6 +59,7 @@ while [ $# -gt 0 ]; do
         --out) OUT="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --phases) PHASES="$2"; shift 2 ;;
+        --app-fields) APP_FIELDS=1; shift ;;
         --gateway)
             label="${2%%=*}"; path="${2#*=}"
             [[ "$label" =~ ^[a-z0-9][a-z0-9-]*$ ]] && [ "$label" != "$2" ] || {
@@ -225,11 +230,26 @@ RESULTS="$OUT/results.tsv"
 printf 'round\tproxy\tprotocol\trequests_per_s\tcpu_us_per_request\tp50_ms\tp99_ms\tbad_answers\tnote\n' > "$RESULTS"
 URL="https://127.0.0.1:8443/api/bench"
 
+# --app-fields: the same fields for wrk (one per line in BENCH_FIELDS, read by rotate-tokens.lua) and h2load (-H).
+APP_FIELD_LINES=(
+    "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+    "Accept: application/json, text/plain, */*"
+    "Accept-Language: en-GB,en;q=0.9,de;q=0.8"
+    "Accept-Encoding: gzip, deflate, br"
+    "X-Client-Version: ios-7.12.3-build-4411"
+    "Cache-Control: no-cache"
+)
+H2LOAD_FIELDS=()
+wrk_fields() { [ "$APP_FIELDS" = 1 ] && printf '%s\n' "${APP_FIELD_LINES[@]}" || true; }
+if [ "$APP_FIELDS" = 1 ]; then
+    for line in "${APP_FIELD_LINES[@]}"; do H2LOAD_FIELDS+=(-H "$line"); done
+fi
+
 run_wrk() {  # round proxy
     local pids before after output requests rps seconds non2xx errors
     pids="$(proxy_pids)"
     before="$(cpu_ticks "$pids")"
-    output="$(BENCH_TOKENS="$TMP/tokens.txt" timeout $((DURATION + 30)) taskset -c "$CLIENT_CORE" \
+    output="$(BENCH_TOKENS="$TMP/tokens.txt" BENCH_FIELDS="$(wrk_fields)" timeout $((DURATION + 30)) taskset -c "$CLIENT_CORE" \
         wrk -t 1 -c "$CONNECTIONS" -d "${DURATION}s" --latency -s "$TEMPLATES/rotate-tokens.lua" "$URL" 2>&1)" || true
     after="$(cpu_ticks "$pids")"
     echo "$output" > "$OUT/wrk-$2-round$1.txt"
@@ -251,7 +271,7 @@ alpn() {  # what the proxy picks when offered h2 and http/1.1
 run_h2load() {  # round proxy
     local pids before after output done rps
     # Only where ALPN gives h2: h2load falls back to HTTP/1.1 *pipelining* (-m requests at once) otherwise,
-    # which measures something else (and currently crashes tokengate's HTTP/1.1 handler).
+    # which measures something else.
     if [ "$(alpn)" != h2 ]; then
         printf '%s\t%s\th2\tNA\tNA\tNA\tNA\tNA\tno h2 through ALPN\n' "$1" "$2" >> "$RESULTS"
         return
@@ -259,7 +279,7 @@ run_h2load() {  # round proxy
     pids="$(proxy_pids)"
     before="$(cpu_ticks "$pids")"
     output="$(timeout $((DURATION + 30)) taskset -c "$CLIENT_CORE" h2load -t 1 -c "$H2_CLIENTS" -m "$H2_STREAMS" \
-        -D "$DURATION" -H "authorization: Bearer $ONE_TOKEN" "$URL" 2>&1)" || true
+        -D "$DURATION" -H "authorization: Bearer $ONE_TOKEN" "${H2LOAD_FIELDS[@]}" "$URL" 2>&1)" || true
     after="$(cpu_ticks "$pids")"
     echo "$output" > "$OUT/h2load-$2-round$1.txt"
     if ! grep -q 'Application protocol: h2' <<< "$output"; then
