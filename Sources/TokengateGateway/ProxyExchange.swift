@@ -515,7 +515,8 @@ extension ProxyExchange {
         self.state = .forwarding(connection)
         self.sendContinueIfExpected()
         connection.handler.send(head)
-        self.upstreamSentAt = .now()
+        let now = NIODeadline.now()
+        self.upstreamSentAt = now
         if let body = self.replayableBody, self.requestEnded {
             connection.handler.sendBody(body)
             if queued.isEmpty {
@@ -536,7 +537,7 @@ extension ProxyExchange {
             connection.handler.flush()
         }
         if self.requestEnded {
-            self.startResponseTimer()
+            self.startResponseTimer(now: now)
         }
         self.client.setRequestReadingPaused(!connection.channel.isWritable)
     }
@@ -547,10 +548,11 @@ extension ProxyExchange {
 
     /// The response timeout lives on the upstream connection (``DeadlineTimer``), so back-to-back requests
     /// over one connection do not schedule a task each.
-    private func startResponseTimer() {
+    /// `now`, when the caller has just read the clock (each read is a system call's worth of time under a VM).
+    private func startResponseTimer(now: NIODeadline? = nil) {
         guard case .forwarding(let connection) = self.state else { return }
         let timeout = self.runtime.upstreams[self.upstreamIndex].responseTimeout
-        connection.responseTimer.arm(at: connection.channel.eventLoop.now + timeout)
+        connection.responseTimer.arm(at: (now ?? connection.channel.eventLoop.now) + timeout)
     }
 
     private func cancelResponseTimer() {
@@ -581,9 +583,10 @@ extension ProxyExchange {
             // From here on the same timeout bounds the backend's silence between reads of the body (as nginx's
             // `proxy_read_timeout` does): a backend that sends a head and stops would otherwise hold both
             // connections for ever.
-            self.startResponseTimer()
+            let now = NIODeadline.now()
+            self.startResponseTimer(now: now)
             if let sent = self.upstreamSentAt {
-                self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((NIODeadline.now() - sent).nanoseconds)
+                self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((now - sent).nanoseconds)
             }
             self.responseStarted = true
             self.status = head.status

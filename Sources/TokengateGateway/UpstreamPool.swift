@@ -22,6 +22,8 @@ final class UpstreamPool {
     private var idle: [[UpstreamConnection]]
     private var open: [Int]
     private var ejectedUntil: [NIODeadline]
+    /// What ``ejectedUntil`` holds for a target that never refused a connection.
+    private static let neverEjected = NIODeadline.uptimeNanoseconds(0)
     private var cursor = 0
 
     private let connectFailures: CoreMetrics.Counter
@@ -42,7 +44,7 @@ final class UpstreamPool {
         self.logger = logger
         self.idle = Array(repeating: [], count: settings.targets.count)
         self.open = Array(repeating: 0, count: settings.targets.count)
-        self.ejectedUntil = Array(repeating: .uptimeNanoseconds(0), count: settings.targets.count)
+        self.ejectedUntil = Array(repeating: Self.neverEjected, count: settings.targets.count)
     }
 
     /// The number of open connections (idle and busy), for metrics and tests.
@@ -53,7 +55,9 @@ final class UpstreamPool {
     func acquireIdle() -> UpstreamConnection? {
         self.eventLoop.preconditionInEventLoop()
         let index = self.cursor % self.settings.targets.count
-        guard !self.idle[index].isEmpty, self.ejectedUntil[index] <= .now(),
+        // The clock is read only for a target that was ever ejected.
+        let ejectedUntil = self.ejectedUntil[index]
+        guard !self.idle[index].isEmpty, ejectedUntil == Self.neverEjected || ejectedUntil <= .now(),
             let connection = self.takeIdle(index)
         else { return nil }
         self.cursor = (index + 1) % self.settings.targets.count

@@ -120,8 +120,8 @@ extension HTTP2ServerCodec {
         default:
             event = nil
         }
-        guard let event, let now = self.context?.eventLoop.now else { return 0 }
-        switch self.heuristics.record(event, now: now) {
+        guard let event else { return 0 }
+        switch self.heuristics.record(event, now: self.roundStartedAt) {
         case .proceed:
             return 0
         case .enhanceYourCalm(let tripped):
@@ -133,7 +133,7 @@ extension HTTP2ServerCodec {
 
     func beganHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let id = frame.pointee.hd.stream_id
-        self.headerBlockStartedAt = self.context?.eventLoop.now
+        self.headerBlockStartedAt = self.roundStartedAt
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             let stream = HTTP2StreamState(
                 id: id,
@@ -141,7 +141,7 @@ extension HTTP2ServerCodec {
                 headerListLimit: self.configuration.maxHeaderListSize
             )
             self.streamOpened(stream)
-        } else if let stream = self.streams[id] {
+        } else if let stream = self.stream(id) {
             stream.trailers = HTTPHeaders()
             stream.trailerListSize = 0
         }
@@ -150,7 +150,7 @@ extension HTTP2ServerCodec {
 
     /// One decoded field, as nghttp2's bytes (valid only during the call).
     func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
-        guard let stream = self.streams[frame.pointee.hd.stream_id] else { return 0 }
+        guard let stream = self.stream(frame.pointee.hd.stream_id) else { return 0 }
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             stream.request.add(name: name, value: value)
             return 0
@@ -172,7 +172,7 @@ extension HTTP2ServerCodec {
         switch UInt32(header.type) {
         case NGHTTP2_HEADERS.rawValue:
             self.headerBlockStartedAt = nil
-            guard let stream = self.streams[header.stream_id] else { return 0 }
+            guard let stream = self.stream(header.stream_id) else { return 0 }
             if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
                 self.record(.requestHead(header.stream_id))
                 if endStream {
@@ -187,7 +187,7 @@ extension HTTP2ServerCodec {
                 self.record(.requestEnd(header.stream_id, trailers))
             }
         case NGHTTP2_DATA.rawValue:
-            if endStream, let stream = self.streams[header.stream_id] {
+            if endStream, let stream = self.stream(header.stream_id) {
                 stream.remoteEnded = true
                 self.record(.requestEnd(header.stream_id, nil))
             }
@@ -198,7 +198,7 @@ extension HTTP2ServerCodec {
     }
 
     func receivedData(stream id: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-        guard let stream = self.streams[id], stream.handler != nil || !stream.answeredByCodec else {
+        guard let stream = self.stream(id), stream.handler != nil || !stream.answeredByCodec else {
             // Nobody will read it: only the connection window needs it back.
             self.connectionConsumePending += bytes.count
             return 0
@@ -218,7 +218,7 @@ extension HTTP2ServerCodec {
     }
 
     func streamClosed(_ id: Int32, code: UInt32) -> Int32 {
-        guard let stream = self.streams[id] else { return 0 }
+        guard let stream = self.stream(id) else { return 0 }
         stream.closed = true
         // Keeping the capacity: the state goes with the stream, and `removeAll()` would allocate a new, empty
         // backing store for every stream that closes.
@@ -236,17 +236,17 @@ extension HTTP2ServerCodec {
             // Every reset the gateway sends for a reason other than "no error" costs the client nothing to
             // provoke and may leave work running behind a closed stream (MadeYouReset): rate-limited.
             let code = frame.pointee.rst_stream.error_code
-            if code != HTTP2ErrorCode.noError.rawValue, let now = self.context?.eventLoop.now,
-                case .enhanceYourCalm(let tripped) = self.heuristics.record(.serverReset, now: now)
+            if code != HTTP2ErrorCode.noError.rawValue,
+                case .enhanceYourCalm(let tripped) = self.heuristics.record(.serverReset, now: self.roundStartedAt)
             {
                 self.calm = tripped
                 self.scheduleProcessing()
             }
         case NGHTTP2_DATA.rawValue, NGHTTP2_HEADERS.rawValue:
-            if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0, let now = self.context?.eventLoop.now {
-                self.heuristics.sentDataFrame(now: now)
+            if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0 {
+                self.heuristics.sentDataFrame(now: self.roundStartedAt)
             }
-            if endStream, let stream = self.streams[header.stream_id] {
+            if endStream, let stream = self.stream(header.stream_id) {
                 stream.localEnded = true
                 if !stream.remoteEnded, !stream.closed {
                     // A complete response before the complete request: ask the client to stop sending

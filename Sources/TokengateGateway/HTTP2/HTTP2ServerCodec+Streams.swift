@@ -12,7 +12,7 @@ import NIOHTTP1
 
 extension HTTP2ServerCodec {
     func streamWriteHead(_ id: Int32, _ block: HTTP2HeaderBlock) {
-        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
             return
         }
         stream.headWritten = true
@@ -21,7 +21,7 @@ extension HTTP2ServerCodec {
     }
 
     func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
-        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, buffer.readableBytes > 0
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, buffer.readableBytes > 0
         else { return }
         guard stream.headWritten, !stream.endWritten else {
             preconditionFailure("HTTP/2 stream \(id): a body part was written before the head or after the end")
@@ -36,7 +36,7 @@ extension HTTP2ServerCodec {
     }
 
     func streamWriteEnd(_ id: Int32, _ trailers: HTTPHeaders?) {
-        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil, !stream.endWritten else {
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.endWritten else {
             return
         }
         guard stream.headWritten else {
@@ -51,7 +51,7 @@ extension HTTP2ServerCodec {
     }
 
     func streamReset(_ id: Int32, code: HTTP2ErrorCode) {
-        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil else { return }
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil else { return }
         stream.handler = nil  // It asked: it is not told again.
         stream.resetRequested = code
         stream.body.removeAll(keepingCapacity: true)
@@ -60,7 +60,7 @@ extension HTTP2ServerCodec {
     }
 
     func streamConsumed(_ id: Int32, bytes: Int) {
-        guard bytes > 0, let stream = self.streams[id] else { return }
+        guard bytes > 0, let stream = self.stream(id) else { return }
         let count = min(bytes, stream.unconsumed)
         guard count > 0 else { return }
         stream.unconsumed -= count
@@ -69,7 +69,7 @@ extension HTTP2ServerCodec {
     }
 
     func streamIsWritable(_ id: Int32) -> Bool {
-        guard let stream = self.streams[id], !stream.closed, stream.resetRequested == nil else { return false }
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil else { return false }
         return stream.writable
     }
 
@@ -103,7 +103,7 @@ extension HTTP2ServerCodec {
         length: Int,
         flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        guard let stream = self.streams[id], !stream.closed else {
+        guard let stream = self.stream(id), !stream.closed else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         var written = 0

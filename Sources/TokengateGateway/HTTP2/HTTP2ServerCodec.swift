@@ -71,7 +71,13 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// session, so it is released with the codec, after every `nghttp2_session_del` has run.
     private(set) var arena: HTTP2SessionArena?
     var context: ChannelHandlerContext?
-    var streams: [Int32: HTTP2StreamState] = [:]
+    /// Every stream the codec keeps, by id. Read through ``stream(_:)``; changed only by ``streamOpened(_:)``,
+    /// the close of a stream and ``failAllStreams(code:)``, which keep ``lastStream`` true.
+    private(set) var streams: [Int32: HTTP2StreamState] = [:]
+    /// The stream ``stream(_:)`` found last. nghttp2's callbacks and the stream handles ask for the same stream
+    /// several times in a row (every field of a header block, every write of a response, the submit round), and
+    /// hashing the id cost more than most of those calls do besides.
+    private var lastStream: HTTP2StreamState?
     /// Streams open from the codec's point of view (created by a request, not yet seen closed).
     private(set) var openStreamCount = 0
     /// Small to start with: every idle connection holds it; it grows (and stays grown) under many streams.
@@ -102,6 +108,10 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     var awaitingPreface = true
     /// A header block began and has not ended (HEADERS without END_HEADERS and its CONTINUATIONs).
     var headerBlockStartedAt: NIODeadline?
+    /// When the current round of ``process()`` began: the time the callbacks of that round go by (flood
+    /// windows, header block starts, idle periods), read once per round instead of once per frame or stream.
+    /// Every callback runs inside a round; the timeouts these feed are seconds long.
+    var roundStartedAt: NIODeadline = .now()
     /// No stream has been open since then.
     private var idleSince: NIODeadline?
     /// The frame buffer's pages were handed back in the current idle period (reset when a stream opens).
@@ -190,6 +200,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private func failAllStreams(code: HTTP2ErrorCode) {
         let streams = self.streams
         self.streams = [:]
+        self.lastStream = nil
         self.events.removeAll()
         self.openStreamCount = 0
         for stream in streams.values {
@@ -290,6 +301,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         }
         guard let context = self.context, let session = self.session else { return }
         self.processing = true
+        self.roundStartedAt = context.eventLoop.now
         repeat {
             self.needsProcessing = false
             self.feedInput(session)
@@ -375,7 +387,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         while let event = self.events.popFirst() {
             switch event {
             case .requestHead(let id):
-                guard let stream = self.streams[id], !stream.closed else { continue }
+                guard let stream = self.stream(id), !stream.closed else { continue }
                 switch stream.request.build() {
                 case .head(let head):
                     let handler = self.makeHandler(stream.handle)
@@ -385,7 +397,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                     self.answer(answer, on: stream)
                 }
             case .requestBody(let id, let buffer):
-                guard let stream = self.streams[id] else {
+                guard let stream = self.stream(id) else {
                     self.connectionConsumePending += buffer.readableBytes
                     continue
                 }
@@ -399,13 +411,16 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                     self.scheduleProcessing()
                 }
             case .requestEnd(let id, let trailers):
-                self.streams[id]?.handler?.received(.end(trailers))
+                self.stream(id)?.handler?.received(.end(trailers))
             case .streamClosed(let id, let code):
                 guard let stream = self.streams.removeValue(forKey: id) else { continue }
+                if self.lastStream === stream {
+                    self.lastStream = nil
+                }
                 stream.handle.detach()
                 self.openStreamCount -= 1
                 if self.openStreamCount == 0 {
-                    self.idleSince = self.context?.eventLoop.now
+                    self.idleSince = self.roundStartedAt
                 }
                 self.connectionConsumePending += stream.unconsumed + stream.consumePending
                 stream.unconsumed = 0
@@ -415,7 +430,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                     handler.streamReset(code)
                 }
             case .writabilityChanged(let id, let writable):
-                self.streams[id]?.handler?.writabilityChanged(writable)
+                self.stream(id)?.handler?.writabilityChanged(writable)
             }
         }
     }
@@ -449,7 +464,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.spareDirtyStreams = dirty
         }
         for id in dirty {
-            guard let stream = self.streams[id] else { continue }
+            guard let stream = self.stream(id) else { continue }
             stream.dirty = false
             if stream.consumePending > 0 {
                 nghttp2_session_consume(session, id, stream.consumePending)
@@ -667,9 +682,20 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.process()
     }
 
+    /// The state of stream `id`, `nil` once it is gone (ids are never reused on a connection).
+    func stream(_ id: Int32) -> HTTP2StreamState? {
+        if let last = self.lastStream, last.id == id {
+            return last
+        }
+        guard let found = self.streams[id] else { return nil }
+        self.lastStream = found
+        return found
+    }
+
     /// A new stream opened (called from the begin-headers callback).
     func streamOpened(_ stream: HTTP2StreamState) {
         self.streams[stream.id] = stream
+        self.lastStream = stream
         self.openStreamCount += 1
         self.idleSince = nil
         self.idlePagesReleased = false
