@@ -21,14 +21,33 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     private var flagCapacity: Int
     private(set) var count = 0
 
+    /// An empty block, with no storage yet.
+    init() {
+        self.storage = []
+        self.flagCapacity = 0
+    }
+
     /// A block with room for the marks of `maxFields` fields and `dataBytes` of names and values.
     private init(maxFields: Int, dataBytes: Int) {
+        self.init()
+        self.prepare(maxFields: maxFields, dataBytes: dataBytes)
+    }
+
+    /// Empties the block for new fields, keeping its storage: with room for the marks of `maxFields` fields and
+    /// `dataBytes` of names and values. No allocation when the storage is large enough and this block is its
+    /// only holder (``HTTP2StreamSpares`` hands blocks out by moving them).
+    private mutating func prepare(maxFields: Int, dataBytes: Int) {
+        self.storage.removeAll(keepingCapacity: true)
+        self.lengths.removeAll(keepingCapacity: true)
+        self.count = 0
         self.flagCapacity = maxFields
-        self.storage = []
         self.storage.reserveCapacity(maxFields + dataBytes)
         self.storage.append(contentsOf: repeatElement(0, count: maxFields))
         self.lengths.reserveCapacity(2 * maxFields)
     }
+
+    /// The bytes its storage can hold without growing.
+    var storageCapacity: Int { self.storage.capacity }
 
     /// A never-index mark per field (non-zero: kept out of HPACK's dynamic table).
     var neverIndex: ArraySlice<UInt8> { self.storage[0..<self.count] }
@@ -69,15 +88,22 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     /// The backend's response head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``),
     /// straight from the bytes it came in; `nil` for an informational (1xx) head.
     static func response(fromUpstream head: UpstreamResponseHead, close: Bool) -> HTTP2HeaderBlock? {
-        guard head.status.code >= 200, head.status.code <= 999 else { return nil }
+        var block = HTTP2HeaderBlock()
+        return block.writeResponse(fromUpstream: head, close: close) ? block : nil
+    }
+
+    /// ``response(fromUpstream:close:)`` written over this block's fields, in its storage; false (and the block
+    /// left empty) for an informational (1xx) head.
+    mutating func writeResponse(fromUpstream head: UpstreamResponseHead, close: Bool) -> Bool {
         // `:status`, the backend's fields and the two the filter may add (HSTS, `connection`, dropped here).
-        var block = HTTP2HeaderBlock(maxFields: head.fieldCount + 3, dataBytes: head.fieldBytes + 10 + 41)
-        block.append(":status", String(head.status.code), sensitive: false)
+        self.prepare(maxFields: head.fieldCount + 3, dataBytes: head.fieldBytes + 10 + 41)
+        guard head.status.code >= 200, head.status.code <= 999 else { return false }
+        self.append(":status", String(head.status.code), sensitive: false)
         // The filter has already removed what `Connection` names: no names to pass on.
         RequestRewriter.forEachClientResponseField(of: head, close: close) { name, value in
-            block.appendRegular(name: name, value: value, named: [])
+            self.appendRegular(name: name, value: value, named: [])
         }
-        return block
+        return true
     }
 
     /// The trailers' fields but those no trailer may carry (``RequestRewriter/isForbiddenTrailer(_:)``, the

@@ -138,7 +138,8 @@ extension HTTP2ServerCodec {
             let stream = HTTP2StreamState(
                 id: id,
                 handle: HTTP2ServerStream(id: id, codec: self),
-                headerListLimit: self.configuration.maxHeaderListSize
+                headerListLimit: self.configuration.maxHeaderListSize,
+                body: self.spares.takeBody()
             )
             self.streamOpened(stream)
         } else if let stream = self.stream(id) {

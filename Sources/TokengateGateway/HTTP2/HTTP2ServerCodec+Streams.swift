@@ -20,6 +20,18 @@ extension HTTP2ServerCodec {
         self.markDirty(stream)
     }
 
+    /// A backend's head, written into the storage of an earlier response's block when one is kept.
+    func streamWriteHead(_ id: Int32, fromUpstream head: UpstreamResponseHead, close: Bool) {
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
+            return
+        }
+        var block = self.spares.takeHeaderBlock() ?? HTTP2HeaderBlock()
+        guard block.writeResponse(fromUpstream: head, close: close) else { return }  // 1xx: not forwarded.
+        stream.headWritten = true
+        stream.pendingHead = block
+        self.markDirty(stream)
+    }
+
     func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
         guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, buffer.readableBytes > 0
         else { return }

@@ -78,6 +78,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// several times in a row (every field of a header block, every write of a response, the submit round), and
     /// hashing the id cost more than most of those calls do besides.
     private var lastStream: HTTP2StreamState?
+    /// Body queues and header block storage of finished streams, for the next ones.
+    var spares = HTTP2StreamSpares()
     /// Streams open from the codec's point of view (created by a request, not yet seen closed).
     private(set) var openStreamCount = 0
     /// Small to start with: every idle connection holds it; it grows (and stays grown) under many streams.
@@ -201,6 +203,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         let streams = self.streams
         self.streams = [:]
         self.lastStream = nil
+        self.spares.release()
         self.events.removeAll()
         self.openStreamCount = 0
         for stream in streams.values {
@@ -418,6 +421,10 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                     self.lastStream = nil
                 }
                 stream.handle.detach()
+                // Emptied while this state is its only holder (no copy), then kept for a next stream.
+                stream.body.removeAll(keepingCapacity: true)
+                stream.queuedBytes = 0
+                self.spares.giveBack(body: stream.body)
                 self.openStreamCount -= 1
                 if self.openStreamCount == 0 {
                     self.idleSince = self.roundStartedAt
@@ -482,6 +489,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                 stream.pendingHead = nil
                 let bodyless = stream.endWritten && stream.body.isEmpty && stream.pendingTrailers == nil
                 let result = Self.submit(head, session: session, stream: id, response: true, withBody: !bodyless)
+                // nghttp2 copied the fields: the block's storage can serve the next response.
+                self.spares.giveBack(headerBlock: head)
                 if result != 0 {
                     self.submitFailed(stream, session: session, result: result)
                     continue
@@ -674,6 +683,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             // Once per idle period, tried or not: a session with output pending keeps its pages until the
             // next idle period.
             self.idlePagesReleased = true
+            // Nor does an idle connection keep storage for streams: a busy one drops to no open stream between
+            // every batch of requests, so the spares go only once the connection has been idle this long.
+            self.spares.release()
             _ = arena.releasePagesIfIdle(session: session)
         }
         if self.goawayDue != nil {

@@ -40,9 +40,14 @@ final class HTTP2ServerStream {
         self.writeHead(block)
     }
 
-    /// A response head already in HTTP/2's form (a backend's, ``HTTP2HeaderBlock/response(fromUpstream:close:)``).
+    /// A response head already in HTTP/2's form.
     func writeHead(_ block: HTTP2HeaderBlock) {
         self.codec?.streamWriteHead(self.id, block)
+    }
+
+    /// A backend's response head (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:)``); 1xx heads are dropped.
+    func writeHead(fromUpstream head: UpstreamResponseHead, close: Bool) {
+        self.codec?.streamWriteHead(self.id, fromUpstream: head, close: close)
     }
 
     /// Queues response body bytes. Check ``isWritable`` afterwards: above the per-stream limit the caller

@@ -127,8 +127,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     }
 
     func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool) {
-        guard let block = HTTP2HeaderBlock.response(fromUpstream: head, close: close) else { return }  // 1xx.
-        self.stream.writeHead(block)
+        self.stream.writeHead(fromUpstream: head, close: close)
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {

@@ -40,7 +40,7 @@ final class HTTP2StreamState {
     var headWritten = false
     /// The head's block, until it is submitted.
     var pendingHead: HTTP2HeaderBlock?
-    var body = CircularBuffer<ByteBuffer>(initialCapacity: 4)
+    var body: CircularBuffer<ByteBuffer>
     var queuedBytes = 0
     var endWritten = false
     var pendingTrailers: HTTP2HeaderBlock?
@@ -61,10 +61,12 @@ final class HTTP2StreamState {
     /// Listed in the codec's dirty list for the next submit round.
     var dirty = false
 
-    init(id: Int32, handle: HTTP2ServerStream, headerListLimit: Int) {
+    /// - Parameter body: an empty queue for the response body (``HTTP2StreamSpares/takeBody()``).
+    init(id: Int32, handle: HTTP2ServerStream, headerListLimit: Int, body: CircularBuffer<ByteBuffer>) {
         self.id = id
         self.handle = handle
         self.request = HTTP2RequestHeadBuilder(limit: headerListLimit)
+        self.body = body
     }
 }
 
