@@ -175,6 +175,33 @@ import Testing
         #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 1 }?.errorCode == 0x1)
     }
 
+    /// What would break the field lines and request line the request logic writes for the backend: a `:path`
+    /// with a space or a tab, field values with CR, LF or NUL, names with a colon, space or uppercase. None may
+    /// reach a handler, whoever refuses it (nghttp2's checks, the head builder's own).
+    @Test func requestsThatCouldBreakTheBackendsLinesNeverReachAHandler() throws {
+        let cases: [(path: String, extra: [(String, String)])] = [
+            ("/a b", []), ("/a\tb", []), ("/a\r\nx: y", []),
+            ("/x", [("x-a", "1\r\nx-tokengate-user: admin")]), ("/x", [("x-a", "1\nb")]), ("/x", [("x-a", "1\u{0}")]),
+            ("/x", [("x-a:b", "1")]), ("/x", [("x a", "1")]), ("/x", [("X-Upper", "1")]), ("/x", [("cookie", "a=1\r\nb")]),
+        ]
+        for (index, request) in cases.enumerated() {
+            let client = try H2EmbeddedClient()
+            defer { client.finish() }
+            try client.handshake()
+            try client.send(.request(1, path: request.path, extra: request.extra))
+            try client.read()
+            #expect(client.log.heads.isEmpty, "case \(index): \(request.path.debugDescription) \(request.extra)")
+        }
+        // The same harness hands a clean request on.
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/a%20b", extra: [("x-a", "1 \t2"), ("x-b", "caf\u{e9}")]))
+        try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/a%20b"])
+        #expect(client.log.heads.first?.fields.first(name: "x-a") == "1 \t2")
+    }
+
     @Test func aClientResetReachesTheHandler() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }
