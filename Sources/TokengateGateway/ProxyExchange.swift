@@ -360,8 +360,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                         clientAddress: self.forwardedFor,
                         requestID: self.requestID,
                         scheme: "https"
-                    ),
-                    allocator: self.client.allocator
+                    )
                 )
             else {
                 self.answer(.malformedHTTP("a header field value holds a line break or a NUL byte"))

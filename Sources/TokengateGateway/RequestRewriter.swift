@@ -29,9 +29,34 @@ enum RequestRewriter {
         var scheme: String
     }
 
-    /// The head to send upstream, serialized. `newBodyLength` is set when the token was removed from the body.
-    /// `nil` when a field value would carry a CR, LF or NUL byte (the client's values were checked by the
-    /// HTTP/1.1 parser or HPACK, but an identity comes from the token): such a head is never sent.
+    /// The head to send upstream, checked: `newBodyLength` is set when the token was removed from the body.
+    /// `nil` when a value the gateway adds would carry a CR, LF or NUL byte (the client's values were checked
+    /// by the HTTP/1.1 parser or nghttp2, but an identity comes from the token): such a head is never sent.
+    /// The bytes are written when the request goes out, into its upstream connection's buffer
+    /// (``UpstreamRequestHead/write(into:)``).
+    static func upstreamHead(
+        from head: ClientRequestHead,
+        identity: VerifiedToken?,
+        strip: TokenSource?,
+        newBodyLength: Int?,
+        forwarding: Forwarding
+    ) -> UpstreamRequestHead? {
+        func isSafe(_ value: String?) -> Bool { value.map(Self.isSafeFieldValue) ?? true }
+        guard isSafe(identity?.subject), isSafe(identity?.keyID), isSafe(forwarding.clientAddress), isSafe(forwarding.scheme),
+            isSafe(forwarding.requestID)
+        else { return nil }
+        return UpstreamRequestHead(
+            client: head,
+            identity: identity,
+            strip: strip,
+            newBodyLength: newBodyLength,
+            forwarding: forwarding,
+            // A body of unknown length goes chunked (see ``write(_:into:)``).
+            chunked: newBodyLength == nil && head.fields.contains(name: "transfer-encoding")
+        )
+    }
+
+    /// Writes `head` as the backend gets it.
     ///
     /// One pass over the client's fields, written straight into the bytes the backend gets: this runs for
     /// every forwarded request, so no intermediate header list is built.
@@ -40,27 +65,20 @@ enum RequestRewriter {
     /// `Transfer-Encoding` are removed and the gateway states the framing of what it will send itself —
     /// the new length, the client's validated length, or lowercase `chunked` for a body of unknown length —
     /// so the backend can only ever read the body the gateway writes, as the body.
-    static func upstreamHead(
-        from head: ClientRequestHead,
-        identity: VerifiedToken?,
-        strip: TokenSource?,
-        newBodyLength: Int?,
-        forwarding: Forwarding,
-        allocator: ByteBufferAllocator
-    ) -> UpstreamRequestHead? {
-        let client = head.fields
+    static func write(_ head: UpstreamRequestHead, into bytes: inout ByteBuffer) {
+        let client = head.client.fields
+        let strip = head.strip
         // Names the client listed in `Connection` are hop-by-hop too (rare: looked for only when the parse pass
         // saw such a list) — but never the framing or the Host, which the gateway decides.
         let connectionListed = client.connectionNamesFields ? Self.namesListedInConnection(client) : []
         // The client's lines are at most what its kept fields take again.
-        var bytes = allocator.buffer(capacity: 256 + head.uri.utf8.count + client.bytes.count)
-        bytes.writeString(head.method.rawValue)
+        bytes.reserveCapacity(minimumWritableBytes: head.sizeHint)
+        bytes.writeString(head.client.method.rawValue)
         bytes.writeStaticString(" ")
-        bytes.writeString(head.uri)
+        bytes.writeString(head.client.uri)
         bytes.writeStaticString(" HTTP/1.1\r\n")
         var host: Range<Int>?
         var clientLength: Range<Int>?
-        var chunked = false
         var cookies: [String] = []
         client.bytes.withUnsafeBytes { lines in
             HTTP1Syntax.forEachCheckedField(lines, from: 0) { name, value in
@@ -70,7 +88,6 @@ enum RequestRewriter {
                     clientLength = clientLength ?? RequestFields.range(of: value, in: lines)
                     return
                 } else if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
-                    chunked = true
                     return
                 }
                 if Self.isDroppedFromRequest(name) { return }
@@ -94,9 +111,8 @@ enum RequestRewriter {
                 bytes.writeHTTPFieldLine(name: name, value: value)
             }
         }
-        var safe = true
+        // The gateway's own values were checked when the head was made (``upstreamHead(from:identity:strip:newBodyLength:forwarding:)``).
         func field(_ name: String, _ value: String) {
-            safe = safe && Self.isSafeFieldValue(value)
             bytes.writeHTTPFieldLine(name: name, value: value)
         }
         func field(_ name: StaticString, _ value: Range<Int>) {
@@ -110,18 +126,16 @@ enum RequestRewriter {
         if case .cookie(let name) = strip, let remaining = CookieHeader.removing(name, from: cookies) {
             field("cookie", remaining)
         }
-        var sendsChunked = false
         // A body of unknown length is chunked even if a length came with it (both are refused before this; the
         // order here is defence in depth: a length next to chunked framing must never be believed).
-        if let newBodyLength {
+        if let newBodyLength = head.newBodyLength {
             field("content-length", String(newBodyLength))
-        } else if chunked {
+        } else if head.chunked {
             field("transfer-encoding", "chunked")
-            sendsChunked = true
         } else if let clientLength {
             field("content-length", clientLength)
         }
-        if let identity {
+        if let identity = head.identity {
             field("x-tokengate-user", identity.subject)
             field("x-tokengate-token-kind", identity.kind.rawValue)
             field("x-tokengate-issued-at", String(identity.issuedAt))
@@ -131,17 +145,15 @@ enum RequestRewriter {
         }
         // At the edge the client's own X-Forwarded-* values are not trusted (they were dropped above): the
         // backend learns the address the gateway saw.
-        if let address = forwarding.clientAddress {
+        if let address = head.forwarding.clientAddress {
             field("x-forwarded-for", address)
         }
-        field("x-forwarded-proto", forwarding.scheme)
+        field("x-forwarded-proto", head.forwarding.scheme)
         if let host {
             field("x-forwarded-host", host)
         }
-        field("x-request-id", forwarding.requestID)
+        field("x-request-id", head.forwarding.requestID)
         bytes.writeStaticString("\r\n")
-        guard safe else { return nil }
-        return UpstreamRequestHead(bytes: bytes, method: head.method, chunked: sendsChunked)
     }
 
     /// No CR, LF or NUL: what NIO's outbound header validation refused, so a value cannot end its line.

@@ -38,6 +38,12 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// The body of the request being sent goes as chunks.
     private var chunkedRequest = false
+    /// The buffer request heads are written into: the connection's next request writes over the last one's
+    /// bytes (sent by then: a request goes out only after the response before it ended), so a pooled
+    /// connection serves its requests without allocating a buffer for each head.
+    private var headBuffer: ByteBuffer?
+    /// A head buffer grown past this (a request with an unusually large head) is not kept.
+    static let maxKeptHeadBufferBytes = 16 * 1024
     /// Bytes came after the end of a response, in the same read: the backend sent more than it was asked
     /// for, so the connection is never given to another exchange.
     private(set) var desynchronized = false
@@ -91,7 +97,15 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
         }
         self.parser.requestSent(method: head.method)
         self.chunkedRequest = head.chunked
-        context.write(self.wrapOutboundOut(head.bytes), promise: nil)
+        // `clear()` keeps the storage when nothing else holds it any more, and gives fresh storage otherwise: bytes
+        // still on their way out are never written over.
+        var bytes = self.headBuffer.take() ?? context.channel.allocator.buffer(capacity: head.sizeHint)
+        bytes.clear()
+        head.write(into: &bytes)
+        context.write(self.wrapOutboundOut(bytes), promise: nil)
+        if bytes.capacity <= Self.maxKeptHeadBufferBytes {
+            self.headBuffer = bytes
+        }
     }
 
     /// Writes a body part (not flushed), as a chunk when the head said so.

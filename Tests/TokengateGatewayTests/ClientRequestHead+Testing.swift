@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import NIOCore
 import NIOHTTP1
 import TokengateConfig
 
@@ -63,5 +64,14 @@ extension TokenExtractor.Outcome {
     /// A found token, written as a string.
     static func token(_ text: String, _ source: TokenSource) -> Self {
         .token(ArraySlice(text.utf8), source)
+    }
+}
+
+extension UpstreamRequestHead {
+    /// The head as the upstream connection writes it, in a buffer of its own.
+    var bytes: ByteBuffer {
+        var bytes = ByteBuffer()
+        self.write(into: &bytes)
+        return bytes
     }
 }

@@ -53,8 +53,7 @@ import TokengateTokens
                 identity: nil,
                 strip: nil,
                 newBodyLength: nil,
-                forwarding: .init(clientAddress: nil, requestID: "rid", scheme: "https"),
-                allocator: ByteBufferAllocator()
+                forwarding: .init(clientAddress: nil, requestID: "rid", scheme: "https")
             )
         )
         let text = String(buffer: upstream.bytes).lowercased()
@@ -140,8 +139,7 @@ import TokengateTokens
                     identity: nil,
                     strip: nil,
                     newBodyLength: nil,
-                    forwarding: .init(clientAddress: "192.0.2.1", requestID: "rid", scheme: "https"),
-                    allocator: ByteBufferAllocator()
+                    forwarding: .init(clientAddress: "192.0.2.1", requestID: "rid", scheme: "https")
                 )
             )
             let lines = String(buffer: upstream.bytes).components(separatedBy: "\r\n")

@@ -254,8 +254,7 @@ import TokengateTokens
                 identity: nil,
                 strip: .authorization,
                 newBodyLength: nil,
-                forwarding: .init(clientAddress: "127.0.0.1", requestID: "id1", scheme: "https"),
-                allocator: ByteBufferAllocator()
+                forwarding: .init(clientAddress: "127.0.0.1", requestID: "id1", scheme: "https")
             )
         )
         let text = String(buffer: upstream.bytes)
@@ -284,7 +283,7 @@ import TokengateTokens
         let head = ClientRequestHead(version: .http1_1, method: .POST, uri: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"])
         let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "id", scheme: "https")
         let chunked = try #require(
-            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding, allocator: ByteBufferAllocator())
+            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding)
         )
         #expect(chunked.chunked && String(buffer: chunked.bytes).contains("transfer-encoding: chunked\r\n"))
         for subject in ["alice\r\nx-tokengate-user: admin", "alice\nx", "alice\u{0}"] {
@@ -295,8 +294,7 @@ import TokengateTokens
                     identity: identity,
                     strip: nil,
                     newBodyLength: nil,
-                    forwarding: forwarding,
-                    allocator: ByteBufferAllocator()
+                    forwarding: forwarding
                 ) == nil
             )
         }

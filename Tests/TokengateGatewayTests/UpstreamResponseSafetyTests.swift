@@ -252,7 +252,42 @@ final class ScriptedBackend: Sendable {
         }
     }
 
-    private static let request = UpstreamRequestHead(bytes: ByteBuffer(string: "GET / HTTP/1.1\r\nhost: a\r\n\r\n"), method: .GET, chunked: false)
+    private static func request(_ path: String = "/") -> UpstreamRequestHead {
+        let client = ClientRequestHead(version: .http1_1, method: .GET, uri: path, headers: ["host": "a"])
+        let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "r", scheme: "https")
+        // Plain values: the rewriter never refuses this head.
+        return RequestRewriter.upstreamHead(from: client, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding)!
+    }
+
+    /// Request heads are written into the connection's own buffer when they go out: the next request over the
+    /// same connection writes over the last one's bytes once nothing else holds them, and never while they are
+    /// still held (here by the test, as by a write still on its way out).
+    @Test func aConnectionWritesItsRequestHeadsIntoOneBufferWithoutOverwritingHeldBytes() throws {
+        let (channel, handler, _, _) = try self.makeConnection()
+        func exchange(_ path: String) throws -> ByteBuffer {
+            handler.receiver = Recorder()
+            handler.send(Self.request(path))
+            handler.flush()
+            let written = try #require(try channel.readOutbound(as: ByteBuffer.self))
+            try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+            handler.detach()
+            return written
+        }
+        func storage(_ buffer: ByteBuffer) -> UnsafeRawPointer? {
+            buffer.withUnsafeReadableBytes { UnsafeRawPointer($0.baseAddress) }
+        }
+        let held = try exchange("/one")
+        let second = try exchange("/two")
+        #expect(String(buffer: held).hasPrefix("GET /one HTTP/1.1\r\nhost: a\r\n"), "the held head is intact")
+        #expect(String(buffer: second).hasPrefix("GET /two HTTP/1.1\r\nhost: a\r\n"))
+        #expect(storage(held) != storage(second), "a held head is never written over")
+        let secondStorage = storage(second)
+        _ = consume second
+        let third = try exchange("/three")
+        #expect(String(buffer: third).hasPrefix("GET /three HTTP/1.1\r\nhost: a\r\n") && String(buffer: third).hasSuffix("\r\n\r\n"))
+        #expect(storage(third) == secondStorage, "the bytes nobody holds are written over")
+        _ = try? channel.finish()
+    }
 
     /// A connected EmbeddedChannel ending in an upstream handler (after `extra` handlers), a pool on its loop,
     /// and the connection the pool would have made.
@@ -298,7 +333,7 @@ final class ScriptedBackend: Sendable {
             handedOut = pool.acquireIdle()  // A pipelined next request, synchronously.
         }
         handler.receiver = first
-        handler.send(Self.request)
+        handler.send(Self.request())
         channel.pipeline.fireChannelRead(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
         #expect(first.parts == ["head 200", "body ok", "end"])
         #expect(handedOut == nil, "still inside the read batch")
@@ -314,7 +349,7 @@ final class ScriptedBackend: Sendable {
         let first = Recorder()
         first.onEnd = { pool.release(connection, reusable: handler.keepsConnection) }
         handler.receiver = first
-        handler.send(Self.request)
+        handler.send(Self.request())
         try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
         #expect(pool.acquireIdle() === connection)
         _ = try? channel.finish()
@@ -335,7 +370,7 @@ final class ScriptedBackend: Sendable {
             let connection = try #require(pool).adopt(channel, index: 0, handler: handler)
             freed = connection
             handler.receiver = Recorder()
-            handler.send(Self.request)
+            handler.send(Self.request())
             connection.responseTimer.arm(at: loop.now + .seconds(5))
             try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
             handler.receiver = nil
@@ -358,7 +393,7 @@ final class ScriptedBackend: Sendable {
         let (channel, handler, pool, connection) = try self.makeConnection(extra: [counter])
         let first = Recorder()
         handler.receiver = first
-        handler.send(Self.request)
+        handler.send(Self.request())
         handler.pauseReading()  // The client went unwritable during the last body read.
         try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
         channel.read()
@@ -367,7 +402,7 @@ final class ScriptedBackend: Sendable {
         #expect(counter.reads == held + 1, "the held read is replayed on release")
         let next = try #require(pool.acquireIdle())
         next.handler.receiver = Recorder()
-        next.handler.send(Self.request)
+        next.handler.send(Self.request())
         channel.read()
         #expect(counter.reads == held + 2)
         _ = try? channel.finish()
