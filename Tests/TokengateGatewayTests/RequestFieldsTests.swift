@@ -24,6 +24,15 @@ import TokengateTokens
         return parsed
     }
 
+    /// The head a backend gets for `head` on a public route (no identity, nothing stripped).
+    private func rewritten(_ head: ClientRequestHead, clientAddress: String?) throws -> String {
+        let forwarding = RequestRewriter.Forwarding(clientAddress: clientAddress, requestID: "rid", scheme: "https")
+        let upstream = try #require(
+            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding)
+        )
+        return String(buffer: upstream.bytes)
+    }
+
     @Test func theParserKeepsTheFieldLinesAndLooksUpIgnoreCaseWithoutTheWhitespace() throws {
         let head = try self.parsed(
             "GET /a HTTP/1.1\r\nHost: api.example\r\nX-Token:   t1 \t\r\nACCEPT: */*\r\nx-token: t2\r\nEmpty:\r\n\r\n"
@@ -47,16 +56,7 @@ import TokengateTokens
         #expect(!plain.fields.connectionNamesFields)
         let head = try self.parsed("GET /a HTTP/1.1\r\nHost: x\r\nX-Secret: s\r\nX-Other: o\r\nConnection: keep-alive, x-secret\r\n\r\n")
         #expect(head.fields.connectionNamesFields)
-        let upstream = try #require(
-            RequestRewriter.upstreamHead(
-                from: head,
-                identity: nil,
-                strip: nil,
-                newBodyLength: nil,
-                forwarding: .init(clientAddress: nil, requestID: "rid", scheme: "https")
-            )
-        )
-        let text = String(buffer: upstream.bytes).lowercased()
+        let text = try self.rewritten(head, clientAddress: nil).lowercased()
         #expect(!text.contains("x-secret") && !text.contains("connection") && text.contains("x-other: o\r\n"), "\(text)")
     }
 
@@ -133,16 +133,7 @@ import TokengateTokens
             // `X-Secret` is only dropped because `Connection` names it; framing and Host never are.
             fields.append(("Connection", "keep-alive, \(mixCase("x-secret")), Host, content-length"))
             let head = ClientRequestHead(version: .http1_1, method: .GET, uri: "/r", headers: HTTPHeaders(fields))
-            let upstream = try #require(
-                RequestRewriter.upstreamHead(
-                    from: head,
-                    identity: nil,
-                    strip: nil,
-                    newBodyLength: nil,
-                    forwarding: .init(clientAddress: "192.0.2.1", requestID: "rid", scheme: "https")
-                )
-            )
-            let lines = String(buffer: upstream.bytes).components(separatedBy: "\r\n")
+            let lines = try self.rewritten(head, clientAddress: "192.0.2.1").components(separatedBy: "\r\n")
             #expect(lines.first == "GET /r HTTP/1.1" && lines.suffix(2) == ["", ""])
             let forwarded = lines.dropFirst().dropLast(2).map { line -> (String, String) in
                 let colon = line.firstIndex(of: ":")!
