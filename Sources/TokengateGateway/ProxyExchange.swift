@@ -418,13 +418,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private func matchRoute() -> Int? {
         var path = self.head.uri
         return path.withUTF8 { path in
-            let byHost = self.head.fields.withFirstValue(name: "host") { host in
+            self.head.fields.withFirstValue(name: "host") { host in
                 self.runtime.routeTable.match(hostBytes: host.assumingMemoryBound(to: UInt8.self), pathBytes: path)
-            }
-            guard let byHost else {
-                return self.runtime.routeTable.match(hostBytes: nil, pathBytes: path)
-            }
-            return byHost
+            } ?? self.runtime.routeTable.match(hostBytes: nil, pathBytes: path)
         }
     }
 

@@ -22,14 +22,9 @@ extension HTTP2ServerCodec {
 
     /// A backend's head, written into the storage of an earlier response's block when one is kept.
     func streamWriteHead(_ id: Int32, fromUpstream head: UpstreamResponseHead, close: Bool) {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
-            return
-        }
         var block = self.spares.takeHeaderBlock() ?? HTTP2HeaderBlock()
         guard block.writeResponse(fromUpstream: head, close: close) else { return }  // 1xx: not forwarded.
-        stream.headWritten = true
-        stream.pendingHead = block
-        self.markDirty(stream)
+        self.streamWriteHead(id, block)
     }
 
     func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
