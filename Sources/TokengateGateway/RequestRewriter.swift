@@ -172,7 +172,7 @@ enum RequestRewriter {
     /// (dropped as nginx does by default: CGI-style backends map `X_Tokengate_User` and `X-Tokengate-User` to
     /// the same variable, so they could smuggle an identity past the gateway).
     static func isDroppedFromRequest(_ name: UnsafeRawBufferPointer) -> Bool {
-        if name.count < Self.droppedByLength.count, FieldBytes.isOne(of: Self.droppedByLength[name.count], name) {
+        if Self.droppedFromRequest.contains(name) {
             return true
         }
         let prefix = Self.identityHeaderPrefix
@@ -184,14 +184,8 @@ enum RequestRewriter {
         return name.contains(UInt8(ascii: "_"))
     }
 
-    /// ``hopByHopFieldNames``, ``forwardingFieldNames`` and `expect` (the gateway answers `100-continue` itself)
-    /// by length, so a field is compared with only a few of them.
-    private static let droppedByLength: [[StaticString]] = {
-        let names = Self.hopByHopFieldNames + Self.forwardingFieldNames + ["expect"]
-        var table = Array(repeating: [StaticString](), count: (names.map(\.utf8CodeUnitCount).max() ?? 0) + 1)
-        for name in names { table[name.utf8CodeUnitCount].append(name) }
-        return table
-    }()
+    /// ``hopByHopFieldNames``, ``forwardingFieldNames`` and `expect` (the gateway answers `100-continue` itself).
+    private static let droppedFromRequest = FieldNameSet(Self.hopByHopFieldNames + Self.forwardingFieldNames + ["expect"])
 
     /// The names a client's `Connection` fields list, when they list more than `keep-alive` and `close` (both
     /// hop-by-hop anyway). Never the framing or the Host, which the gateway decides (``protectedNames``).
@@ -279,9 +273,7 @@ enum RequestRewriter {
         let connectionListed = upstream.connectionNamesFields ? Self.namesListedInConnection(upstream) : []
         var hasHSTS = false
         upstream.forEachField { name, value in
-            if name.count < Self.hopByHopByLength.count, FieldBytes.isOne(of: Self.hopByHopByLength[name.count], name) {
-                return
-            }
+            if Self.hopByHop.contains(name) { return }
             if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") { return }
             if !connectionListed.isEmpty,
                 connectionListed.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } })
@@ -327,11 +319,6 @@ enum RequestRewriter {
         return listed
     }
 
-    /// ``hopByHopFieldNames`` by length.
-    private static let hopByHopByLength: [[StaticString]] = {
-        let names = Self.hopByHopFieldNames
-        var table = Array(repeating: [StaticString](), count: (names.map(\.utf8CodeUnitCount).max() ?? 0) + 1)
-        for name in names { table[name.utf8CodeUnitCount].append(name) }
-        return table
-    }()
+    /// ``hopByHopFieldNames``, for the look-up per response field.
+    private static let hopByHop = FieldNameSet(Self.hopByHopFieldNames)
 }

@@ -65,14 +65,14 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     }
 
     /// Lowercase, as they are compared (ASCII case-insensitively, lengths first).
-    private static let hopByHop: [StaticString] = [
+    private static let hopByHop = FieldNameSet([
         "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "http2-settings",
-    ]
+    ])
     /// Fields that carry secrets: kept out of the HPACK dynamic table, so a compression oracle cannot
     /// recover them. `location` too: the token page's app callback carries the token in its fragment.
-    private static let sensitive: [StaticString] = [
+    private static let sensitive = FieldNameSet([
         "set-cookie", "authorization", "proxy-authorization", "cookie", "location",
-    ]
+    ])
 
     /// The response head's fields; `nil` for an informational (1xx) head, which is not forwarded.
     static func response(_ head: HTTPResponseHead) -> HTTP2HeaderBlock? {
@@ -165,11 +165,11 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
     /// once beforehand (this used to be a fifth of the allocations of an HTTP/2 request).
     private mutating func appendRegular(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, named: [[UInt8]]) {
         if name.isEmpty || name[0] == UInt8(ascii: ":") { return }
-        if FieldBytes.isOne(of: Self.hopByHop, name) { return }
+        if Self.hopByHop.contains(name) { return }
         if !named.isEmpty, named.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } }) {
             return
         }
-        let sensitive = FieldBytes.isOne(of: Self.sensitive, name)
+        let sensitive = Self.sensitive.contains(name)
         self.recordField(nameLength: name.count, valueLength: value.count, sensitive: sensitive)
         for byte in name { self.storage.append(FieldBytes.lower(byte)) }
         self.storage.append(contentsOf: value)
