@@ -22,8 +22,8 @@
 # --phases picks the measurements: wrk (HTTP/1.1 closed loop), h2load (HTTP/2 closed loop), rate and rate-h2
 # (tokengate-bench at the fixed --rate over HTTP/1.1 and HTTP/2).
 # --app-fields sends, besides Host and the token, six fields of the kind a mobile app's requests carry (a
-# browser-like User-Agent, Accept, Accept-Language, Accept-Encoding, an app version, Cache-Control) from wrk and
-# h2load, to every proxy alike; the fixed-rate phases send only the token.
+# browser-like User-Agent, Accept, Accept-Language, Accept-Encoding, an app version, Cache-Control) from wrk,
+# h2load and tokengate-bench's fixed-rate phases, to every proxy alike.
 # Needs root for apt-get when a tool is missing. Every process it starts is stopped on exit; every tool
 # invocation has a timeout, so the run is bounded.
 set -euo pipefail
@@ -230,7 +230,8 @@ RESULTS="$OUT/results.tsv"
 printf 'round\tproxy\tprotocol\trequests_per_s\tcpu_us_per_request\tp50_ms\tp99_ms\tbad_answers\tnote\n' > "$RESULTS"
 URL="https://127.0.0.1:8443/api/bench"
 
-# --app-fields: the same fields for wrk (one per line in BENCH_FIELDS, read by rotate-tokens.lua) and h2load (-H).
+# --app-fields: the same fields for wrk (one per line in BENCH_FIELDS, read by rotate-tokens.lua), h2load and
+# tokengate-bench (-H each).
 APP_FIELD_LINES=(
     "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
     "Accept: application/json, text/plain, */*"
@@ -239,10 +240,10 @@ APP_FIELD_LINES=(
     "X-Client-Version: ios-7.12.3-build-4411"
     "Cache-Control: no-cache"
 )
-H2LOAD_FIELDS=()
+FIELD_ARGS=()
 wrk_fields() { [ "$APP_FIELDS" = 1 ] && printf '%s\n' "${APP_FIELD_LINES[@]}" || true; }
 if [ "$APP_FIELDS" = 1 ]; then
-    for line in "${APP_FIELD_LINES[@]}"; do H2LOAD_FIELDS+=(-H "$line"); done
+    for line in "${APP_FIELD_LINES[@]}"; do FIELD_ARGS+=(-H "$line"); done
 fi
 
 run_wrk() {  # round proxy
@@ -279,7 +280,7 @@ run_h2load() {  # round proxy
     pids="$(proxy_pids)"
     before="$(cpu_ticks "$pids")"
     output="$(timeout $((DURATION + 30)) taskset -c "$CLIENT_CORE" h2load -t 1 -c "$H2_CLIENTS" -m "$H2_STREAMS" \
-        -D "$DURATION" -H "authorization: Bearer $ONE_TOKEN" "${H2LOAD_FIELDS[@]}" "$URL" 2>&1)" || true
+        -D "$DURATION" -H "authorization: Bearer $ONE_TOKEN" "${FIELD_ARGS[@]}" "$URL" 2>&1)" || true
     after="$(cpu_ticks "$pids")"
     echo "$output" > "$OUT/h2load-$2-round$1.txt"
     if ! grep -q 'Application protocol: h2' <<< "$output"; then
@@ -307,7 +308,7 @@ run_fixed_rate() {  # round proxy [h2]
     fi
     timeout $((LATENCY_DURATION + 60)) taskset -c "$CLIENT_CORE" "$BENCH" run --url "$URL" --cacert "$TMP/cert.pem" \
         --key "$TMP/hs256.jwks" --users "$USERS" --mix api=100 "${wire[@]}" --rate "$RATE" \
-        --duration "$LATENCY_DURATION" --gateway-pid "$PROXY_PID" $(for p in $(pgrep -P "$PROXY_PID" || true); do echo --gateway-pid "$p"; done) \
+        --duration "$LATENCY_DURATION" "${FIELD_ARGS[@]}" --gateway-pid "$PROXY_PID" $(for p in $(pgrep -P "$PROXY_PID" || true); do echo --gateway-pid "$p"; done) \
         --json "$json" > "${json%.json}.txt" 2>&1 || true
     if [ ! -s "$json" ]; then
         printf '%s\t%s\t%s\tNA\tNA\tNA\tNA\tNA\ttokengate-bench failed\n' "$1" "$2" "$protocol" >> "$RESULTS"

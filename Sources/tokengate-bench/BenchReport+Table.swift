@@ -20,6 +20,9 @@ extension BenchReport {
                 + "keys \(self.algorithms.joined(separator: "+"))"
         )
         lines.append("  mix \(self.mix)")
+        if !self.extraFields.isEmpty {
+            lines.append("  fields \(self.extraFields.joined(separator: ", ")) on every request")
+        }
         lines.append("")
         lines.append(
             "  requests   \(self.requestsCompleted) completed of \(self.requestsSent) sent, "

@@ -63,6 +63,8 @@ struct BenchReport: Codable, Sendable {
     let threads: Int
     let durationSeconds: Double
     let mix: String
+    /// Fields sent on every request besides the bench's own (`--header`), by name.
+    let extraFields: [String]
     let usersPerKind: Int
     let algorithms: [String]
     let requestsSent: Int
@@ -96,6 +98,7 @@ struct BenchReport: Codable, Sendable {
         self.threads = plan.threads
         self.durationSeconds = outcome.elapsedSeconds
         self.mix = shared.pool.mix.description
+        self.extraFields = shared.pool.extraFieldNames
         self.usersPerKind = shared.pool.usersPerKind
         self.algorithms = shared.pool.algorithms
         self.requestsSent = stats.sent.reduce(0, +)

@@ -31,6 +31,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .customLong("expect"), help: "Override an expected status, KIND=STATUS (repeatable).")
     var expectations: [String] = []
 
+    @Option(
+        name: [.customShort("H"), .customLong("header")],
+        help: "A field sent on every request, 'Name: value' (repeatable): what a real client sends besides the token."
+    )
+    var fields: [String] = []
+
     @Option(help: "Connections (HTTP/1.1 keep-alive or HTTP/2).")
     var connections = 32
 
@@ -105,6 +111,7 @@ struct RunCommand: AsyncParsableCommand {
         let target = try self.gateway.target()
         let mix = try TokenMix(parsing: self.mix)
         let expected = try self.parseExpectations()
+        let extraFields = try self.fields.map(ExtraField.init(parsing:))
         let signers = try BenchSigners(paths: self.gateway.keys)
         let now = Int64(Date().timeIntervalSince1970)
         let started = Date()
@@ -114,6 +121,7 @@ struct RunCommand: AsyncParsableCommand {
             users: self.users,
             target: target,
             now: now,
+            extraFields: extraFields,
             http2: wire == .http2
         )
         let mintSeconds = Date().timeIntervalSince(started)

@@ -29,16 +29,21 @@ struct TokenPool: Sendable {
     let mix: TokenMix
     let usersPerKind: Int
     let algorithms: [String]
+    /// The names of the fields sent besides the bench's own (values are not reported).
+    let extraFieldNames: [String]
 
     static let maxUsers = 1_000_000
 
-    /// - Parameter http2: also build every request's HTTP/2 header block.
+    /// - Parameters:
+    ///   - extraFields: sent on every request after `Host` and `User-Agent` (which one of them may replace).
+    ///   - http2: also build every request's HTTP/2 header block.
     init(
         signers: BenchSigners,
         mix: TokenMix,
         users: Int,
         target: BenchTarget,
         now: Int64,
+        extraFields: [ExtraField] = [],
         http2: Bool = false
     ) throws {
         guard (1...Self.maxUsers).contains(users) else {
@@ -51,11 +56,21 @@ struct TokenPool: Sendable {
             list.reserveCapacity(users)
             for number in 0..<users {
                 let token = try Self.token(kind: kind, number: number, signers: signers, now: now)
-                list.append(Self.request(kind: kind, token: token, target: target, allocator: allocator, http2: http2))
+                list.append(
+                    Self.request(
+                        kind: kind,
+                        token: token,
+                        target: target,
+                        extraFields: extraFields,
+                        allocator: allocator,
+                        http2: http2
+                    )
+                )
             }
             requests[kind.index] = list
         }
         self.requests = requests
+        self.extraFieldNames = extraFields.map(\.name)
         self.mix = mix
         self.usersPerKind = users
         self.algorithms = signers.algorithms
@@ -88,12 +103,18 @@ struct TokenPool: Sendable {
         kind: BenchTokenKind,
         token: String,
         target: BenchTarget,
+        extraFields: [ExtraField],
         allocator: ByteBufferAllocator,
         http2: Bool
     ) -> PreparedRequest {
         var headers = HTTPHeaders()
         headers.add(name: "Host", value: target.hostHeader)
-        headers.add(name: "User-Agent", value: "tokengate-bench")
+        if !extraFields.contains(where: { $0.name.lowercased() == "user-agent" }) {
+            headers.add(name: "User-Agent", value: "tokengate-bench")
+        }
+        for field in extraFields {
+            headers.add(name: field.name, value: field.value)
+        }
         switch kind {
         case .form:
             // A token is base64url and dots: nothing in it needs percent-encoding.

@@ -9,7 +9,8 @@ import TokengateTokens
 
 /// The `tokengate-bench` binary's HTTP/2 client (`--http 2`) against a real gateway on loopback: every kind of
 /// token in the mix gets its own answer over many concurrent streams, and a server without h2 is refused
-/// clearly instead of being measured over HTTP/1.1; the same client holds `idle --http 2`'s connections.
+/// clearly instead of being measured over HTTP/1.1; the same client holds `idle --http 2`'s connections. Also
+/// the fields `--header` adds to every request, over both protocols.
 @Suite(.serialized)
 struct BenchHTTP2Tests {
     static let binary = URL(fileURLWithPath: #filePath)
@@ -94,6 +95,54 @@ struct BenchHTTP2Tests {
             #expect(report["requests_sent"] as? Int == 200)
             #expect(report["requests_completed"] as? Int == 200)
             #expect(report["unexpected_statuses"] as? Int == 0)
+        }
+    }
+
+    /// `--header` fields are on the wire: a second token field (`X-Api-Token`, a token source of the route next to
+    /// the bench's `Authorization`) makes the gateway refuse every request with 400, and `--strict` passes only
+    /// if every single answer was that 400. The report names the field (not its value).
+    @Test(arguments: ["1.1", "2"])
+    func extraFieldsReachTheGatewayOnEveryRequest(http: String) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build tokengate-bench first")
+        try await self.withGateway { harness in
+            let json = harness.directory + "/report.json"
+            let result = try self.bench(
+                harness,
+                [
+                    "--http", http, "--connections", "2", "--requests", "60", "--mix", "api=1", "--expect", "api=400",
+                    "-H", "Accept-Language: en-GB,en;q=0.9", "--header", "X-Api-Token:  not-a-token ", "--json", json,
+                    "--strict",
+                ]
+            )
+            #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stdout.contains("fields Accept-Language, X-Api-Token on every request"), "\(result.stdout)")
+            let report = try #require(
+                try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any]
+            )
+            #expect(report["extra_fields"] as? [String] == ["Accept-Language", "X-Api-Token"])
+            #expect(report["statuses"] as? [String: Int] == ["400": 60])
+            #expect(!String(decoding: try Data(contentsOf: URL(fileURLWithPath: json)), as: UTF8.self).contains("not-a-token"))
+        }
+    }
+
+    /// A field the bench cannot send as given is refused before the run, naming the problem, with no report.
+    @Test(arguments: [
+        ("X-No-Colon", "not 'Name: value'"),
+        ("Bad Name: x", "the name must be"),
+        (": no name", "the name must be"),
+        ("authorization: Bearer x", "set by the bench itself"),
+        ("Content-Length: 5", "set by the bench itself"),
+        ("X-Control: a\u{01}b", "control byte"),
+        ("X-Newline: a\rb", "control byte"),
+    ])
+    func malformedExtraFieldsAreRefused(field: String, why: String) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build tokengate-bench first")
+        try await self.withGateway { harness in
+            let result = try self.bench(harness, ["--connections", "1", "--requests", "1", "--header", field])
+            #expect(result.status == 2, "\(result.stdout)\n\(result.stderr)")
+            #expect(result.stderr.contains("--header"), "\(result.stderr)")
+            #expect(result.stderr.contains(why), "\(result.stderr)")
+            #expect(!result.stdout.contains("req/s"), "no report for a run that never started")
         }
     }
 
