@@ -58,10 +58,10 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
             } else {
                 let generations = self.generations
                 let logger = self.logger
-                let handlers = GatewayServer.http1Handlers(limits: configuration.limits) { headDeadline in
-                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, headDeadline: headDeadline, logger: logger)
+                let handler = GatewayServer.http1Handler(limits: configuration.limits) { readDeadlines in
+                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, readDeadlines: readDeadlines, logger: logger)
                 }
-                try sync.addHandlers(handlers, position: .after(self))
+                try sync.addHandler(handler, position: .after(self))
             }
             context.fireUserInboundEventTriggered(event)
             sync.removeHandler(context: context, promise: nil)

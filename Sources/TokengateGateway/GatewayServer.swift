@@ -200,22 +200,22 @@ public final class GatewayServer: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     // Idle for as long as a head may take: nothing useful comes from a silent plain connection.
-                    try sync.addHandlers(
-                        Self.http1Handlers(limits: limits, idleTimeout: limits.requestHeaderTimeout) { _ in
-                            PlainHTTPHandler(mode: mode, httpsPort: httpsPort, limits: limits)
+                    try sync.addHandler(
+                        Self.http1Handler(limits: limits, idleTimeout: limits.requestHeaderTimeout) { readDeadlines in
+                            PlainHTTPHandler(mode: mode, httpsPort: httpsPort, limits: limits, readDeadlines: readDeadlines)
                         }
                     )
                 }
             }
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
-                try sync.addHandlers(
-                    Self.http1Handlers(limits: limits) { headDeadline in
+                try sync.addHandler(
+                    Self.http1Handler(limits: limits) { readDeadlines in
                         HTTP1ConnectionHandler(
                             generations: generations,
                             clientAddress: peer,
                             viaTrustedProxy: true,
-                            headDeadline: headDeadline,
+                            readDeadlines: readDeadlines,
                             logger: logger
                         )
                     }
@@ -232,21 +232,20 @@ public final class GatewayServer: Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: false)
     }
 
-    /// The HTTP/1.1 handlers in pipeline order: the read deadlines (idle, `idleTimeout` or the configured
-    /// one; and the slowloris guard on request heads) and the handler `connection` makes, which is given the
-    /// guard it must tell about heads — passed, not looked up in the pipeline, because a list added at
-    /// `.after(_:)` (as the ALPN router does) goes in in reverse order. There is no codec handler: the
-    /// connection handler parses requests itself (``HTTP1RequestParser``, with the configured limits) and
-    /// serializes responses itself (``HTTP1ResponseSerializer``), so it reads and writes `ByteBuffer`s.
-    static func http1Handlers(
+    /// The HTTP/1.1 handler `connection` makes, given the read deadlines it keeps (idle: `idleTimeout` or the
+    /// configured one; and the slowloris guard on request heads). There is no codec handler and no deadline
+    /// handler: the connection handler parses requests itself (``HTTP1RequestParser``, with the configured
+    /// limits), serializes responses itself (``HTTP1ResponseSerializer``) and tells its deadlines about every
+    /// read, so it reads and writes `ByteBuffer`s and is the only handler after the TLS handler.
+    static func http1Handler(
         limits: LimitsConfiguration,
         idleTimeout: Duration? = nil,
         connection: (HTTP1ReadDeadlines) -> any ChannelHandler
-    ) -> [any ChannelHandler] {
-        let headDeadline = HTTP1ReadDeadlines(
+    ) -> any ChannelHandler {
+        let readDeadlines = HTTP1ReadDeadlines(
             headTimeout: TimeAmount(limits.requestHeaderTimeout),
             idleTimeout: TimeAmount(idleTimeout ?? limits.idleTimeout)
         )
-        return [headDeadline, connection(headDeadline)]
+        return connection(readDeadlines)
     }
 }

@@ -53,8 +53,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private var pipelinePaused = false
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
-    /// The slowloris guard before this handler, told when a head arrived and when the next one is due.
-    private let headDeadline: HTTP1ReadDeadlines
+    /// The idle timeout and the slowloris guard, told about every read, when a head arrived and when the next
+    /// one is due.
+    private let readDeadlines: HTTP1ReadDeadlines
     /// The request in flight was read to its end: whatever follows belongs to the next one.
     private var requestEndReceived = false
     /// The current response's `.end` was written. The exchange still has bookkeeping to do before
@@ -89,11 +90,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         generations: GatewayGenerationHolder,
         clientAddress: String?,
         viaTrustedProxy: Bool = false,
-        headDeadline: HTTP1ReadDeadlines,
+        readDeadlines: HTTP1ReadDeadlines,
         logger: Logger
     ) {
         self.generations = generations
-        self.headDeadline = headDeadline
+        self.readDeadlines = readDeadlines
         self.viaTrustedProxy = viaTrustedProxy
         self.clientAddress = clientAddress
         self.logger = logger
@@ -103,16 +104,35 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        // Added after a TLS handshake the channel is active already; on a plain listener it becomes active later.
+        if context.channel.isActive {
+            self.startReadDeadlines(context: context)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.readDeadlines.stop()
         self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.startReadDeadlines(context: context)
+        context.fireChannelActive()
+    }
+
+    private func startReadDeadlines(context: ChannelHandlerContext) {
+        // Strong: held until `readDeadlines.stop()` in `channelInactive` or `handlerRemoved` (see its `start`).
+        self.readDeadlines.start(context: context) {
+            guard let context = self.context else { return }
+            self.idleTimedOut(context: context)
+        }
     }
 
     // MARK: Inbound from the client.
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = self.unwrapInboundIn(data)
+        self.readDeadlines.bytesArrived(bytes.readableBytes)
         if var held = self.unparsed.take() {
             held.writeImmutableBuffer(bytes)
             self.unparsed = held
@@ -120,6 +140,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             self.unparsed = bytes
         }
         self.parseAndProcess(context: context)
+        self.readDeadlines.bytesParsed(context: context)
     }
 
     /// Parses what the client sent and acts on each part, as far as the state allows: bytes of a request
@@ -175,7 +196,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case (_, .closed):
             return
         case (.head(let head), .idle):
-            self.headDeadline.headReceived()
+            self.readDeadlines.headReceived()
             self.requestCounter += 1
             self.requestMethod = head.method
             let requestID = RequestRewriter.requestID(from: head) { self.connectionID + "-" + String(self.requestCounter) }
@@ -212,6 +233,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        self.readDeadlines.readBatchEnded(context: context)
         if case .exchanging(let exchange) = self.state {
             exchange.clientReadComplete()
         }
@@ -219,6 +241,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        self.readDeadlines.stop()
         if case .exchanging(let exchange) = self.state {
             exchange.clientClosed()
         }
@@ -251,25 +274,25 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         if case .handshakeCompleted = event as? TLSUserEvent {
             self.generations.load().runtime.metrics.tlsHandshakes.increment()
         }
-        if let idle = event as? IdleStateHandler.IdleStateEvent, idle == .read {
-            // No bytes from the client for the idle timeout. Between requests that ends the connection; during
-            // an exchange the response timeout is the one that counts, unless the client stalls its own body.
-            switch self.state {
-            case .idle, .discarding:
-                self.state = .closed
-                context.close(promise: nil)
-            case .exchanging(let exchange) where exchange.isReadingRequestBody && !self.readingPaused:
-                // The client stopped sending a body it announced, and not because the gateway held it back:
-                // it must not keep an upstream connection waiting forever.
-                exchange.clientClosed()
-                self.state = .closed
-                context.close(promise: nil)
-            case .exchanging, .closed:
-                break
-            }
-            return
-        }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// No bytes from the client for the idle timeout. Between requests that ends the connection; during an
+    /// exchange the response timeout is the one that counts, unless the client stalls its own body.
+    private func idleTimedOut(context: ChannelHandlerContext) {
+        switch self.state {
+        case .idle, .discarding:
+            self.state = .closed
+            context.close(promise: nil)
+        case .exchanging(let exchange) where exchange.isReadingRequestBody && !self.readingPaused:
+            // The client stopped sending a body it announced, and not because the gateway held it back: it
+            // must not keep an upstream connection waiting forever.
+            exchange.clientClosed()
+            self.state = .closed
+            context.close(promise: nil)
+        case .exchanging, .closed:
+            break
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -355,7 +378,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             context.close(promise: nil)
         } else {
             self.state = .idle
-            self.headDeadline.awaitNextHead()
+            self.readDeadlines.awaitNextHead()
         }
     }
 }
@@ -507,7 +530,7 @@ extension HTTP1ConnectionHandler {
             }
         } else {
             self.state = .idle
-            self.headDeadline.awaitNextHead()
+            self.readDeadlines.awaitNextHead()
             context.flush()
             self.resumeParsing(context: context)
         }

@@ -18,11 +18,44 @@ final class PlainHTTPHandler: ChannelInboundHandler {
     private var parser: HTTP1RequestParser
     /// The one answer was written: nothing more is read.
     private var answered = false
+    /// The head deadline, and the idle timeout that closes a silent connection.
+    private let readDeadlines: HTTP1ReadDeadlines
 
-    init(mode: PlainHTTPMode, httpsPort: Int?, limits: LimitsConfiguration) {
+    init(mode: PlainHTTPMode, httpsPort: Int?, limits: LimitsConfiguration, readDeadlines: HTTP1ReadDeadlines) {
         self.mode = mode
         self.httpsPort = httpsPort
         self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(limits))
+        self.readDeadlines = readDeadlines
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive {
+            self.startReadDeadlines(context: context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.readDeadlines.stop()
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.startReadDeadlines(context: context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.readDeadlines.stop()
+        context.fireChannelInactive()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.readDeadlines.readBatchEnded(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    private func startReadDeadlines(context: ChannelHandlerContext) {
+        // Nothing useful comes from a silent plain-HTTP connection.
+        self.readDeadlines.start(context: context) { context.close(promise: nil) }
     }
 
     /// Answers the first request head, then closes; bytes that are not HTTP/1.1 get the same 400 (or 414,
@@ -30,6 +63,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !self.answered else { return }
         var bytes = self.unwrapInboundIn(data)
+        self.readDeadlines.bytesArrived(bytes.readableBytes)
         let part: ClientRequestPart?
         do {
             part = try self.parser.next(from: &bytes)
@@ -38,7 +72,11 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             self.writeAndClose(GatewayAnswer.parseFailure(error), version: .http1_1, method: .GET, context: context)
             return
         }
-        guard case .head(let head) = part else { return }
+        guard case .head(let head) = part else {
+            self.readDeadlines.bytesParsed(context: context)  // A head begun and not whole: its deadline runs.
+            return
+        }
+        self.readDeadlines.headReceived()
         self.answered = true
         switch self.mode {
         case .reject:
@@ -90,14 +128,6 @@ final class PlainHTTPHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent {
-            context.close(promise: nil)  // Nothing useful comes from a silent plain-HTTP connection.
-            return
-        }
-        context.fireUserInboundEventTriggered(event)
     }
 
     /// The host part of a Host header, only if it is a plausible host name: a redirect must not send a

@@ -25,6 +25,9 @@ final class UpstreamPool {
     /// What ``ejectedUntil`` holds for a target that never refused a connection.
     private static let neverEjected = NIODeadline.uptimeNanoseconds(0)
     private var cursor = 0
+    /// ``closeAll()`` was called (the configuration generation was replaced, or the gateway stops): connections
+    /// given back from now on are closed instead of kept idle.
+    private var closed = false
 
     private let connectFailures: CoreMetrics.Counter
     /// The loop's flush batch, shared by every connection of every pool on the loop.
@@ -101,7 +104,7 @@ final class UpstreamPool {
     func release(_ connection: UpstreamConnection, reusable: Bool) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.detach()
-        guard reusable, connection.channel.isActive else {
+        guard reusable, !self.closed, connection.channel.isActive else {
             connection.responseTimer.cancel()
             connection.channel.close(promise: nil)
             return
@@ -118,6 +121,7 @@ final class UpstreamPool {
     }
 
     func closeAll() {
+        self.closed = true
         for connections in self.idle {
             for connection in connections {
                 connection.idleTimer?.cancel()
@@ -163,17 +167,20 @@ final class UpstreamPool {
     }
 
     /// A connection to target `index` on `channel`, wired to this pool: forgotten when its channel closes, closed
-    /// when idle too long. The closures hold the connection strongly and the pool weakly (a pool may go with its
-    /// configuration generation before its connections close); the connection's own cycles are broken by
-    /// ``UpstreamConnection/tearDown()`` when the channel closes, pool or not.
+    /// when idle too long. The closures hold the connection and this pool strongly, so a pool lives as long as
+    /// any of its connections is open; every cycle ends when the channel closes (the handler drops its close
+    /// callback once called, ``UpstreamConnection/tearDown()`` drops the idle timer). A pool whose generation
+    /// was replaced closes its idle connections at once and every busy one when it comes back (``closeAll()``).
+    /// Not `weak`: a weak reference gives the pool a side table, after which every retain and release of it —
+    /// each request acquires and releases a connection — takes the runtime's slow path.
     func adopt(_ channel: any Channel, index: Int, handler: UpstreamResponseHandler) -> UpstreamConnection {
         let connection = UpstreamConnection(channel: channel, targetIndex: index, handler: handler)
-        handler.onClose = { [weak self] in
+        handler.onClose = {
             connection.tearDown()
-            self?.forget(connection)
+            self.forget(connection)
         }
-        connection.idleTimer = DeadlineTimer(eventLoop: channel.eventLoop) { [weak self, connection] in
-            self?.closeIdle(connection)
+        connection.idleTimer = DeadlineTimer(eventLoop: channel.eventLoop) { [connection] in
+            self.closeIdle(connection)
         }
         return connection
     }

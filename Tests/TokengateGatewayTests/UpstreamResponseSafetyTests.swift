@@ -385,6 +385,37 @@ final class ScriptedBackend: Sendable {
         #expect(freed == nil, "the connection outlived its channel")
     }
 
+    /// A pool's connections hold it strongly (a weak reference would put every retain of the pool on the slow
+    /// path): a pool whose generation was replaced (`closeAll()`) closes a connection given back to it instead
+    /// of keeping it, and is freed with its last connection.
+    @Test func aClosedPoolKeepsNoConnectionAndGoesWithItsLast() throws {
+        weak var freedPool: UpstreamPool?
+        weak var freedConnection: UpstreamConnection?
+        do {
+            let loop = EmbeddedEventLoop()
+            let handler = UpstreamResponseHandler()
+            let channel = EmbeddedChannel(handlers: [handler], loop: loop)
+            try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+            var pool: UpstreamPool? = self.makePool(on: loop)
+            freedPool = pool
+            let connection = try #require(pool).adopt(channel, index: 0, handler: handler)
+            freedConnection = connection
+            handler.receiver = Recorder()
+            handler.send(Self.request())
+            try #require(pool).closeAll()  // The configuration was reloaded while the exchange was in flight.
+            try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+            handler.receiver = nil
+            try #require(pool).release(connection, reusable: handler.keepsConnection)
+            #expect(!channel.isActive, "a connection given back to a closed pool is closed, not kept idle")
+            #expect(try #require(pool).acquireIdle() == nil)
+            pool = nil
+            loop.run()
+            _ = try? channel.finish()
+        }
+        #expect(freedConnection == nil, "the connection outlived its channel")
+        #expect(freedPool == nil, "the pool outlived its last connection")
+    }
+
     /// An exchange whose client stopped reading paused the connection's reads; released to the pool, the
     /// connection reads again, or the next exchange would never see its response (and an idle connection
     /// would never see the backend's close).
