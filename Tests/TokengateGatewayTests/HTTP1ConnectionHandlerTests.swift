@@ -251,6 +251,25 @@ import TokengateTokens
         #expect(!channel.isActive, "60 s without a byte from the client")
     }
 
+    /// The idle timer holds the handler strongly (a weak reference would put every retain of it on the slow path):
+    /// the cycle must end when the connection does, whether it closes while idle, mid-head or mid-exchange.
+    @Test(arguments: ["", "GET /api/a HTTP/1.1\r\nHost: x\r\n", "POST /api/a HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 40\r\n\r\nacc"])
+    func theHandlerIsFreedWhenItsConnectionCloses(sent: String) throws {
+        weak var freed: HTTP1ConnectionHandler?
+        do {
+            let (channel, _, cleanup) = try self.makeChannel()
+            defer { cleanup() }
+            freed = try channel.pipeline.syncOperations.handler(type: HTTP1ConnectionHandler.self)
+            if !sent.isEmpty {
+                try self.send(channel, sent)
+            }
+            try channel.close().wait()
+            _ = try? channel.finish()
+            channel.embeddedEventLoop.run()
+        }
+        #expect(freed == nil, "the connection handler outlived its connection")
+    }
+
     @Test func aClientThatStopsSendingItsBodyIsCutOffAtTheIdleTimeout() throws {
         let (channel, _, cleanup) = try self.makeChannel()
         defer { cleanup(); _ = try? channel.finish() }
