@@ -294,12 +294,20 @@ final class ScriptedBackend: Sendable {
     private func makeConnection(
         extra: [any ChannelHandler] = []
     ) throws -> (EmbeddedChannel, UpstreamResponseHandler, UpstreamPool, UpstreamConnection) {
+        let (loop, channel, handler) = try self.connectedHandler(extra: extra)
+        let pool = self.makePool(on: loop)
+        return (channel, handler, pool, UpstreamConnection(channel: channel, targetIndex: 0, handler: handler))
+    }
+
+    /// A connected upstream channel with its response handler last, on a loop of its own.
+    private func connectedHandler(
+        extra: [any ChannelHandler] = []
+    ) throws -> (EmbeddedEventLoop, EmbeddedChannel, UpstreamResponseHandler) {
         let loop = EmbeddedEventLoop()
         let handler = UpstreamResponseHandler()
         let channel = EmbeddedChannel(handlers: extra + [handler], loop: loop)
         try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
-        let pool = self.makePool(on: loop)
-        return (channel, handler, pool, UpstreamConnection(channel: channel, targetIndex: 0, handler: handler))
+        return (loop, channel, handler)
     }
 
     private func makePool(on loop: EmbeddedEventLoop) -> UpstreamPool {
@@ -362,10 +370,7 @@ final class ScriptedBackend: Sendable {
     func aConnectionIsFreedOnceItsChannelCloses(poolOutlivesIt: Bool) throws {
         weak var freed: UpstreamConnection?
         do {
-            let loop = EmbeddedEventLoop()
-            let handler = UpstreamResponseHandler()
-            let channel = EmbeddedChannel(handlers: [handler], loop: loop)
-            try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+            let (loop, channel, handler) = try self.connectedHandler()
             var pool: UpstreamPool? = self.makePool(on: loop)
             let connection = try #require(pool).adopt(channel, index: 0, handler: handler)
             freed = connection
@@ -392,10 +397,7 @@ final class ScriptedBackend: Sendable {
         weak var freedPool: UpstreamPool?
         weak var freedConnection: UpstreamConnection?
         do {
-            let loop = EmbeddedEventLoop()
-            let handler = UpstreamResponseHandler()
-            let channel = EmbeddedChannel(handlers: [handler], loop: loop)
-            try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+            let (loop, channel, handler) = try self.connectedHandler()
             var pool: UpstreamPool? = self.makePool(on: loop)
             freedPool = pool
             let connection = try #require(pool).adopt(channel, index: 0, handler: handler)
