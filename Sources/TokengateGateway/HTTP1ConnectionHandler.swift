@@ -83,6 +83,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// The current response's bytes not yet written to the pipeline: written at its end, at a flush, or
     /// before a large body part.
     private var output: ByteBuffer?
+    /// The channel's writability, kept from `channelWritabilityChanged` instead of asked of the channel (an
+    /// existential call into NIO's write state) for every request the exchange and the parse loop look at it.
+    private var channelWritable = true
     /// The response written must be followed by the connection's close (a body delimited by it).
     private var closeAfterResponse = false
 
@@ -104,6 +107,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        self.channelWritable = context.channel.isWritable
         // Added after a TLS handshake the channel is active already; on a plain listener it becomes active later.
         if context.channel.isActive {
             self.startReadDeadlines(context: context)
@@ -251,10 +255,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        self.channelWritable = context.channel.isWritable
         switch self.state {
         case .exchanging(let exchange):
-            exchange.clientWritabilityChanged(isWritable: context.channel.isWritable)
-        case .idle where context.channel.isWritable:
+            exchange.clientWritabilityChanged(isWritable: self.channelWritable)
+        case .idle where self.channelWritable:
             self.resumeParsing(context: context)  // What waited for the answers before it to be taken.
         case .idle, .discarding, .closed:
             break
@@ -388,7 +393,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 extension HTTP1ConnectionHandler {
     var eventLoop: any EventLoop { self.context!.eventLoop }
     var allocator: ByteBufferAllocator { self.context!.channel.allocator }
-    var isWritable: Bool { self.context?.channel.isWritable ?? false }
+    var isWritable: Bool { self.context != nil && self.channelWritable }
     var closesConnectionOnAnswer: Bool { true }
     var isDraining: Bool { self.closeWhenIdle }
 

@@ -290,7 +290,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var wantsRequestReadingPaused: Bool {
         switch self.state {
         case .awaitingUpstream: true
-        case .forwarding(let connection): !connection.channel.isWritable
+        case .forwarding(let connection): !connection.handler.isWritable
         case .readingBody, .answerPending, .answered, .finished: false
         }
     }
@@ -534,7 +534,7 @@ extension ProxyExchange {
         if self.requestEnded {
             self.startResponseTimer(now: now)
         }
-        self.client.setRequestReadingPaused(!connection.channel.isWritable)
+        self.client.setRequestReadingPaused(!connection.handler.isWritable)
     }
 
     private func release(_ connection: UpstreamConnection, reusable: Bool) {

@@ -104,7 +104,7 @@ final class UpstreamPool {
     func release(_ connection: UpstreamConnection, reusable: Bool) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.detach()
-        guard reusable, !self.closed, connection.channel.isActive else {
+        guard reusable, !self.closed, connection.handler.isOpen else {
             connection.responseTimer.cancel()
             connection.channel.close(promise: nil)
             return
@@ -138,13 +138,13 @@ final class UpstreamPool {
         var position = self.idle[index].count - 1
         while position >= 0 {
             let connection = self.idle[index][position]
-            if connection.channel.isActive, connection.handler.isInReadBatch {
+            if connection.handler.isOpen, connection.handler.isInReadBatch {
                 position -= 1
                 continue
             }
             self.idle[index].remove(at: position)
             connection.idleTimer?.disarm()
-            if connection.channel.isActive {
+            if connection.handler.isOpen {
                 return connection
             }
             position = min(position, self.idle[index].count) - 1

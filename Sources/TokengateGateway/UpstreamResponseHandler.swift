@@ -48,6 +48,14 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     /// for, so the connection is never given to another exchange.
     private(set) var desynchronized = false
 
+    /// The channel is active: set when it becomes active (or is when this handler is added), cleared when it goes
+    /// inactive. The pool asks this three times per request instead of `channel.isActive`, an existential call
+    /// into NIO's channel and its lifecycle state each time; NIO tells a handler of both changes.
+    private(set) var isOpen = false
+    /// The channel's writability, kept from `channelWritabilityChanged` (NIO fires it on every change, from inside
+    /// the write that caused it) instead of asked of the channel: the exchange looks at it for every request.
+    private(set) var isWritable = true
+
     /// Where ``flush()`` defers to; `nil` (handler tests on an `EmbeddedChannel`) flushes at once.
     private let flushBatch: UpstreamFlushBatch?
     /// Registered with `flushBatch` for the end of this tick.
@@ -78,6 +86,13 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        self.isOpen = context.channel.isActive
+        self.isWritable = context.channel.isWritable
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.isOpen = true
+        context.fireChannelActive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -185,6 +200,7 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        self.isOpen = false
         // A body that runs until the close ends here; anything else unfinished is a failure.
         do {
             if let end = try self.parser.connectionClosed() {
@@ -206,7 +222,8 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        self.receiver?.upstreamWritabilityChanged(isWritable: context.channel.isWritable)
+        self.isWritable = context.channel.isWritable
+        self.receiver?.upstreamWritabilityChanged(isWritable: self.isWritable)
     }
 
     func read(context: ChannelHandlerContext) {

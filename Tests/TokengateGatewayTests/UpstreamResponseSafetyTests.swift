@@ -390,6 +390,38 @@ final class ScriptedBackend: Sendable {
         #expect(freed == nil, "the connection outlived its channel")
     }
 
+    /// The pool and the exchange read the handler's view of its channel (kept from NIO's events, so that a request
+    /// makes no existential call into the channel for it) instead of asking the channel: it must follow the
+    /// channel, including for a handler added to a channel that is already active.
+    @Test func theHandlersViewOfItsChannelFollowsTheChannel() throws {
+        let (loop, channel, handler) = try self.connectedHandler()
+        #expect(handler.isOpen && handler.isWritable)
+        channel.isWritable = false
+        channel.pipeline.fireChannelWritabilityChanged()
+        #expect(!handler.isWritable)
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        #expect(handler.isWritable)
+        let pool = self.makePool(on: loop)
+        let connection = pool.adopt(channel, index: 0, handler: handler)
+        handler.receiver = Recorder()
+        handler.send(Self.request())
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        handler.receiver = nil
+        pool.release(connection, reusable: handler.keepsConnection)
+        try channel.close().wait()
+        #expect(!handler.isOpen)
+        #expect(pool.acquireIdle() == nil, "a closed connection is never handed out")
+
+        let late = EmbeddedChannel(loop: EmbeddedEventLoop())
+        try late.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+        late.isWritable = false
+        let added = UpstreamResponseHandler()
+        try late.pipeline.syncOperations.addHandler(added)
+        #expect(added.isOpen && !added.isWritable)
+        _ = try? late.finish()
+    }
+
     /// A pool's connections hold it strongly (a weak reference would put every retain of the pool on the slow
     /// path): a pool whose generation was replaced (`closeAll()`) closes a connection given back to it instead
     /// of keeping it, and is freed with its last connection.
