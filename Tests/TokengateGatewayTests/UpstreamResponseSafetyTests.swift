@@ -364,8 +364,8 @@ final class ScriptedBackend: Sendable {
     }
 
     /// Nothing refers to a connection weakly (that would put every retain of it on the slow path); its timers
-    /// hold it strongly instead, so the cycles must be broken when its channel closes — also when the pool it
-    /// belonged to is already gone (a configuration reload drops pools before their connections close).
+    /// hold it strongly instead, so the cycles must be broken when its channel closes — also when nothing but its
+    /// own callbacks holds the pool any more (a configuration reload drops the generation's reference first).
     @Test(arguments: [true, false])
     func aConnectionIsFreedOnceItsChannelCloses(poolOutlivesIt: Bool) throws {
         weak var freed: UpstreamConnection?
