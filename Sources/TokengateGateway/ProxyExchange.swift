@@ -707,18 +707,20 @@ extension ProxyExchange {
 
     private func serveTokenPage(_ page: TokenPageRoute) {
         self.state = .answerPending
-        switch page.responder.respond(to: self.head.nioHead, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
+        // NIO's head, made once (a `String` per field) for the page's two steps.
+        let head = self.head.nioHead
+        switch page.responder.respond(to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
         case .answer(let answer):
             self.writeTokenPage(answer)
         case .askWhoami(_, let cookies):
             guard let whoami = page.whoami else {
-                self.writeTokenPage(page.responder.respond(to: self.head.nioHead, whoami: .failed, now: self.runtime.now()))
+                self.writeTokenPage(page.responder.respond(to: head, whoami: .failed, now: self.runtime.now()))
                 return
             }
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 result in
                 guard case .answerPending = self.state else { return }  // The client went away meanwhile.
-                self.writeTokenPage(page.responder.respond(to: self.head.nioHead, whoami: result, now: self.runtime.now()))
+                self.writeTokenPage(page.responder.respond(to: head, whoami: result, now: self.runtime.now()))
             }
         }
     }
