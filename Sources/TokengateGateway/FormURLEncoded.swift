@@ -38,6 +38,21 @@ enum FormURLEncoded {
         Self.pairs(bytes).filter { $0.name == name }.map { Self.decode($0.rawValue) }
     }
 
+    /// Whether a `;` inside a pair starts a piece named `name` (`x=1;access_token=…`). The WHATWG parser, and
+    /// so the gateway, splits on `&` only, but parsers that also split on `;` (Rack before 3, Python's
+    /// `parse_qs` before 3.9.2) would find a field there that the gateway neither checked nor stripped.
+    static func hasSemicolonField(named name: String, in bytes: [UInt8]) -> Bool {
+        for pair in Self.pairs(bytes) {
+            var rest = bytes[pair.range]
+            while let semicolon = rest.firstIndex(of: UInt8(ascii: ";")) {
+                rest = rest[(semicolon + 1)...]
+                let nameEnd = rest.firstIndex { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: ";") } ?? rest.endIndex
+                if Self.decode(rest[..<nameEnd]) == name { return true }
+            }
+        }
+        return false
+    }
+
     /// The body with every `name` field removed, joined with `&` as before.
     static func removing(_ name: String, from bytes: [UInt8]) -> [UInt8] {
         let kept = Self.pairs(bytes).filter { $0.name != name }

@@ -43,7 +43,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private let logger: Logger
     private let closeRequested: Bool
 
-    private let head: ClientRequestHead
+    /// The request's head; its target is replaced once by its normalized form (``RequestTargetCheck``).
+    private var head: ClientRequestHead
     /// The head announces a body (read once: several steps of the exchange ask).
     private let hasBody: Bool
     private let requestID: String
@@ -144,6 +145,12 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.routeName = route.name
         self.upstreamIndex = route.upstreamIndex
         if let tokenPage = route.tokenPage {
+            // The page redirects to the login with the target as its return path: a token in the URL would
+            // travel on in `Location`.
+            if TokenExtractor.targetCarriesJWT(self.head.uri) {
+                self.answer(.invalidRequest("tokens must not be sent in the URL", realm: self.runtime.realm, reason: "token_in_url"))
+                return
+            }
             self.serveTokenPage(tokenPage)
             return
         }
@@ -204,13 +211,21 @@ final class ProxyExchange: UpstreamResponseReceiver {
         }
     }
 
-    /// The client went away (connection closed, stream reset).
+    /// The client went away (connection closed, stream reset). An exchange still under way gets its access
+    /// line here (status `499`, as nginx logs it, unless the backend's status was already forwarded): a
+    /// request the backend may have acted on is never missing from the log.
     func clientClosed() {
         self.cancelResponseTimer()
         self.cancelStallTimer()
-        if case .forwarding(let connection) = self.state {
+        switch self.state {
+        case .forwarding(let connection):
             // Mid-exchange the upstream connection is in an unknown state: never reuse it.
             self.release(connection, reusable: false)
+            self.log(status: self.status?.code ?? 499, reason: "client_closed")
+        case .readingBody, .awaitingUpstream, .answerPending:
+            self.log(status: 499, reason: "client_closed")
+        case .answered, .finished:
+            break  // Logged when answered or finished.
         }
         self.state = .finished
     }
@@ -326,6 +341,14 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: size), limit: limit)
             self.sendContinueIfExpected()
         case .forward(let identity, let strip):
+            if body == nil, self.hasBody,
+                let length = self.head.fields.withFirstValue(name: "content-length", { FieldBytes.decimal($0) }) ?? nil,
+                length > route.bodyLimit
+            {
+                // Refused before anything reaches the backend or a `100 Continue` invites the body.
+                self.answer(.payloadTooLarge())
+                return
+            }
             var newBody: ByteBuffer?
             if let strip, let bodyBytes {
                 switch strip {
@@ -378,41 +401,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
         }
     }
 
-    /// Routes match the path as sent, so a path a backend would normalize differently is refused rather
-    /// than matched: `.`/`..` segments, `//`, a backslash, and percent-encoded `.`, `/` or `\` (any case)
-    /// could otherwise reach a protected path through a public prefix.
-    static func isNormalizedPath(_ uri: String) -> Bool {
-        let path = uri.utf8.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
-        var previous: UInt8 = 0
-        var segmentStart = true
-        var dots = 0
-        var index = path.startIndex
-        while index < path.endIndex {
-            let byte = path[index]
-            switch byte {
-            case UInt8(ascii: "\\"):
-                return false
-            case UInt8(ascii: "/"):
-                if previous == UInt8(ascii: "/") || (segmentStart && dots > 0) { return false }
-                segmentStart = true
-                dots = 0
-            case UInt8(ascii: "."):
-                if segmentStart { dots += 1 }
-                if dots > 2 { segmentStart = false }
-            case UInt8(ascii: "%"):
-                let rest = path[path.index(after: index)...].prefix(2)
-                let code = String(decoding: rest, as: UTF8.self).lowercased()
-                if code == "2e" || code == "2f" || code == "5c" { return false }
-                segmentStart = false
-            default:
-                segmentStart = false
-            }
-            previous = byte
-            index = path.index(after: index)
-        }
-        return !(segmentStart && dots > 0)
-    }
-
     /// The route for the request's host and path, compared where the host lies in the field lines (no `String`
     /// for it: a host with a port or of more than 15 bytes would cost one per request).
     private func matchRoute() -> Int? {
@@ -435,7 +423,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         return reported.isEmpty ? peer : reported + ", " + peer
     }
 
-    /// The limits every codec shares: the URI and the header section.
+    /// The limits every codec shares (the URI and the header section) and the request target's form.
     private func checkLimits() -> GatewayAnswer? {
         if self.head.uri.utf8.count > self.runtime.limits.maxURIBytes {
             return .uriTooLong()
@@ -445,14 +433,22 @@ final class ProxyExchange: UpstreamResponseReceiver {
         if self.head.fields.bytes.count > self.runtime.limits.maxHeaderBytes {
             return .headersTooLarge()
         }
-        if !self.head.uri.hasPrefix("/") {
-            return .malformedHTTP("the request target must be an absolute path")
-        }
         if self.head.method == .TRACE || self.head.method == .CONNECT {
             return .methodNotAllowed()
         }
-        if !Self.isNormalizedPath(self.head.uri) {
-            return .malformedHTTP("the request path must not contain dot segments, encoded separators or backslashes")
+        if self.head.fields.withFirstValue(name: "host", { HostFieldCheck.isValid($0) }) == false {
+            return .malformedHTTP("the Host field is not a valid host and port")
+        }
+        if !self.head.uri.hasPrefix("/") {
+            return .malformedHTTP("the request target must be an absolute path")
+        }
+        switch RequestTargetCheck.check(self.head.uri) {
+        case .accepted:
+            break
+        case .normalized(let target):
+            self.head.uri = target  // Routed, logged and forwarded as the backend will read it.
+        case .refused(let why):
+            return .malformedHTTP("the request target \(why)")
         }
         return nil
     }
@@ -759,7 +755,7 @@ extension ProxyExchange {
             nanoseconds: nanoseconds
         )
         guard self.runtime.accessLog else { return }
-        let path = self.head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let path = AccessLogPath.text(for: self.head.uri)
         let latency = nanoseconds / 1000
         var metadata: Logger.Metadata = [
             "request_id": "\(self.requestID)",

@@ -254,6 +254,8 @@ enum RequestRewriter {
     static func requestID(from head: ClientRequestHead, generate: () -> String) -> String {
         let given = head.fields.withFirstValue(name: "x-request-id") { value -> String? in
             guard !value.isEmpty, value.count <= 128, value.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+            // The id is logged: one shaped like a token (a client that put its token there) is replaced.
+            guard JWTShape.firstRange(in: value.assumingMemoryBound(to: UInt8.self)) == nil else { return nil }
             return String(decoding: value, as: UTF8.self)
         }
         return (given ?? nil) ?? generate()

@@ -46,7 +46,7 @@ struct TokenExtractor: Sendable {
     }
 
     func extract(method: HTTPMethod, uri: String, fields: RequestFields, body: [UInt8]?) -> Outcome {
-        if self.queryCarriesToken(uri) {
+        if self.queryCarriesToken(uri) || Self.pathCarriesToken(uri) {
             return .answer(
                 .invalidRequest("tokens must not be sent in the URL", realm: self.realm, reason: "token_in_url")
             )
@@ -94,7 +94,10 @@ struct TokenExtractor: Sendable {
                 }
                 record(ArraySlice(value.utf8), source)
             case .form(let field):
-                guard Self.hasBody(fields), Self.contentType(fields) == "application/x-www-form-urlencoded" else {
+                // RFC 6750 §2.2: never with GET (nor HEAD, GET without the body); such a body is not looked at.
+                guard method != .GET, method != .HEAD, Self.hasBody(fields),
+                    Self.contentType(fields) == "application/x-www-form-urlencoded"
+                else {
                     continue
                 }
                 guard let body else {
@@ -102,6 +105,9 @@ struct TokenExtractor: Sendable {
                     continue
                 }
                 let values = FormURLEncoded.values(named: field, in: body)
+                if FormURLEncoded.hasSemicolonField(named: field, in: body) {
+                    return .answer(self.invalid("the token field follows a ';' in the body", reason: "malformed_body"))
+                }
                 if values.count > 1 {
                     return .answer(self.invalid("more than one token field in the body", reason: "multiple_tokens"))
                 }
@@ -197,22 +203,43 @@ extension TokenExtractor {
         }
     }
 
-    /// A token in the URL query: a parameter with a token name, or any value shaped like a JWT
-    /// (`eyJ…` header, three dot-separated parts), whatever its name.
+    /// A token in the URL query: a parameter with a token name, or any value holding something shaped like a
+    /// JWT (``JWTShape``), whatever its name or what precedes it (`?x=1;access_token=<token>`).
     func queryCarriesToken(_ uri: String) -> Bool {
         guard let question = uri.utf8.firstIndex(of: UInt8(ascii: "?")) else { return false }
         var query = Array(uri.utf8[uri.utf8.index(after: question)...])
         if let hash = query.firstIndex(of: UInt8(ascii: "#")) { query.removeSubrange(hash...) }
         for pair in FormURLEncoded.pairs(query) {
             if self.queryTokenNames.contains(pair.name.lowercased()) { return true }
-            if let value = FormURLEncoded.decode(pair.rawValue), Self.looksLikeJWT(value) { return true }
+            if let value = FormURLEncoded.decode(pair.rawValue), Self.containsJWT(value) { return true }
         }
         return false
     }
 
-    static func looksLikeJWT(_ value: String) -> Bool {
-        let trimmed = value.hasPrefix("Bearer ") ? String(value.dropFirst(7)) : value
-        return trimmed.hasPrefix("eyJ") && trimmed.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
+    /// Something shaped like a JWT anywhere in the target, path or query (decoded or not): for routes without
+    /// token sources of their own (the token page), which must not copy a token into a redirect.
+    static func targetCarriesJWT(_ uri: String) -> Bool {
+        if Self.pathCarriesToken(uri) { return true }
+        guard let question = uri.utf8.firstIndex(of: UInt8(ascii: "?")) else { return false }
+        let query = Array(uri.utf8[uri.utf8.index(after: question)...])
+        if query.withUnsafeBufferPointer({ JWTShape.firstRange(in: $0) }) != nil { return true }
+        return FormURLEncoded.pairs(query).contains { pair in
+            FormURLEncoded.decode(pair.rawValue).map(Self.containsJWT) ?? false
+        }
+    }
+
+    /// A JWT-shaped run anywhere in the path (``JWTShape``): `/api/<token>`, `/api/x;token=<token>`.
+    static func pathCarriesToken(_ uri: String) -> Bool {
+        var uri = uri
+        return uri.withUTF8 { target in
+            let pathEnd = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
+            return JWTShape.firstRange(in: UnsafeBufferPointer(rebasing: target[..<pathEnd])) != nil
+        }
+    }
+
+    static func containsJWT(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { JWTShape.firstRange(in: $0) != nil }
     }
 
     /// POST, PUT, PATCH and DELETE (and any method that is not safe by RFC 9110 §9.2.1).

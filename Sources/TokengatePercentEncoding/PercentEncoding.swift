@@ -79,6 +79,12 @@ public enum PercentEncoding {
         }
     }
 
+    /// The byte `%HL` stands for, or `nil` when `high` and `low` are not both hex digits (either case).
+    public static func escapedByte(_ high: UInt8, _ low: UInt8) -> UInt8? {
+        guard let high = Self.hexValue(high), let low = Self.hexValue(low) else { return nil }
+        return high << 4 | low
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")

@@ -54,11 +54,11 @@ public struct TokenSigner: Sendable {
     }
 
     /// Builds and signs a token.
-    /// - Throws: ``TokenSigningError`` for an empty subject, a subject with control characters, times outside
+    /// - Throws: ``TokenSigningError`` for a subject the verifier would refuse (``UserIDRules``), times outside
     ///   0 through year 9999, or a libcrypto failure.
     public func mint(_ claims: TokenClaims) throws -> String {
-        guard !claims.subject.isEmpty, !claims.subject.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
-            throw TokenSigningError(code: "invalid_claims", message: "the subject must be non-empty text")
+        if let problem = UserIDRules.problem(claims.subject) {
+            throw TokenSigningError(code: "invalid_claims", message: "the subject \(problem)")
         }
         for time in [claims.issuedAt, claims.expiresAt, claims.notBefore].compactMap({ $0 })
         where !JSONScanner.numericDateRange.contains(time) {

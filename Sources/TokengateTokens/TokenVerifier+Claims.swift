@@ -34,10 +34,10 @@ extension TokenVerifier {
         guard let subjectSpan = parsed.subject, subjectSpan.count > 0, let issuedAt = parsed.issuedAt else {
             return .invalid(.missingClaim)
         }
-        // The user id is forwarded in a header and used as a key: no control characters.
-        for i in 0..<subjectSpan.count {
-            let byte = scanner.base[subjectSpan.start + i]
-            if byte < 0x20 || byte == 0x7F { return .invalid(.malformed) }
+        // The user id is forwarded in a header and is the key cutoffs are stored under: an id no cutoff could be
+        // stored under (or that HTTP would trim into another) could never be revoked.
+        if UserIDRules.problem(UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count)) != nil {
+            return .invalid(.malformed)
         }
         if self.prepared.issuer != nil && parsed.issuerMatches != true { return .invalid(.missingClaim) }
         if self.prepared.audience != nil && parsed.audienceMatches != true { return .invalid(.missingClaim) }

@@ -15,7 +15,7 @@ import TokengateTokens
 @Suite(.serialized)
 struct GatewayIntegrationTests {
     /// Runs `body` against a freshly started gateway, and always stops it.
-    private func withGateway(
+    func withGateway(
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
         limits: String = "",
@@ -32,7 +32,7 @@ struct GatewayIntegrationTests {
         await harness.stop()
     }
 
-    private func curl(_ harness: GatewayHarness, _ arguments: [String]) throws -> Curl.Result {
+    func curl(_ harness: GatewayHarness, _ arguments: [String]) throws -> Curl.Result {
         try Curl.run(arguments, caFile: harness.certificatePath)
     }
 

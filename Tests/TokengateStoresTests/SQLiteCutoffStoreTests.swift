@@ -127,7 +127,7 @@ struct SQLiteCutoffStoreTests {
     }
 
     @Test("user ids are validated before anything is written", arguments: [
-        "", String(repeating: "x", count: 257), "a\u{0}b", "line\nbreak", "del\u{7F}", "c1\u{85}", "tab\t",
+        "", String(repeating: "x", count: 257), "a\u{0}b", "line\nbreak", "del\u{7F}", "c1\u{85}", "tab\t", " spaced", "spaced ",
     ])
     func invalidUserIDs(id: String) async throws {
         let directory = try TemporaryDirectory()
@@ -146,7 +146,7 @@ struct SQLiteCutoffStoreTests {
         let store = try await SQLiteCutoffStore.open(path: directory.file("cutoffs.db"))
         let longest = String(repeating: "é", count: 128)  // 2 bytes each: exactly 256
         #expect(longest.utf8.count == 256)
-        let ids = [longest, "ユーザー", "a/b%2F'\"; DROP TABLE user_cutoffs; --", " spaced "]
+        let ids = [longest, "ユーザー", "a/b%2F'\"; DROP TABLE user_cutoffs; --", "inner spaces only"]
         for (index, id) in ids.enumerated() {
             try await store.passwordChanged(user: id, at: Int64(index + 1))
         }

@@ -1,0 +1,104 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Testing
+import TokengateConfig
+
+@testable import TokengateGateway
+
+@Suite struct RequestTargetCheckTests {
+    @Test func targetsTakenAsSent() {
+        for target in ["/", "/api/a", "/api/a/", "/a.b/c..d/...", "/%20x/%C3%A9", "/a?b=%zz;c#", "/a?x=/../y", "/a%3Bb", "/.well-known/x"] {
+            #expect(RequestTargetCheck.check(target) == (target.contains("#") ? .refused("must not contain a fragment ('#')") : .accepted), "\(target)")
+        }
+    }
+
+    @Test func encodedUnreservedCharactersAreDecoded() {
+        let cases: [(String, String)] = [
+            ("/%61pi/a", "/api/a"),
+            ("/%61%70%69/a?q=%61", "/api/a?q=%61"),
+            ("/a%2Eb", "/a.b"),
+            ("/x%7e%7E%2d%5F", "/x~~-_"),
+            ("/%41%5a%30%39/%20%41", "/AZ09/%20A"),
+        ]
+        for (target, normalized) in cases {
+            #expect(RequestTargetCheck.check(target) == .normalized(normalized), "\(target)")
+        }
+    }
+
+    @Test func refusedTargets() {
+        let cases: [(String, String)] = [
+            ("/a#b", "fragment"), ("/a?b#c", "fragment"),
+            ("/a;b", "path parameters"), ("/open/..;/api", "path parameters"), ("/a/b;jsessionid=1", "path parameters"),
+            ("/%zz", "malformed percent-escape"), ("/a%", "malformed percent-escape"), ("/a%4", "malformed percent-escape"),
+            ("/a%4?x", "malformed percent-escape"), ("/a%?41", "malformed percent-escape"),
+            ("/a%2fb", "encoded '/'"), ("/a%2F", "encoded '/'"), ("/a%5cb", "encoded '/'"),
+            ("/a\\b", "backslash"),
+            ("/..", "dot segments"), ("/.", "dot segments"), ("/a/./b", "dot segments"), ("/a/../b", "dot segments"),
+            ("//a", "empty segments"), ("/a//b", "empty segments"), ("/a/.?x", "dot segments"),
+            ("/%2e%2e/api", "dot segments"), ("/a/%2E", "dot segments"), ("/a/.%2e/b", "dot segments"), ("/%2E/", "dot segments"),
+        ]
+        for (target, why) in cases {
+            guard case .refused(let message) = RequestTargetCheck.check(target) else {
+                Issue.record("\(target) was not refused")
+                continue
+            }
+            #expect(message.contains(why), "\(target): \(message)")
+        }
+    }
+
+    @Test func hostValues() {
+        func valid(_ value: String) -> Bool {
+            Array(value.utf8).withUnsafeBytes { HostFieldCheck.isValid($0) }
+        }
+        for good in ["", "localhost", "localhost:8443", "127.0.0.1", "127.0.0.1:0", "[::1]", "[::1]:443", "[2001:db8::1]",
+                     "api.example.com:65535", "xn--bcher-kva.example", "a-b_c~d", "a%41b", "host:", "[::1]:"]
+        {
+            #expect(valid(good), "\(good)")
+        }
+        for bad in ["a@b", "user:pw@host", "local host", "host/evil", "host:65536", "host:99999", "host:123456", "host:8x",
+                    "a\"b", "<x>", ":443", "[::1", "[]", "[::1]x", "[g::1]", "host\\x", "a:1:2", "host?x", "host#x"]
+        {
+            #expect(!valid(bad), "\(bad)")
+        }
+    }
+
+    @Test func theAccessLogPathHasNoQueryAndNoToken() {
+        let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl"
+        #expect(AccessLogPath.text(for: "/api/items?access_token=\(token)") == "/api/items")
+        #expect(AccessLogPath.text(for: "/api/\(token)") == "/api/[token]")
+        #expect(AccessLogPath.text(for: "/v/\(token)/x/\(token)") == "/v/[token]/x/[token]")
+        #expect(AccessLogPath.text(for: "/v/x=\(token);y") == "/v/x=[token];y")
+        #expect(AccessLogPath.text(for: "/eyJ/eyJa.b/c") == "/eyJ/eyJa.b/c", "one dot, or none, is not a token")
+        let long = "/" + String(repeating: "a", count: 9000)
+        let cut = AccessLogPath.text(for: long)
+        #expect(cut.utf8.count == AccessLogPath.maxBytes + "…".utf8.count && cut.hasSuffix("…"))
+        let accents = "/" + String(repeating: "é", count: 600)
+        #expect(AccessLogPath.text(for: accents).hasSuffix("é…"), "cut on a character boundary")
+    }
+
+    @Test func tokensInTheURLAreFound() {
+        let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl"
+        #expect(TokenExtractor.pathCarriesToken("/api/\(token)"))
+        #expect(TokenExtractor.pathCarriesToken("/api/x=\(token)"))
+        #expect(!TokenExtractor.pathCarriesToken("/api/x?t=\(token)"), "the query is another check")
+        #expect(TokenExtractor.targetCarriesJWT("/token?return_to=/x?access_token%3D\(token)"))
+        #expect(TokenExtractor.targetCarriesJWT("/token?a=%65yJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln"), "an escaped token")
+        #expect(!TokenExtractor.targetCarriesJWT("/token?app=ios&state=Zm9vYmFy"))
+        let extractor = TokenExtractor(sources: [.authorization], realm: "r")
+        #expect(extractor.queryCarriesToken("/a?x=1;access_token=\(token)"))
+        #expect(extractor.queryCarriesToken("/a?x=Bearer%20\(token)"))
+        #expect(!extractor.queryCarriesToken("/a?x=1&y=eyJ.only"))
+    }
+
+    @Test func aTokenFieldHiddenBehindASemicolon() {
+        func hides(_ body: String) -> Bool { FormURLEncoded.hasSemicolonField(named: "access_token", in: Array(body.utf8)) }
+        #expect(hides("x=1;access_token=t&access_token=u"))
+        #expect(hides("x=1;a=2;access_token"))
+        #expect(hides("x=1;%61ccess_token=t"), "the name is decoded as a splitting parser would")
+        #expect(!hides("access_token=t;x"), "a ';' inside the token field's own value is the value's")
+        #expect(!hides("x=1;y=2&access_token=t"))
+        #expect(!hides("x=a;access_tokens=t"))
+    }
+}
