@@ -112,6 +112,8 @@ struct GatewayLauncher {
                     port: adminConfiguration.address.port,
                     secret: secret,
                     tls: adminTLS,
+                    requestHeaderTimeout: self.configuration.limits.requestHeaderTimeout,
+                    idleTimeout: self.configuration.limits.idleTimeout,
                     group: group,
                     logger: logger,
                     handler: Self.adminHandler(server: server, sync: sync, api: api, configurationPath: configurationPath, logger: logger)
