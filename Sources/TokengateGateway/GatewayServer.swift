@@ -107,10 +107,24 @@ public final class GatewayServer: Sendable {
     }
 
     /// Everything `init` checks without binding anything: the keys parse, the certificates load and match
-    /// their keys. For `tokengate check-config`.
+    /// their keys; and what `serve` reads for the admin listener: its secret file (``AdminServer/loadSecret(_:)``,
+    /// the same reader) and its certificates. For `tokengate check-config`, which must not pass a file that
+    /// `serve` then refuses.
     public static func check(_ configuration: GatewayConfiguration) throws {
         _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
         _ = try GatewayGeneration.makeTLSContexts(configuration)
+        if let admin = configuration.admin {
+            if let secretFile = admin.secretFile {
+                _ = try AdminServer.loadSecret(secretFile)
+            }
+            if let tls = admin.tls {
+                do {
+                    _ = try AdminServer.makeTLSContext(tls)
+                } catch {
+                    throw GatewayStartupError("admin listener \(admin.address): \(error)")
+                }
+            }
+        }
     }
 
     /// Binds every listener. Returns the bound addresses in configuration order (useful with port 0).

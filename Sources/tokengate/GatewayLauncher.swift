@@ -31,6 +31,16 @@ struct GatewayLauncher {
         for warning in self.configuration.warnings {
             logger.warning("configuration: \(warning)")
         }
+        // Read before anything starts: a bad secret file must not let the public listeners log "listening"
+        // and then take the process down.
+        var adminSecret: [UInt8]?
+        if let secretFile = self.configuration.admin?.secretFile {
+            do {
+                adminSecret = try AdminServer.loadSecret(secretFile)
+            } catch {
+                fail("\(error)")
+            }
+        }
         let holder = CutoffSnapshotHolder(.empty)
         let opened: CutoffStoreFactory.Opened
         do {
@@ -80,26 +90,11 @@ struct GatewayLauncher {
         let configurationPath = self.configuration.sourcePath
         var admin: AdminServer?
         if let adminConfiguration = self.configuration.admin {
-            let secret = adminConfiguration.secretFile.map { path -> [UInt8] in
-                guard var bytes = FileManager.default.contents(atPath: path.path).map(Array.init), !bytes.isEmpty else {
-                    fail("cannot read the admin secret file \(path)")
-                }
-                while bytes.last == UInt8(ascii: "\n") || bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-                guard bytes.count >= 16 else {
-                    fail("the admin secret in \(path) is too short: use at least 16 bytes (e.g. openssl rand -hex 32)")
-                }
-                return bytes
-            }
             let api = AdminAPI(service: sync)
             var adminTLS: TLSServerContext?
             if let tls = adminConfiguration.tls {
                 do {
-                    adminTLS = try TLSServerContext(
-                        certificates: tls.certificates.map {
-                            TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
-                        },
-                        alpnProtocols: ["http/1.1"]
-                    )
+                    adminTLS = try AdminServer.makeTLSContext(tls)
                 } catch {
                     await server.shutdown(drainTimeout: .zero)
                     try? await store.close()
@@ -110,7 +105,7 @@ struct GatewayLauncher {
                 admin = try await AdminServer.start(
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
-                    secret: secret,
+                    secret: adminSecret,
                     tls: adminTLS,
                     requestHeaderTimeout: self.configuration.limits.requestHeaderTimeout,
                     idleTimeout: self.configuration.limits.idleTimeout,

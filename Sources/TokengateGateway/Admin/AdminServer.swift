@@ -2,10 +2,12 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import TokengateConfig
 import TokengateTLS
 
 /// The admin listener: a small HTTP/1.1 server, separate from the public listeners, for the cutoff
@@ -276,3 +278,50 @@ final class AdminReadDeadlineHandler: ChannelInboundHandler, RemovableChannelHan
 @available(*, unavailable)
 extension AdminReadDeadlineHandler: Sendable {}
 
+extension AdminServer {
+    /// The shortest admin secret accepted: a guessable secret on a listener that revokes every token would be
+    /// worse than none, because it looks like protection.
+    public static let minimumSecretBytes = 16
+
+    /// Reads the admin listener's bearer secret from `file`: its bytes without trailing line breaks (an editor's
+    /// or `echo`'s newline is not part of the secret).
+    ///
+    /// `serve` and `check-config` both call this, so a file `check-config` passes is one `serve` starts with,
+    /// and each problem gets its own words: a missing file, one the gateway may not read, an empty one, a
+    /// short one. The message names the file, never its content.
+    /// - Throws: ``GatewayStartupError``.
+    public static func loadSecret(_ file: ConfigPath) throws -> [UInt8] {
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            throw GatewayStartupError("admin.secret_file: cannot read the admin secret file \(file): no such file")
+        }
+        guard var bytes = FileManager.default.contents(atPath: file.path).map(Array.init) else {
+            throw GatewayStartupError(
+                "admin.secret_file: cannot read the admin secret file \(file): permission denied or not a regular file"
+            )
+        }
+        while bytes.last == UInt8(ascii: "\n") || bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        guard !bytes.isEmpty else {
+            throw GatewayStartupError(
+                "admin.secret_file: the admin secret file \(file) is empty: put a secret of at least "
+                    + "\(Self.minimumSecretBytes) bytes in it (e.g. openssl rand -hex 32)"
+            )
+        }
+        guard bytes.count >= Self.minimumSecretBytes else {
+            throw GatewayStartupError(
+                "admin.secret_file: the admin secret in \(file) is too short: use at least \(Self.minimumSecretBytes) "
+                    + "bytes (e.g. openssl rand -hex 32)"
+            )
+        }
+        return bytes
+    }
+
+    /// The admin listener's TLS context (HTTP/1.1 only), for `serve` and `check-config` alike.
+    public static func makeTLSContext(_ tls: TLSListenerConfiguration) throws -> TLSServerContext {
+        try TLSServerContext(
+            certificates: tls.certificates.map {
+                TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
+            },
+            alpnProtocols: ["http/1.1"]
+        )
+    }
+}
