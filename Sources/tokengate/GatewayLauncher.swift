@@ -158,6 +158,9 @@ struct GatewayLauncher {
             case "/healthz":
                 return .init(status: 200, body: "{\"status\":\"ok\"}")
             case "/metrics":
+                guard request.method == "GET" || request.method == "HEAD" else {
+                    return Self.methodNotAllowed(allow: "GET, HEAD")
+                }
                 let snapshot = await sync.snapshot
                 server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
                 if let lastSync = await sync.lastSyncAt {
@@ -167,7 +170,7 @@ struct GatewayLauncher {
                 return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
             case "/admin/reload":
                 guard request.method == "POST" else {
-                    return .init(status: 405, body: "{\"error\":\"method_not_allowed\",\"error_description\":\"use POST\"}")
+                    return Self.methodNotAllowed(allow: "POST")
                 }
                 return Self.reload(server: server, path: configurationPath, logger: logger)
             case "/readyz":
@@ -177,9 +180,24 @@ struct GatewayLauncher {
                     : .init(status: 200, body: "{\"status\":\"ready\"}")
             default:
                 let response = await api.handle(method: request.method, path: request.path, body: request.body)
-                return .init(status: response.status, body: response.json)
+                // The API's own headers (`Allow` on its 405s) were dropped here before.
+                return .init(
+                    status: response.status,
+                    body: response.json,
+                    headers: response.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+                )
             }
         }
+    }
+
+    /// The admin listener's 405, in the admin API's shape and with the `Allow` header it sends: a scraper
+    /// or script using the wrong method is told so, instead of getting an answer it did not ask for.
+    static func methodNotAllowed(allow: String) -> AdminServer.Response {
+        .init(
+            status: 405,
+            body: "{\"error\":\"method_not_allowed\",\"error_description\":\"this endpoint accepts \(allow) only\"}",
+            headers: [(name: "Allow", value: allow)]
+        )
     }
 
     /// Reloads configuration, keys and certificates from `path`; a bad file is refused with its reason

@@ -40,11 +40,14 @@ public final class AdminServer: Sendable {
         public var status: Int
         public var contentType: String
         public var body: String
+        /// Extra response headers, such as `Allow` on a 405 (RFC 9110 §15.5.6 requires it there).
+        public var headers: [(name: String, value: String)]
 
-        public init(status: Int, contentType: String = "application/json", body: String) {
+        public init(status: Int, contentType: String = "application/json", body: String, headers: [(name: String, value: String)] = []) {
             self.status = status
             self.contentType = contentType
             self.body = body
+            self.headers = headers
         }
     }
 
@@ -173,6 +176,7 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         headers.add(name: "content-type", value: response.contentType)
         headers.add(name: "content-length", value: String(response.body.utf8.count))
         headers.add(name: "cache-control", value: "no-store")
+        for header in response.headers { headers.add(name: header.name, value: header.value) }
         if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
