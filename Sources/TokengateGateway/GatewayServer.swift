@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import CoreMetrics
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -104,6 +105,26 @@ public final class GatewayServer: Sendable {
             next.runtime.metrics.configGeneration.record(Int64(next.number))
             self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
         }
+    }
+
+    /// What `check-config` prints and `serve` logs as warnings: the configuration's own
+    /// (``GatewayConfiguration/warnings``, which never reads a file), and what only the key files show: a
+    /// verification key set (`keys:`) that holds private keys.
+    public static func warnings(for configuration: GatewayConfiguration) -> [String] {
+        var warnings = configuration.warnings
+        for (index, key) in configuration.keys.enumerated() {
+            guard case .jwks(let path) = key.source,
+                let data = FileManager.default.contents(atPath: path.path), data.count <= 1 << 20
+            else { continue }
+            let privateKeys = KeySet.keysWithPrivateMembers(jwks: data)
+            guard !privateKeys.isEmpty else { continue }
+            warnings.append(
+                "keys[\(index)].jwks: \(path) holds private key material (\(privateKeys.joined(separator: ", "))); "
+                    + "verification needs only the public keys: list the public key set here and keep the private "
+                    + "one for signing_key"
+            )
+        }
+        return warnings
     }
 
     /// Everything `init` checks without binding anything: the keys parse, the certificates load and match

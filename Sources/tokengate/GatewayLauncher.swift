@@ -28,7 +28,7 @@ struct GatewayLauncher {
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
-        for warning in self.configuration.warnings {
+        for warning in GatewayServer.warnings(for: self.configuration) {
             logger.warning("configuration: \(warning)")
         }
         // Read before anything starts: a bad secret file must not let the public listeners log "listening"

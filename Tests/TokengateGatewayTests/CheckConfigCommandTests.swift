@@ -18,7 +18,10 @@ struct CheckConfigCommandTests {
         let directory: String
         var path: String { self.directory + "/tokengate.yaml" }
 
-        init(admin: String = "admin: { address: 127.0.0.1:0 }", keys: String = "keys: [ { jwks: public.jwks } ]") throws {
+        init(
+            admin: String = "admin: { address: 127.0.0.1:0 }",
+            keys: String = "keys: [ { jwks: public.jwks } ]\nsigning_key: { jwks: private.jwks }"
+        ) throws {
             self.directory = NSTemporaryDirectory() + "tokengate-check-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
             let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost"])
@@ -87,5 +90,49 @@ struct CheckConfigCommandTests {
         let good = try setup.checkConfig()
         #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
         #expect(good.stdout.contains(": ok ("), "\(good.stdout)")
+    }
+
+    /// Private keys other users may read pass (Kubernetes mounts secrets 0644 by default) but are named in a
+    /// warning, by `check-config` and in `serve`'s log; with mode 0600 there is no warning.
+    @Test func warnsAboutPrivateKeysOthersMayRead() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup()
+        defer { setup.remove() }
+        let clean = try setup.checkConfig()
+        #expect(clean.status == 0, "\(clean.stdout) \(clean.stderr)")
+        #expect(!clean.stderr.contains("warning"), "\(clean.stderr)")
+
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: setup.directory + "/key.pem")
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: setup.directory + "/private.jwks")
+        let readable = try setup.checkConfig()
+        #expect(readable.status == 0, "a warning, not a refusal: \(readable.stdout) \(readable.stderr)")
+        #expect(readable.stdout.contains(": ok ("), "\(readable.stdout)")
+        let lines = readable.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(readable.stderr)")
+        #expect(
+            lines.contains { $0.contains("warning: listen[0].tls.certificates[0].key") && $0.contains("mode 0644") && $0.contains("every user") },
+            "\(readable.stderr)"
+        )
+        #expect(
+            lines.contains { $0.contains("warning: signing_key.jwks") && $0.contains("mode 0640") && $0.contains("its group") },
+            "\(readable.stderr)"
+        )
+        #expect(!readable.stderr.contains("BEGIN"), "no key material in a warning")
+    }
+
+    /// A verification key set with private keys in it works, but copies the signing key to wherever
+    /// verification keys go: `check-config` says so.
+    @Test func warnsAboutPrivateKeysInTheVerificationKeySet() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(keys: "keys: [ { jwks: public.jwks }, { jwks: private.jwks } ]")
+        defer { setup.remove() }
+        // Two sets holding the same kid do not merge; give the public one another key.
+        let other = try KeyGenerator.generate(algorithm: .edDSA, keyID: "other")
+        try setup.write("public.jwks", other.publicJWKS, mode: 0o644)
+        let result = try setup.checkConfig()
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("warning: keys[1].jwks"), "\(result.stderr)")
+        #expect(result.stderr.contains("private key material") && result.stderr.contains("kid \"test-only\""), "\(result.stderr)")
+        #expect(!result.stderr.contains("keys[0]"), "the public set is fine: \(result.stderr)")
     }
 }
