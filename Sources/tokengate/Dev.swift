@@ -81,7 +81,13 @@ struct Dev: AsyncParsableCommand {
     /// the ports they are bound to (`addresses` is in configuration order), so the lines work with any
     /// configuration passed by `--config`, not only the shipped one. The plain-HTTP line is left out when
     /// there is no plain listener.
-    static func banner(configuration: GatewayConfiguration, addresses: [SocketAddress], directory: String, sitePort: Int, token: String) -> String {
+    static func banner(
+        configuration: GatewayConfiguration,
+        addresses: [SocketAddress],
+        directory: String,
+        sitePort: Int,
+        token: String
+    ) -> String {
         func boundPort(_ index: Int) -> Int {
             (index < addresses.count ? addresses[index].port : nil) ?? configuration.listeners[index].address.port
         }
@@ -94,7 +100,10 @@ struct Dev: AsyncParsableCommand {
         {
             let address = configuration.listeners[index].address
             // A wildcard address is reached through loopback.
-            let host = address.isWildcard ? (address.isIPv6 ? "[::1]" : "127.0.0.1") : (address.isIPv6 ? "[\(address.host)]" : address.host)
+            let host =
+                address.isWildcard
+                ? (address.isIPv6 ? "[::1]" : "127.0.0.1")
+                : (address.isIPv6 ? "[\(address.host)]" : address.host)
             plainLine = "\n  curl http://\(host):\(boundPort(index))/api/hello"
             plainWhat = mode == .redirect ? ", or over plain HTTP (308 to https)" : ", or over plain HTTP (426)"
         }

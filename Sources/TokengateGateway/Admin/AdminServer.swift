@@ -43,7 +43,12 @@ public final class AdminServer: Sendable {
         /// Extra response headers, such as `Allow` on a 405 (RFC 9110 §15.5.6 requires it there).
         public var headers: [(name: String, value: String)]
 
-        public init(status: Int, contentType: String = "application/json", body: String, headers: [(name: String, value: String)] = []) {
+        public init(
+            status: Int,
+            contentType: String = "application/json",
+            body: String,
+            headers: [(name: String, value: String)] = []
+        ) {
             self.status = status
             self.contentType = contentType
             self.body = body
@@ -94,7 +99,10 @@ public final class AdminServer: Sendable {
                     if let tls {
                         try sync.addHandler(TLSHandler(context: tls, logger: logger))
                     }
-                    let deadlines = HTTP1ReadDeadlines(headTimeout: TimeAmount(requestHeaderTimeout), idleTimeout: TimeAmount(idleTimeout))
+                    let deadlines = HTTP1ReadDeadlines(
+                        headTimeout: TimeAmount(requestHeaderTimeout),
+                        idleTimeout: TimeAmount(idleTimeout)
+                    )
                     try sync.addHandler(AdminReadDeadlineHandler(deadlines: deadlines))
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
                     try sync.addHandler(AdminConnectionHandler(secret: secret, deadlines: deadlines, handler: handler))
