@@ -35,6 +35,17 @@ enum FileCheck {
         return .ok
     }
 
+    /// The permission bits of `path` (links followed) when its group or other users may read it, else `nil`
+    /// (also when it cannot be looked at: whether it exists is checked elsewhere).
+    static func groupOrOtherPermissions(_ path: String) -> UInt32? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return nil
+        }
+        let permissions = UInt32(info.st_mode) & 0o777
+        return permissions & 0o044 != 0 ? permissions : nil
+    }
+
     static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR

@@ -10,8 +10,14 @@ extension GatewayConfiguration {
     /// public route without a host (`accept: none`) that forwards to the same upstream as a token-protected
     /// route bound to a host lets anyone reach that backend without a token, by sending another `Host` — the
     /// backend sees the same path either way. Giving the public route a host, or its own upstream, closes it.
+    ///
+    /// A file holding a secret (a TLS private key, the signing key, an HMAC secret, the admin secret, the
+    /// PostgreSQL password) that other users may read is reported, not refused: Kubernetes mounts secrets
+    /// 0644 unless `defaultMode` says otherwise, and a container often runs as the only user. Elsewhere it
+    /// usually means the key was written with the default umask. Only the mode is looked at (``FileCheck``),
+    /// never the content.
     public var warnings: [String] {
-        var warnings: [String] = []
+        var warnings: [String] = self.readableSecretFileWarnings
         for (publicIndex, publicRoute) in self.routes.enumerated()
         where publicRoute.host == nil && publicRoute.tokenPage == nil && !publicRoute.accept.acceptsTokens {
             guard let upstream = publicRoute.upstream else { continue }
@@ -28,5 +34,59 @@ extension GatewayConfiguration {
             )
         }
         return warnings
+    }
+
+    /// Every configured file that holds a secret, with where the configuration names it.
+    var secretFiles: [(key: String, file: ConfigPath)] {
+        var files: [(key: String, file: ConfigPath)] = []
+        for (index, listener) in self.listeners.enumerated() {
+            for (certificate, pair) in (listener.tls?.certificates ?? []).enumerated() {
+                files.append(("listen[\(index)].tls.certificates[\(certificate)].key", pair.key))
+            }
+        }
+        if let admin = self.admin {
+            for (certificate, pair) in (admin.tls?.certificates ?? []).enumerated() {
+                files.append(("admin.tls.certificates[\(certificate)].key", pair.key))
+            }
+            if let secretFile = admin.secretFile {
+                files.append(("admin.secret_file", secretFile))
+            }
+        }
+        // Verification keys are public, except an HMAC secret, which verifies and signs alike.
+        for (index, key) in self.keys.enumerated() {
+            if case .hmacFile(let path) = key.source {
+                files.append(("keys[\(index)].hmac_file", path))
+            }
+        }
+        switch self.signingKey?.source {
+        case .jwks(let path): files.append(("signing_key.jwks", path))
+        case .pem(let path): files.append(("signing_key.pem", path))
+        case .hmacFile(let path): files.append(("signing_key.hmac_file", path))
+        case .hmacEnvironment, nil: break
+        }
+        if case .postgres(let postgres) = self.cutoffs, let passwordFile = postgres.passwordFile {
+            files.append(("cutoffs.password_file", passwordFile))
+        }
+        return files
+    }
+
+    private var readableSecretFileWarnings: [String] {
+        var reported: Set<String> = []
+        var warnings: [String] = []
+        for (key, file) in self.secretFiles {
+            guard let mode = FileCheck.groupOrOtherPermissions(file.path), reported.insert(file.path).inserted else { continue }
+            let who = mode & 0o004 != 0 ? "every user on the machine" : "its group"
+            warnings.append(
+                "\(key): \(file) holds a secret but has mode \(String(mode, radix: 8).leftPadded(to: 4)), so \(who) can read it; "
+                    + "make it readable by the gateway's user only (chmod 600, or defaultMode: 0400 on a Kubernetes secret volume)"
+            )
+        }
+        return warnings
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        self.count >= width ? self : String(repeating: "0", count: width - self.count) + self
     }
 }

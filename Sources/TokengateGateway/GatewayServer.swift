@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import CoreMetrics
+import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -106,11 +107,45 @@ public final class GatewayServer: Sendable {
         }
     }
 
+    /// What `check-config` prints and `serve` logs as warnings: the configuration's own
+    /// (``GatewayConfiguration/warnings``, which never reads a file), and what only the key files show: a
+    /// verification key set (`keys:`) that holds private keys.
+    public static func warnings(for configuration: GatewayConfiguration) -> [String] {
+        var warnings = configuration.warnings
+        for (index, key) in configuration.keys.enumerated() {
+            guard case .jwks(let path) = key.source,
+                let data = FileManager.default.contents(atPath: path.path), data.count <= 1 << 20
+            else { continue }
+            let privateKeys = KeySet.keysWithPrivateMembers(jwks: data)
+            guard !privateKeys.isEmpty else { continue }
+            warnings.append(
+                "keys[\(index)].jwks: \(path) holds private key material (\(privateKeys.joined(separator: ", "))); "
+                    + "verification needs only the public keys: list the public key set here and keep the private "
+                    + "one for signing_key"
+            )
+        }
+        return warnings
+    }
+
     /// Everything `init` checks without binding anything: the keys parse, the certificates load and match
-    /// their keys. For `tokengate check-config`.
+    /// their keys; and what `serve` reads for the admin listener: its secret file (``AdminServer/loadSecret(_:)``,
+    /// the same reader) and its certificates. For `tokengate check-config`, which must not pass a file that
+    /// `serve` then refuses.
     public static func check(_ configuration: GatewayConfiguration) throws {
         _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
         _ = try GatewayGeneration.makeTLSContexts(configuration)
+        if let admin = configuration.admin {
+            if let secretFile = admin.secretFile {
+                _ = try AdminServer.loadSecret(secretFile)
+            }
+            if let tls = admin.tls {
+                do {
+                    _ = try AdminServer.makeTLSContext(tls)
+                } catch {
+                    throw GatewayStartupError("admin listener \(admin.address): \(error)")
+                }
+            }
+        }
     }
 
     /// Binds every listener. Returns the bound addresses in configuration order (useful with port 0).

@@ -15,7 +15,8 @@ import TokengateTokens
 /// - `POST /admin/revoke-all`: the global cutoff = `at` (default now).
 ///
 /// The POST body is optional: `{"at": 1714564800 or "2024-05-01T12:00:00Z", "force": true}`; unknown keys are
-/// refused so that a typo such as `"forse"` cannot silently change what happens. A write answers 200 only after
+/// refused so that a typo such as `"forse"` cannot silently change what happens, and so are repeated ones
+/// (``repeatedMember(_:)``), so that which of two values counts is never a parser's choice. A write answers 200 only after
 /// the store committed it and the snapshot containing it was published (see ``CutoffSyncService``).
 ///
 /// Errors: 400 `invalid_user_id` / `invalid_time` / `invalid_request`, 404 `not_found`, 405
@@ -186,6 +187,9 @@ public struct AdminAPI: Sendable {
         guard case .object(let object) = JSONScalar(root) else {
             throw RequestError(message: "the body must be a JSON object")
         }
+        if let name = Self.repeatedMember(body) {
+            throw RequestError(message: "the body names \"\(name)\" more than once")
+        }
         for (key, value) in object {
             switch key {
             case "at":
@@ -215,6 +219,52 @@ public struct AdminAPI: Sendable {
             }
         }
         return options
+    }
+
+    /// The first top-level member name `body` repeats, with escapes resolved (`"forc\u0065"` is `force`), or
+    /// `nil`. `body` is one JSON object that `JSONSerialization` already accepted.
+    ///
+    /// `JSONSerialization` keeps the last of repeated names, so `{"at":1000,"force":false,"force":true}` read
+    /// as a forced move backward, while a reviewer, a log line or another parser reads `force: false`. A
+    /// body whose meaning depends on which duplicate wins is refused, as the token parser refuses a repeated
+    /// header or claim name. The scan only tracks strings and nesting: the syntax was checked already.
+    static func repeatedMember(_ body: [UInt8]) -> String? {
+        var seen: Set<String> = []
+        var depth = 0
+        // At the top level, the next string is a member name: right after `{` or after a `,`.
+        var expectingName = false
+        var index = 0
+        while index < body.count {
+            let byte = body[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                let start = index
+                index += 1
+                while index < body.count, body[index] != UInt8(ascii: "\"") {
+                    index += body[index] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                if depth == 1, expectingName, index < body.count {
+                    expectingName = false
+                    let token = Data(body[start...index])
+                    // The name's own escapes are resolved by the same parser that read the body; a name it cannot
+                    // read again (it read it once) is refused rather than skipped.
+                    guard let name = (try? JSONSerialization.jsonObject(with: token, options: .fragmentsAllowed)) as? String
+                    else { return String(decoding: token, as: UTF8.self) }
+                    if !seen.insert(name).inserted { return name }
+                }
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                expectingName = depth == 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth -= 1
+            case UInt8(ascii: ","):
+                expectingName = depth == 1
+            default:
+                break
+            }
+            index += 1
+        }
+        return nil
     }
 
     // MARK: Answers

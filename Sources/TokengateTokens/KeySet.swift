@@ -89,6 +89,29 @@ public final class KeySet: Sendable {
         try self.init(validating: [VerificationKey(keyID: keyID, checks: [(algorithm, check)], isSymmetric: true)])
     }
 
+    /// The keys of a JWK Set (or single JWK) document that carry private members, described by position and
+    /// `kid` (`key 0 (kid "a")`); empty when there are none or the document does not parse (loading reports
+    /// that).
+    ///
+    /// Loading a verification set ignores private members, so a private set listed under `keys:` works — and
+    /// silently copies the signing key to wherever the verification keys are deployed, which is usually more
+    /// places, less guarded. This lets the gateway say so. Only asymmetric private parts count (`d`, and RSA's
+    /// CRT members); an HMAC key's `k` is the secret that verifies and cannot be left out.
+    public static func keysWithPrivateMembers(jwks: some Collection<UInt8>) -> [String] {
+        guard let objects = try? Self.parseKeyObjects(Data(jwks)) else { return [] }
+        var found: [String] = []
+        for (index, object) in objects.enumerated() {
+            guard let key = object as? [String: Any] else { continue }
+            guard ["d", "p", "q", "dp", "dq", "qi"].contains(where: { key[$0] != nil }) else { continue }
+            if let kid = key["kid"] as? String {
+                found.append("key \(index) (kid \"\(kid)\")")
+            } else {
+                found.append("key \(index)")
+            }
+        }
+        return found
+    }
+
     /// The key objects of a JWK Set or single-JWK document.
     static func parseKeyObjects(_ data: Data) throws(KeyLoadingError) -> [Any] {
         let root: Any

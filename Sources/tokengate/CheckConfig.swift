@@ -28,7 +28,7 @@ struct CheckConfig: ParsableCommand {
         } catch {
             fail("\(self.file): \(error)")
         }
-        for warning in configuration.warnings {
+        for warning in GatewayServer.warnings(for: configuration) {
             FileOutput.standardError("tokengate: \(self.file): warning: \(warning)\n")
         }
         print(

@@ -69,32 +69,63 @@ struct Dev: AsyncParsableCommand {
                     audience: nil
                 )
             )
-            let port = addresses.first?.port ?? 8443
             FileOutput.standardOutput(
-                """
-
-                tokengate is running (demo site on 127.0.0.1:\(rp.port)). Try an API call with a fresh api token:
-
-                  curl --cacert \(directory)/tls/cert.pem -H "Authorization: Bearer \(token)" https://localhost:\(port)/api/hello
-
-                and without one (401), or over plain HTTP (426):
-
-                  curl --cacert \(directory)/tls/cert.pem https://localhost:\(port)/api/hello
-                  curl http://127.0.0.1:8080/api/hello
-
-                The token page, as a mobile app's web view would open it (log in as alice with any password):
-
-                  https://localhost:\(port)/token
-
-                More tokens: .build/release/tokengate token mint --key \(directory)/keys/private.jwks --sub alice --api-only
-                Ctrl-C stops the gateway.
-
-
-                """
+                Self.banner(configuration: configuration, addresses: addresses, directory: directory, sitePort: rp.port, token: token)
             )
         }
         try? await site.withLockedValue { $0 }?.stop()
         try? await backendGroup.shutdownGracefully()
+    }
+
+    /// What `dev` prints once it serves: `curl` lines for the listeners the configuration really has, with
+    /// the ports they are bound to (`addresses` is in configuration order), so the lines work with any
+    /// configuration passed by `--config`, not only the shipped one. The plain-HTTP line is left out when
+    /// there is no plain listener.
+    static func banner(
+        configuration: GatewayConfiguration,
+        addresses: [SocketAddress],
+        directory: String,
+        sitePort: Int,
+        token: String
+    ) -> String {
+        func boundPort(_ index: Int) -> Int {
+            (index < addresses.count ? addresses[index].port : nil) ?? configuration.listeners[index].address.port
+        }
+        // The dev certificate names localhost, so the https lines use it whatever address the listener has.
+        let tlsPort = configuration.listeners.indices.first { configuration.listeners[$0].tls != nil }.map(boundPort) ?? 8443
+        var plainLine = ""
+        var plainWhat = ""
+        if let index = configuration.listeners.indices.first(where: { configuration.listeners[$0].tls == nil }),
+            case .plain(let mode) = configuration.listeners[index].mode
+        {
+            let address = configuration.listeners[index].address
+            // A wildcard address is reached through loopback.
+            let host =
+                address.isWildcard
+                ? (address.isIPv6 ? "[::1]" : "127.0.0.1")
+                : (address.isIPv6 ? "[\(address.host)]" : address.host)
+            plainLine = "\n  curl http://\(host):\(boundPort(index))/api/hello"
+            plainWhat = mode == .redirect ? ", or over plain HTTP (308 to https)" : ", or over plain HTTP (426)"
+        }
+        return """
+
+            tokengate is running (demo site on 127.0.0.1:\(sitePort)). Try an API call with a fresh api token:
+
+              curl --cacert \(directory)/tls/cert.pem -H "Authorization: Bearer \(token)" https://localhost:\(tlsPort)/api/hello
+
+            and without one (401)\(plainWhat):
+
+              curl --cacert \(directory)/tls/cert.pem https://localhost:\(tlsPort)/api/hello\(plainLine)
+
+            The token page, as a mobile app's web view would open it (log in as alice with any password):
+
+              https://localhost:\(tlsPort)/token
+
+            More tokens: .build/release/tokengate token mint --key \(directory)/keys/private.jwks --sub alice --api-only
+            Ctrl-C stops the gateway.
+
+
+            """
     }
 
     /// Creates the dev certificate and keys on first run; later runs reuse them (delete `.dev/` to start

@@ -28,8 +28,18 @@ struct GatewayLauncher {
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
-        for warning in self.configuration.warnings {
+        for warning in GatewayServer.warnings(for: self.configuration) {
             logger.warning("configuration: \(warning)")
+        }
+        // Read before anything starts: a bad secret file must not let the public listeners log "listening"
+        // and then take the process down.
+        var adminSecret: [UInt8]?
+        if let secretFile = self.configuration.admin?.secretFile {
+            do {
+                adminSecret = try AdminServer.loadSecret(secretFile)
+            } catch {
+                fail("\(error)")
+            }
         }
         let holder = CutoffSnapshotHolder(.empty)
         let opened: CutoffStoreFactory.Opened
@@ -80,26 +90,11 @@ struct GatewayLauncher {
         let configurationPath = self.configuration.sourcePath
         var admin: AdminServer?
         if let adminConfiguration = self.configuration.admin {
-            let secret = adminConfiguration.secretFile.map { path -> [UInt8] in
-                guard var bytes = FileManager.default.contents(atPath: path.path).map(Array.init), !bytes.isEmpty else {
-                    fail("cannot read the admin secret file \(path)")
-                }
-                while bytes.last == UInt8(ascii: "\n") || bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-                guard bytes.count >= 16 else {
-                    fail("the admin secret in \(path) is too short: use at least 16 bytes (e.g. openssl rand -hex 32)")
-                }
-                return bytes
-            }
             let api = AdminAPI(service: sync)
             var adminTLS: TLSServerContext?
             if let tls = adminConfiguration.tls {
                 do {
-                    adminTLS = try TLSServerContext(
-                        certificates: tls.certificates.map {
-                            TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
-                        },
-                        alpnProtocols: ["http/1.1"]
-                    )
+                    adminTLS = try AdminServer.makeTLSContext(tls)
                 } catch {
                     await server.shutdown(drainTimeout: .zero)
                     try? await store.close()
@@ -110,8 +105,10 @@ struct GatewayLauncher {
                 admin = try await AdminServer.start(
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
-                    secret: secret,
+                    secret: adminSecret,
                     tls: adminTLS,
+                    requestHeaderTimeout: self.configuration.limits.requestHeaderTimeout,
+                    idleTimeout: self.configuration.limits.idleTimeout,
                     group: group,
                     logger: logger,
                     handler: Self.adminHandler(server: server, sync: sync, api: api, configurationPath: configurationPath, logger: logger)
@@ -161,6 +158,9 @@ struct GatewayLauncher {
             case "/healthz":
                 return .init(status: 200, body: "{\"status\":\"ok\"}")
             case "/metrics":
+                guard request.method == "GET" || request.method == "HEAD" else {
+                    return Self.methodNotAllowed(allow: "GET, HEAD")
+                }
                 let snapshot = await sync.snapshot
                 server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
                 if let lastSync = await sync.lastSyncAt {
@@ -170,7 +170,7 @@ struct GatewayLauncher {
                 return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
             case "/admin/reload":
                 guard request.method == "POST" else {
-                    return .init(status: 405, body: "{\"error\":\"method_not_allowed\",\"error_description\":\"use POST\"}")
+                    return Self.methodNotAllowed(allow: "POST")
                 }
                 return Self.reload(server: server, path: configurationPath, logger: logger)
             case "/readyz":
@@ -180,9 +180,24 @@ struct GatewayLauncher {
                     : .init(status: 200, body: "{\"status\":\"ready\"}")
             default:
                 let response = await api.handle(method: request.method, path: request.path, body: request.body)
-                return .init(status: response.status, body: response.json)
+                // The API's own headers (`Allow` on its 405s) were dropped here before.
+                return .init(
+                    status: response.status,
+                    body: response.json,
+                    headers: response.headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+                )
             }
         }
+    }
+
+    /// The admin listener's 405, in the admin API's shape and with the `Allow` header it sends: a scraper
+    /// or script using the wrong method is told so, instead of getting an answer it did not ask for.
+    static func methodNotAllowed(allow: String) -> AdminServer.Response {
+        .init(
+            status: 405,
+            body: "{\"error\":\"method_not_allowed\",\"error_description\":\"this endpoint accepts \(allow) only\"}",
+            headers: [(name: "Allow", value: allow)]
+        )
     }
 
     /// Reloads configuration, keys and certificates from `path`; a bad file is refused with its reason

@@ -88,6 +88,52 @@ struct ServeCommandTests {
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "SIGTERM must end in exit 0")
     }
 
+    /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
+    /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
+    @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let path = setup.directory + "/tokengate.yaml"
+        var yaml = try String(contentsOfFile: path, encoding: .utf8)
+        let start = yaml.range(of: "cutoffs:")!.lowerBound
+        let end = yaml.range(of: "upstreams:")!.lowerBound
+        yaml.replaceSubrange(start..<end, with: "cutoffs: { file: cutoffs.json }\n")
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        try "{}".write(toFile: setup.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--config", path]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let admin = "http://127.0.0.1:\(setup.adminPort)"
+        var ready = false
+        for _ in 0..<100 where !ready {
+            try await Task.sleep(for: .milliseconds(100))
+            ready = (try? Curl.run(["--max-time", "1", admin + "/healthz"], caFile: nil).status) == 200
+        }
+        try #require(ready, "serve did not come up")
+        for (method, endpoint, allow) in [
+            ("POST", "/metrics", "GET, HEAD"), ("PUT", "/metrics", "GET, HEAD"), ("GET", "/admin/reload", "POST"),
+            ("POST", "/admin/users/alice", "GET"), ("GET", "/admin/revoke-all", "POST"),
+        ] {
+            let answer = try Curl.run(["-X", method, admin + endpoint], caFile: nil)
+            #expect(answer.status == 405, "\(method) \(endpoint): \(answer.status) \(answer.body.prefix(80))")
+            #expect(answer.header("Allow") == allow, "\(method) \(endpoint)")
+            #expect(answer.body.contains("\"error\":\"method_not_allowed\""), "\(method) \(endpoint): \(answer.body.prefix(80))")
+        }
+        let metrics = try Curl.run([admin + "/metrics"], caFile: nil)
+        #expect(metrics.status == 200)
+        let head = try Curl.run(["-I", admin + "/metrics"], caFile: nil)
+        #expect(head.status == 200)
+    }
+
     @Test func refusesToStartWithoutTheStoreOrAFreshCache() throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
         let setup = try self.setUp()

@@ -119,6 +119,36 @@ struct AdminAPITests {
         try await fixture.finish()
     }
 
+    /// `JSONSerialization` keeps the last of repeated names: `"force":false,"force":true` forced a cutoff
+    /// backward although the body reads as not forced. Every repetition is refused and named, escaped
+    /// spellings included; one in a nested value is not a top-level repetition.
+    @Test("a repeated member is 400 naming it, and nothing is written", arguments: [
+        (#"{"at":1000,"force":false,"force":true}"#, "force"),
+        (#"{"at":1714563000,"at":1000}"#, "at"),
+        (#"{"force":false,"forc\u0065":true,"at":1000}"#, "force"),
+        (#"{"at":1000,"x":{"y":1},"at":1}"#, "at"),
+    ])
+    func repeatedMembers(body: String, name: String) async throws {
+        let fixture = try await Fixture()
+        #expect(await fixture.call("POST", "/admin/users/alice/password-changed", #"{"at": 1714564000}"#).status == 200)
+        let published = fixture.published.all.count
+        let answer = await fixture.call("POST", "/admin/users/alice/password-changed", body)
+        #expect(answer.status == 400, "\(answer.json)")
+        let object = try Self.object(answer)
+        #expect(object["error"] as? String == "invalid_request")
+        #expect((object["error_description"] as? String)?.contains("\"\(name)\" more than once") == true, "\(answer.json)")
+        #expect(fixture.published.all.count == published, "nothing may be published for a refused request")
+        #expect(fixture.published.latest?.users["alice"]?.revokedBefore == 1_714_564_000)
+        try await fixture.finish()
+    }
+
+    @Test("names repeated only inside nested values are not repeated members")
+    func nestedNamesAreNotRepeats() {
+        #expect(AdminAPI.repeatedMember(Array(#"{"at":{"a":1,"a":2},"force":"force"}"#.utf8)) == nil)
+        #expect(AdminAPI.repeatedMember(Array(#"{"a\"b":1,"a\"b":2}"#.utf8)) == "a\"b")
+        #expect(AdminAPI.repeatedMember(Array(#"{"at":1,"force":true}"#.utf8)) == nil)
+    }
+
     @Test("moving a cutoff back needs force; without it the answer is 409 with the kept value")
     func forwardOnly() async throws {
         let fixture = try await Fixture()

@@ -2,10 +2,12 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import TokengateConfig
 import TokengateTLS
 
 /// The admin listener: a small HTTP/1.1 server, separate from the public listeners, for the cutoff
@@ -15,7 +17,18 @@ import TokengateTLS
 /// type does the transport, the body limit and the authentication. When a secret is configured every
 /// request must carry `Authorization: Bearer <secret>`, compared in constant time; `/healthz` stays open
 /// and `/readyz` stay open so probes need no secret (they say nothing that needs one).
+///
+/// The listener is reachable by whoever can reach its port (off loopback that is the network), so it keeps
+/// the public listener's transport limits too: the request-head deadline and the idle timeout
+/// (``HTTP1ReadDeadlines``, with the configured `limits` values), a close after NIO's 400 answer to bytes that
+/// are not HTTP/1.1, and a cap on open connections (``defaultMaxConnections``). Without them every idle or
+/// half-sent connection held a file descriptor, and a buffer, for as long as its client pleased.
 public final class AdminServer: Sendable {
+    /// Open admin connections at most; more are closed as they arrive. Probes, a metrics scraper and an
+    /// operator need a handful: the cap only keeps a flood from taking the file descriptors the public
+    /// listeners need.
+    public static let defaultMaxConnections = 256
+
     /// One admin request, read whole (bodies are small and bounded).
     public struct Request: Sendable {
         public var method: String
@@ -27,11 +40,19 @@ public final class AdminServer: Sendable {
         public var status: Int
         public var contentType: String
         public var body: String
+        /// Extra response headers, such as `Allow` on a 405 (RFC 9110 §15.5.6 requires it there).
+        public var headers: [(name: String, value: String)]
 
-        public init(status: Int, contentType: String = "application/json", body: String) {
+        public init(
+            status: Int,
+            contentType: String = "application/json",
+            body: String,
+            headers: [(name: String, value: String)] = []
+        ) {
             self.status = status
             self.contentType = contentType
             self.body = body
+            self.headers = headers
         }
     }
 
@@ -49,25 +70,42 @@ public final class AdminServer: Sendable {
     /// - Parameters:
     ///   - secret: the bearer secret, or `nil` when the listener is on loopback and needs none.
     ///   - tls: a server context when the admin listener speaks TLS.
+    ///   - requestHeaderTimeout: once the first byte of a request arrives, its whole head must arrive within
+    ///     this, or the connection is closed (the gateway passes `limits.request_header_timeout`).
+    ///   - idleTimeout: a connection that sends nothing for this long is closed (`limits.idle_timeout`).
+    ///   - maxConnections: open admin connections at most; further ones are closed at once.
     public static func start(
         host: String,
         port: Int,
         secret: [UInt8]?,
         tls: TLSServerContext?,
+        requestHeaderTimeout: Duration = .seconds(10),
+        idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = AdminServer.defaultMaxConnections,
         group: any EventLoopGroup,
         logger: Logger,
         handler: @escaping Handler
     ) async throws -> AdminServer {
+        let registry = ConnectionRegistry(limit: maxConnections)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                guard registry.add(channel) else {
+                    logger.warning("admin connection limit reached", metadata: ["limit": "\(registry.limit)"])
+                    return channel.close()
+                }
+                return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     if let tls {
                         try sync.addHandler(TLSHandler(context: tls, logger: logger))
                     }
+                    let deadlines = HTTP1ReadDeadlines(
+                        headTimeout: TimeAmount(requestHeaderTimeout),
+                        idleTimeout: TimeAmount(idleTimeout)
+                    )
+                    try sync.addHandler(AdminReadDeadlineHandler(deadlines: deadlines))
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                    try sync.addHandler(AdminConnectionHandler(secret: secret, handler: handler))
+                    try sync.addHandler(AdminConnectionHandler(secret: secret, deadlines: deadlines, handler: handler))
                 }
             }
             .bind(host: host, port: port).get()
@@ -89,18 +127,23 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     static let maxBodyBytes = 64 * 1024
     private let secret: [UInt8]?
     private let handler: AdminServer.Handler
+    /// Shared with the ``AdminReadDeadlineHandler`` in front of the codec: this handler says when a head has
+    /// arrived and when its answer is written.
+    private let deadlines: HTTP1ReadDeadlines
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var tooLarge = false
 
-    init(secret: [UInt8]?, handler: @escaping AdminServer.Handler) {
+    init(secret: [UInt8]?, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
         self.secret = secret
+        self.deadlines = deadlines
         self.handler = handler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
+            self.deadlines.headReceived()
             self.head = head
             self.body = []
             self.tooLarge = false
@@ -141,14 +184,27 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         headers.add(name: "content-type", value: response.contentType)
         headers.add(name: "content-length", value: String(response.body.utf8.count))
         headers.add(name: "cache-control", value: "no-store")
+        for header in response.headers { headers.add(name: header.name, value: header.value) }
         if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: response.body)))), promise: nil)
+        // Before the end is written: NIO's pipelining handler may hand over a request it held back while
+        // this one was answered from within that write, and that head must find the deadline waiting for it.
+        if head.isKeepAlive { self.deadlines.awaitNextHead() }
         let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
         if !head.isKeepAlive {
             done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
+    }
+
+    /// Closes the connection on any error. The one that matters: bytes that are not HTTP/1.1 (a bare LF,
+    /// `Content-Length` with `Transfer-Encoding`, a TLS hello on a plain listener) make NIO's decoder fail,
+    /// and its `HTTPServerProtocolErrorHandler` answers 400 `Connection: close` and passes the error on —
+    /// but nothing closed the socket, which stayed open (and unread) until the client left. The 400 is
+    /// already flushed when the error arrives here, so closing now still delivers it.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
     }
 
     /// `Authorization: Bearer <secret>`, compared without an early exit so the time taken does not tell
@@ -174,3 +230,110 @@ final class AdminConnectionHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension AdminConnectionHandler: Sendable {}
+
+/// Keeps an admin connection's read deadlines (``HTTP1ReadDeadlines``): it sits in front of NIO's HTTP/1.1
+/// decoder, where it sees the connection's bytes (after TLS), and ``AdminConnectionHandler`` behind the
+/// decoder reports the decoded heads and the written answers to the same deadlines object.
+///
+/// The order inside ``channelRead(context:data:)`` is what makes the head deadline right: the bytes are
+/// counted, passed to the decoder (which hands a completed head to ``AdminConnectionHandler`` before the call
+/// returns), and only then is a head still incomplete given its deadline. A deadline that passes, or an idle
+/// period, closes the connection without an answer, as on the public listener.
+final class AdminReadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let deadlines: HTTP1ReadDeadlines
+
+    init(deadlines: HTTP1ReadDeadlines) {
+        self.deadlines = deadlines
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive {
+            self.start(context: context)
+        }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        self.start(context: context)
+        context.fireChannelActive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        self.deadlines.start(context: context) {
+            context.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.deadlines.bytesArrived(self.unwrapInboundIn(data).readableBytes)
+        context.fireChannelRead(data)
+        self.deadlines.bytesParsed(context: context)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.deadlines.readBatchEnded(context: context)
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.deadlines.stop()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.deadlines.stop()
+    }
+}
+
+@available(*, unavailable)
+extension AdminReadDeadlineHandler: Sendable {}
+
+extension AdminServer {
+    /// The shortest admin secret accepted: a guessable secret on a listener that revokes every token would be
+    /// worse than none, because it looks like protection.
+    public static let minimumSecretBytes = 16
+
+    /// Reads the admin listener's bearer secret from `file`: its bytes without trailing line breaks (an editor's
+    /// or `echo`'s newline is not part of the secret).
+    ///
+    /// `serve` and `check-config` both call this, so a file `check-config` passes is one `serve` starts with,
+    /// and each problem gets its own words: a missing file, one the gateway may not read, an empty one, a
+    /// short one. The message names the file, never its content.
+    /// - Throws: ``GatewayStartupError``.
+    public static func loadSecret(_ file: ConfigPath) throws -> [UInt8] {
+        guard FileManager.default.fileExists(atPath: file.path) else {
+            throw GatewayStartupError("admin.secret_file: cannot read the admin secret file \(file): no such file")
+        }
+        guard var bytes = FileManager.default.contents(atPath: file.path).map(Array.init) else {
+            throw GatewayStartupError(
+                "admin.secret_file: cannot read the admin secret file \(file): permission denied or not a regular file"
+            )
+        }
+        while bytes.last == UInt8(ascii: "\n") || bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        guard !bytes.isEmpty else {
+            throw GatewayStartupError(
+                "admin.secret_file: the admin secret file \(file) is empty: put a secret of at least "
+                    + "\(Self.minimumSecretBytes) bytes in it (e.g. openssl rand -hex 32)"
+            )
+        }
+        guard bytes.count >= Self.minimumSecretBytes else {
+            throw GatewayStartupError(
+                "admin.secret_file: the admin secret in \(file) is too short: use at least \(Self.minimumSecretBytes) "
+                    + "bytes (e.g. openssl rand -hex 32)"
+            )
+        }
+        return bytes
+    }
+
+    /// The admin listener's TLS context (HTTP/1.1 only), for `serve` and `check-config` alike.
+    public static func makeTLSContext(_ tls: TLSListenerConfiguration) throws -> TLSServerContext {
+        try TLSServerContext(
+            certificates: tls.certificates.map {
+                TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
+            },
+            alpnProtocols: ["http/1.1"]
+        )
+    }
+}

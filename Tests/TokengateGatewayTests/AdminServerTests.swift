@@ -1,0 +1,157 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import TokengateGateway
+
+/// The admin listener's transport limits, over real sockets on loopback: idle and half-sent connections are
+/// closed, a connection NIO answered 400 is closed, and connections over the cap are refused.
+@Suite(.serialized)
+struct AdminServerTests {
+    /// Runs `body` against an admin listener on a free loopback port that answers every request 200.
+    private func withAdmin(
+        requestHeaderTimeout: Duration = .seconds(10),
+        idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = AdminServer.defaultMaxConnections,
+        _ body: (Int) async throws -> Void
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await AdminServer.start(
+            host: "127.0.0.1",
+            port: 0,
+            secret: nil,
+            tls: nil,
+            requestHeaderTimeout: requestHeaderTimeout,
+            idleTimeout: idleTimeout,
+            maxConnections: maxConnections,
+            group: group,
+            logger: Logger(label: "admin-server-test")
+        ) { _ in .init(status: 200, body: "{\"status\":\"ok\"}") }
+        do {
+            try await body(try #require(server.localAddress?.port))
+        } catch {
+            await server.stop()
+            try await group.shutdownGracefully()
+            throw error
+        }
+        await server.stop()
+        try await group.shutdownGracefully()
+    }
+
+    /// Runs a Python probe script: `probe(port, parts, pause)` sends `parts` (pausing between them), then reads
+    /// until the server closes or 6 s pass, and prints the first response line (or `closed` / `open`) and the
+    /// seconds taken.
+    private func probe(_ port: Int, _ calls: String) throws -> [[Substring]] {
+        let script = """
+            import socket, time
+            def probe(parts, pause=0):
+                s = socket.create_connection(('127.0.0.1', \(port)), timeout=6)
+                start = time.monotonic()
+                data = b''
+                state = 'closed'
+                try:
+                    for part in parts:
+                        s.sendall(part)
+                        time.sleep(pause)
+                    while True:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                except socket.timeout:
+                    state = 'open'
+                except OSError:
+                    pass
+                first = data.split(b'\\r\\n')[0].decode().replace(' ', '_')
+                print('%s %d %.1f' % (first or state, data.count(b'HTTP/1.1 '), time.monotonic() - start))
+            \(calls)
+            """
+        let output = try Curl.process("/usr/bin/python3", ["-c", script]).1
+        return output.split(separator: "\n").map { $0.split(separator: " ") }
+    }
+
+    /// A silent connection is closed at the idle timeout; a head that stops halfway is closed at the head
+    /// deadline, without an answer; a keep-alive connection is closed once idle after its answer.
+    /// Before the fix all three stayed open for as long as the client liked.
+    @Test func closesIdleAndHalfSentConnections() async throws {
+        try await self.withAdmin(requestHeaderTimeout: .seconds(1), idleTimeout: .seconds(2)) { port in
+            let lines = try self.probe(
+                port,
+                """
+                probe([])
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n'])
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'])
+                """
+            )
+            try #require(lines.count == 3, "\(lines)")
+            let seconds = lines.map { Double($0.last ?? "") ?? 99 }
+            #expect(lines[0].first == "closed" && seconds[0] > 1.5 && seconds[0] < 4, "silent: \(lines[0])")
+            #expect(lines[1].first == "closed" && seconds[1] > 0.5 && seconds[1] < 1.9, "half-sent head: \(lines[1])")
+            #expect(lines[2].first == "HTTP/1.1_200_OK" && seconds[2] > 1.5 && seconds[2] < 4, "keep-alive: \(lines[2])")
+        }
+    }
+
+    /// A head that arrives in pieces within the deadline is served; between requests only the idle timeout
+    /// applies, so a keep-alive connection may wait longer than the head deadline for its next request.
+    @Test func servesASlowButTimelyHeadAndAWaitingKeepAliveConnection() async throws {
+        try await self.withAdmin(requestHeaderTimeout: .seconds(2), idleTimeout: .seconds(5)) { port in
+            let lines = try self.probe(
+                port,
+                """
+                probe([b'GET /healthz HTTP/1.1\\r\\n', b'Host: x\\r\\n', b'\\r\\n'], 0.5)
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n', b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'], 3)
+                """
+            )
+            try #require(lines.count == 2, "\(lines)")
+            #expect(lines[0].first == "HTTP/1.1_200_OK", "\(lines[0])")
+            #expect(lines[1].first == "HTTP/1.1_200_OK" && lines[1].dropFirst().first == "2", "\(lines[1])")
+        }
+    }
+
+    /// Bytes that are not HTTP/1.1 get NIO's 400 `Connection: close`, and then the connection is closed at
+    /// once; nothing after them is read. Before the fix the socket stayed open until the client gave up.
+    @Test func closesTheConnectionAfterAnsweringBytesThatAreNotHTTP() async throws {
+        try await self.withAdmin(idleTimeout: .seconds(30)) { port in
+            let lines = try self.probe(
+                port,
+                """
+                probe([b'GET /healthz HTTP/1.1\\nHost: x\\n\\nGET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'])
+                probe([b'POST /healthz HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n'])
+                probe([b'\\x16\\x03\\x01\\x00\\xa5\\x01\\x00\\x00\\xa1\\x03\\x03'])
+                """
+            )
+            try #require(lines.count == 3, "\(lines)")
+            for line in lines {
+                #expect(line.first == "HTTP/1.1_400_Bad_Request", "\(line)")
+                #expect(line.dropFirst().first == "1", "exactly one answer: \(line)")
+                #expect((Double(line.last ?? "") ?? 99) < 2, "closed right after the 400: \(line)")
+            }
+        }
+    }
+
+    /// Connections over the cap are closed as they arrive; once one of the others goes, a new one is served.
+    @Test func closesConnectionsOverTheCap() async throws {
+        try await self.withAdmin(maxConnections: 2) { port in
+            let lines = try self.probe(
+                port,
+                """
+                held = [socket.create_connection(('127.0.0.1', \(port)), timeout=6) for _ in range(2)]
+                time.sleep(0.3)
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'])
+                held[0].close()
+                time.sleep(0.5)
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'])
+                """
+            )
+            try #require(lines.count == 2, "\(lines)")
+            #expect(lines[0].first == "closed", "over the cap: \(lines[0])")
+            #expect(lines[1].first == "HTTP/1.1_200_OK", "a freed slot: \(lines[1])")
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import Testing
+import TokengateTLS
+import TokengateTestSupport
+import TokengateTokens
+
+/// The `tokengate check-config` binary: it must pass exactly what `serve` starts with, and say what it
+/// noticed about the files a configuration names.
+@Suite(.serialized)
+struct CheckConfigCommandTests {
+    /// A directory with a certificate, its key, a verification key set and the private key set, all mode
+    /// 0600 (0644 for the public files), and a configuration using them plus `admin`.
+    private struct Setup {
+        let directory: String
+        var path: String { self.directory + "/tokengate.yaml" }
+
+        init(
+            admin: String = "admin: { address: 127.0.0.1:0 }",
+            keys: String = "keys: [ { jwks: public.jwks } ]\nsigning_key: { jwks: private.jwks }"
+        ) throws {
+            self.directory = NSTemporaryDirectory() + "tokengate-check-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+            let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost"])
+            try self.write("cert.pem", certificate.certificatePEM, mode: 0o644)
+            try self.write("key.pem", certificate.privateKeyPEM, mode: 0o600)
+            let generated = try KeyGenerator.generate(algorithm: .edDSA, keyID: "test-only")
+            try self.write("public.jwks", generated.publicJWKS, mode: 0o644)
+            try self.write("private.jwks", generated.privateJWKS, mode: 0o600)
+            try self.write("cutoffs.json", "{}", mode: 0o600)
+            let yaml = """
+                listen:
+                  - address: 127.0.0.1:0
+                    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
+                \(admin)
+                \(keys)
+                cutoffs: { file: cutoffs.json }
+                upstreams:
+                  api: { targets: [ "http://127.0.0.1:9" ] }
+                routes:
+                  - { path_prefix: /, upstream: api, accept: [api] }
+                """
+            try self.write("tokengate.yaml", yaml, mode: 0o644)
+        }
+
+        func write(_ name: String, _ text: String, mode: Int) throws {
+            let path = self.directory + "/" + name
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        }
+
+        func checkConfig() throws -> ChildProcess.Result {
+            try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "check-config", self.path])
+        }
+
+        func remove() {
+            try? FileManager.default.removeItem(atPath: self.directory)
+        }
+    }
+
+    /// An empty or short admin secret file fails `check-config` with words for what is wrong, and `serve`
+    /// refuses it the same way before any public listener says "listening". Before, `check-config` said ok
+    /// and `serve` called an empty (readable) file unreadable, after its listeners had started.
+    @Test func checksTheAdminSecretFileAsServeReadsIt() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(admin: "admin: { address: 127.0.0.1:0, secret_file: admin.secret }")
+        defer { setup.remove() }
+
+        try setup.write("admin.secret", "\n", mode: 0o600)
+        let empty = try setup.checkConfig()
+        #expect(empty.status == 2, "\(empty.stdout) \(empty.stderr)")
+        #expect(empty.stderr.contains("admin.secret") && empty.stderr.contains("is empty"), "\(empty.stderr)")
+        #expect(!empty.stdout.contains("ok"), "\(empty.stdout)")
+
+        let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
+        #expect(serve.status == 2, "\(serve.stdout) \(serve.stderr)")
+        #expect(serve.stderr.contains("is empty"), "\(serve.stderr)")
+        #expect(!(serve.stdout + serve.stderr).contains("listening"), "nothing may start before the secret is read: \(serve.stdout) \(serve.stderr)")
+
+        try setup.write("admin.secret", "short-secret\n", mode: 0o600)
+        let short = try setup.checkConfig()
+        #expect(short.status == 2, "\(short.stdout) \(short.stderr)")
+        #expect(short.stderr.contains("too short"), "\(short.stderr)")
+        #expect(!short.stderr.contains("short-secret"), "the secret itself is never printed: \(short.stderr)")
+
+        try setup.write("admin.secret", String(repeating: "a", count: 32) + "\n", mode: 0o600)
+        let good = try setup.checkConfig()
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+        #expect(good.stdout.contains(": ok ("), "\(good.stdout)")
+    }
+
+    /// Private keys other users may read pass (Kubernetes mounts secrets 0644 by default) but are named in a
+    /// warning, by `check-config` and in `serve`'s log; with mode 0600 there is no warning.
+    @Test func warnsAboutPrivateKeysOthersMayRead() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup()
+        defer { setup.remove() }
+        let clean = try setup.checkConfig()
+        #expect(clean.status == 0, "\(clean.stdout) \(clean.stderr)")
+        #expect(!clean.stderr.contains("warning"), "\(clean.stderr)")
+
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: setup.directory + "/key.pem")
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: setup.directory + "/private.jwks")
+        let readable = try setup.checkConfig()
+        #expect(readable.status == 0, "a warning, not a refusal: \(readable.stdout) \(readable.stderr)")
+        #expect(readable.stdout.contains(": ok ("), "\(readable.stdout)")
+        let lines = readable.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(readable.stderr)")
+        #expect(
+            lines.contains { $0.contains("warning: listen[0].tls.certificates[0].key") && $0.contains("mode 0644") && $0.contains("every user") },
+            "\(readable.stderr)"
+        )
+        #expect(
+            lines.contains { $0.contains("warning: signing_key.jwks") && $0.contains("mode 0640") && $0.contains("its group") },
+            "\(readable.stderr)"
+        )
+        #expect(!readable.stderr.contains("BEGIN"), "no key material in a warning")
+    }
+
+    /// A verification key set with private keys in it works, but copies the signing key to wherever
+    /// verification keys go: `check-config` says so.
+    @Test func warnsAboutPrivateKeysInTheVerificationKeySet() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(keys: "keys: [ { jwks: public.jwks }, { jwks: private.jwks } ]")
+        defer { setup.remove() }
+        // Two sets holding the same kid do not merge; give the public one another key.
+        let other = try KeyGenerator.generate(algorithm: .edDSA, keyID: "other")
+        try setup.write("public.jwks", other.publicJWKS, mode: 0o644)
+        let result = try setup.checkConfig()
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("warning: keys[1].jwks"), "\(result.stderr)")
+        #expect(result.stderr.contains("private key material") && result.stderr.contains("kid \"test-only\""), "\(result.stderr)")
+        #expect(!result.stderr.contains("keys[0]"), "the public set is fine: \(result.stderr)")
+    }
+}
