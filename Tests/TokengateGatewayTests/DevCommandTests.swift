@@ -30,7 +30,7 @@ struct DevCommandTests {
         try yaml.write(toFile: directory + "/Config/dev.yaml", atomically: true, encoding: .utf8)
 
         let output = directory + "/stdout"
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ServeCommandTests.binary)
         process.arguments = [
