@@ -418,6 +418,54 @@ import Testing
         #expect(client.log.heads.isEmpty)
     }
 
+    /// A header block nghttp2 rejects (an uppercase name: RST_STREAM PROTOCOL_ERROR) or one over the trailer
+    /// limit (the codec refuses it: RST_STREAM INTERNAL_ERROR) gets no on_frame_recv; its header read timeout
+    /// must end with the block, or it ends the connection later and a healthy upload with it.
+    @Test(arguments: ["rejected request head", "oversized trailers"])
+    func aRejectedHeaderBlockAffectsOnlyItsStream(_ kind: String) throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.maxHeaderListSize = 1_000
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, method: "POST", path: "/hang", endStream: false), .data(1, Array("part".utf8)))
+        if kind == "rejected request head" {
+            try client.send(.request(3, path: "/x", extra: [("X-Upper", "1")]))
+        } else {
+            try client.send(
+                .request(3, method: "POST", path: "/hang", endStream: false),
+                .headers(3, [("x-trailer", String(repeating: "t", count: 2_000))], endStream: true)
+            )
+        }
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 3 }?.errorCode == (kind == "oversized trailers" ? 0x2 : 0x1))
+        // The upload on stream 1 stays quiet for longer than the header read timeout (its client waits for
+        // the backend, say): no GOAWAY.
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        try client.send(.data(1, Array("more".utf8)))
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        let later = try client.read()
+        #expect(!later.contains { $0.type == H2Frame.goaway })
+        #expect(!client.isClosed)
+        #expect(client.log.bodies[1] == Array("partmore".utf8))
+        #expect(!client.log.resets.contains { $0.0 == 1 })
+    }
+
+    /// A block rejected in its first frame, whose CONTINUATION never comes, still times out: nothing else can
+    /// be read on the connection until it does.
+    @Test func aRejectedHeaderBlockWaitingForItsContinuationStillTimesOut() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.headers(1, [(":method", "GET"), ("X-Upper", "1")], endStream: true, endHeaders: false))
+        try client.read()
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        let frames = try client.read()
+        #expect(frames.contains { $0.type == H2Frame.goaway })
+        try client.lingerOver()
+        #expect(client.isClosed)
+    }
+
     @Test func anIdleConnectionIsClosedWithGoaway() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

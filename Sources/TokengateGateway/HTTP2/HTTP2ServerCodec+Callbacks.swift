@@ -105,6 +105,19 @@ extension HTTP2ServerCodec {
     func receivedFrameHeader(_ header: nghttp2_frame_hd) -> Int32 {
         self.awaitingPreface = false
         let flags = UInt32(header.flags)
+        switch UInt32(header.type) {
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_CONTINUATION.rawValue:
+            // Whether the block ends with this frame: what lets the close of a stream whose block nghttp2
+            // rejected end the block's timeout (``streamClosed(_:code:)``).
+            self.headerBlockEndsInLastFrame = flags & NGHTTP2_FLAG_END_HEADERS.rawValue != 0
+        default:
+            // nghttp2 reads the header of a frame other than CONTINUATION only when no header block is in
+            // progress (inside one, anything else is a connection error it handles itself): whatever block
+            // began last has ended, accepted or not. A block nghttp2 rejected (an invalid field, RST_STREAM
+            // PROTOCOL_ERROR) or one a callback refused (NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) gets no
+            // on_frame_recv, so this and the stream's close are the only signs that it is over.
+            self.headerBlockStartedAt = nil
+        }
         let event: HTTP2DoSHeuristics.Event?
         switch UInt32(header.type) {
         case NGHTTP2_DATA.rawValue:
@@ -134,6 +147,7 @@ extension HTTP2ServerCodec {
     func beganHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let id = frame.pointee.hd.stream_id
         self.headerBlockStartedAt = self.roundStartedAt
+        self.headerBlockStream = id
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             let stream = HTTP2StreamState(
                 id: id,
@@ -219,6 +233,15 @@ extension HTTP2ServerCodec {
     }
 
     func streamClosed(_ id: Int32, code: UInt32) -> Int32 {
+        if id == self.headerBlockStream, self.headerBlockEndsInLastFrame {
+            // The block in progress was this stream's and its last frame (END_HEADERS) had begun: nghttp2
+            // rejected the block and reset the stream, which it does only once it has read the block (the
+            // RST_STREAM goes out after mem_recv returned). Without this, a rejected block would keep the
+            // header read timeout running and end the whole connection, healthy streams and all. A block
+            // rejected before its END_HEADERS frame began keeps the timeout until the next frame begins: the
+            // client still owes nghttp2 CONTINUATION frames, and nothing else can be read until they come.
+            self.headerBlockStartedAt = nil
+        }
         guard let stream = self.stream(id) else { return 0 }
         stream.closed = true
         // Keeping the capacity: the state goes with the stream, and `removeAll()` would allocate a new, empty

@@ -108,8 +108,15 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var startedAt: NIODeadline = .now()
     /// No frame arrived yet (the preface is awaited).
     var awaitingPreface = true
-    /// A header block began and has not ended (HEADERS without END_HEADERS and its CONTINUATIONs).
+    /// A header block began and has not ended (HEADERS without END_HEADERS and its CONTINUATIONs). Cleared when
+    /// nghttp2 reports the HEADERS frame received, when the header of any other frame than CONTINUATION is
+    /// read, or when the block's stream closes after its last frame began (a block nghttp2 rejected): see
+    /// ``receivedFrameHeader(_:)`` and ``streamClosed(_:code:)``.
     var headerBlockStartedAt: NIODeadline?
+    /// The stream of the header block begun last.
+    var headerBlockStream: Int32 = 0
+    /// The HEADERS or CONTINUATION frame begun last carries END_HEADERS.
+    var headerBlockEndsInLastFrame = false
     /// When the current round of ``process()`` began: the time the callbacks of that round go by (flood
     /// windows, header block starts, idle periods), read once per round instead of once per frame or stream.
     /// Every callback runs inside a round; the timeouts these feed are seconds long.
