@@ -73,6 +73,23 @@ import Testing
         #expect(answer.status == .requestHeaderFieldsTooLarge)
     }
 
+    /// Past twice the cap the builder asks for no more fields (the codec then has nghttp2 reset the stream
+    /// and skip the rest of the block), and a list over the cap keeps no storage however long it grows.
+    @Test func pastTwiceTheCapNoMoreFieldsAreTaken() {
+        var builder = HTTP2RequestHeadBuilder(limit: 200)
+        for (name, value) in self.pseudo {
+            let more = builder.add(name: name, value: value)
+            #expect(more)
+        }
+        var more = builder.add(name: "x-a", value: String(repeating: "a", count: 100))
+        #expect(more && builder.oversized)
+        more = builder.add(name: "x-b", value: String(repeating: "b", count: 30))
+        #expect(more, "still within twice the cap")
+        more = builder.add(name: "x-c", value: String(repeating: "c", count: 100))
+        #expect(!more)
+        #expect(builder.listSize > builder.resetLimit && builder.resetLimit == 400)
+    }
+
     @Test func connectIsRejected() {
         guard case .reject(let answer) = self.build([(":method", "CONNECT"), (":authority", "x:443")]) else {
             Issue.record("accepted CONNECT")

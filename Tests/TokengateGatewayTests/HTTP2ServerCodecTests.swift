@@ -151,7 +151,8 @@ import Testing
         let client = try H2EmbeddedClient(configuration: configuration)
         defer { client.finish() }
         try client.handshake()
-        try client.send(.request(1, path: "/x", extra: [("x-big", String(repeating: "b", count: 2_000))]))
+        // Over the limit, within twice the limit: the 431 a client whose headers grew too large should get.
+        try client.send(.request(1, path: "/x", extra: [("x-big", String(repeating: "b", count: 1_200))]))
         let frames = try client.read()
         #expect(client.log.heads.isEmpty)
         let response = try #require(client.headerBlocks(frames).first)
@@ -162,6 +163,49 @@ import Testing
         // The connection goes on.
         try client.send(.request(3, path: "/ok"))
         try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/ok"])
+    }
+
+    /// A HEADERS frame that adds one 4,000-byte field to the HPACK table (whose default size is 4,096), then references it thousands of times
+    /// with one byte each (an HPACK bomb: 12 KB on the wire, ~48 MB decoded).
+    private func hpackBomb(_ stream: Int32, references: Int, indexFirst: Bool) -> H2Frame {
+        var payload = HPACKLiteral.encode([(":method", "GET"), (":scheme", "https"), (":authority", "example.test"), (":path", "/bomb")])
+        if indexFirst {
+            // Literal with incremental indexing, new name (RFC 7541 §6.2.1): it becomes dynamic entry 62.
+            payload += [0x40, 6] + Array("x-bomb".utf8) + [0x7f, 0xa1, 0x1e] + [UInt8](repeating: 0x41, count: 4_000)
+        }
+        payload += [UInt8](repeating: 0xbe, count: references)  // Indexed field 62 (§6.1).
+        return H2Frame(type: H2Frame.headers, flags: H2Frame.endStream | H2Frame.endHeaders, stream: stream, payload: payload)
+    }
+
+    /// Past twice the header list limit, the stream is reset (nghttp2 reads the rest of the block without
+    /// validating or reporting it) and the connection goes on; a connection that keeps sending oversized lists
+    /// ends with GOAWAY ENHANCE_YOUR_CALM.
+    @Test func anHPACKBombResetsItsStreamAndRepeatedOnesEndTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.read()
+        try client.send(self.hpackBomb(1, references: 12_000, indexFirst: true))
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 1 }?.errorCode == 0x2)
+        #expect(client.headerBlocks(frames).isEmpty, "no 431 after a reset")
+        #expect(client.log.heads.isEmpty)
+        try client.send(.request(3, path: "/ok"))
+        try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/ok"])
+        #expect(!client.isClosed)
+        // Ten oversized lists in a burst are allowed (the one above was the first); the eleventh ends it all.
+        var id: Int32 = 5
+        for _ in 0..<9 {
+            try client.send(self.hpackBomb(id, references: 12_000, indexFirst: false))
+            id += 2
+        }
+        let beforeLimit = try client.read()
+        #expect(!beforeLimit.contains { $0.type == H2Frame.goaway })
+        #expect(beforeLimit.filter { $0.type == H2Frame.rstStream }.count == 9)
+        try client.send(self.hpackBomb(id, references: 12_000, indexFirst: false))
+        try self.expectCalm(client)
         #expect(client.log.heads.map(\.uri) == ["/ok"])
     }
 

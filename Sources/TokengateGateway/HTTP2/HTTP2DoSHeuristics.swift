@@ -40,6 +40,10 @@ struct HTTP2DoSHeuristics: Sendable {
         case settingsOrPriority
         /// An RST_STREAM the gateway sent with an error code other than NO_ERROR.
         case serverReset
+        /// A request header list (or trailer list) over the size limit. Each costs a decode of up to twice
+        /// the limit before the stream is refused (``HTTP2RequestHeadBuilder/resetLimit``) and is never a
+        /// request the gateway can serve: a client that keeps sending them is a bomb, not a mistake.
+        case oversizedHeaderList
     }
 
     /// What the codec must do after an event.
@@ -71,6 +75,7 @@ struct HTTP2DoSHeuristics: Sendable {
         var ping = RateLimit(burst: 20, perSecond: 5)
         var settingsOrPriority = RateLimit(burst: 200, perSecond: 50)
         var serverReset = RateLimit(burst: 100, perSecond: 10)
+        var oversizedHeaderList = RateLimit(burst: 10, perSecond: 1)
         /// WINDOW_UPDATE tokens earned per non-empty DATA frame sent.
         var windowUpdatesPerDataFrameSent = 2
 
@@ -83,6 +88,7 @@ struct HTTP2DoSHeuristics: Sendable {
             case .ping: self.ping
             case .settingsOrPriority: self.settingsOrPriority
             case .serverReset: self.serverReset
+            case .oversizedHeaderList: self.oversizedHeaderList
             }
         }
     }
@@ -155,6 +161,7 @@ struct HTTP2DoSHeuristics: Sendable {
         case .ping: 2
         case .settingsOrPriority: 3
         case .serverReset: 4
+        case .oversizedHeaderList: 5
         }
     }
 }

@@ -23,6 +23,14 @@ struct HTTP2RequestHeadBuilder: Sendable {
 
     /// The cap on ``listSize``.
     let limit: Int
+    /// Past this many decoded bytes (twice ``limit``) ``add(name:value:)`` asks for no more fields.
+    ///
+    /// Between ``limit`` and this the fields are only counted, so a client whose headers grew a little too
+    /// large gets its `431`. Beyond it the list is an attack rather than a mistake (an HPACK bomb: a few bytes
+    /// that reference a large dynamic table entry thousands of times), and every further field would still cost
+    /// nghttp2 a decode and a validation of its whole value: the stream is reset instead, and nghttp2 skips
+    /// the rest of the block without validating or reporting it.
+    var resetLimit: Int { 2 * self.limit }
     /// The decoded header list size so far: name + value + 32 per field (RFC 9113 §6.5.2).
     private(set) var listSize = 0
     /// The list went past ``limit``; fields after that are not kept.
@@ -40,16 +48,19 @@ struct HTTP2RequestHeadBuilder: Sendable {
         self.limit = limit
     }
 
-    /// Adds one decoded field.
-    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    /// Adds one decoded field. Returns false once the list is past ``resetLimit``: then no more fields are to
+    /// be taken for this request (the codec resets the stream).
+    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
         self.listSize += name.count + value.count + 32
         if self.listSize > self.limit {
-            self.oversized = true
-            // Nothing more is kept, and what was kept is released now.
-            self.fields = RequestFields()
-            self.hosts = []
-            self.cookie = []
-            return
+            if !self.oversized {
+                self.oversized = true
+                // Nothing more is kept, and what was kept is released now (once: no new storage per field).
+                self.fields = RequestFields()
+                self.hosts = []
+                self.cookie = []
+            }
+            return self.listSize <= self.resetLimit
         }
         if name.first == UInt8(ascii: ":") {
             if FieldBytes.equalsIgnoringCase(name, ":method") {
@@ -60,7 +71,7 @@ struct HTTP2RequestHeadBuilder: Sendable {
                 self.authority = String(decoding: value, as: UTF8.self)
             }
             // `:scheme` is always https here; `:protocol` cannot come (extended CONNECT is not enabled).
-            return
+            return true
         }
         if FieldBytes.equalsIgnoringCase(name, "host") {
             self.hosts.append(String(decoding: value, as: UTF8.self))
@@ -75,6 +86,7 @@ struct HTTP2RequestHeadBuilder: Sendable {
             if self.fields.count == 0 { self.fields.reserveCapacity(512) }
             self.fields.add(name: name, value: value)
         }
+        return true
     }
 
     /// The finished request head, or the answer to give instead. The collected lines move into the head, the

@@ -164,21 +164,41 @@ extension HTTP2ServerCodec {
     }
 
     /// One decoded field, as nghttp2's bytes (valid only during the call).
+    ///
+    /// Returning NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE makes nghttp2 queue RST_STREAM INTERNAL_ERROR for the
+    /// stream and read the rest of the block without validating it or calling back (it still decodes it, to
+    /// keep the HPACK table in step): the only way to stop paying for the fields of a list already refused.
+    /// The reset is what the client sees; a 431 cannot follow (the reset is queued ahead of any response, and
+    /// closes the stream when it is sent). NGHTTP2_ERR_CALLBACK_FAILURE stops `mem_recv` and the connection.
     func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
         guard let stream = self.stream(frame.pointee.hd.stream_id) else { return 0 }
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-            stream.request.add(name: name, value: value)
-            return 0
+            let wasOversized = stream.request.oversized
+            let more = stream.request.add(name: name, value: value)
+            if !wasOversized, stream.request.oversized, !self.countOversizedHeaderList() {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
+            return more ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         // Trailers: over the same cap, the stream is reset (nghttp2 sends RST_STREAM INTERNAL_ERROR) —
         // a 431 is no longer possible once the request was handed on.
         stream.trailerListSize += name.count + value.count + 32
         guard stream.trailerListSize <= self.configuration.maxHeaderListSize else {
             stream.trailers = nil
+            guard self.countOversizedHeaderList() else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         stream.trailers?.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         return 0
+    }
+
+    /// Counts a header list over the limit (once per block) against ``HTTP2DoSHeuristics/Event/oversizedHeaderList``;
+    /// false when the limit tripped (``calm`` is set: the caller stops nghttp2 with NGHTTP2_ERR_CALLBACK_FAILURE).
+    private func countOversizedHeaderList() -> Bool {
+        guard case .enhanceYourCalm(let tripped) = self.heuristics.record(.oversizedHeaderList, now: self.roundStartedAt)
+        else { return true }
+        self.calm = tripped
+        return false
     }
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
