@@ -209,6 +209,25 @@ import Testing
         #expect(client.log.heads.map(\.uri) == ["/ok"])
     }
 
+    /// What HTTP/1.1 refuses, HTTP/2 refuses with the same answer, and the connection goes on.
+    @Test(arguments: [
+        ("method_weird", "FOO", "example.test", 0, "400"), ("method_lowercase", "get", "example.test", 0, "400"),
+        ("many_headers_300", "GET", "example.test", 300, "431"), ("authority_userinfo", "GET", "user@localhost", 0, "400"),
+    ])
+    func requestsHTTP1WouldRefuseNeverReachAHandler(_ name: String, _ method: String, _ authority: String, _ fields: Int, _ status: String) throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        let extra = (0..<fields).map { ("x-f\($0)", "1") }
+        try client.send(.request(1, method: method, path: "/x", authority: authority, extra: extra))
+        let frames = try client.read()
+        #expect(client.log.heads.isEmpty, "\(name)")
+        #expect(client.headerBlocks(frames).first?.fields.value(":status") == status, "\(name)")
+        try client.send(.request(3, path: "/ok"))
+        try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/ok"], "\(name)")
+    }
+
     @Test func connectionSpecificRequestHeadersAreRefusedByNghttp2() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

@@ -23,6 +23,9 @@ struct HTTP2RequestHeadBuilder: Sendable {
 
     /// The cap on ``listSize``.
     let limit: Int
+    /// The cap on the number of regular fields, as HTTP/1.1 counts them: every field but the pseudo-headers,
+    /// the `cookie` fields (joined into one) counting once.
+    let maxFields: Int
     /// Past this many decoded bytes (twice ``limit``) ``add(name:value:)`` asks for no more fields.
     ///
     /// Between ``limit`` and this the fields are only counted, so a client whose headers grew a little too
@@ -44,8 +47,10 @@ struct HTTP2RequestHeadBuilder: Sendable {
     /// The `cookie` fields joined with "; " as they come.
     private var cookie: [UInt8] = []
 
-    init(limit: Int) {
+    /// - Parameter maxFields: HTTP/1.1's limit by default (``HTTP2ServerConfiguration/maxHeaderFields``).
+    init(limit: Int, maxFields: Int = 256) {
         self.limit = limit
+        self.maxFields = maxFields
     }
 
     /// Adds one decoded field. Returns false once the list is past ``resetLimit``: then no more fields are to
@@ -91,13 +96,32 @@ struct HTTP2RequestHeadBuilder: Sendable {
 
     /// The finished request head, or the answer to give instead. The collected lines move into the head, the
     /// host in front of them.
+    ///
+    /// Besides nghttp2's checks, the ones HTTP/1.1's parser makes, with the same answers: a method NIO's
+    /// `HTTPMethod` does not know (but `QUERY`) is 400 "an unknown method" (nghttp2 takes any token, `get`
+    /// and `FOO` included); more than ``maxFields`` fields is 431.
     mutating func build() -> Outcome {
         if self.oversized {
             return .reject(.headersTooLarge())
         }
-        guard let method = self.method, let path = self.path else {
+        guard let methodName = self.method, let path = self.path else {
             // Only CONNECT may lack `:path` past nghttp2's checks; the gateway does not tunnel.
             return .reject(.malformedHTTP("CONNECT is not supported"))
+        }
+        let method = HTTPMethod(rawValue: methodName)
+        if case .RAW(let name) = method, name != "QUERY" {
+            return .reject(.malformedHTTP("an unknown method"))
+        }
+        if self.fields.count + self.hosts.count + (self.cookie.isEmpty ? 0 : 1) > self.maxFields {
+            return .reject(.headersTooLarge())
+        }
+        // RFC 9113 §8.3.1: `:authority` must not include the userinfo subcomponent (nor may `Host`, whose
+        // grammar has none: RFC 9110 §7.2). Passed on, `user@host` would reach routing and the backend as a host.
+        if self.authority?.utf8.contains(UInt8(ascii: "@")) == true {
+            return .reject(.malformedHTTP(":authority must not contain userinfo"))
+        }
+        if self.hosts.contains(where: { $0.utf8.contains(UInt8(ascii: "@")) }) {
+            return .reject(.malformedHTTP("the Host header must not contain userinfo"))
         }
         // `:authority` is the target's authority (RFC 9113 §8.3.1); a `Host` that names another would let
         // routing and the backend disagree on the target, so such a request is malformed.
@@ -121,7 +145,7 @@ struct HTTP2RequestHeadBuilder: Sendable {
             }
         }
         return .head(
-            ClientRequestHead(version: HTTPVersion(major: 2, minor: 0), method: HTTPMethod(rawValue: method), uri: path, fields: fields)
+            ClientRequestHead(version: HTTPVersion(major: 2, minor: 0), method: method, uri: path, fields: fields)
         )
     }
 }

@@ -153,6 +153,7 @@ extension HTTP2ServerCodec {
                 id: id,
                 handle: HTTP2ServerStream(id: id, codec: self),
                 headerListLimit: self.configuration.maxHeaderListSize,
+                maxHeaderFields: self.configuration.maxHeaderFields,
                 body: self.spares.takeBody()
             )
             self.streamOpened(stream)

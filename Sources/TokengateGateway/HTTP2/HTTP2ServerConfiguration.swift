@@ -20,6 +20,10 @@ struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// counts it; pseudo-headers included). Announced as SETTINGS_MAX_HEADER_LIST_SIZE; past it the request
     /// gets a 431 answer and is never handed to the request logic.
     var maxHeaderListSize = 16_384 + 8_192 + 1_024
+    /// More regular fields than this (pseudo-headers not counted, `cookie` fields once) get a 431: HTTP/1.1's
+    /// fixed limit (``HTTP1RequestParser/Limits/maxFields``; the configuration has no key for it), so a
+    /// request is refused or passed on alike over either protocol.
+    var maxHeaderFields = 256
     /// Response body bytes queued on one stream above which ``HTTP2ServerStream/isWritable`` turns false;
     /// it turns true again below half of this.
     var maxQueuedBytesPerStream = 64 * 1024

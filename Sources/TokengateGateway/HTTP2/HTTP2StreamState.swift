@@ -62,10 +62,16 @@ final class HTTP2StreamState {
     var dirty = false
 
     /// - Parameter body: an empty queue for the response body (``HTTP2StreamSpares/takeBody()``).
-    init(id: Int32, handle: HTTP2ServerStream, headerListLimit: Int, body: CircularBuffer<ByteBuffer>) {
+    init(
+        id: Int32,
+        handle: HTTP2ServerStream,
+        headerListLimit: Int,
+        maxHeaderFields: Int,
+        body: CircularBuffer<ByteBuffer>
+    ) {
         self.id = id
         self.handle = handle
-        self.request = HTTP2RequestHeadBuilder(limit: headerListLimit)
+        self.request = HTTP2RequestHeadBuilder(limit: headerListLimit, maxFields: maxHeaderFields)
         self.body = body
     }
 }
