@@ -544,6 +544,46 @@ import Testing
         #expect(client.isClosed)
     }
 
+    /// A client that announces a body (HEADERS without END_STREAM) and stops sending it gets its stream reset
+    /// after the idle timeout, and the handler is told; a stream whose window the gateway keeps shut, or
+    /// whose request is complete, is left alone.
+    @Test func aStalledRequestBodyIsResetAfterTheIdleTimeout() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.idleTimeout = .seconds(5)
+        configuration.initialWindowSize = 100
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(
+            .request(1, method: "POST", path: "/hang", endStream: false),
+            .request(3, path: "/hang"),
+            .request(5, method: "POST", path: "/noconsume", endStream: false), .data(5, [UInt8](repeating: 1, count: 100))
+        )
+        try client.read()
+        let loop = client.channel.embeddedEventLoop
+        loop.advanceTime(by: .seconds(3))
+        try client.send(.data(1, Array("a".utf8)))
+        loop.advanceTime(by: .seconds(4))  // 7 s: stream 1 was heard from 4 s ago.
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.isEmpty)
+        loop.advanceTime(by: .seconds(2))  // 9 s: 6 s of silence.
+        let frames = try client.read()
+        #expect(frames.filter { $0.type == H2Frame.rstStream }.map(\.stream) == [1])
+        #expect(frames.first { $0.type == H2Frame.rstStream }?.errorCode == 0x8)
+        #expect(client.log.resets.map(\.0) == [1] && client.log.resets.first?.1 == .cancel)
+        // Stream 5's window is shut (its handler never reports the bytes consumed): not its client's fault.
+        loop.advanceTime(by: .seconds(20))
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.isEmpty)
+        // Once the window opens, its client has the idle timeout to use it.
+        try #require(client.log.streams[5]).consumed(bytes: 100)
+        try client.read()
+        loop.advanceTime(by: .seconds(4))
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.isEmpty)
+        loop.advanceTime(by: .seconds(2))
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.map(\.stream) == [5])
+        #expect(client.log.resets.map(\.0) == [1, 5])
+        #expect(!client.isClosed)
+    }
+
     /// Stream handles hold their codec strongly (a weak reference slowed every retain of it); the codec breaks
     /// that cycle as streams go. A closed connection's codec must be freed even while exchanges still hold
     /// handles of its streams, finished or cut off, and those handles must then do nothing.

@@ -154,7 +154,8 @@ extension HTTP2ServerCodec {
                 handle: HTTP2ServerStream(id: id, codec: self),
                 headerListLimit: self.configuration.maxHeaderListSize,
                 maxHeaderFields: self.configuration.maxHeaderFields,
-                body: self.spares.takeBody()
+                body: self.spares.takeBody(),
+                openedAt: self.roundStartedAt
             )
             self.streamOpened(stream)
         } else if let stream = self.stream(id) {
@@ -240,6 +241,7 @@ extension HTTP2ServerCodec {
             return 0
         }
         stream.unconsumed += bytes.count
+        stream.lastInboundAt = self.roundStartedAt
         // Consecutive chunks for the same stream become one body part.
         if let last = self.events.last, case .requestBody(id, var buffer) = last {
             self.events.removeLast()

@@ -127,6 +127,10 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var idlePagesReleased = false
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
+    /// When the open streams are next looked at for a client that stopped sending the request body it
+    /// announced (``resetStalledRequestBodies(now:)``); set while streams are open. One check per connection
+    /// rather than a task per stream: a request costs no scheduling, only a stored time per frame.
+    private var bodyCheckAt: NIODeadline?
 
     /// - Parameters:
     ///   - makeHandler: called once per stream whose request head is complete and valid.
@@ -483,6 +487,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             if stream.consumePending > 0 {
                 nghttp2_session_consume(session, id, stream.consumePending)
                 stream.consumePending = 0
+                // The client gets window to send more: a stall of its body is measured from now.
+                stream.lastInboundAt = self.roundStartedAt
             }
             guard !stream.closed else { continue }
             if let code = stream.resetRequested {
@@ -633,7 +639,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     // MARK: Timeouts
 
     /// Keeps one task scheduled for the earliest deadline that applies now: the preface, a header block in
-    /// progress, or the idle time with no stream open.
+    /// progress, the idle time with no stream open, or the next request body check with streams open.
     private func armTimer(context: ChannelHandlerContext) {
         guard self.isRunning else { return }
         var deadline: NIODeadline?
@@ -648,6 +654,14 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             if !self.idlePagesReleased {
                 deadline = min(deadline ?? .distantFuture, idle + self.configuration.idlePageReleaseDelay)
             }
+        }
+        if self.openStreamCount > 0, case .active = self.state {
+            // No stream can have stalled for the idle timeout before this (each was opened or heard from in
+            // this round or later); the check then sets the next one from what it finds. Only while active:
+            // the timer acts on nothing else, so a due check would otherwise be re-armed in the past.
+            let check = self.bodyCheckAt ?? self.roundStartedAt + self.configuration.idleTimeout
+            self.bodyCheckAt = check
+            deadline = min(deadline ?? .distantFuture, check)
         }
         guard let deadline else { return }
         if let current = self.timerDeadline, current <= deadline {
@@ -672,6 +686,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         guard let context = self.context, case .active = self.state else { return }
         let now = context.eventLoop.now
         let headerTimeout = self.configuration.headerReadTimeout
+        if let check = self.bodyCheckAt, now >= check {
+            self.resetStalledRequestBodies(now: now)
+        }
         if self.awaitingPreface, now >= self.startedAt + headerTimeout {
             self.logger.debug("HTTP/2 preface timeout")
             self.goawayDue = (.noError, true)
@@ -699,6 +716,51 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.state = .closing
         }
         self.process()
+    }
+
+    /// `limits.idle_timeout` for a client's own request body, as HTTP/1.1 has it: a stream whose request has
+    /// not ended and that got nothing from the client for the idle timeout, although the client had window to
+    /// send, is reset (RST_STREAM CANCEL) and its handler told (``HTTP2StreamHandler/streamReset(_:)``: the
+    /// exchange releases its upstream connection, unreusable). Without this, HEADERS without END_STREAM and
+    /// then silence would hold the stream, and perhaps an upstream connection, for as long as the connection
+    /// lives (the idle timeout only runs while no stream is open).
+    ///
+    /// A stream whose window (its own or the connection's) the gateway keeps shut, because its backend reads
+    /// slowly, is not stalled by its client: its clock restarts now, and again when window is given back
+    /// (``submitPending(_:)``). Runs from the timer, never inside a round: nghttp2 is not on the stack, so
+    /// asking it for windows and telling handlers are both allowed here.
+    private func resetStalledRequestBodies(now: NIODeadline) {
+        self.bodyCheckAt = nil
+        guard let session = self.session else { return }
+        let timeout = self.configuration.idleTimeout
+        let connectionWindow = nghttp2_session_get_local_window_size(session)
+        var next: NIODeadline?
+        var stalled: [HTTP2StreamState] = []
+        for stream in self.streams.values where !stream.remoteEnded && !stream.closed && stream.resetRequested == nil {
+            if connectionWindow <= 0 || nghttp2_session_get_stream_local_window_size(session, stream.id) <= 0 {
+                stream.lastInboundAt = now
+            }
+            let deadline = stream.lastInboundAt + timeout
+            if now >= deadline {
+                stalled.append(stream)
+            } else {
+                next = min(next ?? deadline, deadline)
+            }
+        }
+        self.bodyCheckAt = next
+        for stream in stalled where !stream.closed && stream.resetRequested == nil {
+            self.logger.info(
+                "HTTP/2 request body timeout, resetting the stream",
+                metadata: ["stream": "\(stream.id)", "idle_timeout": "\(timeout)"]
+            )
+            let handler = stream.handler
+            stream.handler = nil
+            stream.resetRequested = .cancel
+            stream.body.removeAll(keepingCapacity: true)
+            stream.queuedBytes = 0
+            self.markDirty(stream)
+            handler?.streamReset(.cancel)
+        }
     }
 
     /// The state of stream `id`, `nil` once it is gone (ids are never reused on a connection).
