@@ -454,6 +454,48 @@ import Testing
         #expect(client.log.resets.count == client.log.heads.count)
     }
 
+    /// Rapid reset (CVE-2023-44487): the gateway's own limit trips before nghttp2's (which would end the
+    /// connection with GOAWAY INTERNAL_ERROR and no log line): ENHANCE_YOUR_CALM and a warning.
+    @Test func rapidResetEndsWithEnhanceYourCalmAndAWarning() throws {
+        let logs = LogCapture()
+        let client = try H2EmbeddedClient(logs: logs)
+        defer { client.finish() }
+        try client.handshake()
+        var bytes: [UInt8] = []
+        for index in 0..<1_100 {
+            let id = Int32(2 * index + 1)
+            bytes += H2Frame.request(id, path: "/hang").bytes + H2Frame.rstStream(id, 0x8).bytes
+        }
+        try client.send(bytes: bytes)
+        try self.expectCalm(client)
+        #expect(logs.all.contains { $0.hasPrefix("warning HTTP/2 client flooding") && $0.contains("limit=clientReset") })
+    }
+
+    /// GOAWAYs nghttp2 sends on its own (mem_recv succeeds: the codec sees no error) are logged as warnings
+    /// naming the error code and nghttp2's reason.
+    @Test func aGoawayNghttp2SendsOnItsOwnIsLogged() throws {
+        let logs = LogCapture()
+        let client = try H2EmbeddedClient(logs: logs)
+        defer { client.finish() }
+        try client.handshake()
+        // A SETTINGS frame with more entries than the 32 the session allows.
+        try client.send(.settings((0..<40).map { _ in (0x3, 100) }))
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == self.calm)
+        let line = try #require(logs.all.first { $0.hasPrefix("warning HTTP/2 connection ended with GOAWAY") })
+        #expect(line.contains("code=ENHANCE_YOUR_CALM"))
+        #expect(line.contains("cause=SETTINGS: too many setting entries"))
+        // A dynamic table size update over the size the gateway allows: COMPRESSION_ERROR.
+        let other = LogCapture()
+        let second = try H2EmbeddedClient(logs: other)
+        defer { second.finish() }
+        try second.handshake()
+        // 0x3f 81 20: table size update to 31 + 4,097 (RFC 7541 §6.3), over the 4,096 the gateway allows.
+        try second.send(H2Frame(type: H2Frame.headers, flags: H2Frame.endHeaders | H2Frame.endStream, stream: 1, payload: [0x3f, 0x81, 0x20]))
+        #expect(try second.read().first { $0.type == H2Frame.goaway }?.goaway?.code == 0x9)
+        #expect(other.all.contains { $0.hasPrefix("warning HTTP/2 connection ended with GOAWAY") && $0.contains("code=COMPRESSION_ERROR") })
+    }
+
     // MARK: Timeouts
 
     @Test func noPrefaceWithinTheHeaderTimeoutCloses() throws {

@@ -50,6 +50,9 @@ extension HTTP2ServerCodec {
         nghttp2_option_set_max_continuations(option, 8)
         nghttp2_option_set_max_outbound_ack(option, 1000)
         nghttp2_option_set_max_settings(option, 32)
+        // A backstop only: HTTP2DoSHeuristics' clientReset limit is stricter and trips first, with
+        // ENHANCE_YOUR_CALM and a log line; nghttp2's own ends the connection with INTERNAL_ERROR.
+        nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33)
 
         var session: OpaquePointer?
         // The arena first: the session allocates from it and must be deleted before it (HTTP2SessionArena).
@@ -130,6 +133,8 @@ extension HTTP2ServerCodec {
             event = flags & NGHTTP2_FLAG_ACK.rawValue == 0 ? .settingsOrPriority : nil
         case NGHTTP2_PRIORITY.rawValue:
             event = .settingsOrPriority
+        case NGHTTP2_RST_STREAM.rawValue:
+            event = .clientReset
         default:
             event = nil
         }
@@ -289,6 +294,8 @@ extension HTTP2ServerCodec {
                 self.calm = tripped
                 self.scheduleProcessing()
             }
+        case NGHTTP2_GOAWAY.rawValue:
+            self.sentGoaway(frame.pointee.goaway)
         case NGHTTP2_DATA.rawValue, NGHTTP2_HEADERS.rawValue:
             if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0 {
                 self.heuristics.sentDataFrame(now: self.roundStartedAt)
@@ -306,6 +313,29 @@ extension HTTP2ServerCodec {
             break
         }
         return 0
+    }
+
+    /// A GOAWAY went out. One with an error code ends the connection because of the client, and nghttp2 sends
+    /// some on its own (a SETTINGS frame with too many entries, an HPACK table size update over the limit, a
+    /// protocol error in a frame) while `mem_recv` still returns success: this callback is the only place
+    /// the codec learns of those, so the warning is written here. A flood the codec's own limits caught was
+    /// logged already (``actOnCalm``). The cause is nghttp2's debug data (its own fixed text, never the
+    /// client's bytes), or what the codec recorded, or the code alone.
+    private func sentGoaway(_ goaway: nghttp2_goaway) {
+        let code = HTTP2ErrorCode(goaway.error_code)
+        guard code != .noError, self.calm == nil else { return }
+        var cause = self.goawayCause ?? ""
+        if let data = goaway.opaque_data, goaway.opaque_data_len > 0 {
+            let bytes = UnsafeBufferPointer(start: data, count: min(goaway.opaque_data_len, 200))
+            cause = String(decoding: bytes.map { $0 >= 0x20 && $0 < 0x7f ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+        }
+        if cause.isEmpty {
+            cause = code == .compressionError ? "HPACK decoding failed (a malformed block or a table size update over the limit)" : "nghttp2 gave no reason"
+        }
+        self.logger.warning(
+            "HTTP/2 connection ended with GOAWAY",
+            metadata: ["code": "\(code)", "cause": "\(cause)", "last_stream": "\(goaway.last_stream_id)"]
+        )
     }
 
     /// Records an event for the handlers and makes sure a round delivers it.

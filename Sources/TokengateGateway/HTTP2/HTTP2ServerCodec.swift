@@ -96,6 +96,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// A GOAWAY to submit on the next round.
     private var goawayDue: (code: HTTP2ErrorCode, terminate: Bool)?
     private var goawaySubmitted = false
+    /// Why the codec itself ends the connection with an error code, for the GOAWAY's warning (``sentGoaway(_:)``).
+    private(set) var goawayCause: String?
 
     private var pendingInput = CircularBuffer<ByteBuffer>(initialCapacity: 2)
     private var processing = false
@@ -368,6 +370,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         }
         let reason = String(cString: nghttp2_strerror(code))
         self.logger.debug("HTTP/2 session ended by nghttp2", metadata: ["nghttp2_error": "\(reason)"])
+        self.goawayCause = reason
         if code == NGHTTP2_ERR_FLOODED.rawValue || code == NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue {
             // A client that does not read its acknowledgements, or that does not speak HTTP/2 at all: there
             // is nobody to say goodbye to.
