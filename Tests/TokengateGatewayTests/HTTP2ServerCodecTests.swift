@@ -228,6 +228,35 @@ import Testing
         #expect(client.log.heads.map(\.uri) == ["/ok"], "\(name)")
     }
 
+    /// Requests the codec answers itself get HTTP/1.1's access-log line for its own rejections (status and
+    /// reason; never the path, its query or a field), and none when the access log is off.
+    @Test(arguments: [true, false])
+    func requestsTheCodecAnswersAreLogged(_ accessLog: Bool) throws {
+        let logs = LogCapture()
+        var configuration = HTTP2ServerConfiguration()
+        configuration.accessLog = accessLog
+        configuration.maxHeaderListSize = 1_000
+        let client = try H2EmbeddedClient(configuration: configuration, logs: logs)
+        defer { client.finish() }
+        try client.handshake()
+        let secret = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.c2ln"
+        try client.send(
+            .request(1, path: "/x?access_token=qsecret", extra: [("host", "other.test"), ("authorization", secret)]),
+            .request(3, path: "/y?access_token=qsecret", extra: [("authorization", secret), ("x-big", String(repeating: "b", count: 1_000))])
+        )
+        try client.read()
+        let lines = logs.all.filter { $0.hasPrefix("info request ") }
+        if accessLog {
+            #expect(lines == [
+                "info request reason=malformed_http status=400 stream=1",
+                "info request reason=headers_too_large status=431 stream=3",
+            ])
+        } else {
+            #expect(lines.isEmpty)
+        }
+        #expect(!logs.all.contains { $0.contains("qsecret") || $0.contains("eyJ") })
+    }
+
     @Test func connectionSpecificRequestHeadersAreRefusedByNghttp2() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

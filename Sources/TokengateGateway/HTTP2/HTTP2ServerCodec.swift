@@ -457,12 +457,19 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     }
 
     /// A stream the codec answers itself (the request never reaches a handler).
+    ///
+    /// Logged as HTTP/1.1's connection handler logs the requests it answers itself (a malformed head, 431):
+    /// one info `request` line with the status and reason code, when the access log is on; the stream id is
+    /// the only addition. Nothing from the request is logged: it was refused, so its path or fields (a
+    /// query string, a token) may be anything.
     private func answer(_ answer: GatewayAnswer, on stream: HTTP2StreamState) {
         stream.answeredByCodec = true
-        self.logger.debug(
-            "HTTP/2 request answered by the codec",
-            metadata: ["stream": "\(stream.id)", "status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"]
-        )
+        if self.configuration.accessLog {
+            self.logger.info(
+                "request",
+                metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)", "stream": "\(stream.id)"]
+            )
+        }
         let body = answer.jsonBody
         var head = answer.responseHead(version: HTTPVersion(major: 2, minor: 0), contentLength: body.utf8.count)
         head.headers.add(name: "strict-transport-security", value: "max-age=31536000")
