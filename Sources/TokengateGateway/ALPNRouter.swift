@@ -42,7 +42,11 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 let eventLoop = context.eventLoop
                 let connectionID = RequestRewriter.newConnectionID()
                 let codec = HTTP2ServerCodec(
-                    configuration: HTTP2ServerConfiguration(configuration.http2, limits: configuration.limits),
+                    configuration: HTTP2ServerConfiguration(
+                        configuration.http2,
+                        limits: configuration.limits,
+                        accessLog: configuration.log.accessLog
+                    ),
                     logger: logger
                 ) { stream in
                     HTTP2StreamExchange(

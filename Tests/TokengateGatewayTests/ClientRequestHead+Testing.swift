@@ -31,7 +31,8 @@ extension ClientRequestHead {
 
 extension HTTP2RequestHeadBuilder {
     /// ``add(name:value:)`` with the field as nghttp2 would hand over its bytes.
-    mutating func add(name: String, value: String) {
+    @discardableResult
+    mutating func add(name: String, value: String) -> Bool {
         FieldBytes.withBytes(of: name, value) { name, value in self.add(name: name, value: value) }
     }
 }

@@ -73,6 +73,77 @@ import Testing
         #expect(answer.status == .requestHeaderFieldsTooLarge)
     }
 
+    /// Past twice the cap the builder asks for no more fields (the codec then has nghttp2 reset the stream
+    /// and skip the rest of the block), and a list over the cap keeps no storage however long it grows.
+    @Test func pastTwiceTheCapNoMoreFieldsAreTaken() {
+        var builder = HTTP2RequestHeadBuilder(limit: 200)
+        for (name, value) in self.pseudo {
+            let more = builder.add(name: name, value: value)
+            #expect(more)
+        }
+        var more = builder.add(name: "x-a", value: String(repeating: "a", count: 100))
+        #expect(more && builder.oversized)
+        more = builder.add(name: "x-b", value: String(repeating: "b", count: 30))
+        #expect(more, "still within twice the cap")
+        more = builder.add(name: "x-c", value: String(repeating: "c", count: 100))
+        #expect(!more)
+        #expect(builder.listSize > builder.resetLimit && builder.resetLimit == 400)
+    }
+
+    /// The checks HTTP/1.1's parser makes and nghttp2 does not, with HTTP/1.1's answers.
+    @Test(arguments: [
+        ("method FOO", [(":method", "FOO")], UInt(400), "an unknown method"),
+        ("method get", [(":method", "get")], 400, "an unknown method"),
+        ("authority userinfo", [(":authority", "user@localhost")], 400, ":authority must not contain userinfo"),
+        ("authority user:pass", [(":authority", "user:pw@api.example.test")], 400, ":authority must not contain userinfo"),
+    ])
+    func requestsHTTP1WouldRefuseAreRefused(_ name: String, _ replace: [(String, String)], _ status: UInt, _ description: String) {
+        let fields = self.pseudo.map { field in replace.first { $0.0 == field.0 } ?? field }
+        guard case .reject(let answer) = self.build(fields) else {
+            Issue.record("\(name): accepted")
+            return
+        }
+        #expect(answer.status.code == status, "\(name)")
+        #expect(answer.jsonBody.contains(description), "\(name)")
+    }
+
+    @Test func aHostWithUserinfoIsRefused() {
+        let noAuthority = self.pseudo.filter { $0.0 != ":authority" }
+        guard case .reject(let answer) = self.build(noAuthority + [("host", "user@h.example")]) else {
+            Issue.record("accepted")
+            return
+        }
+        #expect(answer.status == .badRequest)
+    }
+
+    @Test func knownMethodsAndQueryPass() {
+        for method in ["GET", "POST", "DELETE", "PROPFIND", "QUERY", "OPTIONS"] {
+            let fields = [(":method", method)] + self.pseudo.dropFirst()
+            guard case .head(let head) = self.build(fields) else {
+                Issue.record("\(method) rejected")
+                continue
+            }
+            #expect(head.method.rawValue == method)
+        }
+    }
+
+    /// HTTP/1.1's 256 fields (the `cookie` fields joined count once; the pseudo-headers not at all).
+    @Test func moreFieldsThanHTTP1AllowsGetA431() {
+        #expect(HTTP2ServerConfiguration().maxHeaderFields == HTTP1RequestParser.Limits(maxHeadBytes: 1, maxURIBytes: 1).maxFields)
+        let many = (0..<255).map { ("x-f\($0)", "1") }
+        let crumbs = (0..<20).map { ("cookie", "c\($0)=1") }
+        guard case .head(let head) = self.build(self.pseudo + many + crumbs, limit: 65_536) else {
+            Issue.record("256 fields rejected")
+            return
+        }
+        #expect(head.fields.count == 257, "host, 255 fields, cookie")
+        guard case .reject(let answer) = self.build(self.pseudo + many + [("x-one-more", "1")] + crumbs, limit: 65_536) else {
+            Issue.record("257 fields accepted")
+            return
+        }
+        #expect(answer.status == .requestHeaderFieldsTooLarge)
+    }
+
     @Test func connectIsRejected() {
         guard case .reject(let answer) = self.build([(":method", "CONNECT"), (":authority", "x:443")]) else {
             Issue.record("accepted CONNECT")

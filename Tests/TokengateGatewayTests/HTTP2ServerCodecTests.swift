@@ -151,7 +151,8 @@ import Testing
         let client = try H2EmbeddedClient(configuration: configuration)
         defer { client.finish() }
         try client.handshake()
-        try client.send(.request(1, path: "/x", extra: [("x-big", String(repeating: "b", count: 2_000))]))
+        // Over the limit, within twice the limit: the 431 a client whose headers grew too large should get.
+        try client.send(.request(1, path: "/x", extra: [("x-big", String(repeating: "b", count: 1_200))]))
         let frames = try client.read()
         #expect(client.log.heads.isEmpty)
         let response = try #require(client.headerBlocks(frames).first)
@@ -163,6 +164,97 @@ import Testing
         try client.send(.request(3, path: "/ok"))
         try client.read()
         #expect(client.log.heads.map(\.uri) == ["/ok"])
+    }
+
+    /// A HEADERS frame that adds one 4,000-byte field to the HPACK table (whose default size is 4,096), then references it thousands of times
+    /// with one byte each (an HPACK bomb: 12 KB on the wire, ~48 MB decoded).
+    private func hpackBomb(_ stream: Int32, references: Int, indexFirst: Bool) -> H2Frame {
+        var payload = HPACKLiteral.encode([(":method", "GET"), (":scheme", "https"), (":authority", "example.test"), (":path", "/bomb")])
+        if indexFirst {
+            // Literal with incremental indexing, new name (RFC 7541 §6.2.1): it becomes dynamic entry 62.
+            payload += [0x40, 6] + Array("x-bomb".utf8) + [0x7f, 0xa1, 0x1e] + [UInt8](repeating: 0x41, count: 4_000)
+        }
+        payload += [UInt8](repeating: 0xbe, count: references)  // Indexed field 62 (§6.1).
+        return H2Frame(type: H2Frame.headers, flags: H2Frame.endStream | H2Frame.endHeaders, stream: stream, payload: payload)
+    }
+
+    /// Past twice the header list limit, the stream is reset (nghttp2 reads the rest of the block without
+    /// validating or reporting it) and the connection goes on; a connection that keeps sending oversized lists
+    /// ends with GOAWAY ENHANCE_YOUR_CALM.
+    @Test func anHPACKBombResetsItsStreamAndRepeatedOnesEndTheConnection() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.read()
+        try client.send(self.hpackBomb(1, references: 12_000, indexFirst: true))
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 1 }?.errorCode == 0x2)
+        #expect(client.headerBlocks(frames).isEmpty, "no 431 after a reset")
+        #expect(client.log.heads.isEmpty)
+        try client.send(.request(3, path: "/ok"))
+        try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/ok"])
+        #expect(!client.isClosed)
+        // Ten oversized lists in a burst are allowed (the one above was the first); the eleventh ends it all.
+        var id: Int32 = 5
+        for _ in 0..<9 {
+            try client.send(self.hpackBomb(id, references: 12_000, indexFirst: false))
+            id += 2
+        }
+        let beforeLimit = try client.read()
+        #expect(!beforeLimit.contains { $0.type == H2Frame.goaway })
+        #expect(beforeLimit.filter { $0.type == H2Frame.rstStream }.count == 9)
+        try client.send(self.hpackBomb(id, references: 12_000, indexFirst: false))
+        try self.expectCalm(client)
+        #expect(client.log.heads.map(\.uri) == ["/ok"])
+    }
+
+    /// What HTTP/1.1 refuses, HTTP/2 refuses with the same answer, and the connection goes on.
+    @Test(arguments: [
+        ("method_weird", "FOO", "example.test", 0, "400"), ("method_lowercase", "get", "example.test", 0, "400"),
+        ("many_headers_300", "GET", "example.test", 300, "431"), ("authority_userinfo", "GET", "user@localhost", 0, "400"),
+    ])
+    func requestsHTTP1WouldRefuseNeverReachAHandler(_ name: String, _ method: String, _ authority: String, _ fields: Int, _ status: String) throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        let extra = (0..<fields).map { ("x-f\($0)", "1") }
+        try client.send(.request(1, method: method, path: "/x", authority: authority, extra: extra))
+        let frames = try client.read()
+        #expect(client.log.heads.isEmpty, "\(name)")
+        #expect(client.headerBlocks(frames).first?.fields.value(":status") == status, "\(name)")
+        try client.send(.request(3, path: "/ok"))
+        try client.read()
+        #expect(client.log.heads.map(\.uri) == ["/ok"], "\(name)")
+    }
+
+    /// Requests the codec answers itself get HTTP/1.1's access-log line for its own rejections (status and
+    /// reason; never the path, its query or a field), and none when the access log is off.
+    @Test(arguments: [true, false])
+    func requestsTheCodecAnswersAreLogged(_ accessLog: Bool) throws {
+        let logs = LogCapture()
+        var configuration = HTTP2ServerConfiguration()
+        configuration.accessLog = accessLog
+        configuration.maxHeaderListSize = 1_000
+        let client = try H2EmbeddedClient(configuration: configuration, logs: logs)
+        defer { client.finish() }
+        try client.handshake()
+        let secret = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.c2ln"
+        try client.send(
+            .request(1, path: "/x?access_token=qsecret", extra: [("host", "other.test"), ("authorization", secret)]),
+            .request(3, path: "/y?access_token=qsecret", extra: [("authorization", secret), ("x-big", String(repeating: "b", count: 1_000))])
+        )
+        try client.read()
+        let lines = logs.all.filter { $0.hasPrefix("info request ") }
+        if accessLog {
+            #expect(lines == [
+                "info request reason=malformed_http status=400 stream=1",
+                "info request reason=headers_too_large status=431 stream=3",
+            ])
+        } else {
+            #expect(lines.isEmpty)
+        }
+        #expect(!logs.all.contains { $0.contains("qsecret") || $0.contains("eyJ") })
     }
 
     @Test func connectionSpecificRequestHeadersAreRefusedByNghttp2() throws {
@@ -391,6 +483,48 @@ import Testing
         #expect(client.log.resets.count == client.log.heads.count)
     }
 
+    /// Rapid reset (CVE-2023-44487): the gateway's own limit trips before nghttp2's (which would end the
+    /// connection with GOAWAY INTERNAL_ERROR and no log line): ENHANCE_YOUR_CALM and a warning.
+    @Test func rapidResetEndsWithEnhanceYourCalmAndAWarning() throws {
+        let logs = LogCapture()
+        let client = try H2EmbeddedClient(logs: logs)
+        defer { client.finish() }
+        try client.handshake()
+        var bytes: [UInt8] = []
+        for index in 0..<1_100 {
+            let id = Int32(2 * index + 1)
+            bytes += H2Frame.request(id, path: "/hang").bytes + H2Frame.rstStream(id, 0x8).bytes
+        }
+        try client.send(bytes: bytes)
+        try self.expectCalm(client)
+        #expect(logs.all.contains { $0.hasPrefix("warning HTTP/2 client flooding") && $0.contains("limit=clientReset") })
+    }
+
+    /// GOAWAYs nghttp2 sends on its own (mem_recv succeeds: the codec sees no error) are logged as warnings
+    /// naming the error code and nghttp2's reason.
+    @Test func aGoawayNghttp2SendsOnItsOwnIsLogged() throws {
+        let logs = LogCapture()
+        let client = try H2EmbeddedClient(logs: logs)
+        defer { client.finish() }
+        try client.handshake()
+        // A SETTINGS frame with more entries than the 32 the session allows.
+        try client.send(.settings((0..<40).map { _ in (0x3, 100) }))
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == self.calm)
+        let line = try #require(logs.all.first { $0.hasPrefix("warning HTTP/2 connection ended with GOAWAY") })
+        #expect(line.contains("code=ENHANCE_YOUR_CALM"))
+        #expect(line.contains("cause=SETTINGS: too many setting entries"))
+        // A dynamic table size update over the size the gateway allows: COMPRESSION_ERROR.
+        let other = LogCapture()
+        let second = try H2EmbeddedClient(logs: other)
+        defer { second.finish() }
+        try second.handshake()
+        // 0x3f 81 20: table size update to 31 + 4,097 (RFC 7541 §6.3), over the 4,096 the gateway allows.
+        try second.send(H2Frame(type: H2Frame.headers, flags: H2Frame.endHeaders | H2Frame.endStream, stream: 1, payload: [0x3f, 0x81, 0x20]))
+        #expect(try second.read().first { $0.type == H2Frame.goaway }?.goaway?.code == 0x9)
+        #expect(other.all.contains { $0.hasPrefix("warning HTTP/2 connection ended with GOAWAY") && $0.contains("code=COMPRESSION_ERROR") })
+    }
+
     // MARK: Timeouts
 
     @Test func noPrefaceWithinTheHeaderTimeoutCloses() throws {
@@ -418,6 +552,54 @@ import Testing
         #expect(client.log.heads.isEmpty)
     }
 
+    /// A header block nghttp2 rejects (an uppercase name: RST_STREAM PROTOCOL_ERROR) or one over the trailer
+    /// limit (the codec refuses it: RST_STREAM INTERNAL_ERROR) gets no on_frame_recv; its header read timeout
+    /// must end with the block, or it ends the connection later and a healthy upload with it.
+    @Test(arguments: ["rejected request head", "oversized trailers"])
+    func aRejectedHeaderBlockAffectsOnlyItsStream(_ kind: String) throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.maxHeaderListSize = 1_000
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, method: "POST", path: "/hang", endStream: false), .data(1, Array("part".utf8)))
+        if kind == "rejected request head" {
+            try client.send(.request(3, path: "/x", extra: [("X-Upper", "1")]))
+        } else {
+            try client.send(
+                .request(3, method: "POST", path: "/hang", endStream: false),
+                .headers(3, [("x-trailer", String(repeating: "t", count: 2_000))], endStream: true)
+            )
+        }
+        let frames = try client.read()
+        #expect(frames.first { $0.type == H2Frame.rstStream && $0.stream == 3 }?.errorCode == (kind == "oversized trailers" ? 0x2 : 0x1))
+        // The upload on stream 1 stays quiet for longer than the header read timeout (its client waits for
+        // the backend, say): no GOAWAY.
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        try client.send(.data(1, Array("more".utf8)))
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        let later = try client.read()
+        #expect(!later.contains { $0.type == H2Frame.goaway })
+        #expect(!client.isClosed)
+        #expect(client.log.bodies[1] == Array("partmore".utf8))
+        #expect(!client.log.resets.contains { $0.0 == 1 })
+    }
+
+    /// A block rejected in its first frame, whose CONTINUATION never comes, still times out: nothing else can
+    /// be read on the connection until it does.
+    @Test func aRejectedHeaderBlockWaitingForItsContinuationStillTimesOut() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.headers(1, [(":method", "GET"), ("X-Upper", "1")], endStream: true, endHeaders: false))
+        try client.read()
+        client.channel.embeddedEventLoop.advanceTime(by: .seconds(11))
+        let frames = try client.read()
+        #expect(frames.contains { $0.type == H2Frame.goaway })
+        try client.lingerOver()
+        #expect(client.isClosed)
+    }
+
     @Test func anIdleConnectionIsClosedWithGoaway() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }
@@ -431,6 +613,46 @@ import Testing
         #expect(frames.first { $0.type == H2Frame.goaway }?.goaway?.code == 0)
         try client.lingerOver()
         #expect(client.isClosed)
+    }
+
+    /// A client that announces a body (HEADERS without END_STREAM) and stops sending it gets its stream reset
+    /// after the idle timeout, and the handler is told; a stream whose window the gateway keeps shut, or
+    /// whose request is complete, is left alone.
+    @Test func aStalledRequestBodyIsResetAfterTheIdleTimeout() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.idleTimeout = .seconds(5)
+        configuration.initialWindowSize = 100
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(
+            .request(1, method: "POST", path: "/hang", endStream: false),
+            .request(3, path: "/hang"),
+            .request(5, method: "POST", path: "/noconsume", endStream: false), .data(5, [UInt8](repeating: 1, count: 100))
+        )
+        try client.read()
+        let loop = client.channel.embeddedEventLoop
+        loop.advanceTime(by: .seconds(3))
+        try client.send(.data(1, Array("a".utf8)))
+        loop.advanceTime(by: .seconds(4))  // 7 s: stream 1 was heard from 4 s ago.
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.isEmpty)
+        loop.advanceTime(by: .seconds(2))  // 9 s: 6 s of silence.
+        let frames = try client.read()
+        #expect(frames.filter { $0.type == H2Frame.rstStream }.map(\.stream) == [1])
+        #expect(frames.first { $0.type == H2Frame.rstStream }?.errorCode == 0x8)
+        #expect(client.log.resets.map(\.0) == [1] && client.log.resets.first?.1 == .cancel)
+        // Stream 5's window is shut (its handler never reports the bytes consumed): not its client's fault.
+        loop.advanceTime(by: .seconds(20))
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.isEmpty)
+        // Once the window opens, its client has the idle timeout to use it.
+        try #require(client.log.streams[5]).consumed(bytes: 100)
+        try client.read()
+        loop.advanceTime(by: .seconds(4))
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.isEmpty)
+        loop.advanceTime(by: .seconds(2))
+        #expect(try client.read().filter { $0.type == H2Frame.rstStream }.map(\.stream) == [5])
+        #expect(client.log.resets.map(\.0) == [1, 5])
+        #expect(!client.isClosed)
     }
 
     /// Stream handles hold their codec strongly (a weak reference slowed every retain of it); the codec breaks

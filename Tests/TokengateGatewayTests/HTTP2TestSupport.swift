@@ -278,10 +278,11 @@ final class H2EmbeddedClient {
     /// Every frame the server wrote so far.
     private(set) var received: [H2Frame] = []
 
-    init(configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration()) throws {
+    /// - Parameter logs: where the codec's log lines go (from `info` up), when a test reads them.
+    init(configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration(), logs: LogCapture? = nil) throws {
         self.channel = EmbeddedChannel()
-        var logger = Logger(label: "h2-test")
-        logger.logLevel = .critical
+        var logger = logs.map { logs in Logger(label: "h2-test") { logs.handler(label: $0) } } ?? Logger(label: "h2-test")
+        logger.logLevel = logs == nil ? .critical : .info
         let codec = HTTP2ServerCodec(configuration: configuration, logger: logger, makeHandler: H2TestResponder.factory(self.log))
         self.codec = codec
         try self.channel.pipeline.syncOperations.addHandler(codec)

@@ -40,6 +40,16 @@ struct HTTP2DoSHeuristics: Sendable {
         case settingsOrPriority
         /// An RST_STREAM the gateway sent with an error code other than NO_ERROR.
         case serverReset
+        /// A request header list (or trailer list) over the size limit. Each costs a decode of up to twice
+        /// the limit before the stream is refused (``HTTP2RequestHeadBuilder/resetLimit``) and is never a
+        /// request the gateway can serve: a client that keeps sending them is a bomb, not a mistake.
+        case oversizedHeaderList
+        /// An RST_STREAM from the client (rapid reset, CVE-2023-44487: each stream's work starts and is thrown
+        /// away at once, and never counts against the concurrent stream limit). nghttp2 has a limit of its
+        /// own, but it ends the connection with GOAWAY INTERNAL_ERROR and tells the codec nothing; this one
+        /// is stricter (burst 500 < 1000, refill 30/s < 33/s), so it trips first for any sustained rate over
+        /// nghttp2's: ENHANCE_YOUR_CALM and the flood warning.
+        case clientReset
     }
 
     /// What the codec must do after an event.
@@ -71,6 +81,8 @@ struct HTTP2DoSHeuristics: Sendable {
         var ping = RateLimit(burst: 20, perSecond: 5)
         var settingsOrPriority = RateLimit(burst: 200, perSecond: 50)
         var serverReset = RateLimit(burst: 100, perSecond: 10)
+        var oversizedHeaderList = RateLimit(burst: 10, perSecond: 1)
+        var clientReset = RateLimit(burst: 500, perSecond: 30)
         /// WINDOW_UPDATE tokens earned per non-empty DATA frame sent.
         var windowUpdatesPerDataFrameSent = 2
 
@@ -83,6 +95,8 @@ struct HTTP2DoSHeuristics: Sendable {
             case .ping: self.ping
             case .settingsOrPriority: self.settingsOrPriority
             case .serverReset: self.serverReset
+            case .oversizedHeaderList: self.oversizedHeaderList
+            case .clientReset: self.clientReset
             }
         }
     }
@@ -155,6 +169,8 @@ struct HTTP2DoSHeuristics: Sendable {
         case .ping: 2
         case .settingsOrPriority: 3
         case .serverReset: 4
+        case .oversizedHeaderList: 5
+        case .clientReset: 6
         }
     }
 }

@@ -23,6 +23,17 @@ struct HTTP2RequestHeadBuilder: Sendable {
 
     /// The cap on ``listSize``.
     let limit: Int
+    /// The cap on the number of regular fields, as HTTP/1.1 counts them: every field but the pseudo-headers,
+    /// the `cookie` fields (joined into one) counting once.
+    let maxFields: Int
+    /// Past this many decoded bytes (twice ``limit``) ``add(name:value:)`` asks for no more fields.
+    ///
+    /// Between ``limit`` and this the fields are only counted, so a client whose headers grew a little too
+    /// large gets its `431`. Beyond it the list is an attack rather than a mistake (an HPACK bomb: a few bytes
+    /// that reference a large dynamic table entry thousands of times), and every further field would still cost
+    /// nghttp2 a decode and a validation of its whole value: the stream is reset instead, and nghttp2 skips
+    /// the rest of the block without validating or reporting it.
+    var resetLimit: Int { 2 * self.limit }
     /// The decoded header list size so far: name + value + 32 per field (RFC 9113 §6.5.2).
     private(set) var listSize = 0
     /// The list went past ``limit``; fields after that are not kept.
@@ -36,20 +47,25 @@ struct HTTP2RequestHeadBuilder: Sendable {
     /// The `cookie` fields joined with "; " as they come.
     private var cookie: [UInt8] = []
 
-    init(limit: Int) {
+    /// - Parameter maxFields: HTTP/1.1's limit by default (``HTTP2ServerConfiguration/maxHeaderFields``).
+    init(limit: Int, maxFields: Int = 256) {
         self.limit = limit
+        self.maxFields = maxFields
     }
 
-    /// Adds one decoded field.
-    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    /// Adds one decoded field. Returns false once the list is past ``resetLimit``: then no more fields are to
+    /// be taken for this request (the codec resets the stream).
+    mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Bool {
         self.listSize += name.count + value.count + 32
         if self.listSize > self.limit {
-            self.oversized = true
-            // Nothing more is kept, and what was kept is released now.
-            self.fields = RequestFields()
-            self.hosts = []
-            self.cookie = []
-            return
+            if !self.oversized {
+                self.oversized = true
+                // Nothing more is kept, and what was kept is released now (once: no new storage per field).
+                self.fields = RequestFields()
+                self.hosts = []
+                self.cookie = []
+            }
+            return self.listSize <= self.resetLimit
         }
         if name.first == UInt8(ascii: ":") {
             if FieldBytes.equalsIgnoringCase(name, ":method") {
@@ -60,7 +76,7 @@ struct HTTP2RequestHeadBuilder: Sendable {
                 self.authority = String(decoding: value, as: UTF8.self)
             }
             // `:scheme` is always https here; `:protocol` cannot come (extended CONNECT is not enabled).
-            return
+            return true
         }
         if FieldBytes.equalsIgnoringCase(name, "host") {
             self.hosts.append(String(decoding: value, as: UTF8.self))
@@ -75,17 +91,37 @@ struct HTTP2RequestHeadBuilder: Sendable {
             if self.fields.count == 0 { self.fields.reserveCapacity(512) }
             self.fields.add(name: name, value: value)
         }
+        return true
     }
 
     /// The finished request head, or the answer to give instead. The collected lines move into the head, the
     /// host in front of them.
+    ///
+    /// Besides nghttp2's checks, the ones HTTP/1.1's parser makes, with the same answers: a method NIO's
+    /// `HTTPMethod` does not know (but `QUERY`) is 400 "an unknown method" (nghttp2 takes any token, `get`
+    /// and `FOO` included); more than ``maxFields`` fields is 431.
     mutating func build() -> Outcome {
         if self.oversized {
             return .reject(.headersTooLarge())
         }
-        guard let method = self.method, let path = self.path else {
+        guard let methodName = self.method, let path = self.path else {
             // Only CONNECT may lack `:path` past nghttp2's checks; the gateway does not tunnel.
             return .reject(.malformedHTTP("CONNECT is not supported"))
+        }
+        let method = HTTPMethod(rawValue: methodName)
+        if case .RAW(let name) = method, name != "QUERY" {
+            return .reject(.malformedHTTP("an unknown method"))
+        }
+        if self.fields.count + self.hosts.count + (self.cookie.isEmpty ? 0 : 1) > self.maxFields {
+            return .reject(.headersTooLarge())
+        }
+        // RFC 9113 §8.3.1: `:authority` must not include the userinfo subcomponent (nor may `Host`, whose
+        // grammar has none: RFC 9110 §7.2). Passed on, `user@host` would reach routing and the backend as a host.
+        if self.authority?.utf8.contains(UInt8(ascii: "@")) == true {
+            return .reject(.malformedHTTP(":authority must not contain userinfo"))
+        }
+        if self.hosts.contains(where: { $0.utf8.contains(UInt8(ascii: "@")) }) {
+            return .reject(.malformedHTTP("the Host header must not contain userinfo"))
         }
         // `:authority` is the target's authority (RFC 9113 §8.3.1); a `Host` that names another would let
         // routing and the backend disagree on the target, so such a request is malformed.
@@ -109,7 +145,7 @@ struct HTTP2RequestHeadBuilder: Sendable {
             }
         }
         return .head(
-            ClientRequestHead(version: HTTPVersion(major: 2, minor: 0), method: HTTPMethod(rawValue: method), uri: path, fields: fields)
+            ClientRequestHead(version: HTTPVersion(major: 2, minor: 0), method: method, uri: path, fields: fields)
         )
     }
 }

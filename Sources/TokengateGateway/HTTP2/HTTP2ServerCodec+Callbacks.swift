@@ -50,6 +50,9 @@ extension HTTP2ServerCodec {
         nghttp2_option_set_max_continuations(option, 8)
         nghttp2_option_set_max_outbound_ack(option, 1000)
         nghttp2_option_set_max_settings(option, 32)
+        // A backstop only: HTTP2DoSHeuristics' clientReset limit is stricter and trips first, with
+        // ENHANCE_YOUR_CALM and a log line; nghttp2's own ends the connection with INTERNAL_ERROR.
+        nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33)
 
         var session: OpaquePointer?
         // The arena first: the session allocates from it and must be deleted before it (HTTP2SessionArena).
@@ -105,6 +108,19 @@ extension HTTP2ServerCodec {
     func receivedFrameHeader(_ header: nghttp2_frame_hd) -> Int32 {
         self.awaitingPreface = false
         let flags = UInt32(header.flags)
+        switch UInt32(header.type) {
+        case NGHTTP2_HEADERS.rawValue, NGHTTP2_CONTINUATION.rawValue:
+            // Whether the block ends with this frame: what lets the close of a stream whose block nghttp2
+            // rejected end the block's timeout (``streamClosed(_:code:)``).
+            self.headerBlockEndsInLastFrame = flags & NGHTTP2_FLAG_END_HEADERS.rawValue != 0
+        default:
+            // nghttp2 reads the header of a frame other than CONTINUATION only when no header block is in
+            // progress (inside one, anything else is a connection error it handles itself): whatever block
+            // began last has ended, accepted or not. A block nghttp2 rejected (an invalid field, RST_STREAM
+            // PROTOCOL_ERROR) or one a callback refused (NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE) gets no
+            // on_frame_recv, so this and the stream's close are the only signs that it is over.
+            self.headerBlockStartedAt = nil
+        }
         let event: HTTP2DoSHeuristics.Event?
         switch UInt32(header.type) {
         case NGHTTP2_DATA.rawValue:
@@ -117,6 +133,8 @@ extension HTTP2ServerCodec {
             event = flags & NGHTTP2_FLAG_ACK.rawValue == 0 ? .settingsOrPriority : nil
         case NGHTTP2_PRIORITY.rawValue:
             event = .settingsOrPriority
+        case NGHTTP2_RST_STREAM.rawValue:
+            event = .clientReset
         default:
             event = nil
         }
@@ -134,12 +152,15 @@ extension HTTP2ServerCodec {
     func beganHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let id = frame.pointee.hd.stream_id
         self.headerBlockStartedAt = self.roundStartedAt
+        self.headerBlockStream = id
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             let stream = HTTP2StreamState(
                 id: id,
                 handle: HTTP2ServerStream(id: id, codec: self),
                 headerListLimit: self.configuration.maxHeaderListSize,
-                body: self.spares.takeBody()
+                maxHeaderFields: self.configuration.maxHeaderFields,
+                body: self.spares.takeBody(),
+                openedAt: self.roundStartedAt
             )
             self.streamOpened(stream)
         } else if let stream = self.stream(id) {
@@ -150,21 +171,41 @@ extension HTTP2ServerCodec {
     }
 
     /// One decoded field, as nghttp2's bytes (valid only during the call).
+    ///
+    /// Returning NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE makes nghttp2 queue RST_STREAM INTERNAL_ERROR for the
+    /// stream and read the rest of the block without validating it or calling back (it still decodes it, to
+    /// keep the HPACK table in step): the only way to stop paying for the fields of a list already refused.
+    /// The reset is what the client sees; a 431 cannot follow (the reset is queued ahead of any response, and
+    /// closes the stream when it is sent). NGHTTP2_ERR_CALLBACK_FAILURE stops `mem_recv` and the connection.
     func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
         guard let stream = self.stream(frame.pointee.hd.stream_id) else { return 0 }
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-            stream.request.add(name: name, value: value)
-            return 0
+            let wasOversized = stream.request.oversized
+            let more = stream.request.add(name: name, value: value)
+            if !wasOversized, stream.request.oversized, !self.countOversizedHeaderList() {
+                return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+            }
+            return more ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         // Trailers: over the same cap, the stream is reset (nghttp2 sends RST_STREAM INTERNAL_ERROR) —
         // a 431 is no longer possible once the request was handed on.
         stream.trailerListSize += name.count + value.count + 32
         guard stream.trailerListSize <= self.configuration.maxHeaderListSize else {
             stream.trailers = nil
+            guard self.countOversizedHeaderList() else { return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue }
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue
         }
         stream.trailers?.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
         return 0
+    }
+
+    /// Counts a header list over the limit (once per block) against ``HTTP2DoSHeuristics/Event/oversizedHeaderList``;
+    /// false when the limit tripped (``calm`` is set: the caller stops nghttp2 with NGHTTP2_ERR_CALLBACK_FAILURE).
+    private func countOversizedHeaderList() -> Bool {
+        guard case .enhanceYourCalm(let tripped) = self.heuristics.record(.oversizedHeaderList, now: self.roundStartedAt)
+        else { return true }
+        self.calm = tripped
+        return false
     }
 
     func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
@@ -205,6 +246,7 @@ extension HTTP2ServerCodec {
             return 0
         }
         stream.unconsumed += bytes.count
+        stream.lastInboundAt = self.roundStartedAt
         // Consecutive chunks for the same stream become one body part.
         if let last = self.events.last, case .requestBody(id, var buffer) = last {
             self.events.removeLast()
@@ -219,6 +261,15 @@ extension HTTP2ServerCodec {
     }
 
     func streamClosed(_ id: Int32, code: UInt32) -> Int32 {
+        if id == self.headerBlockStream, self.headerBlockEndsInLastFrame {
+            // The block in progress was this stream's and its last frame (END_HEADERS) had begun: nghttp2
+            // rejected the block and reset the stream, which it does only once it has read the block (the
+            // RST_STREAM goes out after mem_recv returned). Without this, a rejected block would keep the
+            // header read timeout running and end the whole connection, healthy streams and all. A block
+            // rejected before its END_HEADERS frame began keeps the timeout until the next frame begins: the
+            // client still owes nghttp2 CONTINUATION frames, and nothing else can be read until they come.
+            self.headerBlockStartedAt = nil
+        }
         guard let stream = self.stream(id) else { return 0 }
         stream.closed = true
         // Keeping the capacity: the state goes with the stream, and `removeAll()` would allocate a new, empty
@@ -243,6 +294,8 @@ extension HTTP2ServerCodec {
                 self.calm = tripped
                 self.scheduleProcessing()
             }
+        case NGHTTP2_GOAWAY.rawValue:
+            self.sentGoaway(frame.pointee.goaway)
         case NGHTTP2_DATA.rawValue, NGHTTP2_HEADERS.rawValue:
             if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0 {
                 self.heuristics.sentDataFrame(now: self.roundStartedAt)
@@ -260,6 +313,29 @@ extension HTTP2ServerCodec {
             break
         }
         return 0
+    }
+
+    /// A GOAWAY went out. One with an error code ends the connection because of the client, and nghttp2 sends
+    /// some on its own (a SETTINGS frame with too many entries, an HPACK table size update over the limit, a
+    /// protocol error in a frame) while `mem_recv` still returns success: this callback is the only place
+    /// the codec learns of those, so the warning is written here. A flood the codec's own limits caught was
+    /// logged already (``actOnCalm``). The cause is nghttp2's debug data (its own fixed text, never the
+    /// client's bytes), or what the codec recorded, or the code alone.
+    private func sentGoaway(_ goaway: nghttp2_goaway) {
+        let code = HTTP2ErrorCode(goaway.error_code)
+        guard code != .noError, self.calm == nil else { return }
+        var cause = self.goawayCause ?? ""
+        if let data = goaway.opaque_data, goaway.opaque_data_len > 0 {
+            let bytes = UnsafeBufferPointer(start: data, count: min(goaway.opaque_data_len, 200))
+            cause = String(decoding: bytes.map { $0 >= 0x20 && $0 < 0x7f ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+        }
+        if cause.isEmpty {
+            cause = code == .compressionError ? "HPACK decoding failed (a malformed block or a table size update over the limit)" : "nghttp2 gave no reason"
+        }
+        self.logger.warning(
+            "HTTP/2 connection ended with GOAWAY",
+            metadata: ["code": "\(code)", "cause": "\(cause)", "last_stream": "\(goaway.last_stream_id)"]
+        )
     }
 
     /// Records an event for the handlers and makes sure a round delivers it.

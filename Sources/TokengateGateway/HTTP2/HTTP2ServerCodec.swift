@@ -96,6 +96,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// A GOAWAY to submit on the next round.
     private var goawayDue: (code: HTTP2ErrorCode, terminate: Bool)?
     private var goawaySubmitted = false
+    /// Why the codec itself ends the connection with an error code, for the GOAWAY's warning (``sentGoaway(_:)``).
+    private(set) var goawayCause: String?
 
     private var pendingInput = CircularBuffer<ByteBuffer>(initialCapacity: 2)
     private var processing = false
@@ -108,8 +110,15 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var startedAt: NIODeadline = .now()
     /// No frame arrived yet (the preface is awaited).
     var awaitingPreface = true
-    /// A header block began and has not ended (HEADERS without END_HEADERS and its CONTINUATIONs).
+    /// A header block began and has not ended (HEADERS without END_HEADERS and its CONTINUATIONs). Cleared when
+    /// nghttp2 reports the HEADERS frame received, when the header of any other frame than CONTINUATION is
+    /// read, or when the block's stream closes after its last frame began (a block nghttp2 rejected): see
+    /// ``receivedFrameHeader(_:)`` and ``streamClosed(_:code:)``.
     var headerBlockStartedAt: NIODeadline?
+    /// The stream of the header block begun last.
+    var headerBlockStream: Int32 = 0
+    /// The HEADERS or CONTINUATION frame begun last carries END_HEADERS.
+    var headerBlockEndsInLastFrame = false
     /// When the current round of ``process()`` began: the time the callbacks of that round go by (flood
     /// windows, header block starts, idle periods), read once per round instead of once per frame or stream.
     /// Every callback runs inside a round; the timeouts these feed are seconds long.
@@ -120,6 +129,10 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var idlePagesReleased = false
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
+    /// When the open streams are next looked at for a client that stopped sending the request body it
+    /// announced (``resetStalledRequestBodies(now:)``); set while streams are open. One check per connection
+    /// rather than a task per stream: a request costs no scheduling, only a stored time per frame.
+    private var bodyCheckAt: NIODeadline?
 
     /// - Parameters:
     ///   - makeHandler: called once per stream whose request head is complete and valid.
@@ -357,6 +370,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         }
         let reason = String(cString: nghttp2_strerror(code))
         self.logger.debug("HTTP/2 session ended by nghttp2", metadata: ["nghttp2_error": "\(reason)"])
+        self.goawayCause = reason
         if code == NGHTTP2_ERR_FLOODED.rawValue || code == NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue {
             // A client that does not read its acknowledgements, or that does not speak HTTP/2 at all: there
             // is nobody to say goodbye to.
@@ -443,12 +457,19 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     }
 
     /// A stream the codec answers itself (the request never reaches a handler).
+    ///
+    /// Logged as HTTP/1.1's connection handler logs the requests it answers itself (a malformed head, 431):
+    /// one info `request` line with the status and reason code, when the access log is on; the stream id is
+    /// the only addition. Nothing from the request is logged: it was refused, so its path or fields (a
+    /// query string, a token) may be anything.
     private func answer(_ answer: GatewayAnswer, on stream: HTTP2StreamState) {
         stream.answeredByCodec = true
-        self.logger.debug(
-            "HTTP/2 request answered by the codec",
-            metadata: ["stream": "\(stream.id)", "status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"]
-        )
+        if self.configuration.accessLog {
+            self.logger.info(
+                "request",
+                metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)", "stream": "\(stream.id)"]
+            )
+        }
         let body = answer.jsonBody
         var head = answer.responseHead(version: HTTPVersion(major: 2, minor: 0), contentLength: body.utf8.count)
         head.headers.add(name: "strict-transport-security", value: "max-age=31536000")
@@ -476,6 +497,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             if stream.consumePending > 0 {
                 nghttp2_session_consume(session, id, stream.consumePending)
                 stream.consumePending = 0
+                // The client gets window to send more: a stall of its body is measured from now.
+                stream.lastInboundAt = self.roundStartedAt
             }
             guard !stream.closed else { continue }
             if let code = stream.resetRequested {
@@ -626,7 +649,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     // MARK: Timeouts
 
     /// Keeps one task scheduled for the earliest deadline that applies now: the preface, a header block in
-    /// progress, or the idle time with no stream open.
+    /// progress, the idle time with no stream open, or the next request body check with streams open.
     private func armTimer(context: ChannelHandlerContext) {
         guard self.isRunning else { return }
         var deadline: NIODeadline?
@@ -641,6 +664,14 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             if !self.idlePagesReleased {
                 deadline = min(deadline ?? .distantFuture, idle + self.configuration.idlePageReleaseDelay)
             }
+        }
+        if self.openStreamCount > 0, case .active = self.state {
+            // No stream can have stalled for the idle timeout before this (each was opened or heard from in
+            // this round or later); the check then sets the next one from what it finds. Only while active:
+            // the timer acts on nothing else, so a due check would otherwise be re-armed in the past.
+            let check = self.bodyCheckAt ?? self.roundStartedAt + self.configuration.idleTimeout
+            self.bodyCheckAt = check
+            deadline = min(deadline ?? .distantFuture, check)
         }
         guard let deadline else { return }
         if let current = self.timerDeadline, current <= deadline {
@@ -665,6 +696,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         guard let context = self.context, case .active = self.state else { return }
         let now = context.eventLoop.now
         let headerTimeout = self.configuration.headerReadTimeout
+        if let check = self.bodyCheckAt, now >= check {
+            self.resetStalledRequestBodies(now: now)
+        }
         if self.awaitingPreface, now >= self.startedAt + headerTimeout {
             self.logger.debug("HTTP/2 preface timeout")
             self.goawayDue = (.noError, true)
@@ -692,6 +726,51 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.state = .closing
         }
         self.process()
+    }
+
+    /// `limits.idle_timeout` for a client's own request body, as HTTP/1.1 has it: a stream whose request has
+    /// not ended and that got nothing from the client for the idle timeout, although the client had window to
+    /// send, is reset (RST_STREAM CANCEL) and its handler told (``HTTP2StreamHandler/streamReset(_:)``: the
+    /// exchange releases its upstream connection, unreusable). Without this, HEADERS without END_STREAM and
+    /// then silence would hold the stream, and perhaps an upstream connection, for as long as the connection
+    /// lives (the idle timeout only runs while no stream is open).
+    ///
+    /// A stream whose window (its own or the connection's) the gateway keeps shut, because its backend reads
+    /// slowly, is not stalled by its client: its clock restarts now, and again when window is given back
+    /// (``submitPending(_:)``). Runs from the timer, never inside a round: nghttp2 is not on the stack, so
+    /// asking it for windows and telling handlers are both allowed here.
+    private func resetStalledRequestBodies(now: NIODeadline) {
+        self.bodyCheckAt = nil
+        guard let session = self.session else { return }
+        let timeout = self.configuration.idleTimeout
+        let connectionWindow = nghttp2_session_get_local_window_size(session)
+        var next: NIODeadline?
+        var stalled: [HTTP2StreamState] = []
+        for stream in self.streams.values where !stream.remoteEnded && !stream.closed && stream.resetRequested == nil {
+            if connectionWindow <= 0 || nghttp2_session_get_stream_local_window_size(session, stream.id) <= 0 {
+                stream.lastInboundAt = now
+            }
+            let deadline = stream.lastInboundAt + timeout
+            if now >= deadline {
+                stalled.append(stream)
+            } else {
+                next = min(next ?? deadline, deadline)
+            }
+        }
+        self.bodyCheckAt = next
+        for stream in stalled where !stream.closed && stream.resetRequested == nil {
+            self.logger.info(
+                "HTTP/2 request body timeout, resetting the stream",
+                metadata: ["stream": "\(stream.id)", "idle_timeout": "\(timeout)"]
+            )
+            let handler = stream.handler
+            stream.handler = nil
+            stream.resetRequested = .cancel
+            stream.body.removeAll(keepingCapacity: true)
+            stream.queuedBytes = 0
+            self.markDirty(stream)
+            handler?.streamReset(.cancel)
+        }
     }
 
     /// The state of stream `id`, `nil` once it is gone (ids are never reused on a connection).

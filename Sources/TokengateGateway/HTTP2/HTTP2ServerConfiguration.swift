@@ -20,6 +20,10 @@ struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// counts it; pseudo-headers included). Announced as SETTINGS_MAX_HEADER_LIST_SIZE; past it the request
     /// gets a 431 answer and is never handed to the request logic.
     var maxHeaderListSize = 16_384 + 8_192 + 1_024
+    /// More regular fields than this (pseudo-headers not counted, `cookie` fields once) get a 431: HTTP/1.1's
+    /// fixed limit (``HTTP1RequestParser/Limits/maxFields``; the configuration has no key for it), so a
+    /// request is refused or passed on alike over either protocol.
+    var maxHeaderFields = 256
     /// Response body bytes queued on one stream above which ``HTTP2ServerStream/isWritable`` turns false;
     /// it turns true again below half of this.
     var maxQueuedBytesPerStream = 64 * 1024
@@ -38,13 +42,17 @@ struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// GOAWAY is not destroyed by the RST a close with unread input causes.
     var closeLinger = TimeAmount.milliseconds(250)
     var dos = HTTP2DoSHeuristics.Limits()
+    /// `log.access_log`: requests the codec answers itself (``HTTP2ServerCodec``'s 400s and 431s) get the
+    /// same info line as HTTP/1.1's own rejections.
+    var accessLog = true
 
     init() {}
 
     /// The gateway's configuration mapped onto the codec's: `http2:` for the protocol settings, `limits:`
     /// for the header size (the same budget an HTTP/1.1 request gets for its header section and URI) and
     /// the timeouts.
-    init(_ http2: HTTP2Configuration, limits: LimitsConfiguration) {
+    init(_ http2: HTTP2Configuration, limits: LimitsConfiguration, accessLog: Bool) {
+        self.accessLog = accessLog
         self.maxConcurrentStreams = http2.maxConcurrentStreams
         self.initialWindowSize = http2.initialWindowSize
         self.connectionWindowSize = max(1 << 20, http2.initialWindowSize)

@@ -33,6 +33,10 @@ final class HTTP2StreamState {
     var unconsumed = 0
     /// Bytes reported consumed, to pass to `nghttp2_session_consume` on the next round.
     var consumePending = 0
+    /// When the client last sent this stream something (its HEADERS, a DATA frame), or was last given window
+    /// to send more: what ``HTTP2ServerCodec``'s request body check measures a stall from. A round's start
+    /// time, stored, never read from the clock per frame.
+    var lastInboundAt: NIODeadline
 
     // MARK: Response (outbound)
 
@@ -62,10 +66,18 @@ final class HTTP2StreamState {
     var dirty = false
 
     /// - Parameter body: an empty queue for the response body (``HTTP2StreamSpares/takeBody()``).
-    init(id: Int32, handle: HTTP2ServerStream, headerListLimit: Int, body: CircularBuffer<ByteBuffer>) {
+    init(
+        id: Int32,
+        handle: HTTP2ServerStream,
+        headerListLimit: Int,
+        maxHeaderFields: Int,
+        body: CircularBuffer<ByteBuffer>,
+        openedAt: NIODeadline
+    ) {
         self.id = id
         self.handle = handle
-        self.request = HTTP2RequestHeadBuilder(limit: headerListLimit)
+        self.lastInboundAt = openedAt
+        self.request = HTTP2RequestHeadBuilder(limit: headerListLimit, maxFields: maxHeaderFields)
         self.body = body
     }
 }
