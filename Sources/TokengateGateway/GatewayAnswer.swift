@@ -44,6 +44,17 @@ struct GatewayAnswer: Sendable, Hashable {
         "{\"error\":\(JSONString.quote(self.error)),\"error_description\":\(JSONString.quote(self.description))}"
     }
 
+    /// The whole answer as HTTP/1.x bytes, for the handlers that answer on a bare connection and then close it.
+    func http1Response(version: HTTPVersion, requestMethod: HTTPMethod, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var serializer = HTTP1ResponseSerializer()
+        var buffer = allocator.buffer(capacity: 512)
+        let body = self.jsonBody
+        serializer.writeHead(self.responseHead(version: version, contentLength: body.utf8.count), requestMethod: requestMethod, into: &buffer)
+        serializer.writeBody(ByteBuffer(string: body), into: &buffer)
+        serializer.writeEnd(nil, into: &buffer)
+        return buffer
+    }
+
     /// The response head for this answer, with the security headers every gateway answer carries.
     func responseHead(version: HTTPVersion, contentLength: Int) -> HTTPResponseHead {
         var headers = HTTPHeaders()
@@ -207,6 +218,18 @@ extension GatewayAnswer {
             description: "this service is only available over HTTPS",
             closeConnection: true,
             reasonCode: "tls_required"
+        )
+    }
+
+    /// Plain HTTP sent to a TLS port (`http://host:443/`): `400`, not the plain listener's `426`, since this
+    /// port offers no upgrade to name in the `Upgrade` field a `426` must carry.
+    static func plainHTTPOnTLSPort() -> Self {
+        GatewayAnswer(
+            status: .badRequest,
+            error: "tls_required",
+            description: "this port speaks HTTPS: the request was sent as plain HTTP",
+            closeConnection: true,
+            reasonCode: "plain_http_on_tls_port"
         )
     }
 

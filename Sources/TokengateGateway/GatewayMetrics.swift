@@ -39,7 +39,7 @@ public final class GatewayMetrics: Sendable {
         "upstream_aborted", "shutting_down", "method_not_allowed",
     ]
 
-    static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed"]
+    static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]
 
     struct RouteMetrics: Sendable {
         let requests: [[CoreMetrics.Counter]]

@@ -209,6 +209,7 @@ public final class GatewayServer: Sendable {
             let generation = generations.load()
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
+                try sync.addHandler(PlainHTTPOnTLSPortHandler(logger: logger) { generation.runtime.metrics.recordTLSFailure("plainHTTP") })
                 try sync.addHandler(TLSHandler(context: generation.tlsContexts[index]!, handshakeTimeout: handshakeTimeout, logger: logger))
                 // The codec (HTTP/2 or HTTP/1.1) is chosen by ALPN once the handshake completes.
                 try sync.addHandler(ALPNRouter(generations: generations, logger: logger))

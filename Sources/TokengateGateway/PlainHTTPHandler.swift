@@ -107,17 +107,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         method: HTTPMethod,
         context: ChannelHandlerContext
     ) {
-        var serializer = HTTP1ResponseSerializer()
-        var buffer = context.channel.allocator.buffer(capacity: 512)
-        let body = answer.jsonBody
-        serializer.writeHead(
-            answer.responseHead(version: version, contentLength: body.utf8.count),
-            requestMethod: method,
-            into: &buffer
-        )
-        serializer.writeBody(ByteBuffer(string: body), into: &buffer)
-        serializer.writeEnd(nil, into: &buffer)
-        self.writeAndClose(buffer, context: context)
+        self.writeAndClose(answer.http1Response(version: version, requestMethod: method, allocator: context.channel.allocator), context: context)
     }
 
     private func writeAndClose(_ response: ByteBuffer, context: ChannelHandlerContext) {

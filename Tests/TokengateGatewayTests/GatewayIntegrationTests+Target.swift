@@ -127,6 +127,19 @@ extension GatewayIntegrationTests {
         }
     }
 
+    /// `http://host:<TLS port>/`: a readable `400` in plain HTTP, not a TLS alert; TLS clients are unaffected.
+    @Test func plainHTTPOnTheTLSPortGetsAReadableAnswer() async throws {
+        try await self.withGateway { gateway in
+            let plain = try Curl.run(["http://127.0.0.1:\(gateway.tlsPort)/open"], caFile: nil)
+            #expect(plain.status == 400, "\(plain.status) \(plain.stderr)")
+            #expect(plain.body.contains("tls_required") && plain.body.contains("HTTPS"), "\(plain.body)")
+            let tls = try self.curl(gateway, ["\(gateway.baseURL)/open"])
+            #expect(tls.status == 200)
+            #expect(gateway.backend.requestsReceived == 1)
+            #expect(gateway.logLines.all.contains { $0.contains("plain HTTP on a TLS listener") })
+        }
+    }
+
     /// A forwarded request the client abandons still gets its access line.
     @Test func aRequestTheClientAbandonsIsLogged() async throws {
         try await self.withGateway { gateway in
