@@ -440,7 +440,16 @@ final class ProxyExchange: UpstreamResponseReceiver {
             return .malformedHTTP("the Host field is not a valid host and port")
         }
         if !self.head.uri.hasPrefix("/") {
-            return .malformedHTTP("the request target must be an absolute path")
+            // RFC 9112 §3.2.2: a server must accept the absolute form. Taken when its authority is the `Host`
+            // the request carries (routing reads `Host`), as its path from then on.
+            switch AbsoluteFormTarget.originForm(of: self.head.uri, host: self.head.fields.first(name: "host")) {
+            case .path(let path):
+                self.head.uri = path
+            case .authorityDiffersFromHost:
+                return .malformedHTTP("the request target's authority differs from the Host field")
+            case .notAbsoluteForm:
+                return .malformedHTTP("the request target must be an absolute path")
+            }
         }
         switch RequestTargetCheck.check(self.head.uri) {
         case .accepted:

@@ -56,7 +56,7 @@ extension GatewayIntegrationTests {
             )
             #expect(fragment.hasPrefix("HTTP/1.1 400"), "\(fragment.prefix(300))")
             #expect(fragment.contains("fragment"))
-            let connect = try OpenSSLClient.exchange(port: gateway.tlsPort, send: "CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n")
+            let connect = try OpenSSLClient.exchange(port: gateway.tlsPort, send: "CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\nConnection: close\r\n\r\n")
             #expect(connect.hasPrefix("HTTP/1.1 405"), "\(connect.prefix(200))")
             let asterisk = try OpenSSLClient.exchange(port: gateway.tlsPort, send: "OPTIONS * HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             #expect(asterisk.hasPrefix("HTTP/1.1 400") && asterisk.contains("absolute path"), "\(asterisk.prefix(300))")
@@ -86,6 +86,26 @@ extension GatewayIntegrationTests {
             #expect(!gateway.logLines.all.contains { $0.contains(signature) }, "a token reached the log")
             #expect(requestLines.contains { $0.contains("path=/open/verify/[token]") }, "\(requestLines)")
             #expect(requestLines.contains { $0.contains("path=/api/items/[token]") }, "\(requestLines)")
+        }
+    }
+
+    /// RFC 9112 §3.2.2: the absolute form is accepted when its authority is the request's `Host`, and then
+    /// meets every check an origin-form path meets.
+    @Test func theAbsoluteFormIsTakenWhenItsAuthorityIsTheHost() async throws {
+        try await self.withGateway { gateway in
+            func send(_ target: String, host: String = "localhost") throws -> String {
+                try OpenSSLClient.exchange(port: gateway.tlsPort, send: "GET \(target) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            }
+            let plain = try send("https://localhost/open/a?x=1")
+            #expect(plain.hasPrefix("HTTP/1.1 200"), "\(plain.prefix(200))")
+            #expect(plain.contains("\"path\":\"/open/a\""), "\(plain)")
+            let bare = try send("HTTPS://LocalHost:443", host: "localhost:443")
+            #expect(bare.hasPrefix("HTTP/1.1 200") && bare.contains("\"path\":\"/\""), "\(bare.prefix(400))")
+            #expect(try send("https://localhost/%61pi/a").hasPrefix("HTTP/1.1 401"), "the decoded path meets the /api/ route")
+            #expect(try send("https://localhost/open/..;/api/a").hasPrefix("HTTP/1.1 400"))
+            let other = try send("https://evil.example/open")
+            #expect(other.hasPrefix("HTTP/1.1 400") && other.contains("differs from the Host field"), "\(other.prefix(300))")
+            #expect(gateway.backend.requestsReceived == 2)
         }
     }
 

@@ -92,6 +92,18 @@ import TokengateConfig
         #expect(!extractor.queryCarriesToken("/a?x=1&y=eyJ.only"))
     }
 
+    @Test func absoluteFormTargets() {
+        #expect(AbsoluteFormTarget.originForm(of: "https://a.example/x?y=1", host: "a.example") == .path("/x?y=1"))
+        #expect(AbsoluteFormTarget.originForm(of: "http://A.example:8443", host: "a.EXAMPLE:8443") == .path("/"))
+        #expect(AbsoluteFormTarget.originForm(of: "https://a.example?q", host: "a.example") == .path("/?q"))
+        #expect(AbsoluteFormTarget.originForm(of: "https://a.example/x", host: "b.example") == .authorityDiffersFromHost)
+        #expect(AbsoluteFormTarget.originForm(of: "https://a.example/x", host: nil) == .authorityDiffersFromHost)
+        #expect(AbsoluteFormTarget.originForm(of: "https://a.example/x", host: "a.example:443") == .authorityDiffersFromHost)
+        for target in ["*", "https:///x", "ftp://a/x", "a.example/x", "https:/a/x", "//a/x"] {
+            #expect(AbsoluteFormTarget.originForm(of: target, host: "a") == .notAbsoluteForm, "\(target)")
+        }
+    }
+
     @Test func aTokenFieldHiddenBehindASemicolon() {
         func hides(_ body: String) -> Bool { FormURLEncoded.hasSemicolonField(named: "access_token", in: Array(body.utf8)) }
         #expect(hides("x=1;access_token=t&access_token=u"))
