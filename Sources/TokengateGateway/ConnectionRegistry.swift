@@ -8,30 +8,58 @@ import NIOCore
 /// The open client connections, for the connection limit and for graceful shutdown.
 ///
 /// Touched once when a connection opens and once when it closes, never per request, so a lock is fine.
+///
+/// Connections refused at the limit are counted, and ``refusalsToReport(now:)`` hands the count out at most once
+/// per ``reportInterval``: a flood past the limit is thousands of refusals a second, and one warning each would
+/// bury the log (and cost more than the refusal) exactly when an operator needs to read it.
 final class ConnectionRegistry: Sendable {
-    private let channels = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
+    private struct State {
+        var channels: [ObjectIdentifier: any Channel] = [:]
+        var refusedSinceReport = 0
+        var lastReport: NIODeadline?
+    }
+
+    private let state = NIOLockedValueBox(State())
     let limit: Int
+    static let reportInterval = TimeAmount.seconds(1)
 
     init(limit: Int) {
         self.limit = limit
     }
 
-    /// Registers `channel`; `false` when the limit is reached (the caller closes the channel).
+    /// Registers `channel`; `false` when the limit is reached (the caller closes the channel), which is counted.
     func add(_ channel: any Channel) -> Bool {
-        let added = self.channels.withLockedValue { channels -> Bool in
-            guard channels.count < self.limit else { return false }
-            channels[ObjectIdentifier(channel)] = channel
+        let added = self.state.withLockedValue { state -> Bool in
+            guard state.channels.count < self.limit else {
+                state.refusedSinceReport += 1
+                return false
+            }
+            state.channels[ObjectIdentifier(channel)] = channel
             return true
         }
         if added {
             channel.closeFuture.whenComplete { _ in
-                self.channels.withLockedValue { _ = $0.removeValue(forKey: ObjectIdentifier(channel)) }
+                self.state.withLockedValue { _ = $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
             }
         }
         return added
     }
 
-    var count: Int { self.channels.withLockedValue { $0.count } }
+    /// The connections refused since the last report, when there are some and the last report is at least
+    /// ``reportInterval`` old (the caller logs one warning with the count); `nil` otherwise.
+    func refusalsToReport(now: NIODeadline = .now()) -> Int? {
+        self.state.withLockedValue { state -> Int? in
+            guard state.refusedSinceReport > 0 else { return nil }
+            if let last = state.lastReport, now - last < Self.reportInterval { return nil }
+            defer {
+                state.refusedSinceReport = 0
+                state.lastReport = now
+            }
+            return state.refusedSinceReport
+        }
+    }
 
-    var all: [any Channel] { self.channels.withLockedValue { Array($0.values) } }
+    var count: Int { self.state.withLockedValue { $0.channels.count } }
+
+    var all: [any Channel] { self.state.withLockedValue { Array($0.channels.values) } }
 }

@@ -202,7 +202,10 @@ public final class GatewayServer: Sendable {
         let logger = self.logger
         return try await self.serverBootstrap().childChannelInitializer { channel in
             guard registry.add(channel) else {
-                logger.warning("connection limit reached", metadata: ["limit": "\(registry.limit)"])
+                if let refused = registry.refusalsToReport() {
+                    // At most one line a second under a flood, with the count since the last one.
+                    logger.warning("connection limit reached", metadata: ["limit": "\(registry.limit)", "refused": "\(refused)"])
+                }
                 return channel.close()
             }
             // The certificates and limits of the generation current when the connection arrives.

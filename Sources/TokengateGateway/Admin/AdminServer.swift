@@ -91,7 +91,10 @@ public final class AdminServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard registry.add(channel) else {
-                    logger.warning("admin connection limit reached", metadata: ["limit": "\(registry.limit)"])
+                    if let refused = registry.refusalsToReport() {
+                        // At most one line a second under a flood, with the count since the last one.
+                        logger.warning("admin connection limit reached", metadata: ["limit": "\(registry.limit)", "refused": "\(refused)"])
+                    }
                     return channel.close()
                 }
                 return channel.eventLoop.makeCompletedFuture {
