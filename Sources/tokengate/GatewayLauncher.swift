@@ -155,12 +155,18 @@ struct GatewayLauncher {
     ) -> AdminServer.Handler {
         { request in
             switch request.path {
-            case "/healthz":
-                return .init(status: 200, body: "{\"status\":\"ok\"}")
-            case "/metrics":
+            case "/healthz", "/readyz", "/metrics":
+                // Read-only: a probe or scraper with another method is told so rather than answered.
                 guard request.method == "GET" || request.method == "HEAD" else {
                     return Self.methodNotAllowed(allow: "GET, HEAD")
                 }
+            default:
+                break
+            }
+            switch request.path {
+            case "/healthz":
+                return .init(status: 200, body: "{\"status\":\"ok\"}")
+            case "/metrics":
                 let snapshot = await sync.snapshot
                 server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
                 if let lastSync = await sync.lastSyncAt {

@@ -122,6 +122,7 @@ struct ServeCommandTests {
         for (method, endpoint, allow) in [
             ("POST", "/metrics", "GET, HEAD"), ("PUT", "/metrics", "GET, HEAD"), ("GET", "/admin/reload", "POST"),
             ("POST", "/admin/users/alice", "GET"), ("GET", "/admin/revoke-all", "POST"),
+            ("POST", "/healthz", "GET, HEAD"), ("DELETE", "/readyz", "GET, HEAD"),
         ] {
             let answer = try Curl.run(["-X", method, admin + endpoint], caFile: nil)
             #expect(answer.status == 405, "\(method) \(endpoint): \(answer.status) \(answer.body.prefix(80))")
@@ -132,6 +133,10 @@ struct ServeCommandTests {
         #expect(metrics.status == 200)
         let head = try Curl.run(["-I", admin + "/metrics"], caFile: nil)
         #expect(head.status == 200)
+        for probe in ["/healthz", "/readyz"] {
+            #expect(try Curl.run([admin + probe], caFile: nil).status == 200, "\(probe)")
+            #expect(try Curl.run(["-I", admin + probe], caFile: nil).status == 200, "HEAD \(probe)")
+        }
     }
 
     @Test func refusesToStartWithoutTheStoreOrAFreshCache() throws {
