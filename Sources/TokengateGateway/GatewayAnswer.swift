@@ -221,6 +221,16 @@ extension GatewayAnswer {
         )
     }
 
+    /// A cross-site request for the token page that is not a top-level navigation (``TokenExtractor/isCrossSiteSubresource(_:)``).
+    static func crossSiteTokenPage() -> Self {
+        GatewayAnswer(
+            status: .forbidden,
+            error: "cross_site_request",
+            description: "the token page opens only as a page, not from another site's script, image or frame",
+            reasonCode: "cross_site_token_page"
+        )
+    }
+
     /// Plain HTTP sent to a TLS port (`http://host:443/`): `400`, not the plain listener's `426`, since this
     /// port offers no upgrade to name in the `Upgrade` field a `426` must carry.
     static func plainHTTPOnTLSPort() -> Self {

@@ -151,6 +151,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.answer(.invalidRequest("tokens must not be sent in the URL", realm: self.runtime.realm, reason: "token_in_url"))
                 return
             }
+            if TokenExtractor.isCrossSiteSubresource(self.head.fields) {
+                self.answer(.crossSiteTokenPage())
+                return
+            }
             self.serveTokenPage(tokenPage)
             return
         }

@@ -268,6 +268,19 @@ extension TokenExtractor {
             || originHost.lowercased() == host.lowercased() + ":443"
     }
 
+    /// The browser says another site's page made this request as a subresource — a script's `fetch`, an
+    /// image, a frame — rather than a top-level navigation (Fetch Metadata: `Sec-Fetch-Site: cross-site` and not
+    /// `Sec-Fetch-Mode: navigate` with `Sec-Fetch-Dest: document`). The token page mints a token and sets its
+    /// cookie for whoever's browser asks, so another site must not make it do so silently in the background.
+    /// Navigations stay allowed: a federated login's redirect chain back to the page is cross-site. Without
+    /// the headers (apps, web views, older browsers) there is nothing to judge and nothing is refused.
+    static func isCrossSiteSubresource(_ fields: RequestFields) -> Bool {
+        guard let site = fields.first(name: "sec-fetch-site"), site.lowercased() == "cross-site" else { return false }
+        let mode = fields.first(name: "sec-fetch-mode")?.lowercased()
+        let destination = fields.first(name: "sec-fetch-dest")?.lowercased()
+        return !(mode == "navigate" && (destination == nil || destination == "document"))
+    }
+
     /// The request says a body follows: chunked, or a length above zero.
     static func hasBody(_ fields: RequestFields) -> Bool {
         var chunked = false

@@ -155,4 +155,39 @@ struct TokenPageEndToEndTests {
             #expect(!gateway.logLines.all.contains { $0.contains(first.session) }, "nor the session cookie")
         }
     }
+
+    /// Another site may send the browser to the token page (a federated login comes back that way), but not make
+    /// it mint in the background: a cross-site fetch, image or frame is refused; a token in its URL too, which
+    /// the login redirect would otherwise carry on.
+    @Test
+    func crossSiteSubresourcesAndTokensInTheURLAreRefused() async throws {
+        try await self.withHarness { gateway in
+            let login = try self.browserLogin(gateway, user: "alice", password: "pw")
+            let cookie = "Cookie: session=\(login.session)"
+            func page(_ headers: [String]) throws -> Curl.Result {
+                try gateway.curl(headers.flatMap { ["-H", $0] } + ["-H", cookie, gateway.baseURL + "/token"])
+            }
+            for (mode, destination) in [("cors", "empty"), ("no-cors", "image"), ("navigate", "iframe"), ("no-cors", "script")] {
+                let refused = try page(["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: \(mode)", "Sec-Fetch-Dest: \(destination)"])
+                #expect(refused.status == 403, "\(mode) \(destination): \(refused.status)")
+                #expect(refused.headers("set-cookie").isEmpty, "nothing minted for \(mode) \(destination)")
+                #expect(refused.body.contains("cross_site_request"))
+            }
+            for headers in [
+                ["Sec-Fetch-Site: cross-site", "Sec-Fetch-Mode: navigate", "Sec-Fetch-Dest: document"],
+                ["Sec-Fetch-Site: same-origin", "Sec-Fetch-Mode: cors", "Sec-Fetch-Dest: empty"],
+                ["Sec-Fetch-Site: none", "Sec-Fetch-Mode: navigate"],
+                [],
+            ] {
+                let served = try page(headers)
+                #expect(served.status == 200, "\(headers): \(served.status)")
+                #expect(served.headers("set-cookie").count == 1, "\(headers)")
+            }
+            let inURL = try gateway.curl(["-H", cookie, gateway.baseURL + "/token?access_token=\(login.token.value)"])
+            #expect(inURL.status == 400 && inURL.body.contains("URL"), "\(inURL.status) \(inURL.body)")
+            #expect(inURL.header("location") == nil)
+            let noSession = try gateway.curl([gateway.baseURL + "/token?return_to=%2Fx%3Ft%3D\(login.token.value)"])
+            #expect(noSession.status == 400, "a token is never carried on to the login: \(noSession.status)")
+        }
+    }
 }
