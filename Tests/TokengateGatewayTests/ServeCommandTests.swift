@@ -55,12 +55,8 @@ struct ServeCommandTests {
         return Setup(directory: directory, signer: try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8)), port: port, adminPort: adminPort)
     }
 
-    /// The plain case an operator starts with: a JSON-file store, no cache. The process must stay up,
-    /// serve, and exit 0 on SIGTERM.
-    @Test func servesUntilSIGTERMAndExitsZero() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
-        let setup = try self.setUp()
-        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+    /// Switches the setup's configuration to a JSON-file store (no database, no cache) and starts `serve` with it.
+    private func serveWithJSONFileStore(_ setup: Setup) throws -> Process {
         let path = setup.directory + "/tokengate.yaml"
         var yaml = try String(contentsOfFile: path, encoding: .utf8)
         let start = yaml.range(of: "cutoffs:")!.lowerBound
@@ -68,13 +64,22 @@ struct ServeCommandTests {
         yaml.replaceSubrange(start..<end, with: "cutoffs: { file: cutoffs.json }\n")
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         try "{}".write(toFile: setup.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
-
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve", "--config", path]
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
+        return process
+    }
+
+    /// The plain case an operator starts with: a JSON-file store, no cache. The process must stay up,
+    /// serve, and exit 0 on SIGTERM.
+    @Test func servesUntilSIGTERMAndExitsZero() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let process = try self.serveWithJSONFileStore(setup)
         var ready = false
         for _ in 0..<100 where !ready {
             try await Task.sleep(for: .milliseconds(100))
@@ -94,20 +99,7 @@ struct ServeCommandTests {
         try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
         let setup = try self.setUp()
         defer { try? FileManager.default.removeItem(atPath: setup.directory) }
-        let path = setup.directory + "/tokengate.yaml"
-        var yaml = try String(contentsOfFile: path, encoding: .utf8)
-        let start = yaml.range(of: "cutoffs:")!.lowerBound
-        let end = yaml.range(of: "upstreams:")!.lowerBound
-        yaml.replaceSubrange(start..<end, with: "cutoffs: { file: cutoffs.json }\n")
-        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
-        try "{}".write(toFile: setup.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--config", path]
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        let process = try self.serveWithJSONFileStore(setup)
         defer {
             process.terminate()
             process.waitUntilExit()
