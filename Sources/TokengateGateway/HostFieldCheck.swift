@@ -2,9 +2,13 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-/// RFC 9110 §7.2's `Host = uri-host [ ":" port ]`, held to the syntax of RFC 3986 §3.2.2: a bracketed IP
-/// literal or a reg-name (unreserved, `%` escapes and sub-delims), then an optional port of at most 5 digits up
-/// to 65535.
+import TokengatePercentEncoding
+
+/// RFC 9110 §7.2's `Host = uri-host [ ":" port ]`: a bracketed IP literal, or a name of RFC 3986's unreserved
+/// characters (letters, digits, `-`, `.`, `_`, `~`: every DNS name, IDNs in their ASCII form, and IPv4
+/// addresses), then an optional port of at most 5 digits up to 65535. Stricter than RFC 3986's reg-name, which
+/// also allows `%` escapes and sub-delims (`'`, `(`, `,`, `;`, …): no host anyone serves needs them, and
+/// backends read `X-Forwarded-Host` with parsers that split on `,` or trust it in markup.
 ///
 /// The gateway forwards `Host` and repeats it as `X-Forwarded-Host`, which backends use to build absolute
 /// URLs and redirects; RFC 9112 §3.2 asks a server to answer `400` to an invalid one rather than pass on
@@ -39,17 +43,8 @@ enum HostFieldCheck {
         return number <= 65535
     }
 
-    /// unreserved / pct-encoded (its `%` and hex digits) / sub-delims.
     private static func isRegNameByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "%"),
-            UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
-            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
-            true
-        default:
-            false
-        }
+        PercentEncoding.isUnreserved(byte)
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -2,14 +2,52 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-/// Finds what looks like a compact JWT inside a URL's path: `eyJ` (base64url for `{"`, how every JWT header
-/// starts) followed by base64url characters holding at least two dots.
+import TokengatePercentEncoding
+
+/// Finds what looks like a compact JWT inside a URL's path or query: `eyJ` (base64url for `{"`, how every JWT
+/// header starts) followed by base64url characters holding at least two dots — as sent, or behind up to three
+/// rounds of percent-encoding (`%65yJ…`, `%2565yJ…`), since whatever reads the URL later may decode it.
 ///
 /// Used where a token must never go on: a token route refuses such a path (a client that put its token in
 /// the URL), and the access log never writes such a run, whatever the route (a public route may serve links
 /// that carry tokens, such as e-mail verification links). A shape, not a verification: a false positive
 /// costs a `400` on a token route or a redacted log field, a false negative a token in a log.
 enum JWTShape {
+    /// Whether `bytes`, or what up to three rounds of percent-decoding make of them, hold a JWT-shaped run.
+    /// Decodes only when there is a `%` (no allocation for the common URL).
+    static func isPresent(inURLPart bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        if Self.firstRange(in: bytes) != nil { return true }
+        guard bytes.contains(UInt8(ascii: "%")) else { return false }
+        var current = Array(bytes)
+        for _ in 0..<3 {
+            guard let decoded = Self.decodingEscapes(current), decoded != current else { return false }
+            if decoded.withUnsafeBufferPointer({ Self.firstRange(in: $0) }) != nil { return true }
+            current = decoded
+        }
+        return false
+    }
+
+    /// One round of percent-decoding; a `%` that starts no valid escape is kept as it is. `nil` when there
+    /// was nothing to decode.
+    private static func decodingEscapes(_ bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.contains(UInt8(ascii: "%")) else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+                let byte = PercentEncoding.escapedByte(bytes[index + 1], bytes[index + 2])
+            {
+                output.append(byte)
+                index += 3
+            } else {
+                output.append(bytes[index])
+                index += 1
+            }
+        }
+        return output
+    }
+
     static func firstRange(in bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
         var index = 0
         while index + 3 <= bytes.count {

@@ -14,7 +14,7 @@ import TokengatePercentEncoding
 ///   them equivalent, every WSGI server and most frameworks decode them, and clients (Java's `URLEncoder` turns
 ///   `~` into `%7E`) do send them. The decoded target is the one routed, logged and forwarded, so the gateway
 ///   and the backend see the same path.
-/// - Refused with `400`: a fragment (`#`, never part of an origin-form target, RFC 9112 §3.2.1), path
+/// - Refused with `400`: a byte outside visible ASCII, a fragment (`#`, never part of an origin-form target, RFC 9112 §3.2.1), path
 ///   parameters (`;` — Tomcat and Spring drop `;…` from each segment, so `/open/..;/api/x` or `/api;x/y`
 ///   would reach `/api/` through the public route), a malformed escape (`%zz`), an encoded `/` or `\`, a
 ///   backslash, an empty segment (`//`) and dot segments (`.`, `..`), checked after decoding so `%2e%2e`
@@ -37,8 +37,11 @@ enum RequestTargetCheck {
     }
 
     static func check(_ target: UnsafeBufferPointer<UInt8>) -> Verdict {
-        if target.contains(UInt8(ascii: "#")) {
-            return .refused("must not contain a fragment ('#')")
+        for byte in target {
+            // Visible ASCII only (RFC 9112 §3.2): the HTTP/1.1 parser holds the target to it already; an HTTP/2
+            // `:path` reaches here with whatever nghttp2 let through, and must meet the same rule.
+            if byte <= 0x20 || byte >= 0x7F { return .refused("must be visible ASCII (escape other bytes)") }
+            if byte == UInt8(ascii: "#") { return .refused("must not contain a fragment ('#')") }
         }
         let pathEnd = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
         var decodes = false

@@ -203,43 +203,32 @@ extension TokenExtractor {
         }
     }
 
-    /// A token in the URL query: a parameter with a token name, or any value holding something shaped like a
-    /// JWT (``JWTShape``), whatever its name or what precedes it (`?x=1;access_token=<token>`).
+    /// A token in the URL query: a parameter with a token name, or anything shaped like a JWT (``JWTShape``) in
+    /// a name or a value, as sent or percent-encoded, whatever precedes it (`?x=1;access_token=<token>`,
+    /// `?<token>`, `?x=%65yJ…`).
     func queryCarriesToken(_ uri: String) -> Bool {
         guard let question = uri.utf8.firstIndex(of: UInt8(ascii: "?")) else { return false }
         var query = Array(uri.utf8[uri.utf8.index(after: question)...])
         if let hash = query.firstIndex(of: UInt8(ascii: "#")) { query.removeSubrange(hash...) }
-        for pair in FormURLEncoded.pairs(query) {
-            if self.queryTokenNames.contains(pair.name.lowercased()) { return true }
-            if let value = FormURLEncoded.decode(pair.rawValue), Self.containsJWT(value) { return true }
-        }
-        return false
+        if query.withUnsafeBufferPointer({ JWTShape.isPresent(inURLPart: $0) }) { return true }
+        return FormURLEncoded.pairs(query).contains { self.queryTokenNames.contains($0.name.lowercased()) }
     }
 
-    /// Something shaped like a JWT anywhere in the target, path or query (decoded or not): for routes without
-    /// token sources of their own (the token page), which must not copy a token into a redirect.
+    /// Something shaped like a JWT anywhere in the target, path or query, as sent or percent-encoded: for routes
+    /// without token sources of their own (the token page), which must not copy a token into a redirect.
     static func targetCarriesJWT(_ uri: String) -> Bool {
-        if Self.pathCarriesToken(uri) { return true }
-        guard let question = uri.utf8.firstIndex(of: UInt8(ascii: "?")) else { return false }
-        let query = Array(uri.utf8[uri.utf8.index(after: question)...])
-        if query.withUnsafeBufferPointer({ JWTShape.firstRange(in: $0) }) != nil { return true }
-        return FormURLEncoded.pairs(query).contains { pair in
-            FormURLEncoded.decode(pair.rawValue).map(Self.containsJWT) ?? false
-        }
+        var uri = uri
+        return uri.withUTF8 { JWTShape.isPresent(inURLPart: $0) }
     }
 
-    /// A JWT-shaped run anywhere in the path (``JWTShape``): `/api/<token>`, `/api/x;token=<token>`.
+    /// Something shaped like a JWT anywhere in the path, as sent or percent-encoded (``JWTShape``):
+    /// `/api/<token>`, `/api/x=%65yJ…`.
     static func pathCarriesToken(_ uri: String) -> Bool {
         var uri = uri
         return uri.withUTF8 { target in
             let pathEnd = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
-            return JWTShape.firstRange(in: UnsafeBufferPointer(rebasing: target[..<pathEnd])) != nil
+            return JWTShape.isPresent(inURLPart: UnsafeBufferPointer(rebasing: target[..<pathEnd]))
         }
-    }
-
-    static func containsJWT(_ value: String) -> Bool {
-        var value = value
-        return value.withUTF8 { JWTShape.firstRange(in: $0) != nil }
     }
 
     /// POST, PUT, PATCH and DELETE (and any method that is not safe by RFC 9110 §9.2.1).

@@ -17,8 +17,10 @@ public enum UserIDRules {
         case tooLong
         /// C0 controls, DEL or C1 controls: the id goes into a header, logs and admin answers.
         case controlCharacter
-        /// A space first or last: HTTP trims it from the forwarded header, so the backend would see another
-        /// user than the one whose cutoffs were checked.
+        /// White space or an invisible format character first or last (a space, NBSP, U+2028, a BOM, a zero-width
+        /// space): HTTP trims spaces from the forwarded header, and backends' trim functions (Go's `TrimSpace`,
+        /// Java's `strip`, JavaScript's `trim`) more, so the backend would see another user than the one whose
+        /// cutoffs were checked.
         case surroundingSpace
 
         /// Completes "the user id …". Never repeats the id: it may be attacker-chosen.
@@ -27,7 +29,7 @@ public enum UserIDRules {
             case .empty: "is empty"
             case .tooLong: "is longer than \(UserIDRules.maxUTF8Bytes) bytes of UTF-8"
             case .controlCharacter: "contains a control character"
-            case .surroundingSpace: "begins or ends with a space"
+            case .surroundingSpace: "begins or ends with white space or an invisible character"
             }
         }
     }
@@ -38,14 +40,43 @@ public enum UserIDRules {
         if id.count > Self.maxUTF8Bytes { return .tooLong }
         if first == UInt8(ascii: " ") || last == UInt8(ascii: " ") { return .surroundingSpace }
         var previous: UInt8 = 0
+        var beforePrevious: UInt8 = 0
         for byte in id {
-            // C1 controls U+0080–U+009F are 0xC2 0x80–0x9F in UTF-8.
-            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && byte >= 0x80 && byte <= 0x9F) {
+            // C1 controls U+0080–U+009F are 0xC2 0x80–0x9F in UTF-8; the line and paragraph separators U+2028 and
+            // U+2029 (0xE2 0x80 0xA8/0xA9) end lines in JavaScript and logs, so they count as controls too.
+            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && byte >= 0x80 && byte <= 0x9F)
+                || (beforePrevious == 0xE2 && previous == 0x80 && (byte == 0xA8 || byte == 0xA9))
+            {
                 return .controlCharacter
             }
+            beforePrevious = previous
             previous = byte
         }
+        // Only ids that begin or end outside ASCII are decoded, at their ends.
+        if first >= 0x80, let scalar = Self.scalar(UnsafeBufferPointer(rebasing: id[0..<min(4, id.count)])), Self.isInvisible(scalar) {
+            return .surroundingSpace
+        }
+        if last >= 0x80 {
+            var start = id.count - 1
+            while start > 0, id.count - start < 4, id[start] & 0xC0 == 0x80 { start -= 1 }
+            if let scalar = Self.scalar(UnsafeBufferPointer(rebasing: id[start...])), Self.isInvisible(scalar) {
+                return .surroundingSpace
+            }
+        }
         return nil
+    }
+
+    /// The first scalar `bytes` begin with.
+    private static func scalar(_ bytes: UnsafeBufferPointer<UInt8>) -> Unicode.Scalar? {
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        if case .scalarValue(let scalar) = decoder.decode(&iterator) { return scalar }
+        return nil
+    }
+
+    /// White space (NBSP, the Unicode spaces) or a format character (a BOM, a zero-width space or joiner).
+    private static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isWhitespace || scalar.properties.generalCategory == .format
     }
 
     public static func problem(_ id: String) -> Problem? {

@@ -4,7 +4,7 @@
 
 import Foundation
 import Testing
-import TokengateGateway
+@testable import TokengateGateway
 
 /// The request target, `Host`, declared body sizes and abandoned requests, met the way an attacker sends
 /// them: real TLS on loopback, `curl --path-as-is` and raw bytes through `openssl s_client`.
@@ -76,6 +76,14 @@ extension GatewayIntegrationTests {
             #expect(hiddenInQuery.status == 400, "\(hiddenInQuery.body)")
             let publicLink = try self.curl(gateway, ["\(gateway.baseURL)/open/verify/\(token)"])
             #expect(publicLink.status == 200, "a public route may carry a token-shaped link")
+            // Refused paths are logged as sent: an encoded token in one must not slip through.
+            let encoded = "%65" + token.dropFirst()
+            for path in ["/open;\(encoded)", "/open/x//\(encoded)", "/api/items?\(token)"] {
+                let refused = try self.curl(gateway, ["--path-as-is", "\(gateway.baseURL)\(path)"])
+                #expect(refused.status == 400, "\(path.prefix(20)): \(refused.status)")
+            }
+            let viaH2 = try self.curl(gateway, ["--http2", "--path-as-is", "\(gateway.baseURL)/open;\(encoded)"])
+            #expect(viaH2.status == 400)
             let idLikeAToken = try self.curl(gateway, ["-H", "X-Request-Id: \(token)", "\(gateway.baseURL)/open/id"])
             #expect(idLikeAToken.status == 200 && !idLikeAToken.body.contains(token), "a token-shaped request id is replaced")
             let ownID = try self.curl(gateway, ["-H", "X-Request-Id: trace-42", "\(gateway.baseURL)/open/id"])
@@ -86,6 +94,7 @@ extension GatewayIntegrationTests {
             #expect(!gateway.logLines.all.contains { $0.contains(signature) }, "a token reached the log")
             #expect(requestLines.contains { $0.contains("path=/open/verify/[token]") }, "\(requestLines)")
             #expect(requestLines.contains { $0.contains("path=/api/items/[token]") }, "\(requestLines)")
+            #expect(requestLines.filter { $0.contains("path=\(AccessLogPath.withheld)") }.count >= 3, "\(requestLines)")
         }
     }
 

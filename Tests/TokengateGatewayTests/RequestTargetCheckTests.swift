@@ -35,6 +35,7 @@ import TokengateConfig
             ("/a%4?x", "malformed percent-escape"), ("/a%?41", "malformed percent-escape"),
             ("/a%2fb", "encoded '/'"), ("/a%2F", "encoded '/'"), ("/a%5cb", "encoded '/'"),
             ("/a\\b", "backslash"),
+            ("/a b", "visible ASCII"), ("/\u{E9}", "visible ASCII"), ("/a\tb", "visible ASCII"), ("/a?x=\u{7F}", "visible ASCII"),
             ("/..", "dot segments"), ("/.", "dot segments"), ("/a/./b", "dot segments"), ("/a/../b", "dot segments"),
             ("//a", "empty segments"), ("/a//b", "empty segments"), ("/a/.?x", "dot segments"),
             ("/%2e%2e/api", "dot segments"), ("/a/%2E", "dot segments"), ("/a/.%2e/b", "dot segments"), ("/%2E/", "dot segments"),
@@ -53,12 +54,13 @@ import TokengateConfig
             Array(value.utf8).withUnsafeBytes { HostFieldCheck.isValid($0) }
         }
         for good in ["", "localhost", "localhost:8443", "127.0.0.1", "127.0.0.1:0", "[::1]", "[::1]:443", "[2001:db8::1]",
-                     "api.example.com:65535", "xn--bcher-kva.example", "a-b_c~d", "a%41b", "host:", "[::1]:"]
+                     "api.example.com:65535", "xn--bcher-kva.example", "a-b_c~d", "host:", "[::1]:"]
         {
             #expect(valid(good), "\(good)")
         }
         for bad in ["a@b", "user:pw@host", "local host", "host/evil", "host:65536", "host:99999", "host:123456", "host:8x",
-                    "a\"b", "<x>", ":443", "[::1", "[]", "[::1]x", "[g::1]", "host\\x", "a:1:2", "host?x", "host#x"]
+                    "a\"b", "<x>", ":443", "[::1", "[]", "[::1]x", "[g::1]", "host\\x", "a:1:2", "host?x", "host#x",
+                    "a%41b", "x%zz", "a'onmouseover='x", "a,b", "a(b)", "a;b", "a!b", "é.example"]
         {
             #expect(!valid(bad), "\(bad)")
         }
@@ -71,6 +73,10 @@ import TokengateConfig
         #expect(AccessLogPath.text(for: "/v/\(token)/x/\(token)") == "/v/[token]/x/[token]")
         #expect(AccessLogPath.text(for: "/v/x=\(token);y") == "/v/x=[token];y")
         #expect(AccessLogPath.text(for: "/eyJ/eyJa.b/c") == "/eyJ/eyJa.b/c", "one dot, or none, is not a token")
+        #expect(AccessLogPath.text(for: "/open;%65\(token.dropFirst())") == AccessLogPath.withheld, "an encoded token")
+        #expect(AccessLogPath.text(for: "/x/%2565\(token.dropFirst())") == AccessLogPath.withheld, "a twice-encoded one")
+        #expect(AccessLogPath.text(for: "/x/\(token)/%65\(token.dropFirst())") == AccessLogPath.withheld)
+        #expect(AccessLogPath.text(for: "/x/%41%zz%") == "/x/%41%zz%", "escapes without a token stay as sent")
         let long = "/" + String(repeating: "a", count: 9000)
         let cut = AccessLogPath.text(for: long)
         #expect(cut.utf8.count == AccessLogPath.maxBytes + "…".utf8.count && cut.hasSuffix("…"))
@@ -90,6 +96,13 @@ import TokengateConfig
         #expect(extractor.queryCarriesToken("/a?x=1;access_token=\(token)"))
         #expect(extractor.queryCarriesToken("/a?x=Bearer%20\(token)"))
         #expect(!extractor.queryCarriesToken("/a?x=1&y=eyJ.only"))
+        #expect(extractor.queryCarriesToken("/a?\(token)"), "a token as a name")
+        #expect(extractor.queryCarriesToken("/a?x&\(token)=1"))
+        #expect(extractor.queryCarriesToken("/a?x=%65\(token.dropFirst())"), "encoded")
+        #expect(TokenExtractor.targetCarriesJWT("/token?x=%2565\(token.dropFirst())"), "encoded twice")
+        #expect(TokenExtractor.targetCarriesJWT("/token?%65\(token.dropFirst())"), "an encoded name")
+        #expect(TokenExtractor.pathCarriesToken("/api/x=%65\(token.dropFirst())"))
+        #expect(!TokenExtractor.targetCarriesJWT("/token?app=ios&state=%41%42%zz"))
     }
 
     @Test func absoluteFormTargets() {

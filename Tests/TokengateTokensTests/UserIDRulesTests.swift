@@ -19,6 +19,14 @@ import Testing
         #expect(UserIDRules.problem(" ivan") == .surroundingSpace)
         #expect(UserIDRules.problem("ivan ") == .surroundingSpace)
         #expect(UserIDRules.problem(" ") == .surroundingSpace)
+        for edge in ["\u{A0}ivan", "ivan\u{A0}", "\u{FEFF}ivan", "ivan\u{200B}", "\u{3000}ivan", "ivan\u{2003}", "ivan\u{200D}"] {
+            #expect(UserIDRules.problem(edge) == .surroundingSpace, "\(edge.unicodeScalars.map(\.value))")
+        }
+        for inner in ["i\u{A0}van", "jürgen", "ユーザー", "a😀b", "😀", "é"] {
+            #expect(UserIDRules.problem(inner) == nil, "\(inner.unicodeScalars.map(\.value))")
+        }
+        #expect(UserIDRules.problem("a\u{2028}b") == .controlCharacter)
+        #expect(UserIDRules.problem("a\u{2029}") == .controlCharacter)
         for control in ["a\u{0}b", "a\tb", "a\nb", "a\u{7F}b", "a\u{80}b", "a\u{9F}b", "\u{1B}[31m"] {
             #expect(UserIDRules.problem(control) == .controlCharacter, "\(control.unicodeScalars.map(\.value))")
         }
@@ -40,6 +48,8 @@ import Testing
         #expect(reason("ivan ") == "malformed")
         #expect(reason(#"\u0020ivan"#) == "malformed", "an escaped space is a space")
         #expect(reason(#"a\u0085b"#) == "malformed", "a C1 control, escaped")
+        #expect(reason(#"\u00a0ivan"#) == "malformed", "a no-break space first")
+        #expect(reason(#"ivan\ufeff"#) == "malformed", "a BOM last")
     }
 
     @Test func theSignerWillNotMintOne() throws {
