@@ -20,32 +20,13 @@ enum JWTShape {
         guard bytes.contains(UInt8(ascii: "%")) else { return false }
         var current = Array(bytes)
         for _ in 0..<3 {
-            guard let decoded = Self.decodingEscapes(current), decoded != current else { return false }
+            guard let decoded = PercentEncoding.decodedBytes(current, plusIsSpace: false, keepingBrokenEscapes: true),
+                decoded != current
+            else { return false }
             if decoded.withUnsafeBufferPointer({ Self.firstRange(in: $0) }) != nil { return true }
             current = decoded
         }
         return false
-    }
-
-    /// One round of percent-decoding; a `%` that starts no valid escape is kept as it is. `nil` when there
-    /// was nothing to decode.
-    private static func decodingEscapes(_ bytes: [UInt8]) -> [UInt8]? {
-        guard bytes.contains(UInt8(ascii: "%")) else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let byte = PercentEncoding.escapedByte(bytes[index + 1], bytes[index + 2])
-            {
-                output.append(byte)
-                index += 3
-            } else {
-                output.append(bytes[index])
-                index += 1
-            }
-        }
-        return output
     }
 
     static func firstRange(in bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {

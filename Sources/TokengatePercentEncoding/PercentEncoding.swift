@@ -43,8 +43,14 @@ public enum PercentEncoding {
     }
 
     /// The decoded bytes, whatever they encode (the caller decides what it accepts: a path may hold any
-    /// byte); with `plusIsSpace`, `+` is a space. `nil` for a broken escape.
-    public static func decodedBytes<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusIsSpace: Bool) -> [UInt8]? {
+    /// byte); with `plusIsSpace`, `+` is a space. `nil` for a broken escape, unless `keepingBrokenEscapes`: then
+    /// a `%` that starts no valid escape stays as it is (for looking into a URL whatever it holds, never for a
+    /// value that is used).
+    public static func decodedBytes<Bytes: Collection<UInt8>>(
+        _ bytes: Bytes,
+        plusIsSpace: Bool,
+        keepingBrokenEscapes: Bool = false
+    ) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count)
         var index = bytes.startIndex
@@ -52,10 +58,15 @@ public enum PercentEncoding {
             let byte = bytes[index]
             index = bytes.index(after: index)
             if byte == UInt8(ascii: "%") {
-                guard index != bytes.endIndex, let high = Self.hexValue(bytes[index]) else { return nil }
-                index = bytes.index(after: index)
-                guard index != bytes.endIndex, let low = Self.hexValue(bytes[index]) else { return nil }
-                index = bytes.index(after: index)
+                let second = index == bytes.endIndex ? index : bytes.index(after: index)
+                guard second != bytes.endIndex, let high = Self.hexValue(bytes[index]), let low = Self.hexValue(bytes[second]) else {
+                    if keepingBrokenEscapes {
+                        output.append(byte)
+                        continue
+                    }
+                    return nil
+                }
+                index = bytes.index(after: second)
                 output.append(high << 4 | low)
             } else {
                 output.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)

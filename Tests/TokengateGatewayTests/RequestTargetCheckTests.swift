@@ -4,6 +4,7 @@
 
 import Testing
 import TokengateConfig
+import TokengatePercentEncoding
 
 @testable import TokengateGateway
 
@@ -115,6 +116,18 @@ import TokengateConfig
         for target in ["*", "https:///x", "ftp://a/x", "a.example/x", "https:/a/x", "//a/x"] {
             #expect(AbsoluteFormTarget.originForm(of: target, host: "a") == .notAbsoluteForm, "\(target)")
         }
+    }
+
+    /// The decoder the URL token checks look through: a broken escape refuses a value, but is kept as it is
+    /// when only looking (so `%zz` in front cannot hide an encoded token).
+    @Test func brokenEscapesAreKeptOnlyWhenAsked() {
+        for (input, kept) in [("a%zz%41", "a%zzA"), ("%", "%"), ("%4", "%4"), ("%41%", "A%"), ("x%2", "x%2"), ("%%41", "%A")] {
+            #expect(PercentEncoding.decodedBytes(Array(input.utf8), plusIsSpace: false) == nil, "\(input)")
+            #expect(PercentEncoding.decodedBytes(Array(input.utf8), plusIsSpace: false, keepingBrokenEscapes: true) == Array(kept.utf8), "\(input)")
+        }
+        #expect(PercentEncoding.decodedBytes(Array("a+%41".utf8), plusIsSpace: true) == Array("a A".utf8))
+        let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2lnbmF0dXJl"
+        #expect(TokenExtractor.pathCarriesToken("/x%zz/%65\(token.dropFirst())"))
     }
 
     @Test func aTokenFieldHiddenBehindASemicolon() {
