@@ -51,6 +51,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private let start: NIODeadline
     private var routeName = "-"
     private var routeIndex: Int?
+    /// Where the first `Host` value lies in the head's field lines: found once, by ``checkLimits()``, for its
+    /// check and for routing.
+    private var hostRange: Range<Int>?
     private var upstreamSentAt: NIODeadline?
     private var upstreamIndex = 0
     private var upstreamHead: UpstreamRequestHead?
@@ -406,13 +409,16 @@ final class ProxyExchange: UpstreamResponseReceiver {
     }
 
     /// The route for the request's host and path, compared where the host lies in the field lines (no `String`
-    /// for it: a host with a port or of more than 15 bytes would cost one per request).
+    /// for it: a host with a port or of more than 15 bytes would cost one per request). After ``checkLimits()``,
+    /// which found the host.
     private func matchRoute() -> Int? {
         var path = self.head.uri
         return path.withUTF8 { path in
-            self.head.fields.withFirstValue(name: "host") { host in
-                self.runtime.routeTable.match(hostBytes: host.assumingMemoryBound(to: UInt8.self), pathBytes: path)
-            } ?? self.runtime.routeTable.match(hostBytes: nil, pathBytes: path)
+            guard let range = self.hostRange else { return self.runtime.routeTable.match(hostBytes: nil, pathBytes: path) }
+            return self.head.fields.bytes.withUnsafeBytes { lines in
+                let host = UnsafeRawBufferPointer(rebasing: lines[range]).assumingMemoryBound(to: UInt8.self)
+                return self.runtime.routeTable.match(hostBytes: host, pathBytes: path)
+            }
         }
     }
 
@@ -440,7 +446,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
         if self.head.method == .TRACE || self.head.method == .CONNECT {
             return .methodNotAllowed()
         }
-        if self.head.fields.withFirstValue(name: "host", { HostFieldCheck.isValid($0) }) == false {
+        self.hostRange = self.head.fields.firstValueRange(name: "host")?.range
+        if let range = self.hostRange,
+            !self.head.fields.bytes.withUnsafeBytes({ HostFieldCheck.isValid(UnsafeRawBufferPointer(rebasing: $0[range])) })
+        {
             return .malformedHTTP("the Host field is not a valid host and port")
         }
         if !self.head.uri.hasPrefix("/") {
