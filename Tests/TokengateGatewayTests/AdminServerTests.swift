@@ -44,45 +44,13 @@ struct AdminServerTests {
         try await group.shutdownGracefully()
     }
 
-    /// Runs a Python probe script: `probe(port, parts, pause)` sends `parts` (pausing between them), then reads
-    /// until the server closes or 6 s pass, and prints the first response line (or `closed` / `open`) and the
-    /// seconds taken.
-    private func probe(_ port: Int, _ calls: String) throws -> [[Substring]] {
-        let script = """
-            import socket, time
-            def probe(parts, pause=0):
-                s = socket.create_connection(('127.0.0.1', \(port)), timeout=6)
-                start = time.monotonic()
-                data = b''
-                state = 'closed'
-                try:
-                    for part in parts:
-                        s.sendall(part)
-                        time.sleep(pause)
-                    while True:
-                        chunk = s.recv(4096)
-                        if not chunk:
-                            break
-                        data += chunk
-                except socket.timeout:
-                    state = 'open'
-                except OSError:
-                    pass
-                first = data.split(b'\\r\\n')[0].decode().replace(' ', '_')
-                print('%s %d %.1f' % (first or state, data.count(b'HTTP/1.1 '), time.monotonic() - start))
-            \(calls)
-            """
-        let output = try Curl.process("/usr/bin/python3", ["-c", script]).1
-        return output.split(separator: "\n").map { $0.split(separator: " ") }
-    }
-
     /// A silent connection is closed at the idle timeout; a head that stops halfway is closed at the head
     /// deadline, without an answer; a keep-alive connection is closed once idle after its answer.
     /// Before the fix all three stayed open for as long as the client liked.
     @Test func closesIdleAndHalfSentConnections() async throws {
         try await self.withAdmin(requestHeaderTimeout: .seconds(1), idleTimeout: .seconds(2)) { port in
-            let lines = try self.probe(
-                port,
+            let lines = try SocketProbe.run(
+                port: port,
                 """
                 probe([])
                 probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n'])
@@ -101,8 +69,8 @@ struct AdminServerTests {
     /// applies, so a keep-alive connection may wait longer than the head deadline for its next request.
     @Test func servesASlowButTimelyHeadAndAWaitingKeepAliveConnection() async throws {
         try await self.withAdmin(requestHeaderTimeout: .seconds(2), idleTimeout: .seconds(5)) { port in
-            let lines = try self.probe(
-                port,
+            let lines = try SocketProbe.run(
+                port: port,
                 """
                 probe([b'GET /healthz HTTP/1.1\\r\\n', b'Host: x\\r\\n', b'\\r\\n'], 0.5)
                 probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n', b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'], 3)
@@ -118,8 +86,8 @@ struct AdminServerTests {
     /// once; nothing after them is read. Before the fix the socket stayed open until the client gave up.
     @Test func closesTheConnectionAfterAnsweringBytesThatAreNotHTTP() async throws {
         try await self.withAdmin(idleTimeout: .seconds(30)) { port in
-            let lines = try self.probe(
-                port,
+            let lines = try SocketProbe.run(
+                port: port,
                 """
                 probe([b'GET /healthz HTTP/1.1\\nHost: x\\n\\nGET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'])
                 probe([b'POST /healthz HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n'])
@@ -138,10 +106,10 @@ struct AdminServerTests {
     /// Connections over the cap are closed as they arrive; once one of the others goes, a new one is served.
     @Test func closesConnectionsOverTheCap() async throws {
         try await self.withAdmin(maxConnections: 2) { port in
-            let lines = try self.probe(
-                port,
+            let lines = try SocketProbe.run(
+                port: port,
                 """
-                held = [socket.create_connection(('127.0.0.1', \(port)), timeout=6) for _ in range(2)]
+                held = [socket.create_connection(('127.0.0.1', port), timeout=6) for _ in range(2)]
                 time.sleep(0.3)
                 probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'])
                 held[0].close()
