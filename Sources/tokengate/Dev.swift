@@ -13,9 +13,10 @@ import TokengateStores
 import TokengateTLS
 import TokengateTokens
 
-/// `tokengate dev`: the embedded default for a first run. Generates what a first run needs in `.dev/`
-/// (a self-signed certificate and a signing key, never committed), starts a demo backend, runs the
-/// gateway with `Config/dev.yaml`, and prints a working `curl` line with a freshly minted token.
+/// `tokengate dev`: the embedded default for a first run. Generates what a first run needs where the
+/// configuration reads it (a self-signed certificate and a signing key, in `.dev/` for the shipped
+/// `Config/dev.yaml`; never committed: ``DevFiles``), starts a demo backend, runs the gateway, and prints a
+/// working `curl` line with a freshly minted token.
 struct Dev: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the gateway on its embedded default: dev certificate and keys, SQLite cutoffs, a demo backend."
@@ -24,24 +25,24 @@ struct Dev: AsyncParsableCommand {
     @Option(help: "The configuration file.")
     var config = "Config/dev.yaml"
 
-    @Option(help: "Where the generated dev files go (must match the paths in the configuration).")
-    var directory = ".dev"
-
     @Option(name: .customLong("backend-port"), help: "The demo site's port (the configuration's upstream).")
     var backendPort = 9000
 
     func run() async throws {
-        try self.prepareFiles()
+        // The files a first run lacks are generated where the configuration will read them, so the
+        // configuration is read twice: once for their paths (without file checks), once to run.
+        let files: DevFiles
         let configuration: GatewayConfiguration
         do {
+            files = try DevFiles(configuration: try GatewayConfiguration.load(path: self.config, checkFiles: false))
+            try files.prepare()
             configuration = try GatewayConfiguration.load(path: self.config)
         } catch {
             fail("\(error)")
         }
         let backendGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let directory = self.directory
         let backendPort = self.backendPort
-        let signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/keys/private.jwks"))))
+        let signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: files.privateJWKS.path))))
         let site = NIOLockedValueBox<DemoRP?>(nil)
         try await GatewayLauncher(configuration: configuration).run { addresses, sync in
             // The demo site: a login form, the site's session cookie, "who am I", and the password change and
@@ -70,7 +71,7 @@ struct Dev: AsyncParsableCommand {
                 )
             )
             FileOutput.standardOutput(
-                Self.banner(configuration: configuration, addresses: addresses, directory: directory, sitePort: rp.port, token: token)
+                Self.banner(configuration: configuration, addresses: addresses, files: files, sitePort: rp.port, token: token)
             )
         }
         try? await site.withLockedValue { $0 }?.stop()
@@ -84,7 +85,7 @@ struct Dev: AsyncParsableCommand {
     static func banner(
         configuration: GatewayConfiguration,
         addresses: [SocketAddress],
-        directory: String,
+        files: DevFiles,
         sitePort: Int,
         token: String
     ) -> String {
@@ -107,45 +108,25 @@ struct Dev: AsyncParsableCommand {
             plainLine = "\n  curl http://\(host):\(boundPort(index))/api/hello"
             plainWhat = mode == .redirect ? ", or over plain HTTP (308 to https)" : ", or over plain HTTP (426)"
         }
+        let certificate = DevFiles.display(files.certificate)
         return """
 
             tokengate is running (demo site on 127.0.0.1:\(sitePort)). Try an API call with a fresh api token:
 
-              curl --cacert \(directory)/tls/cert.pem -H "Authorization: Bearer \(token)" https://localhost:\(tlsPort)/api/hello
+              curl --cacert \(certificate) -H "Authorization: Bearer \(token)" https://localhost:\(tlsPort)/api/hello
 
             and without one (401)\(plainWhat):
 
-              curl --cacert \(directory)/tls/cert.pem https://localhost:\(tlsPort)/api/hello\(plainLine)
+              curl --cacert \(certificate) https://localhost:\(tlsPort)/api/hello\(plainLine)
 
             The token page, as a mobile app's web view would open it (log in as alice with any password):
 
               https://localhost:\(tlsPort)/token
 
-            More tokens: .build/release/tokengate token mint --key \(directory)/keys/private.jwks --sub alice --api-only
+            More tokens: .build/release/tokengate token mint --key \(DevFiles.display(files.privateJWKS)) --sub alice --api-only
             Ctrl-C stops the gateway.
 
 
             """
-    }
-
-    /// Creates the dev certificate and keys on first run; later runs reuse them (delete `.dev/` to start
-    /// over). Private files are written with mode 0600.
-    private func prepareFiles() throws {
-        let tls = self.directory + "/tls"
-        let keys = self.directory + "/keys"
-        try FileManager.default.createDirectory(atPath: tls, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: keys, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: tls + "/cert.pem") || !FileManager.default.fileExists(atPath: tls + "/key.pem") {
-            let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost", "127.0.0.1", "::1"], validityDays: 30)
-            try FileOutput.write(certificate.privateKeyPEM, to: tls + "/key.pem", mode: 0o600)
-            try FileOutput.write(certificate.certificatePEM, to: tls + "/cert.pem", mode: 0o644)
-            print("generated a self-signed dev certificate in \(tls)/")
-        }
-        if !FileManager.default.fileExists(atPath: keys + "/private.jwks") || !FileManager.default.fileExists(atPath: keys + "/public.jwks") {
-            let generated = try KeyGenerator.generate(algorithm: .edDSA, keyID: "dev-" + Keygen.randomKeyID())
-            try FileOutput.write(generated.privateJWKS, to: keys + "/private.jwks", mode: 0o600)
-            try FileOutput.write(generated.publicJWKS, to: keys + "/public.jwks", mode: 0o644)
-            print("generated a dev signing key (EdDSA) in \(keys)/")
-        }
     }
 }

@@ -14,8 +14,12 @@ struct DevCommandTests {
         .appendingPathComponent("Config/dev.yaml").path
 
     /// Runs `tokengate dev` on the shipped dev configuration with its addresses moved to free ports, by
-    /// `edit`, and returns what it printed once it served (or after 30 s).
-    private func banner(_ edit: (String, [String: Int]) -> String) async throws -> String {
+    /// `edit`, and returns what it printed once it served (or after 30 s), or, when it stopped by itself,
+    /// what it printed on both outputs. `whileServing` runs before `dev` is stopped, given that text.
+    private func banner(
+        _ edit: (String, [String: Int]) -> String,
+        whileServing: (String) throws -> Void = { _ in }
+    ) async throws -> String {
         try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
         let directory = NSTemporaryDirectory() + "tokengate-dev-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory + "/Config", withIntermediateDirectories: true)
@@ -34,21 +38,26 @@ struct DevCommandTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ServeCommandTests.binary)
         process.arguments = [
-            "dev", "--config", directory + "/Config/dev.yaml", "--directory", directory + "/.dev",
-            "--backend-port", String(ports["backend"]!),
+            "dev", "--config", directory + "/Config/dev.yaml", "--backend-port", String(ports["backend"]!),
         ]
-        process.standardOutput = FileHandle(forWritingAtPath: output)
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        let outputHandle = FileHandle(forWritingAtPath: output)
+        process.standardOutput = outputHandle
+        process.standardError = outputHandle
         try process.run()
         defer {
             process.terminate()
             process.waitUntilExit()
         }
         var text = ""
-        for _ in 0..<300 where !text.contains("Ctrl-C stops the gateway.") {
+        for _ in 0..<300 where !text.contains("Ctrl-C stops the gateway.") && process.isRunning {
             try await Task.sleep(for: .milliseconds(100))
             text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         }
+        if !process.isRunning {
+            text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            text += "\n[exit \(process.terminationStatus)]"
+        }
+        try whileServing(text)
         return text
     }
 
@@ -72,5 +81,45 @@ struct DevCommandTests {
         #expect(text.contains("Ctrl-C stops the gateway."), "\(text)")
         #expect(!text.contains("curl http://"), "\(text)")
         #expect(!text.contains("plain HTTP"), "\(text)")
+    }
+
+    /// The banner's first `curl` line, run as printed (from the same directory), reaches the demo backend
+    /// with its token, and its second is refused: the certificate it names is the one the gateway serves
+    /// and the token is signed by the key the gateway checks. The configuration keeps its files outside any
+    /// `.dev/` directory: `dev` generates them where the configuration reads them.
+    @Test func theBannersCurlLinesWorkForAConfigurationWithItsOwnPaths() async throws {
+        var results: [Curl.Result] = []
+        var banner = ""
+        _ = try await self.banner { yaml, _ in
+            yaml.replacingOccurrences(of: "../.dev/tls/cert.pem", with: "../pki/gateway.crt")
+                .replacingOccurrences(of: "../.dev/tls/key.pem", with: "../pki/private/gateway.key")
+                .replacingOccurrences(of: "../.dev/keys/public.jwks", with: "../jwks/verify.jwks")
+                .replacingOccurrences(of: "../.dev/keys/private.jwks", with: "../jwks/private/sign.jwks")
+        } whileServing: { text in
+            banner = text.split(separator: "\n").filter { $0.contains("curl ") || $0.contains("token mint") }.joined(separator: "\n")
+            let line = try #require(text.split(separator: "\n").first { $0.contains("Authorization: Bearer") }, "\(text)")
+            let words = line.split(separator: " ").map(String.init)
+            let caFile = try #require(words.firstIndex(of: "--cacert").map { words[$0 + 1] }, "\(line)")
+            let token = try #require(words.firstIndex(of: "Bearer").map { words[$0 + 1].trimmingCharacters(in: ["\""]) }, "\(line)")
+            let url = try #require(words.last, "\(line)")
+            results.append(try Curl.run(["-H", "Authorization: Bearer \(token)", url], caFile: caFile))
+            results.append(try Curl.run([url], caFile: caFile))
+        }
+        #expect(banner.contains("--cacert /") && banner.contains("pki/gateway.crt"), "\(banner)")
+        #expect(banner.contains("jwks/private/sign.jwks") && !banner.contains(".dev/"), "\(banner)")
+        try #require(results.count == 2)
+        #expect(results[0].status == 200, "\(results[0].body) \(results[0].stderr)")
+        #expect(results[1].status == 401, "\(results[1].body) \(results[1].stderr)")
+    }
+
+    /// A configuration `dev` cannot generate keys for (its signing key is a PEM file) is refused with a
+    /// message that says so, before anything is bound.
+    @Test func aConfigurationWithoutAJWKSSigningKeyIsRefusedByName() async throws {
+        let text = try await self.banner { yaml, _ in
+            yaml.replacingOccurrences(of: "signing_key:\n  jwks: ../.dev/keys/private.jwks", with: "signing_key:\n  pem: ../.dev/keys/private.pem\n  alg: EdDSA")
+        }
+        #expect(text.contains("[exit 2]"), "\(text)")
+        #expect(text.contains("`signing_key` must be a `jwks:` file"), "\(text)")
+        #expect(!text.contains("Ctrl-C stops the gateway."), "\(text)")
     }
 }
