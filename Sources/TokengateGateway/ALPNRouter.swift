@@ -45,7 +45,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                     configuration: HTTP2ServerConfiguration(
                         configuration.http2,
                         limits: configuration.limits,
-                        accessLog: configuration.log.accessLog
+                        accessLog: configuration.log.accessLog,
+                        hsts: configuration.hsts
                     ),
                     logger: logger
                 ) { stream in

@@ -28,9 +28,10 @@ protocol ExchangeClient: AnyObject {
     var isDraining: Bool { get }
 
     func write(_ part: HTTPServerResponsePart)
-    /// Writes the backend's response head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``);
+    /// Writes the backend's response head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:hsts:_:)``);
     /// each protocol turns the backend's fields into its own head in one pass.
-    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool)
+    /// `hsts` is added when the backend set no `Strict-Transport-Security` of its own.
+    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?)
     /// Writes the response's end. `closing` says the connection closes after this response (HTTP/1.1), so
     /// the codec must learn when the end is out; every other response ends without that bookkeeping.
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool)

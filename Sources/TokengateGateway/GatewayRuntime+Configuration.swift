@@ -120,6 +120,7 @@ extension GatewayRuntime {
             limits: configuration.limits,
             accessLog: configuration.log.accessLog,
             metrics: metrics,
+            hsts: configuration.hsts.headerValue,
             now: now ?? { Int64(Date().timeIntervalSince1970) }
         )
     }

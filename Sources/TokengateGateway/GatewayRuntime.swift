@@ -19,6 +19,8 @@ final class GatewayRuntime: Sendable {
     let limits: LimitsConfiguration
     let accessLog: Bool
     let metrics: GatewayMetrics
+    /// `Strict-Transport-Security` for answers to TLS clients (`hsts:`), `nil` when `max_age` is `0s`.
+    let hsts: String?
     /// The current UNIX time in seconds; injectable for tests.
     let now: @Sendable () -> Int64
 
@@ -32,6 +34,7 @@ final class GatewayRuntime: Sendable {
         limits: LimitsConfiguration,
         accessLog: Bool,
         metrics: GatewayMetrics,
+        hsts: String? = HSTSConfiguration().headerValue,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.routes = routes
@@ -43,6 +46,7 @@ final class GatewayRuntime: Sendable {
         self.limits = limits
         self.accessLog = accessLog
         self.metrics = metrics
+        self.hsts = hsts
         self.now = now
     }
 }

@@ -416,10 +416,10 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool) {
+    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?) {
         guard let context = self.context else { return }
         var buffer = self.takeOutput(context: context)
-        self.serializer.writeUpstreamHead(head, version: version, close: close, requestMethod: self.requestMethod, into: &buffer)
+        self.serializer.writeUpstreamHead(head, version: version, close: close, hsts: hsts, requestMethod: self.requestMethod, into: &buffer)
         self.output = buffer
     }
 

@@ -44,19 +44,20 @@ struct HTTP1ResponseSerializer {
         }
     }
 
-    /// Writes the backend's head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``),
+    /// Writes the backend's head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:hsts:_:)``),
     /// each kept field line copied from the bytes it came in: no string or field list is made for it.
     mutating func writeUpstreamHead(
         _ head: UpstreamResponseHead,
         version: HTTPVersion,
         close: Bool,
+        hsts: String?,
         requestMethod: HTTPMethod,
         into buffer: inout ByteBuffer
     ) {
         // The kept lines are at most the backend's, plus HSTS, `connection: close` and the framing.
         buffer.reserveCapacity(minimumWritableBytes: head.fieldBytes + 160)
         self.writeHead(version: version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
-            RequestRewriter.forEachClientResponseField(of: head, close: close, field)
+            RequestRewriter.forEachClientResponseField(of: head, close: close, hsts: hsts, field)
         }
     }
 

@@ -603,7 +603,7 @@ extension ProxyExchange {
             }
             self.responseStarted = true
             self.status = head.status
-            self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse)
+            self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse, hsts: self.runtime.hsts)
         case .body(let buffer):
             self.client.write(.body(.byteBuffer(buffer)))
         case .end(let trailers):
@@ -706,7 +706,9 @@ extension ProxyExchange {
         }
         let body = answer.jsonBody
         var head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count)
-        head.headers.add(name: "strict-transport-security", value: "max-age=31536000")
+        if let hsts = self.runtime.hsts {
+            head.headers.add(name: "strict-transport-security", value: hsts)
+        }
         self.client.write(.head(head))
         self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
         self.client.writeEnd(nil, closing: answer.closeConnection)
@@ -751,7 +753,9 @@ extension ProxyExchange {
         if close {
             head.headers.replaceOrAdd(name: "connection", value: "close")
         }
-        head.headers.replaceOrAdd(name: "strict-transport-security", value: "max-age=31536000")
+        if let hsts = self.runtime.hsts {
+            head.headers.replaceOrAdd(name: "strict-transport-security", value: hsts)
+        }
         self.client.write(.head(head))
         if !answer.body.isEmpty {
             self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))

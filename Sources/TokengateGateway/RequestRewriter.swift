@@ -263,12 +263,14 @@ enum RequestRewriter {
 
     /// The backend's response fields as the client gets them, in order, in one pass over the bytes they came
     /// in: hop-by-hop fields, the ones its `Connection` names and `Transfer-Encoding` removed (the client side
-    /// frames the body itself), then HSTS added when the backend did not set it (the client reached us over
-    /// TLS) and `connection: close` when the connection ends after this response. Both protocols' heads are
-    /// written from this (``HTTP1ResponseSerializer``, ``HTTP2HeaderBlock``).
+    /// frames the body itself), then `hsts` (the configured `Strict-Transport-Security`, `nil` when turned off)
+    /// added when the backend did not set it (the client reached us over TLS) and `connection: close` when the
+    /// connection ends after this response. Both protocols' heads are written from this
+    /// (``HTTP1ResponseSerializer``, ``HTTP2HeaderBlock``).
     static func forEachClientResponseField(
         of upstream: UpstreamResponseHead,
         close: Bool,
+        hsts: String?,
         _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
     ) {
         // Known from the parse pass: the rare head whose `Connection` names fields is walked once more for them.
@@ -293,8 +295,12 @@ enum RequestRewriter {
                 UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount)
             )
         }
-        if !hasHSTS {
-            add("strict-transport-security", "max-age=31536000")
+        if !hasHSTS, var hsts {
+            // A native string's bytes are contiguous: no copy.
+            hsts.withUTF8 { value in
+                let name: StaticString = "strict-transport-security"
+                body(UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), UnsafeRawBufferPointer(value))
+            }
         }
         if close {
             add("connection", "close")

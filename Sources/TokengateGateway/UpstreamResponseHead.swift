@@ -16,7 +16,7 @@ typealias UpstreamResponsePart = HTTPPart<UpstreamResponseHead, ByteBuffer>
 /// Making a `String` per name and value, an `HTTPHeaders` and an `HTTPResponseHead` out of them (three
 /// allocations per response, and one more per value longer than 15 bytes, such as `Date`) only to write the
 /// same bytes out again was most of the cost of a response head. The client side now copies the lines it keeps
-/// straight from these bytes (``RequestRewriter/forEachClientResponseField(of:close:_:)``).
+/// straight from these bytes (``RequestRewriter/forEachClientResponseField(of:close:hsts:_:)``).
 ///
 /// The block is a slice of the buffer the backend's bytes were read into: it lives as long as the head, which
 /// is written to the client in the read that parsed it and not kept.

@@ -114,7 +114,7 @@ import Testing
         )
         var serializer = HTTP1ResponseSerializer()
         var buffer = ByteBuffer()
-        serializer.writeUpstreamHead(try UpstreamResponseHead(head), version: .http1_1, close: false, requestMethod: .GET, into: &buffer)
+        serializer.writeUpstreamHead(try UpstreamResponseHead(head), version: .http1_1, close: false, hsts: "max-age=31536000", requestMethod: .GET, into: &buffer)
         serializer.writeBody(ByteBuffer(string: "abc"), into: &buffer)
         serializer.writeEnd(nil, into: &buffer)
         #expect(
@@ -147,7 +147,7 @@ import Testing
         var serializer = HTTP1ResponseSerializer()
         var buffer = ByteBuffer()
         let upstream = try UpstreamResponseHead(head)
-        serializer.writeUpstreamHead(upstream, version: .http1_0, close: true, requestMethod: .POST, into: &buffer)
+        serializer.writeUpstreamHead(upstream, version: .http1_0, close: true, hsts: "max-age=31536000", requestMethod: .POST, into: &buffer)
         #expect(serializer.framing == .contentLength)
         #expect(
             String(buffer: buffer)
@@ -156,7 +156,7 @@ import Testing
         )
         // The HTTP/2 side gets the same fields from the same filter: names lowercased, and `connection`, which
         // HTTP/2 forbids, dropped.
-        let h2 = try #require(HTTP2HeaderBlock.response(fromUpstream: upstream, close: true))
+        let h2 = try #require(HTTP2HeaderBlock.response(fromUpstream: upstream, close: true, hsts: "max-age=31536000"))
         #expect(h2.names == [":status", "server", "content-length", "set-cookie", "strict-transport-security"])
         #expect(h2.neverIndex == [0, 0, 0, 1, 0], "set-cookie stays out of the HPACK table")
     }

@@ -26,19 +26,19 @@ import Testing
         ]
         var block = HTTP2HeaderBlock()
         for (index, head) in heads.enumerated() {
-            let fresh = try #require(HTTP2HeaderBlock.response(fromUpstream: head, close: index == 1))
-            let written = block.writeResponse(fromUpstream: head, close: index == 1)
+            let fresh = try #require(HTTP2HeaderBlock.response(fromUpstream: head, close: index == 1, hsts: "max-age=31536000"))
+            let written = block.writeResponse(fromUpstream: head, close: index == 1, hsts: "max-age=31536000")
             #expect(written)
             #expect(block == fresh, "head \(index)")
             #expect(block.names == fresh.names && block.neverIndex == fresh.neverIndex)
         }
         // The storage is really reused: written over, a big block's storage keeps its capacity for a small head.
-        _ = block.writeResponse(fromUpstream: heads[2], close: false)
+        _ = block.writeResponse(fromUpstream: heads[2], close: false, hsts: "max-age=31536000")
         let bigCapacity = block.storageCapacity
-        _ = block.writeResponse(fromUpstream: heads[1], close: false)
+        _ = block.writeResponse(fromUpstream: heads[1], close: false, hsts: "max-age=31536000")
         #expect(block.storageCapacity == bigCapacity)
         // An informational head leaves nothing behind.
-        let interim = block.writeResponse(fromUpstream: try self.upstreamHead(.continue, []), close: false)
+        let interim = block.writeResponse(fromUpstream: try self.upstreamHead(.continue, []), close: false, hsts: "max-age=31536000")
         #expect(!interim && block.count == 0 && block.names.isEmpty)
     }
 
@@ -46,7 +46,7 @@ import Testing
         var spares = HTTP2StreamSpares()
         for _ in 0..<(HTTP2StreamSpares.limit + 3) {
             spares.giveBack(body: CircularBuffer(initialCapacity: 4))
-            spares.giveBack(headerBlock: try #require(HTTP2HeaderBlock.response(fromUpstream: try self.upstreamHead(.ok, []), close: false)))
+            spares.giveBack(headerBlock: try #require(HTTP2HeaderBlock.response(fromUpstream: try self.upstreamHead(.ok, []), close: false, hsts: "max-age=31536000")))
         }
         #expect(spares.keptBodies == HTTP2StreamSpares.limit && spares.keptHeaderBlocks == HTTP2StreamSpares.limit)
         var body = CircularBuffer<ByteBuffer>(initialCapacity: 4)
@@ -54,7 +54,7 @@ import Testing
         spares.release()
         spares.giveBack(body: body)  // Not empty: not kept.
         let huge = try self.upstreamHead(.ok, [("X-Huge", String(repeating: "h", count: HTTP2StreamSpares.maxKeptHeaderBlockBytes))])
-        spares.giveBack(headerBlock: try #require(HTTP2HeaderBlock.response(fromUpstream: huge, close: false)))
+        spares.giveBack(headerBlock: try #require(HTTP2HeaderBlock.response(fromUpstream: huge, close: false, hsts: "max-age=31536000")))
         #expect(spares.keptBodies == 0 && spares.keptHeaderBlocks == 0)
         #expect(spares.takeBody().isEmpty && spares.takeHeaderBlock() == nil)
     }
@@ -76,7 +76,7 @@ import Testing
             try client.send(.request(stream, path: "/hang"))
             try client.read()
             let handle = try #require(client.log.streams[stream])
-            handle.writeHead(fromUpstream: try self.upstreamHead(.ok, fields), close: false)
+            handle.writeHead(fromUpstream: try self.upstreamHead(.ok, fields), close: false, hsts: "max-age=31536000")
             handle.writeBody(ByteBuffer(string: "body \(stream)"))
             handle.writeEnd(nil)
             let frames = try client.read()

@@ -85,22 +85,22 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
         return block
     }
 
-    /// The backend's response head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:_:)``),
+    /// The backend's response head as the client gets it (``RequestRewriter/forEachClientResponseField(of:close:hsts:_:)``),
     /// straight from the bytes it came in; `nil` for an informational (1xx) head.
-    static func response(fromUpstream head: UpstreamResponseHead, close: Bool) -> HTTP2HeaderBlock? {
+    static func response(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) -> HTTP2HeaderBlock? {
         var block = HTTP2HeaderBlock()
-        return block.writeResponse(fromUpstream: head, close: close) ? block : nil
+        return block.writeResponse(fromUpstream: head, close: close, hsts: hsts) ? block : nil
     }
 
-    /// ``response(fromUpstream:close:)`` written over this block's fields, in its storage; false (and the block
+    /// ``response(fromUpstream:close:hsts:)`` written over this block's fields, in its storage; false (and the block
     /// left empty) for an informational (1xx) head.
-    mutating func writeResponse(fromUpstream head: UpstreamResponseHead, close: Bool) -> Bool {
+    mutating func writeResponse(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) -> Bool {
         // `:status`, the backend's fields and the two the filter may add (HSTS, `connection`, dropped here).
         self.prepare(maxFields: head.fieldCount + 3, dataBytes: head.fieldBytes + 10 + 41)
         guard head.status.code >= 200, head.status.code <= 999 else { return false }
         self.append(":status", String(head.status.code), sensitive: false)
         // The filter has already removed what `Connection` names: no names to pass on.
-        RequestRewriter.forEachClientResponseField(of: head, close: close) { name, value in
+        RequestRewriter.forEachClientResponseField(of: head, close: close, hsts: hsts) { name, value in
             self.appendRegular(name: name, value: value, named: [])
         }
         return true

@@ -472,7 +472,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
         }
         let body = answer.jsonBody
         var head = answer.responseHead(version: HTTPVersion(major: 2, minor: 0), contentLength: body.utf8.count)
-        head.headers.add(name: "strict-transport-security", value: "max-age=31536000")
+        if let hsts = self.configuration.hsts {
+            head.headers.add(name: "strict-transport-security", value: hsts)
+        }
         if let block = HTTP2HeaderBlock.response(head) {
             self.streamWriteHead(stream.id, block)
         }

@@ -45,14 +45,17 @@ struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// `log.access_log`: requests the codec answers itself (``HTTP2ServerCodec``'s 400s and 431s) get the
     /// same info line as HTTP/1.1's own rejections.
     var accessLog = true
+    /// `Strict-Transport-Security` for the answers the codec gives itself (`hsts:`), `nil` when turned off.
+    var hsts = HSTSConfiguration().headerValue
 
     init() {}
 
     /// The gateway's configuration mapped onto the codec's: `http2:` for the protocol settings, `limits:`
     /// for the header size (the same budget an HTTP/1.1 request gets for its header section and URI) and
     /// the timeouts.
-    init(_ http2: HTTP2Configuration, limits: LimitsConfiguration, accessLog: Bool) {
+    init(_ http2: HTTP2Configuration, limits: LimitsConfiguration, accessLog: Bool, hsts: HSTSConfiguration) {
         self.accessLog = accessLog
+        self.hsts = hsts.headerValue
         self.maxConcurrentStreams = http2.maxConcurrentStreams
         self.initialWindowSize = http2.initialWindowSize
         self.connectionWindowSize = max(1 << 20, http2.initialWindowSize)

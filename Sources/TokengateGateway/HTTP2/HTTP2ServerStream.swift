@@ -45,9 +45,9 @@ final class HTTP2ServerStream {
         self.codec?.streamWriteHead(self.id, block)
     }
 
-    /// A backend's response head (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:)``); 1xx heads are dropped.
-    func writeHead(fromUpstream head: UpstreamResponseHead, close: Bool) {
-        self.codec?.streamWriteHead(self.id, fromUpstream: head, close: close)
+    /// A backend's response head (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:hsts:)``); 1xx heads are dropped.
+    func writeHead(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) {
+        self.codec?.streamWriteHead(self.id, fromUpstream: head, close: close, hsts: hsts)
     }
 
     /// Queues response body bytes. Check ``isWritable`` afterwards: above the per-stream limit the caller

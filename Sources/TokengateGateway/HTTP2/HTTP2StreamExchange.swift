@@ -126,8 +126,8 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         }
     }
 
-    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool) {
-        self.stream.writeHead(fromUpstream: head, close: close)
+    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?) {
+        self.stream.writeHead(fromUpstream: head, close: close, hsts: hsts)
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {

@@ -37,7 +37,7 @@ struct HTTP2StreamSpares {
         self.bodies.append(body)
     }
 
-    /// A submitted header block, to write the next one over (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:)``),
+    /// A submitted header block, to write the next one over (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:hsts:)``),
     /// moved out of the list: its only holder is the caller.
     mutating func takeHeaderBlock() -> HTTP2HeaderBlock? {
         self.headerBlocks.popLast()
