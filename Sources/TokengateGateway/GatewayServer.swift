@@ -241,7 +241,13 @@ public final class GatewayServer: Sendable {
                     // Idle for as long as a head may take: nothing useful comes from a silent plain connection.
                     try sync.addHandler(
                         Self.http1Handler(limits: limits, idleTimeout: limits.requestHeaderTimeout) { readDeadlines in
-                            PlainHTTPHandler(mode: mode, httpsPort: httpsPort, limits: limits, readDeadlines: readDeadlines)
+                            PlainHTTPHandler(
+                                mode: mode,
+                                httpsPort: httpsPort,
+                                runtime: generation.runtime,
+                                limits: limits,
+                                readDeadlines: readDeadlines
+                            )
                         }
                     )
                 }

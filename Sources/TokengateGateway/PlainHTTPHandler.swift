@@ -5,25 +5,29 @@
 import NIOCore
 import NIOHTTP1
 import TokengateConfig
+import TokengateTokens
 
-/// The plain-HTTP listener: it never forwards (DESIGN §4). Every request gets 426 with a JSON error, or
-/// a 308 redirect to the same path over https — without the query, which may hold what should never
-/// have been sent in the clear.
+/// The plain-HTTP listener: it never forwards (DESIGN §4). Every request gets 426 with a JSON error, or,
+/// in `redirect` mode and for a route browsers use, a 308 redirect to the same path over https — without
+/// the query, which may hold what should never have been sent in the clear.
 final class PlainHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let mode: PlainHTTPMode
     private let httpsPort: Int?
+    /// The routes of the generation the connection was accepted under, to tell browser routes from API ones.
+    private let runtime: GatewayRuntime
     private var parser: HTTP1RequestParser
     /// The one answer was written: nothing more is read.
     private var answered = false
     /// The head deadline, and the idle timeout that closes a silent connection.
     private let readDeadlines: HTTP1ReadDeadlines
 
-    init(mode: PlainHTTPMode, httpsPort: Int?, limits: LimitsConfiguration, readDeadlines: HTTP1ReadDeadlines) {
+    init(mode: PlainHTTPMode, httpsPort: Int?, runtime: GatewayRuntime, limits: LimitsConfiguration, readDeadlines: HTTP1ReadDeadlines) {
         self.mode = mode
         self.httpsPort = httpsPort
+        self.runtime = runtime
         self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(limits))
         self.readDeadlines = readDeadlines
     }
@@ -79,9 +83,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         self.readDeadlines.headReceived()
         self.answered = true
         switch self.mode {
-        case .reject:
-            self.writeAndClose(GatewayAnswer.tlsRequired(), version: head.version, method: head.method, context: context)
-        case .redirect:
+        case .redirect where self.isBrowserRoute(head):
             var serializer = HTTP1ResponseSerializer()
             var buffer = context.channel.allocator.buffer(capacity: 512)
             var headers = HTTPHeaders()
@@ -98,7 +100,23 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             )
             serializer.writeEnd(nil, into: &buffer)
             self.writeAndClose(buffer, context: context)
+        case .redirect, .reject:
+            self.writeAndClose(GatewayAnswer.tlsRequired(), version: head.version, method: head.method, context: context)
         }
+    }
+
+    /// Whether `head` is for a route browsers use: a public route, a session-only route or a token page. Those
+    /// get the redirect; a route that accepts api tokens, and a path no route serves, get the 426 with its
+    /// JSON error even in `redirect` mode (DESIGN §4: an app's HTTP client would follow a redirect, re-sending
+    /// its token, and should learn instead that it is misconfigured). Matched on the path as sent: nothing is
+    /// forwarded here, so a path spelled to match another route only changes which refusal it gets.
+    private func isBrowserRoute(_ head: ClientRequestHead) -> Bool {
+        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "/"
+        guard let index = self.runtime.routeTable.match(host: head.fields.first(name: "host"), path: path) else {
+            return false
+        }
+        let route = self.runtime.routes[index]
+        return route.tokenPage != nil || !(route.accept?.contains(.api) ?? false)
     }
 
     private func writeAndClose(

@@ -40,6 +40,7 @@ final class GatewayHarness: @unchecked Sendable {
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
         limits: String = "",
+        plainHTTP: String = "reject",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -59,7 +60,7 @@ final class GatewayHarness: @unchecked Sendable {
               - address: 127.0.0.1:0
                 tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
               - address: 127.0.0.1:0
-                plain_http: reject
+                plain_http: \(plainHTTP)
             keys: [ { jwks: public.jwks } ]
             cutoffs: { file: cutoffs.json }
             realm: test.example

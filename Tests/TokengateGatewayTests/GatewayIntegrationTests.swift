@@ -19,11 +19,12 @@ struct GatewayIntegrationTests {
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
         limits: String = "",
+        plainHTTP: String = "reject",
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let harness = GatewayHarness()
         do {
-            try await harness.start(routes: routes, upstreams: upstreams, limits: limits)
+            try await harness.start(routes: routes, upstreams: upstreams, limits: limits, plainHTTP: plainHTTP)
             try await body(harness)
         } catch {
             await harness.stop()
@@ -240,6 +241,36 @@ struct GatewayIntegrationTests {
             ])
             #expect(fetchSite.status == 200)
             #expect(gateway.backend.requestsReceived == 2)
+        }
+    }
+
+    /// `plain_http: redirect` sends browsers on to https (public and session routes: 308, same path, no
+    /// query) and still refuses API routes and unrouted paths with the 426 an app's HTTP client can read;
+    /// nothing reaches the backend.
+    @Test func plainHTTPRedirectModeRedirectsBrowserRoutesOnly() async throws {
+        let routes = GatewayHarness.defaultRoutes.replacingOccurrences(
+            of: "- { path_prefix: /, upstream: api, accept: none }",
+            with: "- { path_prefix: /pub/, upstream: api, accept: none }"
+        )
+        try #require(routes != GatewayHarness.defaultRoutes)
+        try await self.withGateway(routes: routes, plainHTTP: "redirect") { gateway in
+            let token = try gateway.mint("alice")
+            let plain = "http://127.0.0.1:\(gateway.plainPort)"
+            let redirected = try Curl.run(["\(plain)/pub/page?q=secret"], caFile: nil)
+            #expect(redirected.status == 308)
+            // The harness configures port 0 (the kernel picks one), and a redirect names the configured port.
+            #expect(redirected.header("location") == "https://127.0.0.1:0/pub/page", "\(redirected.headers)")
+            #expect(redirected.header("strict-transport-security") == nil)
+            let session = try Curl.run(["\(plain)/account/me"], caFile: nil)
+            #expect(session.status == 308)
+            #expect(session.header("location") == "https://127.0.0.1:0/account/me")
+            for path in ["/api/items", "/both/x", "/elsewhere"] {
+                let refused = try Curl.run(["-X", "POST", "-H", "Authorization: Bearer \(token)", "\(plain)\(path)"], caFile: nil)
+                #expect(refused.status == 426, "\(path)")
+                #expect(refused.header("location") == nil, "\(path)")
+                #expect(refused.body.contains("\"error\":\"tls_required\""), "\(path): \(refused.body)")
+            }
+            #expect(gateway.backend.requestsReceived == 0)
         }
     }
 
