@@ -46,6 +46,8 @@ for arg in "$@"; do
 done
 
 work="$(mktemp -d /tmp/tokengate-validate-deploy.XXXXXX)"
+# Traversable by the deployment's user (10001), as whom section 3 runs check-config; nothing in it is listed.
+chmod 0711 "$work"
 chmod 0755 "$work"
 gateway_pid="" backend_pid=""
 cleanup() {
@@ -439,8 +441,17 @@ for pair in "kubernetes:$work/configs/kubernetes.yaml" "docker:$repo/deploy/dock
     cat "$work/materialise-$name.log"; bad "$name: cannot generate the files tokengate.yaml names"; continue
   fi
   config="$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["config"])' "$info")"
-  if output="$("$tokengate" check-config "$config" 2>&1)"; then
-    ok "$name: ${output#"$root"}"
+  # As the deployment runs it: user and group 10001, which the materialised secrets (root:10001 0640) are
+  # handed to, so a warning about who may read them means what it would mean in production.
+  if output="$(setpriv --reuid=10001 --regid=10001 --clear-groups "$tokengate" check-config "$config" 2>&1)"; then
+    # A shipped configuration must not need a warning either (a public route that bypasses a protected
+    # one, a secret others may read): operators copy these files.
+    if grep -q "warning:" <<< "$output"; then
+      echo "$output" | sed 's/^/        /'
+      bad "$name: tokengate check-config warns about ${source#"$repo"/}"
+    else
+      ok "$name: ${output#"$root"}"
+    fi
   else
     echo "$output" | sed 's/^/        /'
     bad "$name: tokengate check-config refused ${source#"$repo"/}"

@@ -14,7 +14,8 @@ extension GatewayConfiguration {
     /// A file holding a secret (a TLS private key, the signing key, an HMAC secret, the admin secret, the
     /// PostgreSQL password) that other users may read is reported, not refused: Kubernetes mounts secrets
     /// 0644 unless `defaultMode` says otherwise, and a container often runs as the only user. Elsewhere it
-    /// usually means the key was written with the default umask. Only the mode is looked at (``FileCheck``),
+    /// usually means the key was written with the default umask. A group that is the gateway's own is not
+    /// reported (``FileCheck/permissionsExposingSecret(_:)``). Only the owner, group and mode are looked at,
     /// never the content.
     public var warnings: [String] {
         var warnings: [String] = self.readableSecretFileWarnings
@@ -74,11 +75,12 @@ extension GatewayConfiguration {
         var reported: Set<String> = []
         var warnings: [String] = []
         for (key, file) in self.secretFiles {
-            guard let mode = FileCheck.groupOrOtherPermissions(file.path), reported.insert(file.path).inserted else { continue }
-            let who = mode & 0o004 != 0 ? "every user on the machine" : "its group"
+            guard let mode = FileCheck.permissionsExposingSecret(file.path), reported.insert(file.path).inserted else { continue }
+            let who = mode & 0o004 != 0 ? "every user on the machine" : "its group, which is not one of the gateway's groups,"
             warnings.append(
                 "\(key): \(file) holds a secret but has mode \(String(mode, radix: 8).leftPadded(to: 4)), so \(who) can read it; "
-                    + "make it readable by the gateway's user only (chmod 600, or defaultMode: 0400 on a Kubernetes secret volume)"
+                    + "make it readable by the gateway only (chmod 600 when the gateway's user owns it, or 640 with the gateway's "
+                    + "group; defaultMode: 0440 with the pod's fsGroup on a Kubernetes secret volume)"
             )
         }
         return warnings

@@ -61,20 +61,26 @@ import TokengateConfig
         }
     }
 
-    /// Every file holding a secret is looked at, by mode only; one named twice is reported once, and public
-    /// files (certificates, verification keys) are not reported whatever their mode.
+    /// Every file holding a secret is looked at, by mode and group only; one named twice is reported once, and
+    /// public files (certificates, verification keys) are not reported whatever their mode. A group-readable
+    /// secret is reported when its group is not one of the process's (`nogroup` here), and not when it is
+    /// (the signing key, 0640 with the process's own group: how systemd and Kubernetes hand a secret to a
+    /// service that does not own it).
     @Test func secretFilesOthersMayReadAreReported() throws {
         let directory = NSTemporaryDirectory() + "tokengate-modes-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let modes: [String: Int] = [
             "cert.pem": 0o644, "key.pem": 0o600, "admin-key.pem": 0o644, "admin.secret": 0o604, "public.jwks": 0o644,
-            "hmac.key": 0o640, "private.jwks": 0o600, "pg.password": 0o644,
+            "hmac.key": 0o640, "private.jwks": 0o640, "pg.password": 0o644,
         ]
         for (name, mode) in modes {
             try "x".write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: directory + "/" + name)
         }
+        // A group the test process is not in (the suite runs as root, which may give a file any group).
+        try FileManager.default.setAttributes([.groupOwnerAccountID: 65_534], ofItemAtPath: directory + "/hmac.key")
+        try #require(getegid() != 65_534)
         let yaml = """
             listen:
               - address: 127.0.0.1:8443
@@ -93,7 +99,7 @@ import TokengateConfig
         let expected = [
             ("listen[0].tls.certificates[1].key", "mode 0644", "every user"),
             ("admin.secret_file", "mode 0604", "every user"),
-            ("keys[1].hmac_file", "mode 0640", "its group"),
+            ("keys[1].hmac_file", "mode 0640", "its group, which is not one of the gateway's groups"),
             ("cutoffs.password_file", "mode 0644", "every user"),
         ]
         for (key, mode, who) in expected {

@@ -104,6 +104,10 @@ struct CheckConfigCommandTests {
 
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: setup.directory + "/key.pem")
         try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: setup.directory + "/private.jwks")
+        let ownGroup = try setup.checkConfig()
+        #expect(ownGroup.stderr.split(separator: "\n").count == 1, "0640 with the gateway's own group is how a service gets a secret: \(ownGroup.stderr)")
+        // A group the gateway is not in (the suite runs as root, which may give a file any group).
+        try FileManager.default.setAttributes([.groupOwnerAccountID: 65_534], ofItemAtPath: setup.directory + "/private.jwks")
         let readable = try setup.checkConfig()
         #expect(readable.status == 0, "a warning, not a refusal: \(readable.stdout) \(readable.stderr)")
         #expect(readable.stdout.contains(": ok ("), "\(readable.stdout)")
@@ -114,7 +118,7 @@ struct CheckConfigCommandTests {
             "\(readable.stderr)"
         )
         #expect(
-            lines.contains { $0.contains("warning: signing_key.jwks") && $0.contains("mode 0640") && $0.contains("its group") },
+            lines.contains { $0.contains("warning: signing_key.jwks") && $0.contains("mode 0640") && $0.contains("not one of the gateway's groups") },
             "\(readable.stderr)"
         )
         #expect(!readable.stderr.contains("BEGIN"), "no key material in a warning")
