@@ -76,35 +76,53 @@ public final class GatewayServer: Sendable {
     /// restart, and such a change is refused.
     public func reload(configuration: GatewayConfiguration) throws {
         try self.reloadLock.withLock {
-            let current = self.generations.load()
-            let oldAddresses = current.configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
-            let newAddresses = configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
-            guard oldAddresses == newAddresses else {
-                current.runtime.metrics.configReloadFailures.increment()
-                throw GatewayStartupError("listeners cannot change on reload (restart the gateway to change them)")
-            }
-            let next: GatewayGeneration
-            do {
-                next = try GatewayGeneration(
-                    number: current.number + 1,
-                    configuration: configuration,
-                    cutoffs: self.cutoffs,
-                    metrics: nil,
-                    registry: self.metricsRegistry,
-                    group: self.group,
-                    logger: self.logger,
-                    now: self.now
-                )
-            } catch {
-                current.runtime.metrics.configReloadFailures.increment()
-                throw error
-            }
-            let previous = self.generations.exchange(next)
-            previous.pools.closeAll()
-            next.runtime.metrics.configReloads.increment()
-            next.runtime.metrics.configGeneration.record(Int64(next.number))
-            self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
+            try self.reloadLocked(configuration: configuration)
         }
+    }
+
+    /// Reads the configuration file at `path` and reloads it (``reload(configuration:)``). A file that does not
+    /// load (YAML, an unknown key, a missing file) is a refused reload like any other: it counts in
+    /// `tokengate_config_reload_failures_total`, the metric operators watch after a SIGHUP.
+    public func reload(configurationPath path: String) throws {
+        let configuration: GatewayConfiguration
+        do {
+            configuration = try GatewayConfiguration.load(path: path)
+        } catch {
+            self.metrics.configReloadFailures.increment()
+            throw error
+        }
+        try self.reload(configuration: configuration)
+    }
+
+    private func reloadLocked(configuration: GatewayConfiguration) throws {
+        let current = self.generations.load()
+        let oldAddresses = current.configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
+        let newAddresses = configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
+        guard oldAddresses == newAddresses else {
+            current.runtime.metrics.configReloadFailures.increment()
+            throw GatewayStartupError("listeners cannot change on reload (restart the gateway to change them)")
+        }
+        let next: GatewayGeneration
+        do {
+            next = try GatewayGeneration(
+                number: current.number + 1,
+                configuration: configuration,
+                cutoffs: self.cutoffs,
+                metrics: nil,
+                registry: self.metricsRegistry,
+                group: self.group,
+                logger: self.logger,
+                now: self.now
+            )
+        } catch {
+            current.runtime.metrics.configReloadFailures.increment()
+            throw error
+        }
+        let previous = self.generations.exchange(next)
+        previous.pools.closeAll()
+        next.runtime.metrics.configReloads.increment()
+        next.runtime.metrics.configGeneration.record(Int64(next.number))
+        self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
     }
 
     /// What `check-config` prints and `serve` logs as warnings: the configuration's own

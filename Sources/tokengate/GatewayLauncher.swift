@@ -210,8 +210,7 @@ struct GatewayLauncher {
     /// and the running configuration stays.
     static func reload(server: GatewayServer, path: String, logger: Logger) -> AdminServer.Response {
         do {
-            let configuration = try GatewayConfiguration.load(path: path)
-            try server.reload(configuration: configuration)
+            try server.reload(configurationPath: path)
             return .init(status: 200, body: "{\"status\":\"reloaded\",\"generation\":\(server.generation)}")
         } catch {
             logger.error("reload refused; the previous configuration keeps serving", metadata: ["reason": "\(error)"])

@@ -423,17 +423,23 @@ struct GatewayIntegrationTests {
             // Good: a new route. Bad: a key file that does not parse. Good again.
             try (original + "\n  - { path_prefix: /new/, upstream: api, accept: none }\n")
                 .write(toFile: path, atomically: true, encoding: .utf8)
-            try gateway.server.reload(configuration: GatewayConfiguration.load(path: path))
+            try gateway.server.reload(configurationPath: path)
             #expect(gateway.server.generation == 2)
             try "{\"keys\": [{\"kty\": \"oct\"}]}".write(toFile: gateway.directory + "/broken.jwks", atomically: true, encoding: .utf8)
             let broken = original.replacingOccurrences(of: "jwks: public.jwks", with: "jwks: broken.jwks")
             try broken.write(toFile: path, atomically: true, encoding: .utf8)
             #expect(throws: (any Error).self) {
-                try gateway.server.reload(configuration: GatewayConfiguration.load(path: path))
+                try gateway.server.reload(configurationPath: path)
             }
             #expect(gateway.server.generation == 2, "a bad configuration must not replace the running one")
+            // A file that does not even load (an unknown key) is refused, and counted, the same way.
+            try (original + "\nbogus_key: 1\n").write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(throws: (any Error).self) {
+                try gateway.server.reload(configurationPath: path)
+            }
+            #expect(gateway.server.generation == 2)
             try original.write(toFile: path, atomically: true, encoding: .utf8)
-            try gateway.server.reload(configuration: GatewayConfiguration.load(path: path))
+            try gateway.server.reload(configurationPath: path)
             #expect(gateway.server.generation == 3)
             let statuses = try await loop.value
             #expect(statuses.count == 200)
@@ -441,6 +447,7 @@ struct GatewayIntegrationTests {
             let after = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/x"])
             #expect(after.status == 200)
             #expect(gateway.server.metrics.render().contains("tokengate_config_reloads_total 2"))
+            #expect(gateway.server.metrics.render().contains("tokengate_config_reload_failures_total 2"), "\(gateway.server.metrics.render())")
         }
     }
 
