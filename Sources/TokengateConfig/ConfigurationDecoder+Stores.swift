@@ -23,7 +23,8 @@ extension ConfigurationDecoder {
         }
         switch store {
         case "file":
-            return .file(try storeNode.creatablePath())
+            // Read-only: the gateway never writes it (revocations go to a writable store), so it must exist.
+            return .file(try storeNode.path(mustExist: true))
         case "sqlite":
             return .sqlite(try storeNode.creatablePath())
         default:

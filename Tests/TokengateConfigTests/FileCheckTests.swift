@@ -80,6 +80,23 @@ struct FileCheckTests {
         }
     }
 
+    @Test("a JSON file cutoff store must exist: the gateway only reads it")
+    func missingCutoffFile() throws {
+        let directory = try self.deployment()
+        let yaml = minimalYAML.replacingOccurrences(of: "sqlite: cutoffs.db", with: "file: cutoffs.json")
+        try #require(yaml != minimalYAML)
+        try directory.write("tokengate.yaml", contents: yaml)
+        let error = #expect(throws: ConfigurationError.self) {
+            try GatewayConfiguration.load(path: directory.path + "/tokengate.yaml")
+        }
+        #expect(error?.code == .fileNotFound)
+        #expect(error?.message == "file cutoffs.json (\(directory.path)/cutoffs.json) does not exist")
+        try directory.write("cutoffs.json", contents: "{}")
+        #expect(throws: Never.self) {
+            try GatewayConfiguration.load(path: directory.path + "/tokengate.yaml")
+        }
+    }
+
     @Test("checkFiles: false skips every existence check")
     func noChecks() throws {
         let directory = try TemporaryDirectory()
