@@ -215,7 +215,10 @@ public struct AdminAPI: Sendable {
                 }
                 options.force = force
             default:
-                throw RequestError(message: "unknown field in the body (expected \"at\" and \"force\")")
+                // Named when it is short printable ASCII (it is the caller's own input, echoed in the answer).
+                let printable = key.utf8.count <= 64 && key.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") }
+                let named = printable ? "unknown field \"\(key)\"" : "an unknown field"
+                throw RequestError(message: "\(named) in the body (expected \"at\" and \"force\")")
             }
         }
         return options

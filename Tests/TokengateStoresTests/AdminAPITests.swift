@@ -142,6 +142,24 @@ struct AdminAPITests {
         try await fixture.finish()
     }
 
+    @Test("an unknown member is named in the refusal when it is short printable ASCII, and nothing is published", arguments: [
+        (#"{"bogus":1}"#, "unknown field \"bogus\""),
+        (#"{"at":1000,"Force":true}"#, "unknown field \"Force\""),
+        ("{\"" + String(repeating: "x", count: 65) + "\":1}", "an unknown field"),
+        (#"{"a\nb":1}"#, "an unknown field"),
+    ])
+    func unknownMembers(body: String, named: String) async throws {
+        let fixture = try await Fixture()
+        let published = fixture.published.all.count
+        let answer = await fixture.call("POST", "/admin/users/alice/password-changed", body)
+        #expect(answer.status == 400, "\(answer.json)")
+        let object = try Self.object(answer)
+        #expect(object["error"] as? String == "invalid_request")
+        #expect((object["error_description"] as? String)?.hasPrefix(named + " in the body") == true, "\(answer.json)")
+        #expect(fixture.published.all.count == published)
+        try await fixture.finish()
+    }
+
     @Test("names repeated only inside nested values are not repeated members")
     func nestedNamesAreNotRepeats() {
         #expect(AdminAPI.repeatedMember(Array(#"{"at":{"a":1,"a":2},"force":"force"}"#.utf8)) == nil)
