@@ -15,22 +15,29 @@ import NIOCore
 final class ConnectionRegistry: Sendable {
     private struct State {
         var channels: [ObjectIdentifier: any Channel] = [:]
+        var limit: Int
         var refusedSinceReport = 0
         var lastReport: NIODeadline?
     }
 
-    private let state = NIOLockedValueBox(State())
-    let limit: Int
+    private let state: NIOLockedValueBox<State>
     static let reportInterval = TimeAmount.seconds(1)
 
     init(limit: Int) {
-        self.limit = limit
+        self.state = NIOLockedValueBox(State(limit: limit))
+    }
+
+    /// `limits.max_connections`; a reload sets it. Lowering it closes nothing: connections over the new limit
+    /// stay until they end, and new ones are refused until the count is under it.
+    var limit: Int {
+        get { self.state.withLockedValue { $0.limit } }
+        set { self.state.withLockedValue { $0.limit = newValue } }
     }
 
     /// Registers `channel`; `false` when the limit is reached (the caller closes the channel), which is counted.
     func add(_ channel: any Channel) -> Bool {
         let added = self.state.withLockedValue { state -> Bool in
-            guard state.channels.count < self.limit else {
+            guard state.channels.count < state.limit else {
                 state.refusedSinceReport += 1
                 return false
             }

@@ -96,11 +96,13 @@ public final class GatewayServer: Sendable {
 
     private func reloadLocked(configuration: GatewayConfiguration) throws {
         let current = self.generations.load()
-        let oldAddresses = current.configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
-        let newAddresses = configuration.listeners.map { "\($0.address) \($0.tls != nil)" }
-        guard oldAddresses == newAddresses else {
+        let restartOnly = configuration.restartOnlyChanges(comparedTo: current.configuration)
+        guard restartOnly.isEmpty else {
             current.runtime.metrics.configReloadFailures.increment()
-            throw GatewayStartupError("listeners cannot change on reload (restart the gateway to change them)")
+            throw GatewayStartupError(
+                "\(restartOnly.joined(separator: ", ")) cannot change on reload (restart the gateway to change "
+                    + "\(restartOnly.count == 1 ? "it" : "them")); nothing was reloaded"
+            )
         }
         let next: GatewayGeneration
         do {
@@ -118,6 +120,7 @@ public final class GatewayServer: Sendable {
             current.runtime.metrics.configReloadFailures.increment()
             throw error
         }
+        self.registry.limit = configuration.limits.maxConnections
         let previous = self.generations.exchange(next)
         previous.pools.closeAll()
         next.runtime.metrics.configReloads.increment()
@@ -171,15 +174,14 @@ public final class GatewayServer: Sendable {
     public func start() async throws -> [SocketAddress] {
         var bound: [SocketAddress] = []
         let configuration = self.generations.load().configuration
-        let httpsPort = configuration.listeners.first { $0.tls != nil }?.address.port
         do {
             for (index, listener) in configuration.listeners.enumerated() {
                 let channel: any Channel
                 switch listener.mode {
-                case .tls(let tls):
-                    channel = try await self.bindTLS(listener.address, index: index, handshakeTimeout: .init(tls.handshakeTimeout))
-                case .plain(let mode):
-                    channel = try await self.bindPlain(listener.address, mode: mode, httpsPort: listener.redirectPort ?? httpsPort)
+                case .tls:
+                    channel = try await self.bindTLS(listener.address, index: index)
+                case .plain:
+                    channel = try await self.bindPlain(listener.address, index: index)
                 }
                 self.serverChannels.withLockedValue { $0.append(channel) }
                 if let address = channel.localAddress { bound.append(address) }
@@ -192,12 +194,20 @@ public final class GatewayServer: Sendable {
         return bound
     }
 
+    /// `limits.drain_timeout` of the running configuration (a reload may have changed it).
+    public var drainTimeout: TimeAmount {
+        TimeAmount(self.generations.load().configuration.limits.drainTimeout)
+    }
+
     /// Graceful shutdown: stop accepting, let in-flight exchanges finish (up to `drainTimeout`), close.
     public func shutdown(drainTimeout: TimeAmount) async {
         for channel in self.serverChannels.withLockedValue({ $0 }) {
             try? await channel.close()
         }
         let open = self.registry.all
+        if drainTimeout > .zero {
+            self.logger.info("draining", metadata: ["connections": "\(open.count)", "drain_timeout": "\(drainTimeout)"])
+        }
         for channel in open {
             channel.pipeline.fireUserInboundEventTriggered(GatewayShutdownEvent())
         }
@@ -214,7 +224,10 @@ public final class GatewayServer: Sendable {
 
     // MARK: Listeners
 
-    private func bindTLS(_ address: SocketAddressSpec, index: Int, handshakeTimeout: TimeAmount) async throws -> any Channel {
+    /// Binds the TLS listener `index`. Everything but its address is read from the generation current when a
+    /// connection arrives (a reload keeps each listener's address and kind at its index), so a reload's new
+    /// certificates and handshake timeout apply to the next connection.
+    private func bindTLS(_ address: SocketAddressSpec, index: Int) async throws -> any Channel {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
@@ -228,6 +241,7 @@ public final class GatewayServer: Sendable {
             }
             // The certificates and limits of the generation current when the connection arrives.
             let generation = generations.load()
+            let handshakeTimeout = generation.configuration.listeners[index].tls.map { TimeAmount($0.handshakeTimeout) } ?? .seconds(10)
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
                 try sync.addHandler(PlainHTTPOnTLSPortHandler(logger: logger) { generation.runtime.metrics.recordTLSFailure("plainHTTP") })
@@ -238,12 +252,17 @@ public final class GatewayServer: Sendable {
         }.bind(host: address.host, port: address.port).get()
     }
 
-    private func bindPlain(_ address: SocketAddressSpec, mode: PlainHTTPMode, httpsPort: Int?) async throws -> any Channel {
+    /// Binds the plain-HTTP listener `index`; its mode and redirect port are read per connection, like
+    /// ``bindTLS(_:index:)``'s settings.
+    private func bindPlain(_ address: SocketAddressSpec, index: Int) async throws -> any Channel {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
         return try await self.serverBootstrap().childChannelInitializer { channel in
             let generation = generations.load()
+            let listener = generation.configuration.listeners[index]
+            let mode: PlainHTTPMode = if case .plain(let mode) = listener.mode { mode } else { .reject }
+            let httpsPort = listener.redirectPort ?? generation.configuration.listeners.first { $0.tls != nil }?.address.port
             let limits = generation.configuration.limits
             let peer = channel.remoteAddress?.ipAddress
             // Behind a TLS-terminating load balancer: requests from a configured proxy address are served

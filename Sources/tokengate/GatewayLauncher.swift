@@ -121,13 +121,12 @@ struct GatewayLauncher {
         }
         try await onStarted(addresses, sync)
 
-        let drain = TimeAmount(self.configuration.limits.drainTimeout)
         // Every service runs until shutdown: ServiceGroup treats one that returns early as a failure and
         // stops the gateway, so optional ones are only added when configured.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: CutoffSyncRunner(sync: sync)),
             .init(service: ReloadOnHangup(server: server, path: configurationPath, logger: logger)),
-            .init(service: GatewayShutdownService(server: server, admin: admin, drain: drain)),
+            .init(service: GatewayShutdownService(server: server, admin: admin)),
         ]
         if let cacheFile = opened.cacheFile {
             services.append(.init(service: SnapshotCache(path: cacheFile, sync: sync, logger: logger)))
@@ -258,11 +257,11 @@ struct CutoffSyncRunner: Service {
 struct GatewayShutdownService: Service {
     let server: GatewayServer
     let admin: AdminServer?
-    let drain: TimeAmount
 
     func run() async throws {
         try? await gracefulShutdown()
-        await self.server.shutdown(drainTimeout: self.drain)
+        // The running configuration's: a reload may have changed it since start.
+        await self.server.shutdown(drainTimeout: self.server.drainTimeout)
         await self.admin?.stop()
     }
 }

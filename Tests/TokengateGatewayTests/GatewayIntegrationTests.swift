@@ -401,6 +401,44 @@ struct GatewayIntegrationTests {
 
     // MARK: Reload
 
+    /// A reload that changes what is used only at start (here the cutoff store) is refused as a whole, by
+    /// name, and counted; one that changes `limits.max_connections` applies it to new connections.
+    @Test func reloadRefusesRestartOnlyChangesAndAppliesTheConnectionLimit() async throws {
+        try await self.withGateway { gateway in
+            let path = gateway.directory + "/tokengate.yaml"
+            let original = try String(contentsOfFile: path, encoding: .utf8)
+            try "{}".write(toFile: gateway.directory + "/other.json", atomically: true, encoding: .utf8)
+            let moved = original.replacingOccurrences(of: "cutoffs: { file: cutoffs.json }", with: "cutoffs: { file: other.json }")
+            try #require(moved != original)
+            try (moved + "\n  - { path_prefix: /new/, upstream: api, accept: none }\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let error = #expect(throws: (any Error).self) {
+                try gateway.server.reload(configurationPath: path)
+            }
+            #expect("\(error.map { "\($0)" } ?? "")".contains("cutoffs cannot change on reload"), "\(String(describing: error))")
+            #expect(gateway.server.generation == 1)
+            #expect(try self.curl(gateway, ["\(gateway.baseURL)/new/x"]).status == 200, "/ still serves it; the new route is not in")
+            #expect(gateway.server.metrics.render().contains("tokengate_config_reload_failures_total 1"))
+
+            try (original + "\nlimits: { max_connections: 1 }\n").write(toFile: path, atomically: true, encoding: .utf8)
+            try gateway.server.reload(configurationPath: path)
+            #expect(gateway.server.generation == 2)
+            // One connection held open: the next is refused at the new limit of 1.
+            let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(held) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(gateway.tlsPort).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(held, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(connected == 0)
+            try await Task.sleep(for: .milliseconds(200))
+            let refused = try self.curl(gateway, ["\(gateway.baseURL)/about"])
+            #expect(refused.status == 0, "a second connection over max_connections 1: \(refused.status)")
+        }
+    }
+
     @Test func reloadsWithoutFailingARequestAndRefusesABadConfiguration() async throws {
         try await self.withGateway { gateway in
             let token = try gateway.mint("alice")
