@@ -13,9 +13,10 @@ public struct UpstreamConfiguration: Sendable, Equatable {
     public var responseTimeout: Duration
     /// An idle pooled connection is closed after this. Default 60s.
     public var idleTimeout: Duration
-    /// Default 512: sized for concurrency, not a small constant.
+    /// Per event loop (each loop has its own pool). Default 512: sized for concurrency, not a small constant.
     public var maxConnectionsPerTarget: Int
-    /// Extra attempts after a connect failure, for idempotent methods only. Default 1.
+    /// Extra attempts after a connect failure, for any method (a connection never made carried nothing of the
+    /// request). Default 1.
     public var retries: Int
     /// Passive ejection of failing targets.
     public var ejection: EjectionConfiguration
@@ -92,7 +93,8 @@ public struct UpstreamTLSConfiguration: Sendable, Equatable {
     }
 }
 
-/// Passive ejection: after `consecutiveFailures` failures in a row a target is skipped for `duration`.
+/// Passive ejection: after `consecutiveFailures` connect failures in a row (counted per event loop, reset by a
+/// successful connect) a target is skipped for `duration`.
 public struct EjectionConfiguration: Sendable, Equatable {
     public var consecutiveFailures: Int
     public var duration: Duration

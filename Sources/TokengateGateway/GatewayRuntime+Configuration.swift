@@ -72,6 +72,8 @@ extension GatewayRuntime {
                     responseTimeout: .init(upstream.responseTimeout),
                     idleTimeout: .init(upstream.idleTimeout),
                     maxConnectionsPerTarget: upstream.maxConnectionsPerTarget,
+                    retries: upstream.retries,
+                    failuresBeforeEjection: upstream.ejection.consecutiveFailures,
                     ejectionTime: .init(upstream.ejection.duration),
                     tlsContext: tlsContext
                 )

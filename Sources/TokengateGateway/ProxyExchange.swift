@@ -19,9 +19,10 @@ import TokengateTokens
 /// client is not writable, the upstream connection's reads are held back.
 ///
 /// ### Failure
-/// A backend that fails before its response starts gets a 502/503/504 answer (or, for a reused
-/// keep-alive connection the backend had closed, one retry on a fresh connection when the whole request
-/// is still at hand); one that fails after the response started makes the client side abort, so the
+/// A connect that fails is tried again, up to the upstream's `retries`, on another target first (nothing
+/// of the request was sent). A backend that fails before its response starts gets a 502/503/504 answer (or,
+/// for a reused keep-alive connection the backend had closed, one retry on a fresh connection when the whole
+/// request is still at hand); one that fails after the response started makes the client side abort, so the
 /// client sees a truncated response and never a clean end.
 final class ProxyExchange: UpstreamResponseReceiver {
     private enum State {
@@ -72,8 +73,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var stallTimer: Scheduled<Void>?
     /// The client sent `Expect: 100-continue` over HTTP/1.1 and waits for a `100 Continue` before its body.
     private var continueExpected: Bool
-    /// Targets that refused a connection for this request (each is tried at most once).
+    /// Connects that failed for this request so far; it gets ``UpstreamSettings/retries`` of them before the
+    /// gateway answers 502.
     private var failedConnects = 0
+    /// The target whose connect failed last: the retry looks at every other target first.
+    private var failedTarget: Int?
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -483,11 +487,12 @@ extension ProxyExchange {
 
     private func connectUpstream() {
         let pool = self.pool
-        if let connection = pool.acquireIdle() {
+        // A retry after a failed connect skips the round-robin's idle pick, which could be the failed target.
+        if self.failedTarget == nil, let connection = pool.acquireIdle() {
             self.upstreamConnected(connection)
             return
         }
-        pool.acquire().assumeIsolated().whenComplete { result in
+        pool.acquire(after: self.failedTarget).assumeIsolated().whenComplete { result in
             guard case .awaitingUpstream = self.state else {
                 // The client went away while we connected: the connection is fresh and clean, keep it.
                 if case .success(let connection) = result { pool.release(connection, reusable: true) }
@@ -497,19 +502,19 @@ extension ProxyExchange {
             case .success(let connection):
                 self.upstreamConnected(connection)
             case .failure(let error):
-                let error = error as? UpstreamError ?? .connectFailed
-                // Nothing of the request reached any backend yet: another target may take it. The pool has
-                // ejected the one that refused, so the next acquire picks another; at most one try per target.
-                if error == .connectFailed, self.failedConnects + 1 < pool.settings.targets.count {
+                // No connection, so nothing of the request reached a backend: sending it again is safe whatever
+                // the method, and its body is all still here (queued, or not read yet).
+                if let failure = error as? UpstreamPool.ConnectFailure, self.failedConnects < pool.settings.retries {
                     self.failedConnects += 1
+                    self.failedTarget = failure.targetIndex
                     self.connectUpstream()
                     return
                 }
-                self.answer(
-                    error == .noTargetAvailable
-                        ? .serviceUnavailable("no backend is available", reason: error.code)
-                        : .badGateway("the backend could not be reached", reason: error.code)
-                )
+                if error as? UpstreamError == .noTargetAvailable {
+                    self.answer(.serviceUnavailable("no backend is available", reason: UpstreamError.noTargetAvailable.code))
+                } else {
+                    self.answer(.badGateway("the backend could not be reached", reason: UpstreamError.connectFailed.code))
+                }
             }
         }
     }

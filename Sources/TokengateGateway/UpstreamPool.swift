@@ -13,17 +13,28 @@ import TokengateTLS
 ///
 /// Each event loop has its own pool, so an exchange never hops threads: the client connection, its
 /// upstream connection and this pool all live on one loop, and nothing here takes a lock. Targets are
-/// used round-robin; one that refuses a connection is skipped for ``UpstreamSettings/ejectionTime``
-/// (passive ejection).
+/// used round-robin; one whose connects failed ``UpstreamSettings/failuresBeforeEjection`` times in a row is
+/// skipped for ``UpstreamSettings/ejectionTime`` (passive ejection). The count and the ejection belong to this
+/// pool, so to one event loop: each loop finds out about a dead target by its own failures.
 final class UpstreamPool {
+    /// A connection to one target could not be made (refused, timed out, name not resolved): nothing of the
+    /// request was sent, so the caller may try again, on another target when there is one
+    /// (``acquire(after:)``). Answered as ``UpstreamError/connectFailed``.
+    struct ConnectFailure: Error {
+        let targetIndex: Int
+    }
+
     let settings: UpstreamSettings
     let eventLoop: any EventLoop
     private let logger: Logger
     private var idle: [[UpstreamConnection]]
     private var open: [Int]
     private var ejectedUntil: [NIODeadline]
-    /// What ``ejectedUntil`` holds for a target that never refused a connection.
+    /// What ``ejectedUntil`` holds for a target that is not ejected (never was, or connected since).
     private static let neverEjected = NIODeadline.uptimeNanoseconds(0)
+    /// Connect failures since the target's last successful connect. Not reset when an ejection ends: a target
+    /// back from one that fails again is skipped again at once, until a connect succeeds.
+    private var failuresInARow: [Int]
     private var cursor = 0
     /// ``closeAll()`` was called (the configuration generation was replaced, or the gateway stops): connections
     /// given back from now on are closed instead of kept idle.
@@ -48,6 +59,7 @@ final class UpstreamPool {
         self.idle = Array(repeating: [], count: settings.targets.count)
         self.open = Array(repeating: 0, count: settings.targets.count)
         self.ejectedUntil = Array(repeating: Self.neverEjected, count: settings.targets.count)
+        self.failuresInARow = Array(repeating: 0, count: settings.targets.count)
     }
 
     /// The number of open connections (idle and busy), for metrics and tests.
@@ -68,14 +80,20 @@ final class UpstreamPool {
     }
 
     /// A connection to a usable target: an idle one if there is one, else a new one. Fails with
-    /// ``UpstreamError/noTargetAvailable`` when every target is ejected or at its connection limit.
-    func acquire() -> EventLoopFuture<UpstreamConnection> {
+    /// ``ConnectFailure`` when the connect fails, and with ``UpstreamError/noTargetAvailable`` when every
+    /// target is at its connection limit.
+    ///
+    /// - Parameter failedTarget: For a retry, the target whose connect just failed: the search starts after
+    ///   it, so every other usable target comes first and the failed one last (the only one, for a
+    ///   single-target upstream). `nil` follows the round-robin.
+    func acquire(after failedTarget: Int? = nil) -> EventLoopFuture<UpstreamConnection> {
         self.eventLoop.preconditionInEventLoop()
         let now = NIODeadline.now()
         let count = self.settings.targets.count
+        let first = failedTarget.map { $0 + 1 } ?? self.cursor
         var fallback: Int?
         for step in 0..<count {
-            let index = (self.cursor + step) % count
+            let index = (first + step) % count
             if self.ejectedUntil[index] > now {
                 fallback = fallback ?? index
                 continue
@@ -115,9 +133,20 @@ final class UpstreamPool {
         self.idle[connection.targetIndex].append(connection)
     }
 
-    /// Marks a target as refusing connections.
-    func eject(_ index: Int) {
-        self.ejectedUntil[index] = .now() + self.settings.ejectionTime
+    /// Counts a failed connect to target `index`, and ejects the target once the failures in a row reach
+    /// ``UpstreamSettings/failuresBeforeEjection``.
+    private func connectFailed(_ index: Int) {
+        // Capped: past the threshold the count only has to say "reached".
+        self.failuresInARow[index] = min(self.failuresInARow[index] + 1, self.settings.failuresBeforeEjection)
+        if self.failuresInARow[index] >= self.settings.failuresBeforeEjection {
+            self.ejectedUntil[index] = .now() + self.settings.ejectionTime
+        }
+    }
+
+    /// A connect to target `index` succeeded: the target is up, whatever it did before.
+    private func connectSucceeded(_ index: Int) {
+        self.failuresInARow[index] = 0
+        self.ejectedUntil[index] = Self.neverEjected
     }
 
     func closeAll() {
@@ -210,17 +239,18 @@ final class UpstreamPool {
             }
         // The bootstrap runs on this pool's loop, so the callbacks below run here too and may touch the pool.
         return bootstrap.connect(host: target.host, port: target.port).assumeIsolated().flatMapThrowing { channel in
+            self.connectSucceeded(index)
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
             return self.adopt(channel, index: index, handler: handler)
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1
-            self.eject(index)
+            self.connectFailed(index)
             self.connectFailures.increment()
             self.logger.warning(
                 "upstream connect failed",
                 metadata: ["upstream": "\(self.settings.name)", "target": "\(target.display)", "error": "\(error)"]
             )
-            throw UpstreamError.connectFailed
+            throw ConnectFailure(targetIndex: index)
         }.nonisolated()
     }
 }

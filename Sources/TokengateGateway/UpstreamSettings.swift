@@ -24,7 +24,13 @@ struct UpstreamSettings: Sendable {
     /// The most connections one event loop keeps open to one target; past it, other targets are tried,
     /// then the request gets 503. Sized for the concurrency a loop serves, not a small constant.
     var maxConnectionsPerTarget: Int
-    /// How long a target that refused a connection is skipped (passive ejection).
+    /// Extra connection attempts a request gets after connect failures (`retries`). Any method: a failed
+    /// connect sent nothing of the request.
+    var retries: Int
+    /// Connect failures in a row, on one event loop, after which a target is skipped
+    /// (`ejection.consecutive_failures`).
+    var failuresBeforeEjection: Int
+    /// How long a target is skipped once ejected (`ejection.duration`).
     var ejectionTime: TimeAmount
     var tlsContext: TLSClientContext?
 }

@@ -16,6 +16,9 @@ enum CutoffStoreFactory {
         var run: (@Sendable () async -> Void)?
         /// How long without a successful sync before `/readyz` reports not ready.
         var staleAfter: Duration?
+        /// How often the sync service reloads the whole store even when its change marker says nothing changed
+        /// (`cutoffs.resync_interval`).
+        var resyncInterval: Duration?
         /// Where the last good snapshot is kept, so a restart can serve while the store is unreachable.
         var cacheFile: String?
     }
@@ -71,6 +74,7 @@ enum CutoffStoreFactory {
                 store: store,
                 run: { await store.run() },
                 staleAfter: settings.staleAfter,
+                resyncInterval: settings.resyncInterval,
                 cacheFile: settings.cacheFile?.path
             )
         }

@@ -53,6 +53,7 @@ struct GatewayLauncher {
         let storeTask = opened.run.map { run in Task { await run() } }
         var syncConfiguration = CutoffSyncService.Configuration()
         if let staleAfter = opened.staleAfter { syncConfiguration.staleAfter = staleAfter }
+        if let resyncInterval = opened.resyncInterval { syncConfiguration.fullReloadInterval = resyncInterval }
         let sync = CutoffSyncService(store: store, configuration: syncConfiguration, logger: logger) { holder.store($0) }
         do {
             try await sync.start()

@@ -318,6 +318,8 @@ final class ScriptedBackend: Sendable {
             responseTimeout: .seconds(1),
             idleTimeout: .seconds(60),
             maxConnectionsPerTarget: 8,
+            retries: 1,
+            failuresBeforeEjection: 5,
             ejectionTime: .seconds(1),
             tlsContext: nil
         )

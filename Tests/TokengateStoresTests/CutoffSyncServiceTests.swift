@@ -212,4 +212,51 @@ struct CutoffSyncServiceTests {
         await loop.value
         try await store.close()
     }
+
+    @Test("an unchanged store is reloaded in full once every fullReloadInterval (cutoffs.resync_interval)")
+    func fullReloadAtTheConfiguredInterval() async throws {
+        let directory = try TemporaryDirectory()
+        let store = LoadCountingStore(try await SQLiteCutoffStore.open(path: directory.file("cutoffs.db")))
+        let clock = ManualClock(Self.start)
+        let service = CutoffSyncService(
+            store: store,
+            configuration: .init(pollInterval: .seconds(1), fullReloadInterval: .seconds(60)),
+            now: clock.function,
+            publish: PublishedSnapshots().publish
+        )
+        try await service.start()
+        #expect(await store.loads == 1)
+        for _ in 0..<2 {
+            clock.advance(by: 59)
+            await service.poll()
+            #expect(await store.loads == 1 + (clock.now - Self.start) / 60, "not due yet: the marker did not change")
+            clock.advance(by: 1)
+            await service.poll()
+            #expect(await store.loads == 1 + (clock.now - Self.start) / 60, "due: reloaded although nothing changed")
+        }
+        #expect(await store.loads == 3)
+        try await store.close()
+    }
+}
+
+/// Counts the whole-store reads of the store it wraps.
+actor LoadCountingStore: CutoffStore {
+    private let base: any CutoffStore
+    private(set) var loads = 0
+
+    init(_ base: any CutoffStore) {
+        self.base = base
+    }
+
+    nonisolated var storeDescription: String { self.base.storeDescription }
+
+    func load() async throws -> CutoffTable {
+        self.loads += 1
+        return try await self.base.load()
+    }
+
+    func changeMarker() async throws -> String? { try await self.base.changeMarker() }
+    func lookup(user: String) async throws -> CutoffLookup { try await self.base.lookup(user: user) }
+    func apply(_ write: CutoffWrite) async throws -> CutoffWriteResult { try await self.base.apply(write) }
+    func close() async throws { try await self.base.close() }
 }
