@@ -231,7 +231,11 @@ public final class GatewayServer: Sendable {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
-        return try await self.serverBootstrap().childChannelInitializer { channel in
+        let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
+        return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
+            guard backoff.admit(channel) else {
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
             guard registry.add(channel) else {
                 if let refused = registry.refusalsToReport() {
                     // At most one line a second under a flood, with the count since the last one.
@@ -258,7 +262,11 @@ public final class GatewayServer: Sendable {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
-        return try await self.serverBootstrap().childChannelInitializer { channel in
+        let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
+        return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
+            guard backoff.admit(channel) else {
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
             let generation = generations.load()
             let listener = generation.configuration.listeners[index]
             let mode: PlainHTTPMode = if case .plain(let mode) = listener.mode { mode } else { .reject }
@@ -306,8 +314,13 @@ public final class GatewayServer: Sendable {
         }.bind(host: address.host, port: address.port).get()
     }
 
-    private func serverBootstrap() -> ServerBootstrap {
+    /// A listener's bootstrap; a failed `accept` pauses accepting on it and is logged (``AcceptBackoff``, whose
+    /// ``AcceptBackoff/admit(_:)`` the child initializer calls first).
+    private func serverBootstrap(_ backoff: AcceptBackoff) -> ServerBootstrap {
         ServerBootstrap(group: self.group)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(backoff.handler()) }
+            }
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)

@@ -26,11 +26,19 @@ struct GatewayLauncher {
     /// - Parameter onStarted: called once every listener is bound, with their addresses and the cutoff sync
     ///   service (the dev default's demo site writes its password changes through it).
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
+        // SIGHUP's default action ends the process. Until the reload service traps it (once the service group
+        // runs, after the store is synced and the listeners are bound), a `systemctl reload` or a config
+        // manager's "reload after start" would kill a gateway that already logged "listening". Ignored until
+        // then; the configuration just loaded is the one the file holds.
+        signal(SIGHUP, SIG_IGN)
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
         for warning in GatewayServer.warnings(for: self.configuration) {
             logger.warning("configuration: \(warning)")
         }
+        let openFiles = OpenFileLimit.raise(forConnections: self.configuration.limits.maxConnections)
+        if let info = openFiles.info { logger.info("\(info)") }
+        if let warning = openFiles.warning { logger.warning("\(warning)") }
         // Read before anything starts: a bad secret file must not let the public listeners log "listening"
         // and then take the process down.
         var adminSecret: [UInt8]?

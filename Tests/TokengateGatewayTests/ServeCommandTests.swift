@@ -55,8 +55,9 @@ struct ServeCommandTests {
         return Setup(directory: directory, signer: try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8)), port: port, adminPort: adminPort)
     }
 
-    /// Switches the setup's configuration to a JSON-file store (no database, no cache) and starts `serve` with it.
-    private func serveWithJSONFileStore(_ setup: Setup) throws -> Process {
+    /// Switches the setup's configuration to a JSON-file store (no database, no cache) and starts `serve` with it,
+    /// its output to `output` (or nowhere), run through `launcher` (such as `prlimit`) when given.
+    private func serveWithJSONFileStore(_ setup: Setup, output: String? = nil, launcher: [String] = []) throws -> Process {
         let path = setup.directory + "/tokengate.yaml"
         var yaml = try String(contentsOfFile: path, encoding: .utf8)
         let start = yaml.range(of: "cutoffs:")!.lowerBound
@@ -65,12 +66,115 @@ struct ServeCommandTests {
         try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         try "{}".write(toFile: setup.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--config", path]
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        let command = launcher + [Self.binary, "serve", "--config", path]
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        if let output {
+            _ = FileManager.default.createFile(atPath: output, contents: nil)
+        }
+        let handle = FileHandle(forWritingAtPath: output ?? "/dev/null")
+        process.standardOutput = handle
+        process.standardError = handle
         try process.run()
         return process
+    }
+
+    /// Waits (up to 10 s) until the TLS listener answers a request without a token with 401.
+    private func waitUntilServing(_ setup: Setup) async throws -> Bool {
+        for _ in 0..<100 {
+            if (try? Curl.run(["--max-time", "1", "https://localhost:\(setup.port)/"], caFile: setup.directory + "/cert.pem").status) == 401 {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    /// A SIGHUP right after the listeners came up (`systemctl reload` after start, a config manager's handler)
+    /// must not end the process: its default action did until the reload service trapped it.
+    @Test func aSIGHUPRightAfterListeningDoesNotStopTheGateway() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let output = setup.directory + "/output"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        var listening = false
+        for _ in 0..<2000 where !listening {
+            listening = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("\"msg\":\"listening\"")
+            if !listening { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        try #require(listening)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(try await self.waitUntilServing(setup), "the gateway stopped serving after SIGHUP")
+        #expect(process.isRunning, "SIGHUP ended the process: \(process.terminationReason.rawValue) \(process.terminationStatus)")
+    }
+
+    /// Out of file descriptors, the listener pauses accepting and says so, instead of retrying `accept` in a
+    /// loop (a core at 100 %, nothing logged); once the connections holding the descriptors go, it serves.
+    @Test func runningOutOfFileDescriptorsPausesAcceptAndIsLogged() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"))
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let output = setup.directory + "/output"
+        let process = try self.serveWithJSONFileStore(setup, output: output, launcher: ["/usr/bin/prlimit", "--nofile=64:64"])
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        func cpuTicks() throws -> Int {
+            let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+            return Int(fields[11])! + Int(fields[12])!  // utime and stime (fields 14 and 15 of stat(5))
+        }
+        // 90 silent connections, held for 4 s: more than the 64 descriptors allow.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = [
+            "-c",
+            "import socket, time\nheld = [socket.create_connection(('127.0.0.1', \(setup.port))) for _ in range(90)]\ntime.sleep(4)",
+        ]
+        try holder.run()
+        try await Task.sleep(for: .seconds(1))
+        let before = try cpuTicks()
+        try await Task.sleep(for: .seconds(2))
+        let spent = try cpuTicks() - before
+        #expect(spent < 40, "\(spent) ticks of CPU in 2 s with the descriptors gone (a spinning accept loop takes ~200)")
+        holder.waitUntilExit()
+        #expect(try await self.waitUntilServing(setup), "the gateway must serve again once the descriptors are free")
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(log.contains("cannot accept connections (out of file descriptors"), "\(log.suffix(2000))")
+        #expect(log.contains("the open-file limit is 64, and limits.max_connections 10000 needs about 20064"), "\(log.prefix(3000))")
+    }
+
+    /// A soft open-file limit under the hard one is raised to it at start, and said so.
+    @Test func theOpenFileLimitIsRaisedToTheHardLimit() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let output = setup.directory + "/output"
+        // The hard limit stays this process's own (raising it needs privileges a test may not have).
+        var own = rlimit()
+        try #require(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &own) == 0 && own.rlim_max > 256)
+        let hard = own.rlim_max == rlim_t.max ? "unlimited" : String(own.rlim_max)
+        let process = try self.serveWithJSONFileStore(setup, output: output, launcher: ["/usr/bin/prlimit", "--nofile=256:\(hard)"])
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        let limits = try String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)
+        let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }.map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(line?.suffix(3).first.map(String.init) == hard, "\(limits)")
+        let log = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(log.contains("raised the open-file limit from 256 to "), "\(log.prefix(2000))")
+        // 10,000 connections (the default limit) need about 20,064 descriptors.
+        #expect(log.contains("the open-file limit is") == (own.rlim_max < 20_064), "\(log.prefix(2000))")
     }
 
     /// The plain case an operator starts with: a JSON-file store, no cache. The process must stay up,

@@ -87,9 +87,16 @@ public final class AdminServer: Sendable {
         handler: @escaping Handler
     ) async throws -> AdminServer {
         let registry = ConnectionRegistry(limit: maxConnections)
+        let backoff = AcceptBackoff(listener: "admin \(host):\(port)", logger: logger)
         let channel = try await ServerBootstrap(group: group)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(backoff.handler()) }
+            }
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
+                guard backoff.admit(channel) else {
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
                 guard registry.add(channel) else {
                     if let refused = registry.refusalsToReport() {
                         // At most one line a second under a flood, with the count since the last one.
