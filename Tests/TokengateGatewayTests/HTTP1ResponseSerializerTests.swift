@@ -160,4 +160,19 @@ import Testing
         #expect(h2.names == [":status", "server", "content-length", "set-cookie", "strict-transport-security"])
         #expect(h2.neverIndex == [0, 0, 0, 1, 0], "set-cookie stays out of the HPACK table")
     }
+
+    /// A backend's `204` or `304` with a `Content-Length` reaches neither protocol's client with it: an HTTP/2
+    /// client's nghttp2 resets a 204 stream that carries one (and HTTP/1.1 drops it already).
+    @Test(arguments: [HTTPResponseStatus.noContent, .notModified])
+    func aBodylessStatusLosesItsContentLength(status: HTTPResponseStatus) throws {
+        let upstream = try UpstreamResponseHead(
+            HTTPResponseHead(version: .http1_1, status: status, headers: ["Content-Length": "5", "ETag": "\"x\""])
+        )
+        let h2 = try #require(HTTP2HeaderBlock.response(fromUpstream: upstream, close: false, hsts: nil))
+        #expect(h2.names == [":status", "etag"])
+        var serializer = HTTP1ResponseSerializer()
+        var buffer = ByteBuffer()
+        serializer.writeUpstreamHead(upstream, version: .http1_1, close: false, hsts: nil, requestMethod: .GET, into: &buffer)
+        #expect(!String(buffer: buffer).lowercased().contains("content-length"), "\(String(buffer: buffer))")
+    }
 }
