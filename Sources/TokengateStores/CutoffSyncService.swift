@@ -88,6 +88,11 @@ public actor CutoffSyncService {
     public private(set) var lastSyncAt: Int64?
     /// Why the last store operation failed, until the next successful sync.
     public private(set) var lastError: CutoffStoreError?
+    /// The outage being reported: when it began, failures not yet in a log line, the last line's time and
+    /// message. A store that stays down fails every poll (every second); one line each would bury the log.
+    private var outage: (since: Int64, unreported: Int, total: Int, reportedAt: Int64, message: String)?
+    /// While a store stays down with the same error, a line at most this often (seconds).
+    static let outageReportInterval: Int64 = 60
 
     /// - Parameters:
     ///   - store: The source of truth.
@@ -180,7 +185,7 @@ public actor CutoffSyncService {
                 try await self.reloadLocked(marker: marker)
             } else {
                 self.lastSyncAt = now
-                self.lastError = nil
+                self.syncSucceeded(now: now)
             }
         } catch {
             self.recordFailure(error, during: "poll")
@@ -342,7 +347,7 @@ extension CutoffSyncService {
         let now = self.clock()
         self.lastFullReloadAt = now
         self.lastSyncAt = now
-        self.lastError = nil
+        self.syncSucceeded(now: now)
         if changed {
             self.install(next)
         }
@@ -370,11 +375,43 @@ extension CutoffSyncService {
             return
         default:
             self.lastError = storeError
-            self.logger.warning(
-                "cutoff store \(operation) failed; keeping the last snapshot",
-                metadata: ["error": "\(storeError)", "generation": "\(self.snapshot.generation)"]
-            )
+            let now = self.clock()
+            let message = "\(storeError)"
+            if var outage = self.outage {
+                outage.unreported += 1
+                outage.total += 1
+                // The same failure again: a line only every `outageReportInterval`, with the count since the last.
+                if message == outage.message, now - outage.reportedAt < Self.outageReportInterval {
+                    self.outage = outage
+                    return
+                }
+                self.logger.warning(
+                    "cutoff store \(operation) still failing; keeping the last snapshot",
+                    metadata: [
+                        "error": "\(storeError)", "generation": "\(self.snapshot.generation)",
+                        "failures": "\(outage.unreported)", "failing_for_s": "\(now - outage.since)",
+                    ]
+                )
+                self.outage = (outage.since, 0, outage.total, now, message)
+            } else {
+                self.logger.warning(
+                    "cutoff store \(operation) failed; keeping the last snapshot",
+                    metadata: ["error": "\(storeError)", "generation": "\(self.snapshot.generation)"]
+                )
+                self.outage = (now, 0, 1, now, message)
+            }
         }
+    }
+
+    /// A sync went through: the error is cleared, and the end of an outage is logged.
+    private func syncSucceeded(now: Int64) {
+        self.lastError = nil
+        guard let outage = self.outage else { return }
+        self.outage = nil
+        self.logger.notice(
+            "cutoff store recovered",
+            metadata: ["failures": "\(outage.total)", "failed_for_s": "\(now - outage.since)"]
+        )
     }
 
     private func enterGate() async {
