@@ -5,9 +5,8 @@
 import Glibc
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 
-/// A swift-log handler that writes one JSON object per line to standard output:
+/// A swift-log handler that writes one JSON object per line to standard output (through ``LogLineWriter``):
 /// `{"ts":"…","level":"info","label":"…","msg":"…",…metadata}`.
 ///
 /// Metadata values are written as JSON strings. Callers never put a token or secret into metadata:
@@ -37,28 +36,11 @@ public struct JSONLogHandler: LogHandler {
             line += ",\(JSONString.quote(key)):\(JSONString.quote(merged[key]!.description))"
         }
         line += "}\n"
-        Self.write(line)
+        // Queued for a thread of its own (``LogLineWriter``): a stalled reader must not stop the caller.
+        LogLineWriter.standardOutput.write(line)
     }
 
-    /// One `write(2)` per line under a lock, so lines from different threads never interleave and a line
-    /// is out before the call returns (nothing is lost in a buffer when the process is killed).
-    private static func write(_ line: String) {
-        var line = line
-        line.withUTF8 { bytes in
-            Self.lock.withLock {
-                var offset = 0
-                while offset < bytes.count {
-                    let written = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
-                    if written <= 0 { break }
-                    offset += written
-                }
-            }
-        }
-    }
-
-    private static let lock = NIOLock()
-
-    private static func timestamp() -> String {
+    static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         var seconds = now.tv_sec

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser
+import TokengateGateway
 import Foundation
 
 /// The `tokengate` command: the gateway and the tools around it.
@@ -19,6 +20,9 @@ struct Tokengate: AsyncParsableCommand {
     /// Runs the command, mapping argument errors to exit status 2 (ArgumentParser's default is 64) so
     /// every usage error and bad input file exits the same way.
     static func main() async {
+        // Log lines are written by a thread of their own (``LogLineWriter``): what is queued goes out before
+        // the process ends, on every way out (`fail` flushes too).
+        defer { LogLineWriter.standardOutput.flush() }
         do {
             var command = try Self.parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {
@@ -27,6 +31,7 @@ struct Tokengate: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            LogLineWriter.standardOutput.flush()
             let code = Self.exitCode(for: error)
             if code == .success {
                 Self.exit(withError: error)
@@ -55,6 +60,7 @@ enum ExitStatus {
 /// Prints `message` to standard error and exits with status 2: the way every subcommand reports a bad
 /// input file or argument, so scripts can tell it from an invalid token (status 1).
 func fail(_ message: String) -> Never {
+    LogLineWriter.standardOutput.flush()
     FileOutput.standardError("tokengate: \(message)\n")
     exit(ExitStatus.usage)
 }

@@ -113,6 +113,40 @@ struct ServeCommandTests {
         #expect(process.isRunning, "SIGHUP ended the process: \(process.terminationReason.rawValue) \(process.terminationStatus)")
     }
 
+    /// Standard output that nobody reads (journald or a log driver backing up) must not stop the gateway: the
+    /// access-log lines of 600 requests (well over a pipe's 64 KiB) are queued or dropped, and requests and
+    /// `/healthz` are answered throughout.
+    @Test func aStalledStandardOutputDoesNotStopTheGateway() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let fifo = setup.directory + "/stdout.fifo"
+        try #require(mkfifo(fifo, 0o600) == 0)
+        // Held open for reading and never read: the gateway's writes fill the pipe and then block.
+        let held = open(fifo, O_RDWR)
+        try #require(held >= 0)
+        defer { close(held) }
+        let process = try self.serveWithJSONFileStore(setup, output: fifo)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        let url = "https://localhost:\(setup.port)/x"
+        var statuses: [Substring] = []
+        for _ in 0..<6 {
+            let (_, stdout, _) = try Curl.process(
+                "/usr/bin/curl",
+                ["-s", "--max-time", "10", "--cacert", setup.directory + "/cert.pem", "-w", "%{http_code}\n"]
+                    + Array(repeating: ["-o", "/dev/null", url], count: 100).flatMap { $0 }
+            )
+            statuses += stdout.split(separator: "\n")
+        }
+        #expect(statuses.count == 600 && statuses.allSatisfy { $0 == "401" }, "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
+        let health = try Curl.run(["--max-time", "2", "http://127.0.0.1:\(setup.adminPort)/healthz"], caFile: nil)
+        #expect(health.status == 200)
+    }
+
     /// Out of file descriptors, the listener pauses accepting and says so, instead of retrying `accept` in a
     /// loop (a core at 100 %, nothing logged); once the connections holding the descriptors go, it serves.
     @Test func runningOutOfFileDescriptorsPausesAcceptAndIsLogged() async throws {
