@@ -73,7 +73,8 @@ extension GatewayRuntime {
                     idleTimeout: .init(upstream.idleTimeout),
                     maxConnectionsPerTarget: upstream.maxConnectionsPerTarget,
                     ejectionTime: .init(upstream.ejection.duration),
-                    tlsContext: tlsContext
+                    tlsContext: tlsContext,
+                    tlsServerName: upstream.tls?.serverName
                 )
             )
         }
