@@ -181,6 +181,70 @@ struct GatewayTLSOptionTests {
             #expect(counter.value - before == (expected == 200 ? 1 : 0), "the request reached the backend: \(serverName ?? "(none)")")
         }
     }
+
+    // MARK: Certificates reload without a restart
+
+    /// The certificate files are replaced and the configuration reloaded: a new connection gets the new
+    /// certificate, and a connection opened before keeps its session (and its certificate) and is still answered.
+    @Test func aReloadServesTheNewCertificateToNewConnectionsAndKeepsOldOnes() async throws {
+        try await self.withGateway { gateway in
+            #expect(try Self.servedNames(port: gateway.tlsPort, serverName: "localhost") == "DNS:localhost, IP Address:127.0.0.1")
+            let oldCertificate = try String(contentsOfFile: gateway.certificatePath, encoding: .utf8)
+            try oldCertificate.write(toFile: gateway.directory + "/old.pem", atomically: true, encoding: .utf8)
+            let ready = gateway.directory + "/first-answered"
+            let go = gateway.directory + "/reloaded"
+            // One keep-alive TLS connection: a request, a pause until the test has reloaded, a second request.
+            let script = """
+                import os, socket, ssl, time
+                context = ssl.create_default_context(cafile='\(gateway.directory)/old.pem')
+                raw = socket.create_connection(('127.0.0.1', \(gateway.tlsPort)), timeout=20)
+                s = context.wrap_socket(raw, server_hostname='localhost')
+                def ask(path):
+                    s.sendall(b'GET ' + path + b' HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')
+                    data = b''
+                    while b'\\r\\n\\r\\n' not in data:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            return 'closed'
+                        data += chunk
+                    head, _, body = data.partition(b'\\r\\n\\r\\n')
+                    lines = head.split(b'\\r\\n')
+                    length = [int(l.split(b':')[1]) for l in lines if l.lower().startswith(b'content-length:')][0]
+                    while len(body) < length:
+                        body += s.recv(4096)
+                    return lines[0].decode().replace(' ', '_')
+                print(ask(b'/before'), flush=True)
+                open('\(ready)', 'w').close()
+                deadline = time.time() + 20
+                while not os.path.exists('\(go)') and time.time() < deadline:
+                    time.sleep(0.05)
+                print(ask(b'/still'))
+                print('same-certificate' if ssl.DER_cert_to_PEM_cert(s.getpeercert(True)).strip() == open('\(gateway.directory)/old.pem').read().strip() else 'other-certificate')
+                """
+            let client = Task.detached { try Curl.process("/usr/bin/python3", ["-c", script]) }
+            for _ in 0..<200 where !FileManager.default.fileExists(atPath: ready) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(FileManager.default.fileExists(atPath: ready), "the first request on the old connection was not answered")
+
+            // Renewal as a certificate manager does it: new files over the old paths, then a reload.
+            let renewed = try SelfSignedCertificate.generate(hostnames: ["renewed.test", "localhost"])
+            try renewed.certificatePEM.write(toFile: gateway.directory + "/cert.pem", atomically: true, encoding: .utf8)
+            try renewed.privateKeyPEM.write(toFile: gateway.directory + "/key.pem", atomically: true, encoding: .utf8)
+            try gateway.server.reload(configuration: GatewayConfiguration.load(path: gateway.directory + "/tokengate.yaml"))
+
+            #expect(try Self.servedNames(port: gateway.tlsPort, serverName: "localhost") == "DNS:renewed.test, DNS:localhost")
+            let fresh = try Curl.run(["\(gateway.baseURL)/after"], caFile: gateway.certificatePath)
+            #expect(fresh.status == 200, "a client trusting only the new certificate: \(fresh.stderr)")
+
+            FileManager.default.createFile(atPath: go, contents: nil)
+            let (_, output, errors) = try await client.value
+            #expect(
+                output.split(separator: "\n") == ["HTTP/1.1_200_OK", "HTTP/1.1_200_OK", "same-certificate"],
+                "the connection from before the reload: \(output) \(errors)"
+            )
+        }
+    }
 }
 
 /// The demo backend behind TLS (the product's demo backend is plain HTTP).
