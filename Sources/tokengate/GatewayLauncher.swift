@@ -26,6 +26,12 @@ struct GatewayLauncher {
     /// - Parameter onStarted: called once every listener is bound, with their addresses and the cutoff sync
     ///   service (the dev default's demo site writes its password changes through it).
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
+        // First: the shared libraries this process loaded may be older than the headers it was built with.
+        do {
+            try LibraryVersionCheck.verify()
+        } catch {
+            fail("\(error)")
+        }
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
         for warning in GatewayServer.warnings(for: self.configuration) {
