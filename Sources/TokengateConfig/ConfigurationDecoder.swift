@@ -163,6 +163,14 @@ struct ConfigurationDecoder {
                     guard ValueSyntax.isHostName(bare) else {
                         throw nameNode.error(.invalidValue, "expected a host name or *.domain, got \(nameNode.summary)")
                     }
+                    // SNI matching never lets a wildcard cover a top-level domain alone: refuse it here rather
+                    // than accept a name that would never select the certificate.
+                    guard !name.hasPrefix("*.") || bare.contains(".") else {
+                        throw nameNode.error(
+                            .invalidValue,
+                            "a wildcard needs a domain of two or more labels (*.example.com), got \(nameNode.summary)"
+                        )
+                    }
                     if let other = seenNames[name] {
                         throw nameNode.error(.duplicate, "\(name) is already served by certificates[\(other)]")
                     }

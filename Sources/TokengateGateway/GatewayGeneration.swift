@@ -67,9 +67,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
             guard case .tls(let tls) = listener.mode else { continue }
             do {
                 contexts[index] = try TLSServerContext(
-                    certificates: tls.certificates.map {
-                        TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
-                    },
+                    listener: tls,
                     // HTTP/2 preferred, as mobile HTTP stacks expect; HTTP/1.1 for everyone else.
                     alpnProtocols: configuration.http2.enabled ? ["h2", "http/1.1"] : ["http/1.1"]
                 )

@@ -75,7 +75,8 @@ extension GatewayRuntime {
                     retries: upstream.retries,
                     failuresBeforeEjection: upstream.ejection.consecutiveFailures,
                     ejectionTime: .init(upstream.ejection.duration),
-                    tlsContext: tlsContext
+                    tlsContext: tlsContext,
+                    tlsServerName: upstream.tls?.serverName
                 )
             )
         }

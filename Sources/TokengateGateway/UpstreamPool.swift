@@ -217,6 +217,7 @@ final class UpstreamPool {
     private func connect(_ index: Int) -> EventLoopFuture<UpstreamConnection> {
         let target = self.settings.targets[index]
         let tlsContext = target.useTLS ? self.settings.tlsContext : nil
+        let serverName = self.settings.tlsServerName ?? target.host
         let logger = self.logger
         // The initializer runs on this loop (the bootstrap's group is the loop), where the batch lives.
         let flushBatch = NIOLoopBound(self.flushBatch, eventLoop: self.eventLoop)
@@ -230,7 +231,7 @@ final class UpstreamPool {
                     let sync = channel.pipeline.syncOperations
                     if let tlsContext {
                         try sync.addHandler(
-                            TLSHandler(context: tlsContext, serverHostname: target.host, logger: logger)
+                            TLSHandler(context: tlsContext, serverHostname: serverName, logger: logger)
                         )
                     }
                     // The HTTP/1.1 codec is the last handler itself (no NIOHTTP1 client handlers).

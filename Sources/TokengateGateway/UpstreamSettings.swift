@@ -33,4 +33,8 @@ struct UpstreamSettings: Sendable {
     /// How long a target is skipped once ejected (`ejection.duration`).
     var ejectionTime: TimeAmount
     var tlsContext: TLSClientContext?
+    /// `upstreams.*.tls.server_name`: the name sent as SNI and verified in the backend's certificate instead
+    /// of each target's host (for backends addressed by IP, or behind a name their address does not carry).
+    /// `nil`: the target's host.
+    var tlsServerName: String? = nil
 }

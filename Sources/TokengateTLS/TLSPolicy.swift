@@ -7,7 +7,7 @@ internal import CTokengateShims
 
 /// The one TLS policy tokengate speaks, applied to every `SSL_CTX` it creates (server and client).
 ///
-/// - TLS 1.2 and 1.3 only.
+/// - TLS 1.2 and 1.3 only; a server may raise the floor to 1.3 (``TLSMinimumVersion``), never lower it.
 /// - TLS 1.2: ECDHE key exchange with AEAD ciphers only (AES-GCM, ChaCha20-Poly1305); no CBC, no RSA key
 ///   transport, no DHE. TLS 1.3 suites are all AEAD by design; the list is pinned anyway.
 /// - No renegotiation (`SSL_OP_NO_RENEGOTIATION`), no compression, no 0-RTT (`max_early_data` 0 both ways).
@@ -26,8 +26,9 @@ enum TLSPolicy {
     /// AES-GCM); TLS 1.3 adds 5 + 1 + 16. Used only to size the outgoing buffer in one allocation.
     static let maxRecordOverhead = 29
 
-    /// Creates an `SSL_CTX` for `method` with the policy applied. The caller owns the result (`SSL_CTX_free`).
-    static func makeContext(server: Bool) throws(TLSError) -> OpaquePointer {
+    /// Creates an `SSL_CTX` for `method` with the policy applied and `minimumVersion` as the protocol floor.
+    /// The caller owns the result (`SSL_CTX_free`).
+    static func makeContext(server: Bool, minimumVersion: TLSMinimumVersion = .tls12) throws(TLSError) -> OpaquePointer {
         ERR_clear_error()
         guard let context = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()) else {
             throw TLSError(
@@ -36,7 +37,7 @@ enum TLSPolicy {
             )
         }
         do {
-            try Self.apply(to: context, server: server)
+            try Self.apply(to: context, server: server, minimumVersion: minimumVersion)
         } catch {
             SSL_CTX_free(context)
             throw error
@@ -44,7 +45,11 @@ enum TLSPolicy {
         return context
     }
 
-    private static func apply(to context: OpaquePointer, server: Bool) throws(TLSError) {
+    private static func apply(
+        to context: OpaquePointer,
+        server: Bool,
+        minimumVersion: TLSMinimumVersion
+    ) throws(TLSError) {
         func check(_ ok: Bool, _ what: String) throws(TLSError) {
             guard ok else {
                 throw TLSError(
@@ -53,7 +58,7 @@ enum TLSPolicy {
                 )
             }
         }
-        try check(CTokengateShims_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1, "min version")
+        try check(CTokengateShims_SSL_CTX_set_min_proto_version(context, minimumVersion.protocolVersion) == 1, "min version")
         try check(CTokengateShims_SSL_CTX_set_max_proto_version(context, TLS1_3_VERSION) == 1, "max version")
         try check(SSL_CTX_set_cipher_list(context, Self.tls12Ciphers) == 1, "TLS 1.2 cipher list")
         try check(SSL_CTX_set_ciphersuites(context, Self.tls13Suites) == 1, "TLS 1.3 suites")

@@ -11,8 +11,9 @@ public import Logging
 /// ### Certificates and SNI
 /// Each ``TLSCertificateSource`` gets its own `SSL_CTX` with the same policy (``TLSPolicy``). Connections start
 /// on the first one, which is the default for clients that send no SNI or an unknown name. A server-name
-/// callback on every context matches the client's SNI against the certificates' DNS subjectAltNames
-/// (``TLSServerNameMatcher``) and moves the connection with `SSL_set_SSL_CTX`. Session tickets are encrypted
+/// callback on every context matches the client's SNI against each certificate's configured server names
+/// (``TLSCertificateSource/serverNames``), or its DNS subjectAltNames when none are configured
+/// (``TLSServerNameMatcher``), and moves the connection with `SSL_set_SSL_CTX`. Session tickets are encrypted
 /// with the first context's keys (OpenSSL keeps the original context as the session context).
 ///
 /// ### ALPN
@@ -36,6 +37,9 @@ public final class TLSServerContext: @unchecked Sendable {
 
     /// The ALPN preference list this context was built with.
     public let alpnProtocols: [String]
+    /// The oldest protocol version accepted; every context of the set has the same floor, so SNI cannot
+    /// move a connection to a weaker one.
+    public let minimumVersion: TLSMinimumVersion
     /// Non-fatal findings from loading (for example an expired certificate); they were also logged.
     public let warnings: [TLSError]
 
@@ -44,7 +48,7 @@ public final class TLSServerContext: @unchecked Sendable {
         self.names
     }
 
-    /// Loads `certificates` (the first is the default) and prepares ALPN.
+    /// Loads `certificates` (the first is the default), prepares ALPN and sets `minimumVersion` as the floor.
     ///
     /// - Throws: ``TLSError`` naming the file and what is wrong with it: ``TLSError/Code/fileUnreadable``,
     ///   ``TLSError/Code/notPEM``, ``TLSError/Code/invalidCertificate``, ``TLSError/Code/invalidPrivateKey``,
@@ -53,6 +57,7 @@ public final class TLSServerContext: @unchecked Sendable {
     public init(
         certificates: [TLSCertificateSource],
         alpnProtocols: [String],
+        minimumVersion: TLSMinimumVersion = .tls12,
         logger: Logger = Logger(label: "tokengate.tls")
     ) throws {
         guard !certificates.isEmpty else {
@@ -62,6 +67,7 @@ public final class TLSServerContext: @unchecked Sendable {
 
         var contexts: [OpaquePointer] = []
         var names: [[String]] = []
+        var selectingNames: [[String]] = []
         var warnings: [TLSError] = []
         var alpnConfiguration: OpaquePointer? = nil
         do {
@@ -75,10 +81,11 @@ public final class TLSServerContext: @unchecked Sendable {
                 }
             }
             for source in certificates {
-                let context = try TLSPolicy.makeContext(server: true)
+                let context = try TLSPolicy.makeContext(server: true, minimumVersion: minimumVersion)
                 contexts.append(context)
                 let loaded = try Self.load(source, into: context)
                 names.append(loaded.dnsNames)
+                selectingNames.append(source.serverNames.isEmpty ? loaded.dnsNames : source.serverNames)
                 warnings.append(contentsOf: loaded.warnings)
                 if let alpnConfiguration {
                     CTokengateShims_SSL_CTX_set_alpn_server(context, alpnConfiguration)
@@ -91,10 +98,11 @@ public final class TLSServerContext: @unchecked Sendable {
         }
 
         self.contexts = contexts
-        self.matcher = TLSServerNameMatcher(serverNames: names)
+        self.matcher = TLSServerNameMatcher(serverNames: selectingNames)
         self.alpnConfiguration = alpnConfiguration
         self.names = names
         self.alpnProtocols = alpnProtocols
+        self.minimumVersion = minimumVersion
         self.warnings = warnings
 
         for warning in warnings {

@@ -6,7 +6,7 @@
 ///
 /// Rules (pure, no OpenSSL, so they are unit-testable):
 /// - Names compare ASCII case-insensitively; one trailing dot on the SNI name is ignored.
-/// - An exact DNS SAN match on any certificate wins over a wildcard match on any certificate; among equal
+/// - An exact name match on any certificate wins over a wildcard match on any certificate; among equal
 ///   matches, the certificate configured first wins.
 /// - `*.example.com` matches exactly one extra label (`a.example.com`, not `example.com` nor `a.b.example.com`).
 ///   Partial-label wildcards (`a*.example.com`) and wildcards over a single label (`*.com`) are ignored.
@@ -15,7 +15,8 @@ struct TLSServerNameMatcher: Sendable {
     private var exact: [String: Int] = [:]
     private var wildcard: [String: Int] = [:]
 
-    /// - Parameter serverNames: the DNS SANs of each certificate, in configuration order.
+    /// - Parameter serverNames: the names that select each certificate, in configuration order: its configured
+    ///   `server_names`, or its DNS SANs when none are configured.
     init(serverNames: [[String]]) {
         for (index, names) in serverNames.enumerated() {
             for name in names {

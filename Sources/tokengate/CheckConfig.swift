@@ -17,6 +17,12 @@ struct CheckConfig: ParsableCommand {
     var file: String
 
     func run() throws {
+        // Run where the gateway will: a host whose libraries are too old would refuse to serve.
+        do {
+            try LibraryVersionCheck.verify()
+        } catch {
+            fail("\(error)")
+        }
         let configuration: GatewayConfiguration
         do {
             configuration = try GatewayConfiguration.load(path: self.file)

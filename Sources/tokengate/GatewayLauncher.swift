@@ -26,6 +26,12 @@ struct GatewayLauncher {
     /// - Parameter onStarted: called once every listener is bound, with their addresses and the cutoff sync
     ///   service (the dev default's demo site writes its password changes through it).
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
+        // First: the shared libraries this process loaded may be older than the headers it was built with.
+        do {
+            try LibraryVersionCheck.verify()
+        } catch {
+            fail("\(error)")
+        }
         // SIGHUP's default action ends the process. Until the reload service traps it (once the service group
         // runs, after the store is synced and the listeners are bound), a `systemctl reload` or a config
         // manager's "reload after start" would kill a gateway that already logged "listening". Ignored until

@@ -245,6 +245,16 @@ struct ConfigurationErrorTests {
         )
     }
 
+    @Test("a server_names wildcard over a top-level domain alone")
+    func wildcardOverATopLevelDomain() {
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: cert.pem, key: key.pem, server_names: [ \"*.com\" ] } ] }"),
+            "test.yaml:3:76: listen[0].tls.certificates[0].server_names[0]: a wildcard needs a domain of two or more "
+                + "labels (*.example.com), got *.com",
+            code: .invalidValue
+        )
+    }
+
     @Test("duplicate listeners, including wildcard overlaps")
     func duplicateListeners() {
         self.expectError(

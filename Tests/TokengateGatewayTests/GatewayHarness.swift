@@ -35,12 +35,14 @@ final class GatewayHarness: @unchecked Sendable {
     var certificatePath: String { self.directory + "/cert.pem" }
 
     /// Starts backend and gateway. `routes` is the YAML of the routes section; `{UPSTREAM}` in
-    /// `upstreams` is replaced by the backend's address.
+    /// `upstreams` is replaced by the backend's address; `tls` is the TLS listener's `tls:` value (files
+    /// other than the generated `cert.pem` and `key.pem` must be in ``directory`` before the start).
     func start(
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
         limits: String = "",
         plainHTTP: String = "reject",
+        tls: String = "{ certificates: [ { cert: cert.pem, key: key.pem } ] }",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -58,7 +60,7 @@ final class GatewayHarness: @unchecked Sendable {
         let yaml = """
             listen:
               - address: 127.0.0.1:0
-                tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
+                tls: \(tls)
               - address: 127.0.0.1:0
                 plain_http: \(plainHTTP)
             keys: [ { jwks: public.jwks } ]

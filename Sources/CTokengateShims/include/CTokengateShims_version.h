@@ -13,7 +13,14 @@
 #endif
 
 /// Run-time check of the libraries actually loaded (a binary built on one machine may run on
-/// another). Returns 0 when both are new enough; otherwise writes a message into `message`.
+/// another). Returns 0 when both are new enough; otherwise writes a message into `message` that names
+/// the library, the version loaded and the version needed, and returns 1.
 int CTokengateShims_check_library_versions(char *message, unsigned long capacity);
+
+/// The rule behind `CTokengateShims_check_library_versions`, on versions passed in (so tests can show
+/// the message for libraries this machine does not have). Same return value and message.
+int CTokengateShims_library_version_problem(unsigned long openssl_number, const char *openssl_text,
+                                            int nghttp2_number, const char *nghttp2_text,
+                                            char *message, unsigned long capacity);
 
 #endif
