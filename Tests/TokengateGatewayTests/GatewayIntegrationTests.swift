@@ -19,11 +19,13 @@ struct GatewayIntegrationTests {
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
         limits: String = "",
+        keys: String = "keys: [ { jwks: public.jwks } ]",
+        tokens: String = "",
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let harness = GatewayHarness()
         do {
-            try await harness.start(routes: routes, upstreams: upstreams, limits: limits)
+            try await harness.start(routes: routes, upstreams: upstreams, limits: limits, keys: keys, tokens: tokens)
             try await body(harness)
         } catch {
             await harness.stop()
