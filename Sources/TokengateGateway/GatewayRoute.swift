@@ -10,8 +10,8 @@ import TokengateTokens
 struct GatewayRoute: Sendable {
     /// A stable name for logs and metrics: the host (if any) and the path prefix.
     let name: String
-    /// The accepted kinds, or `nil` for a public route that takes no token.
-    let accept: AcceptedKinds?
+    /// How the route checks tokens, or `nil` for a public route that takes no token.
+    let tokens: RouteTokenCheck?
     let extractor: TokenExtractor
     /// Index into ``GatewayRuntime/upstreams``.
     let upstreamIndex: Int
@@ -23,6 +23,14 @@ struct GatewayRoute: Sendable {
     let bodyLimit: Int
     /// Set on a `token_page` route: the gateway answers it itself and never forwards.
     let tokenPage: TokenPageRoute?
+}
+
+/// What a route that takes tokens accepts: the kinds, and a verifier whose policy is the gateway's narrowed
+/// by the route (`algorithms`, `require_claims`). A route without its own narrowing shares the gateway's
+/// verifier; the key set is shared by all of them either way.
+struct RouteTokenCheck: Sendable {
+    let accept: AcceptedKinds
+    let verifier: TokenVerifier
 }
 
 /// A `token_page` route's responder and, in whoami mode, the client for its login subrequest.

@@ -22,7 +22,8 @@ public struct GatewayStartupError: Error, CustomStringConvertible {
 
 extension GatewayRuntime {
     /// Builds the runtime from a validated configuration: reads and parses every key file, builds the
-    /// verifier, the routes and the upstream settings. Throws ``GatewayStartupError``.
+    /// verifiers (the gateway's, and one per route that narrows it), the routes and the upstream settings.
+    /// Throws ``GatewayStartupError``.
     static func build(
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
@@ -40,11 +41,12 @@ extension GatewayRuntime {
         policy.sessionMaxAge = Int64(configuration.tokens.sessionMaxAge.components.seconds)
         policy.clockSkew = Int64(configuration.tokens.clockSkew.components.seconds)
         policy.issuer = configuration.tokens.issuer
-        policy.audience = configuration.tokens.audience.first
+        policy.audiences = configuration.tokens.audience
         if !configuration.tokens.algorithms.isEmpty {
             policy.allowedAlgorithms = Set(configuration.tokens.algorithms.compactMap { TokenAlgorithm(rawValue: $0.rawValue) })
         }
-        let verifier = TokenVerifier(keys: keys, policy: policy)
+        // Nil without keys, which is fine as long as no route checks a token (checked per route below).
+        let verifier = keys.map { TokenVerifier(keys: $0, policy: policy) }
 
         let upstreamNames = configuration.upstreams.keys.sorted()
         var upstreams: [UpstreamSettings] = []
@@ -82,26 +84,35 @@ extension GatewayRuntime {
         }
 
         var routes: [GatewayRoute] = []
-        for route in configuration.routes {
+        for (index, route) in configuration.routes.enumerated() {
             let name = (route.host ?? "") + route.pathPrefix
-            let accept: AcceptedKinds?
+            var tokens: RouteTokenCheck?
             if route.accept.acceptsTokens {
+                guard let verifier else {
+                    throw GatewayStartupError(
+                        "routes[\(index)] (\(name)) accepts tokens, but keys is empty: configure a verification key"
+                    )
+                }
                 var kinds: AcceptedKinds = []
                 if route.accept.api { kinds.insert(.api) }
                 if route.accept.session { kinds.insert(.session) }
-                accept = kinds
-            } else {
-                accept = nil
+                tokens = RouteTokenCheck(accept: kinds, verifier: Self.routeVerifier(route, gateway: verifier))
             }
             let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
             var tokenPage: TokenPageRoute?
             if case .tokenPage(let page) = route.kind {
-                tokenPage = try Self.tokenPageRoute(page, configuration: configuration, verifier: verifier)
+                if case .sessionCookie = page.login, verifier == nil {
+                    throw GatewayStartupError(
+                        "routes[\(index)] (\(name)) checks a session cookie, but keys is empty: configure a "
+                            + "verification key"
+                    )
+                }
+                tokenPage = try Self.tokenPageRoute(page, configuration: configuration, policy: policy, verifier: verifier)
             }
             routes.append(
                 GatewayRoute(
                     name: name,
-                    accept: accept,
+                    tokens: tokens,
                     extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
@@ -117,7 +128,6 @@ extension GatewayRuntime {
             routes: routes,
             routeTable: RouteTable(routes: configuration.routes),
             upstreams: upstreams,
-            verifier: verifier,
             cutoffs: cutoffs,
             realm: configuration.realm,
             limits: configuration.limits,
@@ -128,11 +138,34 @@ extension GatewayRuntime {
         )
     }
 
+    /// The gateway's verifier narrowed by a route's `algorithms` and `require_claims`, or the gateway's own
+    /// when the route narrows nothing. The key set is shared; only the policy differs.
+    static func routeVerifier(_ route: RouteConfiguration, gateway: TokenVerifier) -> TokenVerifier {
+        guard route.algorithms != nil || !route.requiredClaims.isEmpty else { return gateway }
+        var policy = gateway.policy
+        if let names = route.algorithms {
+            // The configuration already keeps a route's list inside tokens.algorithms; intersecting anyway
+            // means a route can only ever narrow.
+            let allowed = Set(names.compactMap { TokenAlgorithm(rawValue: $0.rawValue) })
+            policy.allowedAlgorithms = policy.allowedAlgorithms.map { $0.intersection(allowed) } ?? allowed
+        }
+        for claim in route.requiredClaims {
+            switch claim {
+            case .exp: policy.requiredClaims.insert(.expiry)
+            case .nbf: policy.requiredClaims.insert(.notBefore)
+            case .iss: policy.requiredClaims.insert(.issuer)
+            case .aud: policy.requiredClaims.insert(.audience)
+            }
+        }
+        return TokenVerifier(keys: gateway.keys, policy: policy)
+    }
+
     /// The responder of a token page: the signing key (a private JWK Set; never exposed) and the login mode.
     static func tokenPageRoute(
         _ page: TokenPageConfiguration,
         configuration: GatewayConfiguration,
-        verifier: TokenVerifier
+        policy: VerificationPolicy,
+        verifier: TokenVerifier?
     ) throws -> TokenPageRoute {
         guard let signingKey = configuration.signingKey else {
             throw GatewayStartupError("a token_page route needs signing_key")
@@ -162,21 +195,30 @@ extension GatewayRuntime {
             whoami = try WhoamiClient(configuration: settings)
         }
         return TokenPageRoute(
-            responder: TokenPageResponder(configuration: page, signer: signer, verifier: verifier),
+            responder: TokenPageResponder(
+                configuration: page,
+                signer: signer,
+                sessionVerifier: verifier,
+                policy: policy
+            ),
             whoami: whoami
         )
     }
 
     /// Every verification key of the configuration, merged into one set (several keys at once, so keys
-    /// rotate without downtime).
-    static func loadKeys(_ sources: [KeySourceConfiguration]) throws -> KeySet {
+    /// rotate without downtime). Nil when `keys` is empty (allowed while no route checks tokens).
+    static func loadKeys(_ sources: [KeySourceConfiguration]) throws -> KeySet? {
         var merged: KeySet?
         for source in sources {
             let keys: KeySet
             do {
                 switch source.source {
                 case .jwks(let path):
-                    keys = try KeySet.load(path: path.path)
+                    // The entry's alg binds the set's JWKs that carry none of their own.
+                    keys = try KeySet.load(
+                        path: path.path,
+                        algorithm: source.algorithm.flatMap { TokenAlgorithm(rawValue: $0.rawValue) }
+                    )
                 case .pem(let path):
                     guard let data = FileManager.default.contents(atPath: path.path),
                         let pem = String(data: data, encoding: .utf8)
@@ -206,9 +248,6 @@ extension GatewayRuntime {
                 throw GatewayStartupError("keys: \(error)")
             }
             merged = try merged.map { try $0.merging(keys) } ?? keys
-        }
-        guard let merged else {
-            throw GatewayStartupError("keys: no verification key is configured")
         }
         return merged
     }

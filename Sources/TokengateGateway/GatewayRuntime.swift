@@ -7,13 +7,12 @@ import Logging
 import TokengateConfig
 import TokengateTokens
 
-/// Everything the request path reads, built once from a configuration and never mutated: routes,
-/// the verifier with its keys, upstream settings, limits. A reload builds a new one and swaps it in.
+/// Everything the request path reads, built once from a configuration and never mutated: routes (each with
+/// its verifier, over one shared key set), upstream settings, limits. A reload builds a new one and swaps it in.
 final class GatewayRuntime: Sendable {
     let routes: [GatewayRoute]
     let routeTable: RouteTable
     let upstreams: [UpstreamSettings]
-    let verifier: TokenVerifier
     let cutoffs: CutoffSnapshotHolder
     let realm: String
     let limits: LimitsConfiguration
@@ -28,7 +27,6 @@ final class GatewayRuntime: Sendable {
         routes: [GatewayRoute],
         routeTable: RouteTable,
         upstreams: [UpstreamSettings],
-        verifier: TokenVerifier,
         cutoffs: CutoffSnapshotHolder,
         realm: String,
         limits: LimitsConfiguration,
@@ -40,7 +38,6 @@ final class GatewayRuntime: Sendable {
         self.routes = routes
         self.routeTable = routeTable
         self.upstreams = upstreams
-        self.verifier = verifier
         self.cutoffs = cutoffs
         self.realm = realm
         self.limits = limits

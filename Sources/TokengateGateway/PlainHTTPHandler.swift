@@ -116,7 +116,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             return false
         }
         let route = self.runtime.routes[index]
-        return route.tokenPage != nil || !(route.accept?.contains(.api) ?? false)
+        return route.tokenPage != nil || !(route.tokens?.accept.contains(.api) ?? false)
     }
 
     private func writeAndClose(

@@ -327,7 +327,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// asked for it, and `nil` on the first call.
     private func authorize(route routeIndex: Int, body: ByteBuffer?) {
         let route = self.runtime.routes[routeIndex]
-        let authorizer = RequestAuthorizer(route: route, verifier: self.runtime.verifier, realm: self.runtime.realm)
+        let authorizer = RequestAuthorizer(route: route, realm: self.runtime.realm)
         let bodyBytes = body.map { Array($0.readableBytesView) }
         let decision = authorizer.decide(
             head: self.head,

@@ -22,11 +22,10 @@ struct RequestAuthorizer: Sendable {
     }
 
     let route: GatewayRoute
-    let verifier: TokenVerifier
     let realm: String
 
     func decide(head: ClientRequestHead, body: [UInt8]?, cutoffs: CutoffSnapshot, now: Int64) -> Decision {
-        guard let accept = self.route.accept else {
+        guard let tokens = self.route.tokens else {
             return .forward(identity: nil, strip: nil)
         }
         let found: (ArraySlice<UInt8>, TokenSource)
@@ -40,7 +39,9 @@ struct RequestAuthorizer: Sendable {
         case .token(let token, let source):
             found = (token, source)
         }
-        let verdict = found.0.withUnsafeBytes { self.verifier.verify($0, accept: accept, cutoffs: cutoffs, now: now) }
+        let verdict = found.0.withUnsafeBytes {
+            tokens.verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now)
+        }
         switch verdict {
         case .valid(let token):
             return .forward(identity: token, strip: self.route.stripToken ? found.1 : nil)

@@ -17,7 +17,8 @@ struct JWK {
 
     var index: Int
     var keyID: String?
-    /// The algorithms this key may be used with: its `alg`, or every algorithm its type allows.
+    /// The algorithms this key may be used with: its `alg` (or the fallback), or every algorithm its type
+    /// allows (for verification only when that is exactly one; see ``init(_:index:operation:fallbackAlgorithm:)``).
     var algorithms: [TokenAlgorithm]
     var declaredAlgorithm: TokenAlgorithm?
     var material: Material
@@ -42,7 +43,15 @@ struct JWK {
 
     /// Parses and validates one key object. `operation` is `"verify"` or `"sign"`: a `key_ops` member must
     /// include it.
-    init(_ object: Any, index: Int, operation: String) throws(KeyLoadingError) {
+    ///
+    /// The algorithm is bound to the key (DESIGN §1): it is the JWK's own `alg`, else `fallbackAlgorithm` (the
+    /// `alg` of the configuration's `keys` entry). For verification, a key with neither whose type serves more
+    /// than one algorithm (`oct`: HS256/384/512; `RSA`: RS256 and PS256) is refused (`missing_alg`): accepting
+    /// every algorithm of its type would let a token's header pick the algorithm. Ed25519 (EdDSA) and P-256
+    /// (ES256) keys serve one algorithm and need no `alg`.
+    init(_ object: Any, index: Int, operation: String, fallbackAlgorithm: TokenAlgorithm? = nil)
+        throws(KeyLoadingError)
+    {
         guard let dict = object as? [String: Any] else {
             throw KeyLoadingError(code: "invalid_key", message: "a key must be a JSON object", keyIndex: index)
         }
@@ -99,13 +108,22 @@ struct JWK {
                 )
             }
             declared = algorithm
+        } else {
+            declared = fallbackAlgorithm
         }
         self.declaredAlgorithm = declared
 
+        let declaredBy = dict["alg"] == nil ? " (the alg of its keys entry)" : ""
+        /// Every algorithm the key's type serves, whether or not `alg` narrows it.
+        var typeAlgorithms: [TokenAlgorithm] = []
         func allowed(_ candidates: [TokenAlgorithm]) throws(KeyLoadingError) -> [TokenAlgorithm] {
+            typeAlgorithms = candidates
             guard let declared else { return candidates }
             guard candidates.contains(declared) else {
-                throw fail("unsupported_key", "algorithm '\(declared.rawValue)' does not fit a key of type '\(kty)'")
+                throw fail(
+                    "unsupported_key",
+                    "algorithm '\(declared.rawValue)'\(declaredBy) does not fit a key of type '\(kty)'"
+                )
             }
             return [declared]
         }
@@ -173,6 +191,16 @@ struct JWK {
             self.material = .rsa(n: n, e: e, privateParts: privateParts)
         default:
             throw fail("unsupported_key", "key type '\(kty)' is not supported (supported: oct, OKP, EC, RSA)")
+        }
+        // Checked last, so that a key that is unusable anyway (too short, wrong curve) says so first.
+        if operation == "verify", declared == nil, typeAlgorithms.count > 1 {
+            throw fail(
+                "missing_alg",
+                "a key of type '\(kty)' serves several algorithms ("
+                    + typeAlgorithms.map(\.rawValue).joined(separator: ", ")
+                    + ") and this one has no 'alg': set 'alg' on the JWK, or 'alg' on its keys entry in the "
+                    + "configuration"
+            )
         }
     }
 

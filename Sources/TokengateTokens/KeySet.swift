@@ -59,12 +59,17 @@ public final class KeySet: Sendable {
     /// than `sig`, `key_ops` without `verify`), an RSA key under 2048 bits or with the ROCA structure, an
     /// HMAC secret shorter than its hash, or a point not on its curve fails the whole set with an error
     /// naming the key. Private members are ignored: only public parts are used for verification.
+    ///
+    /// Each key is bound to one algorithm: its `alg`, else `algorithm`. An `oct` or `RSA` key with neither is
+    /// refused (`missing_alg`), since its type serves several; Ed25519 and P-256 keys need neither.
+    /// - Parameter algorithm: the algorithm for keys without their own `alg` (a configuration `keys` entry's
+    ///   `alg`); it must fit each such key's type.
     /// - Throws: ``KeyLoadingError``.
-    public convenience init(jwks: some Collection<UInt8>) throws {
+    public convenience init(jwks: some Collection<UInt8>, algorithm: TokenAlgorithm? = nil) throws {
         let objects = try Self.parseKeyObjects(Data(jwks))
         var keys: [VerificationKey] = []
         for (index, object) in objects.enumerated() {
-            let jwk = try JWK(object, index: index, operation: "verify")
+            let jwk = try JWK(object, index: index, operation: "verify", fallbackAlgorithm: algorithm)
             keys.append(try VerificationKey(jwk: jwk))
         }
         try self.init(validating: keys)
@@ -202,8 +207,10 @@ public final class KeySet: Sendable {
     }
 
     /// Loads a key file: a JWK Set / JWK (JSON) or a PEM public key, told apart by content.
+    /// - Parameter algorithm: binds keys that carry no `alg` of their own (see ``init(jwks:algorithm:)`` and
+    ///   ``init(pem:algorithm:keyID:)``).
     /// - Throws: ``KeyLoadingError`` naming `path`.
-    public static func load(path: String) throws -> KeySet {
+    public static func load(path: String, algorithm: TokenAlgorithm? = nil) throws -> KeySet {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw KeyLoadingError(code: "unreadable_file", message: "the file cannot be read", file: path)
         }
@@ -213,7 +220,7 @@ public final class KeySet: Sendable {
         let firstByte = data.first(where: { ![0x20, 0x09, 0x0A, 0x0D, 0xEF, 0xBB, 0xBF].contains($0) })
         do {
             if firstByte == UInt8(ascii: "{") {
-                return try KeySet(jwks: data)
+                return try KeySet(jwks: data, algorithm: algorithm)
             }
             guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") else {
                 throw KeyLoadingError(
@@ -221,7 +228,7 @@ public final class KeySet: Sendable {
                     message: "the file is neither a JWK Set (JSON) nor a PEM key"
                 )
             }
-            return try KeySet(pem: text)
+            return try KeySet(pem: text, algorithm: algorithm)
         } catch let error as KeyLoadingError {
             throw error.inFile(path)
         }

@@ -14,7 +14,8 @@ extension TokenVerifier {
         var notBefore: Int64?
         /// Nil when `iss` is absent; otherwise whether it equals the policy's issuer (true without one).
         var issuerMatches: Bool?
-        /// Nil when `aud` is absent; otherwise whether it is or contains the policy's audience.
+        /// Nil when `aud` is absent; otherwise whether it is or contains one of the policy's audiences (true
+        /// without any).
         var audienceMatches: Bool?
     }
 
@@ -40,7 +41,18 @@ extension TokenVerifier {
             return .invalid(.malformed)
         }
         if self.prepared.issuer != nil && parsed.issuerMatches != true { return .invalid(.missingClaim) }
-        if self.prepared.audience != nil && parsed.audienceMatches != true { return .invalid(.missingClaim) }
+        if !self.prepared.audiences.isEmpty && parsed.audienceMatches != true { return .invalid(.missingClaim) }
+        // A route's `require_claims`: presence only; the values are checked below (times) or above (iss, aud).
+        let required = self.prepared.requiredClaims
+        if !required.isEmpty {
+            if (required.contains(.expiry) && parsed.expiresAt == nil)
+                || (required.contains(.notBefore) && parsed.notBefore == nil)
+                || (required.contains(.issuer) && parsed.issuerMatches == nil)
+                || (required.contains(.audience) && parsed.audienceMatches == nil)
+            {
+                return .invalid(.missingClaim)
+            }
+        }
 
         let kind: TokenKind = parsed.apiOnly ? .api : .session
         let skew = self.prepared.clockSkew
@@ -149,26 +161,29 @@ extension TokenVerifier {
         return true
     }
 
-    /// `aud`: a string or an array of strings (RFC 7519 §4.1.3). Returns whether it names the policy's
-    /// audience (true when the policy has none), or nil when malformed.
+    /// `aud`: a string or an array of strings (RFC 7519 §4.1.3). Returns whether it names one of the policy's
+    /// audiences (true when the policy has none), or nil when malformed.
     private func readAudience(_ scanner: inout JSONScanner) -> Bool? {
+        let audiences = self.prepared.audiences
         @inline(__always) func isOurs(_ span: ByteSpan) -> Bool {
-            guard let audience = self.prepared.audience else { return true }
-            return audience.withUnsafeBufferPointer { scanner.equals(span, $0) }
+            for audience in audiences where audience.withUnsafeBufferPointer({ scanner.equals(span, $0) }) {
+                return true
+            }
+            return false
         }
         if scanner.peek() == UInt8(ascii: "\"") {
             guard let value = scanner.parseString() else { return nil }
-            return isOurs(value)
+            return audiences.isEmpty || isOurs(value)
         }
         guard scanner.consume(UInt8(ascii: "[")) else { return nil }
-        var matched = false
-        if scanner.consume(UInt8(ascii: "]")) { return self.prepared.audience == nil }
+        var matched = audiences.isEmpty
+        if scanner.consume(UInt8(ascii: "]")) { return matched }
         while true {
             guard let value = scanner.parseString() else { return nil }
-            if self.prepared.audience != nil && isOurs(value) { matched = true }
+            if !matched && isOurs(value) { matched = true }
             if scanner.consume(UInt8(ascii: "]")) { break }
             guard scanner.consume(UInt8(ascii: ",")) else { return nil }
         }
-        return self.prepared.audience == nil ? true : matched
+        return matched
     }
 }

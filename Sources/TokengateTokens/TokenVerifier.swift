@@ -17,7 +17,8 @@
 /// 6. the signature → `bad_signature`;
 /// 7. payload: a JSON object without duplicate names; claim types (`iat`, `exp`, `nbf` integral NumericDates,
 ///    user claim a string, `api_only` a boolean, `iss` a string, `aud` a string or array of strings)
-///    → `malformed`; user claim and `iat` present, `iss`/`aud` as the policy requires → `missing_claim`;
+///    → `malformed`; user claim and `iat` present, `iss`/`aud` as the policy requires, the policy's
+///    ``RequiredClaims`` present → `missing_claim`;
 /// 8. `iat` > now + skew → `issued_in_future`; `nbf` > now + skew → `not_yet_valid`;
 ///    now ≥ expiry + skew → `expired`;
 /// 9. `iat` < global or user `revoked_before` → `revoked`; an api token with `iat` < `api_revoked_before`

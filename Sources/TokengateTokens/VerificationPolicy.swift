@@ -12,25 +12,29 @@ public struct VerificationPolicy: Sendable {
     public var clockSkew: Int64
     /// When set, `iss` must be present and equal.
     public var issuer: String?
-    /// When set, `aud` must be present and be (or contain) this value.
-    public var audience: String?
+    /// When non-empty, `aud` must be present and be (or, as an array, contain) one of these values.
+    public var audiences: [String]
     /// When set, only these algorithms (and only where a loaded key allows them). Nil: every algorithm a
     /// loaded key allows.
     public var allowedAlgorithms: Set<TokenAlgorithm>?
+    /// Claims that must be present (``RequiredClaims``); empty by default.
+    public var requiredClaims: RequiredClaims
 
     public init(
         claimNames: ClaimNames = ClaimNames(),
         sessionMaxAge: Int64 = 14 * 86_400,
         clockSkew: Int64 = 60,
         issuer: String? = nil,
-        audience: String? = nil,
-        allowedAlgorithms: Set<TokenAlgorithm>? = nil
+        audiences: [String] = [],
+        allowedAlgorithms: Set<TokenAlgorithm>? = nil,
+        requiredClaims: RequiredClaims = []
     ) {
         self.claimNames = claimNames
         self.sessionMaxAge = sessionMaxAge
         self.clockSkew = clockSkew
         self.issuer = issuer
-        self.audience = audience
+        self.audiences = audiences
         self.allowedAlgorithms = allowedAlgorithms
+        self.requiredClaims = requiredClaims
     }
 }

@@ -69,6 +69,9 @@ struct TokenCommand: ParsableCommand {
         @Option(help: "A JWK Set or a PEM public key.")
         var keys: String
 
+        @Option(help: "The algorithm for keys without their own alg (needed for an RSA or HMAC JWK without alg).")
+        var alg: String?
+
         @Option(help: "A cutoffs JSON file.")
         var cutoffs: String?
 
@@ -92,9 +95,19 @@ struct TokenCommand: ParsableCommand {
             case "any": accepted = .any
             default: fail("--accept must be api, session or any, not '\(self.accept)'")
             }
+            var algorithm: TokenAlgorithm?
+            if let name = self.alg {
+                guard let parsed = TokenAlgorithm(rawValue: name) else {
+                    fail(
+                        "--alg must be one of \(TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")), "
+                            + "not '\(name)'"
+                    )
+                }
+                algorithm = parsed
+            }
             let keySet: KeySet
             do {
-                keySet = try KeySet.load(path: self.keys)
+                keySet = try KeySet.load(path: self.keys, algorithm: algorithm)
             } catch {
                 fail("invalid key file '\(self.keys)': \(error)")
             }

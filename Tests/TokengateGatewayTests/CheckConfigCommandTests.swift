@@ -20,7 +20,8 @@ struct CheckConfigCommandTests {
 
         init(
             admin: String = "admin: { address: 127.0.0.1:0 }",
-            keys: String = "keys: [ { jwks: public.jwks } ]\nsigning_key: { jwks: private.jwks }"
+            keys: String = "keys: [ { jwks: public.jwks } ]\nsigning_key: { jwks: private.jwks }",
+            route: String = "{ path_prefix: /, upstream: api, accept: [api] }"
         ) throws {
             self.directory = NSTemporaryDirectory() + "tokengate-check-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -41,7 +42,7 @@ struct CheckConfigCommandTests {
                 upstreams:
                   api: { targets: [ "http://127.0.0.1:9" ] }
                 routes:
-                  - { path_prefix: /, upstream: api, accept: [api] }
+                  - \(route)
                 """
             try self.write("tokengate.yaml", yaml, mode: 0o644)
         }
@@ -138,5 +139,55 @@ struct CheckConfigCommandTests {
         #expect(result.stderr.contains("warning: keys[1].jwks"), "\(result.stderr)")
         #expect(result.stderr.contains("private key material") && result.stderr.contains("kid \"test-only\""), "\(result.stderr)")
         #expect(!result.stderr.contains("keys[0]"), "the public set is fine: \(result.stderr)")
+    }
+
+    /// An RSA JWK without `alg` serves RS256 and PS256, so the token's header would choose: `check-config`
+    /// and `serve` refuse it, naming the file, the kid and both fixes; `alg` on the keys entry binds it.
+    /// Before, it loaded and accepted both algorithms.
+    @Test func refusesAJWKWhoseAlgorithmIsAmbiguous() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(keys: "keys: [ { jwks: rsa.jwks } ]")
+        defer { setup.remove() }
+        let rsa = try KeyGenerator.generate(algorithm: .rs256, keyID: "rsa-1")
+        let withoutAlg = rsa.publicJWKS.replacingOccurrences(of: #""alg" : "RS256","#, with: "")
+        try #require(withoutAlg != rsa.publicJWKS)
+        try setup.write("rsa.jwks", withoutAlg, mode: 0o644)
+
+        let refused = try setup.checkConfig()
+        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        for part in ["rsa.jwks", "kid 'rsa-1'", "RS256, PS256", "set 'alg' on the JWK", "its keys entry"] {
+            #expect(refused.stderr.contains(part), "\(part): \(refused.stderr)")
+        }
+        let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
+        #expect(serve.status == 2, "\(serve.stdout) \(serve.stderr)")
+        #expect(serve.stderr.contains("kid 'rsa-1'") && serve.stderr.contains("RS256, PS256"), "\(serve.stderr)")
+        #expect(!serve.stderr.contains("listening"), "\(serve.stderr)")
+
+        let text = try String(contentsOfFile: setup.path, encoding: .utf8)
+        try setup.write(
+            "tokengate.yaml",
+            text.replacingOccurrences(of: "{ jwks: rsa.jwks }", with: "{ jwks: rsa.jwks, alg: PS256 }"),
+            mode: 0o644
+        )
+        let bound = try setup.checkConfig()
+        #expect(bound.status == 0, "\(bound.stdout) \(bound.stderr)")
+    }
+
+    /// `keys` is required only when a route takes tokens: without any, a gateway of public routes passes
+    /// `check-config` (before: "keys: no verification key is configured"); a route that takes tokens is still
+    /// refused, by name.
+    @Test func keysAreNeededOnlyByRoutesThatTakeTokens() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let open = try Setup(keys: "", route: "{ path_prefix: /, upstream: api, accept: none }")
+        defer { open.remove() }
+        let passed = try open.checkConfig()
+        #expect(passed.status == 0, "\(passed.stdout) \(passed.stderr)")
+        #expect(passed.stdout.contains(": ok ("), "\(passed.stdout)")
+
+        let guarded = try Setup(keys: "")
+        defer { guarded.remove() }
+        let refused = try guarded.checkConfig()
+        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("routes[0].accept") && refused.stderr.contains("no keys"), "\(refused.stderr)")
     }
 }

@@ -36,23 +36,27 @@ final class GatewayHarness: @unchecked Sendable {
 
     /// Starts backend and gateway. `routes` is the YAML of the routes section; `{UPSTREAM}` in
     /// `upstreams` is replaced by the backend's address; `tls` is the TLS listener's `tls:` value (files
-    /// other than the generated `cert.pem` and `key.pem` must be in ``directory`` before the start).
+    /// other than the generated `cert.pem` and `key.pem` must be in ``directory`` before the start). `keys` is
+    /// the whole `keys` line (empty for none) and `tokens` an optional `tokens:` section; files they name may be
+    /// written to ``directory`` beforehand.
     func start(
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
         limits: String = "",
         plainHTTP: String = "reject",
         tls: String = "{ certificates: [ { cert: cert.pem, key: key.pem } ] }",
+        keys: String = "keys: [ { jwks: public.jwks } ]",
+        tokens: String = "",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost", "127.0.0.1"])
         try certificate.certificatePEM.write(toFile: self.directory + "/cert.pem", atomically: true, encoding: .utf8)
         try certificate.privateKeyPEM.write(toFile: self.directory + "/key.pem", atomically: true, encoding: .utf8)
-        let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only-hs")
-        try keys.privateJWKS.write(toFile: self.directory + "/private.jwks", atomically: true, encoding: .utf8)
-        try keys.publicJWKS.write(toFile: self.directory + "/public.jwks", atomically: true, encoding: .utf8)
-        self.signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))
+        let generated = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only-hs")
+        try generated.privateJWKS.write(toFile: self.directory + "/private.jwks", atomically: true, encoding: .utf8)
+        try generated.publicJWKS.write(toFile: self.directory + "/public.jwks", atomically: true, encoding: .utf8)
+        self.signer = try TokenSigner(privateJWKS: Array(generated.privateJWKS.utf8))
 
         self.backend = try await DemoBackend.start(port: 0, group: self.group)
         let upstreamYAML = (upstreams ?? "  api: { targets: [ \"http://127.0.0.1:{UPSTREAM}\" ], connect_timeout: 1s, response_timeout: 2s }")
@@ -63,7 +67,8 @@ final class GatewayHarness: @unchecked Sendable {
                 tls: \(tls)
               - address: 127.0.0.1:0
                 plain_http: \(plainHTTP)
-            keys: [ { jwks: public.jwks } ]
+            \(keys)
+            \(tokens)
             cutoffs: { file: cutoffs.json }
             realm: test.example
             upstreams:

@@ -20,11 +20,15 @@ struct GatewayIntegrationTests {
         upstreams: String? = nil,
         limits: String = "",
         plainHTTP: String = "reject",
+        keys: String = "keys: [ { jwks: public.jwks } ]",
+        tokens: String = "",
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let harness = GatewayHarness()
         do {
-            try await harness.start(routes: routes, upstreams: upstreams, limits: limits, plainHTTP: plainHTTP)
+            try await harness.start(
+                routes: routes, upstreams: upstreams, limits: limits, plainHTTP: plainHTTP, keys: keys, tokens: tokens
+            )
             try await body(harness)
         } catch {
             await harness.stop()

@@ -21,19 +21,56 @@ import Testing
     static let ecY = "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
 
     @Test func algorithmsBoundToKeyTypes() throws {
-        let oct = try KeySet(jwks: Array(#"{"keys":[{"kty":"oct","k":"\#(Self.secret)"}]}"#.utf8))
-        #expect(oct.algorithms == [[.hs256]], "a 32-byte secret is too short for HS384/HS512")
-        let long = Base64URL.encode([UInt8](repeating: 1, count: 64))
-        #expect(
-            try KeySet(jwks: Array(#"{"kty":"oct","k":"\#(long)"}"#.utf8)).algorithms == [[.hs256, .hs384, .hs512]]
-        )
+        let oct = try KeySet(jwks: Array(#"{"keys":[{"kty":"oct","alg":"HS256","k":"\#(Self.secret)"}]}"#.utf8))
+        #expect(oct.algorithms == [[.hs256]])
         let ec = try KeySet(jwks: Array(#"{"kty":"EC","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}"#.utf8))
-        #expect(ec.algorithms == [[.es256]])
+        #expect(ec.algorithms == [[.es256]], "P-256 serves one algorithm: no alg needed")
+        let ed = try KeySet(jwks: Array(#"{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#.utf8))
+        #expect(ed.algorithms == [[.edDSA]], "Ed25519 serves one algorithm: no alg needed")
         let rsa = try KeyGenerator.generate(algorithm: .rs256, keyID: "r")
         #expect(try KeySet(jwks: Array(rsa.publicJWKS.utf8)).algorithms == [[.rs256]])
+    }
+
+    /// An `oct` or `RSA` JWK without `alg` serves several algorithms; the token's header would choose. Refused
+    /// unless the configuration's keys entry binds it (`algorithm:`); the JWK's own `alg` always wins.
+    @Test func keysServingSeveralAlgorithmsNeedAnAlg() throws {
+        let rsa = try KeyGenerator.generate(algorithm: .rs256, keyID: "r")
         let rsaNoAlg = rsa.publicJWKS.replacingOccurrences(of: #""alg" : "RS256","#, with: "")
         #expect(rsaNoAlg != rsa.publicJWKS)
-        #expect(try KeySet(jwks: Array(rsaNoAlg.utf8)).algorithms == [[.rs256, .ps256]])
+        let rsaError = try #require(self.loadError(rsaNoAlg))
+        #expect(rsaError.code == "missing_alg")
+        #expect(rsaError.keyID == "r")
+        #expect(rsaError.description.contains("RS256, PS256") && rsaError.description.contains("set 'alg'"))
+        #expect(try KeySet(jwks: Array(rsaNoAlg.utf8), algorithm: .ps256).algorithms == [[.ps256]])
+        #expect(try KeySet(jwks: Array(rsa.publicJWKS.utf8), algorithm: .ps256).algorithms == [[.rs256]])
+
+        for bytes in [32, 64] {
+            let secret = Base64URL.encode([UInt8](repeating: 1, count: bytes))
+            let octNoAlg = #"{"keys":[{"kty":"oct","kid":"h","k":"\#(secret)"}]}"#
+            #expect(self.loadError(octNoAlg)?.code == "missing_alg", "\(bytes)-byte secret")
+            #expect(try KeySet(jwks: Array(octNoAlg.utf8), algorithm: .hs256).algorithms == [[.hs256]])
+        }
+        let long = Base64URL.encode([UInt8](repeating: 1, count: 64))
+        #expect(try KeySet(jwks: Array(#"{"kty":"oct","k":"\#(long)"}"#.utf8), algorithm: .hs512).algorithms == [[.hs512]])
+
+        // The fallback must fit the key type, like a JWK's own alg.
+        let ec = #"{"kty":"EC","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}"#
+        #expect(throws: KeyLoadingError.self) { try KeySet(jwks: Array(ec.utf8), algorithm: .rs256) }
+
+        // From a file: the error names the file and the kid; the load's algorithm binds the key.
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("rsa-no-alg-\(UUID()).jwks").path
+        try rsaNoAlg.write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect {
+            _ = try KeySet.load(path: path)
+        } throws: { error in
+            let description = "\(error)"
+            return description.contains(path) && description.contains("kid 'r'") && description.contains("alg")
+        }
+        #expect(try KeySet.load(path: path, algorithm: .rs256).algorithms == [[.rs256]])
+        // Signing keeps its documented default (RS256 for RSA): this rule is about what a verifier accepts.
+        let privateNoAlg = rsa.privateJWKS.replacingOccurrences(of: #""alg" : "RS256","#, with: "")
+        #expect(try TokenSigner(privateJWKS: Array(privateNoAlg.utf8)).algorithm == .rs256)
     }
 
     @Test func loadErrorsNameTheKeyAndNeverTheMaterial() throws {
@@ -44,6 +81,7 @@ import Testing
             ),
             (#"{"keys":[{"kty":"oct","kid":"a","alg":"HS512","k":"\#(Self.secret)"}]}"#, "weak_key"),
             (#"{"keys":[{"kty":"oct","k":""}]}"#, "weak_key"),
+            (#"{"keys":[{"kty":"oct","kid":"h","k":"\#(Self.secret)"}]}"#, "missing_alg"),
             (#"{"keys":[{"kty":"oct","alg":"A256GCM","k":"\#(Self.secret)"}]}"#, "unsupported_key"),
             (#"{"keys":[{"kty":"oct","use":"enc","k":"\#(Self.secret)"}]}"#, "unsupported_key"),
             (#"{"keys":[{"kty":"oct","key_ops":["encrypt"],"k":"\#(Self.secret)"}]}"#, "unsupported_key"),
@@ -77,15 +115,15 @@ import Testing
             (#"[1]"#, "invalid_json"),
             (#"{"#, "invalid_json"),
             (
-                #"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","kid":"a","k":"\#(Self.secret)"}]}"#,
+                #"{"keys":[{"kty":"oct","alg":"HS256","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","alg":"HS256","kid":"a","k":"\#(Self.secret)"}]}"#,
                 "duplicate_kid"
             ),
             (
-                #"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","k":"\#(Self.secret)"}]}"#,
+                #"{"keys":[{"kty":"oct","alg":"HS256","kid":"a","k":"\#(Self.secret)"},{"kty":"oct","alg":"HS256","k":"\#(Self.secret)"}]}"#,
                 "missing_kid"
             ),
             (
-                #"{"keys":[{"kty":"oct","kid":"a","k":"\#(Self.secret)"},{"kty":"EC","kid":"b","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#,
+                #"{"keys":[{"kty":"oct","alg":"HS256","kid":"a","k":"\#(Self.secret)"},{"kty":"EC","kid":"b","crv":"P-256","x":"\#(Self.ecX)","y":"\#(Self.ecY)"}]}"#,
                 "mixed_key_types"
             ),
         ]
@@ -96,7 +134,7 @@ import Testing
         }
         let named = try #require(
             self.loadError(
-                #"{"keys":[{"kty":"oct","kid":"ok","k":"\#(Self.secret)"},{"kty":"EC","kid":"bad-one","crv":"P-521","x":"AA","y":"AA"}]}"#
+                #"{"keys":[{"kty":"oct","alg":"HS256","kid":"ok","k":"\#(Self.secret)"},{"kty":"EC","kid":"bad-one","crv":"P-521","x":"AA","y":"AA"}]}"#
             )
         )
         #expect(named.keyIndex == 1 && named.keyID == "bad-one")

@@ -199,7 +199,7 @@ import Testing
     }
 
     @Test func issuerAndAudience() {
-        let policy = VerificationPolicy(issuer: "https://rp.example", audience: "tokengate")
+        let policy = VerificationPolicy(issuer: "https://rp.example", audiences: ["tokengate"])
         let strict = TokenVerifier(keys: self.keys, policy: policy)
         let good = #","iss":"https:\/\/rp.example","aud":["other","tokengate"]"#
         #expect(self.check(TestSupport.claims(extra: good), verifier: strict).token != nil)
@@ -236,6 +236,57 @@ import Testing
         #expect(self.check(TestSupport.claims(extra: #","iss":"x","aud":["a","b"]"#)).token != nil)
         #expect(self.check(TestSupport.claims(extra: #","aud":[1]"#)).reason == "malformed")
         #expect(self.check(TestSupport.claims(extra: #","iss":5"#)).reason == "malformed")
+    }
+
+    /// `tokens.audience` as a list: `aud` (a string, or an array) must name any one of them.
+    @Test func severalAudiences() {
+        let verifier = TokenVerifier(keys: self.keys, policy: VerificationPolicy(audiences: ["web", "mobile"]))
+        for accepted in [#""mobile""#, #""web""#, #"["other","mobile"]"#, #"["web"]"#, #"["mobile","web"]"#] {
+            #expect(
+                self.check(TestSupport.claims(extra: #","aud":"# + accepted), verifier: verifier).token != nil,
+                "aud \(accepted)"
+            )
+        }
+        for refused in [#""other""#, #"["other"]"#, #"[]"#, #""mobil""#, #""mobile2""#] {
+            #expect(
+                self.check(TestSupport.claims(extra: #","aud":"# + refused), verifier: verifier).reason
+                    == "missing_claim",
+                "aud \(refused)"
+            )
+        }
+        #expect(self.check(TestSupport.claims(), verifier: verifier).reason == "missing_claim", "aud absent")
+    }
+
+    /// A route's `require_claims`: presence is demanded; the values are still checked as always.
+    @Test func requiredClaims() {
+        let exp = #","exp":\#(self.now + 60)"#
+        let nbf = #","nbf":\#(self.now - 60)"#
+        let needsExp = TokenVerifier(keys: self.keys, policy: VerificationPolicy(requiredClaims: .expiry))
+        #expect(self.check(TestSupport.claims(), verifier: needsExp).reason == "missing_claim")
+        #expect(self.check(TestSupport.claims(extra: nbf), verifier: needsExp).reason == "missing_claim")
+        #expect(self.check(TestSupport.claims(extra: exp), verifier: needsExp).token != nil)
+        let expired = #","exp":\#(self.now - 3600)"#
+        #expect(self.check(TestSupport.claims(extra: expired), verifier: needsExp).reason == "expired")
+
+        let needsNbf = TokenVerifier(keys: self.keys, policy: VerificationPolicy(requiredClaims: .notBefore))
+        #expect(self.check(TestSupport.claims(extra: exp), verifier: needsNbf).reason == "missing_claim")
+        #expect(self.check(TestSupport.claims(extra: nbf), verifier: needsNbf).token != nil)
+
+        let both = TokenVerifier(keys: self.keys, policy: VerificationPolicy(requiredClaims: [.expiry, .notBefore]))
+        #expect(self.check(TestSupport.claims(extra: exp), verifier: both).reason == "missing_claim")
+        #expect(self.check(TestSupport.claims(extra: exp + nbf), verifier: both).token != nil)
+
+        let issuerAndAudience = TokenVerifier(
+            keys: self.keys,
+            policy: VerificationPolicy(requiredClaims: [.issuer, .audience])
+        )
+        #expect(self.check(TestSupport.claims(extra: #","iss":"x""#), verifier: issuerAndAudience).reason == "missing_claim")
+        #expect(self.check(TestSupport.claims(extra: #","aud":"y""#), verifier: issuerAndAudience).reason == "missing_claim")
+        #expect(
+            self.check(TestSupport.claims(extra: #","iss":"x","aud":"y""#), verifier: issuerAndAudience).token != nil
+        )
+        // Nothing required: the claims stay optional.
+        #expect(self.check(TestSupport.claims()).token != nil)
     }
 
     @Test func configurableClaimNames() throws {

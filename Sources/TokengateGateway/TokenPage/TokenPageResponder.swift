@@ -41,16 +41,33 @@ struct TokenPageResponder: Sendable {
     let configuration: TokenPageConfiguration
     /// Never exposed: the responder is the only code on the request path that mints.
     private let signer: TokenSigner
-    private let verifier: TokenVerifier
+    /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
+    private let sessionVerifier: TokenVerifier?
+    /// The gateway's token policy: its issuer and first audience go into minted tokens.
+    private let policy: VerificationPolicy
 
     /// - Parameters:
     ///   - signer: built from `signing_key`, with the configuration's claim names.
-    ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss`/`aud` are put into
-    ///     minted tokens so that they pass the gateway's own checks.
+    ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss` and first audience
+    ///     are put into minted tokens so that they pass the gateway's own checks.
     init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier) {
+        self.init(configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy)
+    }
+
+    /// - Parameters:
+    ///   - sessionVerifier: checks session cookies; nil when no keys are configured (a session cookie then never
+    ///     logs anyone in).
+    ///   - policy: the gateway's token policy, for the `iss` and `aud` of minted tokens.
+    init(
+        configuration: TokenPageConfiguration,
+        signer: TokenSigner,
+        sessionVerifier: TokenVerifier?,
+        policy: VerificationPolicy
+    ) {
         self.configuration = configuration
         self.signer = signer
-        self.verifier = verifier
+        self.sessionVerifier = sessionVerifier
+        self.policy = policy
     }
 
     // MARK: Entry points
@@ -80,7 +97,8 @@ struct TokenPageResponder: Sendable {
                 )
             }
             guard let value = values.first,
-                case .valid(let token) = self.verifier.verify(value, accept: .session, cutoffs: cutoffs, now: now)
+                let verifier = self.sessionVerifier,
+                case .valid(let token) = verifier.verify(value, accept: .session, cutoffs: cutoffs, now: now)
             else {
                 return .answer(self.loginRedirect(request))
             }
@@ -158,8 +176,8 @@ struct TokenPageResponder: Sendable {
             issuedAt: now,
             apiOnly: true,
             expiresAt: lifetime.map { now + $0 },
-            issuer: self.verifier.policy.issuer,
-            audience: self.verifier.policy.audience
+            issuer: self.policy.issuer,
+            audience: self.policy.audiences.first
         )
         let token: String
         do {
