@@ -26,6 +26,12 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is GatewayShutdownEvent {
+            // Still in the pipeline, so the handshake has not completed: no request can be in flight, and a
+            // silent connection must not hold the drain (and the process) up until its handshake timeout.
+            context.close(promise: nil)
+            return
+        }
         guard case .handshakeCompleted(let negotiated, _, _)? = event as? TLSUserEvent else {
             context.fireUserInboundEventTriggered(event)
             return

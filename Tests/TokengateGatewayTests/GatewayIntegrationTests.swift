@@ -532,6 +532,30 @@ struct GatewayIntegrationTests {
         await gateway.stop()
     }
 
+    /// A connection that never sent its TLS hello holds up neither the drain nor the process: it is closed
+    /// when the shutdown begins (it was kept until its handshake timeout, 10 s).
+    @Test func gracefulShutdownClosesConnectionsStillInTheirHandshake() async throws {
+        let gateway = GatewayHarness()
+        try await gateway.start()
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(gateway.tlsPort).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(connected == 0)
+        try await Task.sleep(for: .milliseconds(200))
+        let started = ContinuousClock.now
+        await gateway.server.shutdown(drainTimeout: .seconds(8))
+        let took = ContinuousClock.now - started
+        #expect(took < .seconds(2), "the drain waited \(took) for a connection that never began its handshake")
+        #expect(gateway.logLines.all.contains { $0.contains("stopped") && $0.contains("forced_connections=0") }, "\(gateway.logLines.all.suffix(3))")
+        await gateway.stop()
+    }
+
     // MARK: Backend trouble.
 
     @Test func aDeadBackendGets502AndASlowOne504() async throws {
