@@ -4,7 +4,8 @@
 
 /// The admin listener (cutoff writes, health, metrics, reload).
 ///
-/// On a non-loopback address it must have TLS or a bearer secret file (or both); that is checked at load.
+/// On a non-loopback address it must have a bearer secret file (and TLS where the network is not trusted);
+/// that is checked at load.
 public struct AdminConfiguration: Sendable, Equatable {
     public var address: SocketAddressSpec
     /// A file holding the bearer secret admin requests must present. Only its existence is checked here.

@@ -10,7 +10,7 @@ import NIOHTTP1
 ///
 /// A TLS connection opens with a handshake record (content type 22), or an SSLv2-style hello (high bit set);
 /// a client that sends plain HTTP to the HTTPS port (`http://host:443/`, a misconfigured health check) opens
-/// with a method, whose first byte is an uppercase letter. That client gets a plain-text `400` that says what
+/// with a method, whose first byte is an uppercase letter. That client gets a readable `400` (JSON, `tls_required`) that says what
 /// went wrong, as nginx's does, instead of a TLS alert it cannot read and a closed connection. Anything else
 /// passes to the TLS handler untouched, and this handler removes itself after the first read either way, so
 /// a connection pays for it once, never per request.

@@ -5,8 +5,8 @@
 import Foundation
 import TokengateTokens
 
-/// The admin API's logic as a pure async handler; the gateway wires it to its admin listener (loopback by
-/// default, and authenticated there) and turns ``AdminResponse`` into HTTP.
+/// The admin API's logic as a pure async handler; the gateway wires it to its admin listener (when `admin:` is
+/// configured; a secret is required off loopback) and turns ``AdminResponse`` into HTTP.
 ///
 /// Routes (ids are percent-decoded path segments, so an id may contain `/` as `%2F`):
 /// - `POST /admin/users/{id}/password-changed`: `revoked_before` = `at` (default now).
