@@ -209,7 +209,7 @@ extension GatewayRuntime {
     /// rotate without downtime). Nil when `keys` is empty (allowed while no route checks tokens).
     static func loadKeys(_ sources: [KeySourceConfiguration]) throws -> KeySet? {
         var merged: KeySet?
-        for source in sources {
+        for (index, source) in sources.enumerated() {
             let keys: KeySet
             do {
                 switch source.source {
@@ -242,19 +242,32 @@ extension GatewayRuntime {
                     }
                     keys = try Self.hmacKeySet(Array(value.utf8), source: source, origin: "$\(variable)")
                 }
-            } catch let error as GatewayStartupError {
-                throw error
             } catch {
-                throw GatewayStartupError("keys: \(error)")
+                // Which entry: with several keys, "the RSA modulus has 1024 bits" alone does not say which.
+                throw GatewayStartupError("keys[\(index)] (\(Self.describe(source))): \(error)")
             }
-            merged = try merged.map { try $0.merging(keys) } ?? keys
+            do {
+                merged = try merged.map { try $0.merging(keys) } ?? keys
+            } catch {
+                throw GatewayStartupError("keys[\(index)] (\(Self.describe(source))): \(error)")
+            }
         }
         return merged
     }
 
+    /// Where a key entry's material comes from, as the configuration names it (never the material).
+    private static func describe(_ source: KeySourceConfiguration) -> String {
+        switch source.source {
+        case .jwks(let path): "jwks \(path.original)"
+        case .pem(let path): "pem \(path.original)"
+        case .hmacFile(let path): "hmac_file \(path.original)"
+        case .hmacEnvironment(let variable): "hmac_env \(variable)"
+        }
+    }
+
     private static func hmacKeySet(_ secret: [UInt8], source: KeySourceConfiguration, origin: String) throws -> KeySet {
         guard let name = source.algorithm, let algorithm = TokenAlgorithm(rawValue: name.rawValue) else {
-            throw GatewayStartupError("keys: the HMAC secret from \(origin) needs an `alg` (HS256, HS384 or HS512)")
+            throw GatewayStartupError("the HMAC secret from \(origin) needs an `alg` (HS256, HS384 or HS512)")
         }
         return try KeySet(hmacSecret: secret, algorithm: algorithm, keyID: source.keyID)
     }

@@ -173,6 +173,19 @@ struct CheckConfigCommandTests {
         #expect(bound.status == 0, "\(bound.stdout) \(bound.stderr)")
     }
 
+    /// A key entry that fails to load is named by its index and source, not only by what is wrong with it
+    /// ("the HMAC secret has 5 bytes" alone does not say which of several entries).
+    @Test func aKeyThatFailsToLoadIsNamedByItsEntry() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(keys: "keys: [ { jwks: public.jwks }, { hmac_file: short.key, alg: HS256, kid: h1 } ]")
+        defer { setup.remove() }
+        try setup.write("short.key", "12345", mode: 0o600)
+        let refused = try setup.checkConfig()
+        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains("keys[1] (hmac_file short.key): "), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("12345"), "the secret itself is never shown")
+    }
+
     /// `keys` is required only when a route takes tokens: without any, a gateway of public routes passes
     /// `check-config` (before: "keys: no verification key is configured"); a route that takes tokens is still
     /// refused, by name.
