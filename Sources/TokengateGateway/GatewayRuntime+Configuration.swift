@@ -181,6 +181,7 @@ extension GatewayRuntime {
             signer = try TokenSigner(
                 privateJWKS: Array(bytes),
                 keyID: signingKey.keyID,
+                algorithm: signingKey.algorithm.flatMap { TokenAlgorithm(rawValue: $0.rawValue) },
                 claimNames: TokengateTokens.ClaimNames(
                     user: configuration.tokens.claims.user,
                     issuedAt: configuration.tokens.claims.issuedAt,

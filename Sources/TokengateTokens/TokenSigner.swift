@@ -19,14 +19,22 @@ public struct TokenSigner: Sendable {
     /// - Parameters:
     ///   - privateJWKS: a JWK Set (or one JWK) holding private keys.
     ///   - keyID: which key to use; may be nil when the set holds exactly one key.
+    ///   - algorithm: the configuration's `alg` for the key (`signing_key.alg`): it binds a JWK that has no
+    ///     `alg` of its own, and one whose own `alg` differs is refused (`alg_mismatch`) rather than either
+    ///     silently winning.
     /// - Throws: ``KeyLoadingError``.
-    public init(privateJWKS: [UInt8], keyID: String? = nil, claimNames: ClaimNames = ClaimNames()) throws {
+    public init(
+        privateJWKS: [UInt8],
+        keyID: String? = nil,
+        algorithm: TokenAlgorithm? = nil,
+        claimNames: ClaimNames = ClaimNames()
+    ) throws {
         let objects = try KeySet.parseKeyObjects(Data(privateJWKS))
         var candidates: [JWK] = []
         for (index, object) in objects.enumerated() {
             // Keys of other types may sit beside the one we want; only the selected key must be valid.
             if let keyID, let dict = object as? [String: Any], (dict["kid"] as? String) != keyID { continue }
-            candidates.append(try JWK(object, index: index, operation: "sign"))
+            candidates.append(try JWK(object, index: index, operation: "sign", fallbackAlgorithm: algorithm))
         }
         guard let jwk = candidates.first else {
             throw KeyLoadingError(
@@ -50,6 +58,14 @@ public struct TokenSigner: Sendable {
             )
         }
         self.key = try SigningKey(jwk)
+        if let algorithm, self.key.algorithm != algorithm {
+            throw KeyLoadingError(
+                code: "alg_mismatch",
+                message: "the key's own alg is \(self.key.algorithm.rawValue), the configuration says \(algorithm.rawValue)",
+                keyIndex: jwk.index,
+                keyID: jwk.keyID
+            )
+        }
         self.claimNames = claimNames
     }
 

@@ -77,6 +77,26 @@ import Testing
         #expect(throws: (any Error).self) { try TokenSigner(privateJWKS: Array(tampered.utf8)) }
     }
 
+    /// The configuration's `alg` for the signing key binds a JWK that has none, and a JWK whose own `alg`
+    /// differs is refused instead of one of the two silently winning (`signing_key.alg` was ignored).
+    @Test func theConfiguredAlgorithmBindsOrConflicts() throws {
+        let hmac = try KeyGenerator.generate(algorithm: .hs512, keyID: "h")
+        let withoutAlg = hmac.privateJWKS.replacingOccurrences(of: #""alg" : "HS512","#, with: "")
+        try #require(withoutAlg != hmac.privateJWKS)
+        let bound = try TokenSigner(privateJWKS: Array(withoutAlg.utf8), algorithm: .hs384)
+        #expect(bound.algorithm == .hs384)
+        let token = try bound.mint(TokenClaims(subject: "a", issuedAt: 1, apiOnly: true))
+        #expect(String(decoding: try #require(Base64URL.decode(String(token.split(separator: ".")[0]))), as: UTF8.self).contains("\"alg\":\"HS384\""))
+        #expect(try TokenSigner(privateJWKS: Array(hmac.privateJWKS.utf8), algorithm: .hs512).algorithm == .hs512)
+        let conflict = #expect(throws: KeyLoadingError.self) {
+            try TokenSigner(privateJWKS: Array(hmac.privateJWKS.utf8), algorithm: .hs256)
+        }
+        #expect(conflict?.code == "alg_mismatch")
+        #expect(throws: KeyLoadingError.self, "an algorithm that does not fit the key type") {
+            try TokenSigner(privateJWKS: Array(withoutAlg.utf8), algorithm: .es256)
+        }
+    }
+
     @Test func customClaimNamesAndEscaping() throws {
         let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "h")
         let names = ClaimNames(user: "uid", issuedAt: "t", apiOnly: "app")
