@@ -427,16 +427,8 @@ struct GatewayIntegrationTests {
             try gateway.server.reload(configurationPath: path)
             #expect(gateway.server.generation == 2)
             // One connection held open: the next is refused at the new limit of 1.
-            let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let held = try SocketProbe.connectSilently(port: gateway.tlsPort)
             defer { close(held) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(gateway.tlsPort).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(held, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            try #require(connected == 0)
             try await Task.sleep(for: .milliseconds(200))
             let refused = try self.curl(gateway, ["\(gateway.baseURL)/about"])
             #expect(refused.status == 0, "a second connection over max_connections 1: \(refused.status)")
@@ -537,16 +529,8 @@ struct GatewayIntegrationTests {
     @Test func gracefulShutdownClosesConnectionsStillInTheirHandshake() async throws {
         let gateway = GatewayHarness()
         try await gateway.start()
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let silent = try SocketProbe.connectSilently(port: gateway.tlsPort)
         defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(gateway.tlsPort).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(connected == 0)
         try await Task.sleep(for: .milliseconds(200))
         let started = ContinuousClock.now
         await gateway.server.shutdown(drainTimeout: .seconds(8))

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Foundation
+
 /// Raw TCP probes for the read-deadline tests, run as a Python script so that the pauses between sends are
 /// real pauses on a real socket.
 ///
@@ -39,4 +41,26 @@ enum SocketProbe {
         let output = try Curl.process("/usr/bin/python3", ["-c", script]).1
         return output.split(separator: "\n").map { $0.split(separator: " ") }
     }
+
+    /// A TCP connection to 127.0.0.1:`port` that sends nothing (the caller closes the descriptor): a
+    /// client that never begins its TLS handshake, or one that just holds a connection slot.
+    static func connectSilently(port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard descriptor >= 0, connected == 0 else {
+            if descriptor >= 0 { close(descriptor) }
+            throw SocketProbeError(message: "cannot connect to 127.0.0.1:\(port): errno \(errno)")
+        }
+        return descriptor
+    }
+}
+
+struct SocketProbeError: Error {
+    let message: String
 }
