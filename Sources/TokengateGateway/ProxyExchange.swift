@@ -492,7 +492,7 @@ extension ProxyExchange {
             self.upstreamConnected(connection)
             return
         }
-        pool.acquire(after: self.failedTarget).assumeIsolated().whenComplete { result in
+        pool.acquire(after: self.failedTarget, requestID: self.requestID).assumeIsolated().whenComplete { result in
             guard case .awaitingUpstream = self.state else {
                 // The client went away while we connected: the connection is fresh and clean, keep it.
                 if case .success(let connection) = result { pool.release(connection, reusable: true) }

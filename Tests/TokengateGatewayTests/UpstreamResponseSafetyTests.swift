@@ -328,6 +328,7 @@ final class ScriptedBackend: Sendable {
             eventLoop: loop,
             logger: Logger(label: "test"),
             connectFailures: Counter(label: "test"),
+            failureLog: UpstreamConnectFailureLog(upstream: "api", targets: settings.targets.map(\.display), logger: Logger(label: "test")),
             flushBatch: UpstreamFlushBatch(eventLoop: loop)
         )
     }
