@@ -302,7 +302,7 @@ final class UpstreamPool {
         }
     }
 
-    /// Why a connect failed, for the log line: the TLS reason as OpenSSL gives it (e.g. `certificate verify
+    /// Why a connect failed, for the log line: the TLS alert and reason as OpenSSL gives them (e.g. `unknown_CA: certificate verify
     /// failed: self-signed certificate`), never key material.
     static func describe(_ error: any Error) -> String {
         if let error = error as? TLSError {
