@@ -10,7 +10,14 @@ import NIOCore
 final class LoopUpstreamPools {
     let pools: [UpstreamPool]
 
-    init(upstreams: [UpstreamSettings], eventLoop: any EventLoop, logger: Logger, metrics: GatewayMetrics) {
+    /// - Parameter failureLogs: one per upstream, shared by every loop.
+    init(
+        upstreams: [UpstreamSettings],
+        eventLoop: any EventLoop,
+        logger: Logger,
+        metrics: GatewayMetrics,
+        failureLogs: [UpstreamConnectFailureLog]
+    ) {
         let flushBatch = UpstreamFlushBatch(eventLoop: eventLoop)
         self.pools = upstreams.enumerated().map { index, settings in
             UpstreamPool(
@@ -18,6 +25,7 @@ final class LoopUpstreamPools {
                 eventLoop: eventLoop,
                 logger: logger,
                 connectFailures: metrics.upstreams[index].connectFailures,
+                failureLog: failureLogs[index],
                 flushBatch: flushBatch
             )
         }
@@ -50,8 +58,12 @@ final class UpstreamPoolDirectory: Sendable {
 
     init(upstreams: [UpstreamSettings], group: any EventLoopGroup, logger: Logger, metrics: GatewayMetrics) {
         var byLoop: [ObjectIdentifier: Entry] = [:]
+        let failureLogs = upstreams.map { upstream in
+            UpstreamConnectFailureLog(upstream: upstream.name, targets: upstream.targets.map(\.display), logger: logger)
+        }
         for loop in group.makeIterator() {
-            let pools = LoopUpstreamPools(upstreams: upstreams, eventLoop: loop, logger: logger, metrics: metrics)
+            let pools = LoopUpstreamPools(
+                upstreams: upstreams, eventLoop: loop, logger: logger, metrics: metrics, failureLogs: failureLogs)
             byLoop[ObjectIdentifier(loop)] = Entry(eventLoop: loop, pools: pools)
         }
         self.byLoop = byLoop

@@ -67,7 +67,16 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// The whole request body while it is still at hand (no body, or one read to look for a token), so a
     /// retry can send it again.
     private var replayableBody: ByteBuffer?
+    /// The backend's response head arrived (it may still be held, see ``heldHead``).
     private var responseStarted = false
+    /// The backend's head, and the body bytes that came with it, held until the response's end or the end of
+    /// the read batch that brought them, whichever comes first: nothing of the response reaches the client
+    /// before then. A response that turns out broken within that first batch (a head and a malformed chunk
+    /// in one segment, or a close right after the head) is then answered `502` — until the client was sent
+    /// nothing at all, its connection closed without a status line. The common response (head, body and end
+    /// in one read) is written at its end, as before.
+    private var heldHead: UpstreamResponseHead?
+    private var heldBody: ByteBuffer?
     private var status: HTTPResponseStatus?
     /// Runs while the client is not writable during forwarding (see ``armStallTimer()``).
     private var stallTimer: Scheduled<Void>?
@@ -492,7 +501,7 @@ extension ProxyExchange {
             self.upstreamConnected(connection)
             return
         }
-        pool.acquire(after: self.failedTarget).assumeIsolated().whenComplete { result in
+        pool.acquire(after: self.failedTarget, requestID: self.requestID).assumeIsolated().whenComplete { result in
             guard case .awaitingUpstream = self.state else {
                 // The client went away while we connected: the connection is fresh and clean, keep it.
                 if case .success(let connection) = result { pool.release(connection, reusable: true) }
@@ -608,10 +617,20 @@ extension ProxyExchange {
             }
             self.responseStarted = true
             self.status = head.status
-            self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse, hsts: self.runtime.hsts)
+            self.heldHead = head
         case .body(let buffer):
-            self.client.write(.body(.byteBuffer(buffer)))
+            guard self.heldHead != nil else {
+                self.client.write(.body(.byteBuffer(buffer)))
+                return
+            }
+            if self.heldBody == nil {
+                self.heldBody = buffer
+            } else {
+                var buffer = buffer
+                self.heldBody!.writeBuffer(&buffer)  // Several chunks in the first read: copied, once.
+            }
         case .end(let trailers):
+            self.writeHeldResponse()
             // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
             // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
             self.release(connection, reusable: self.requestEnded && connection.handler.keepsConnection)
@@ -625,7 +644,19 @@ extension ProxyExchange {
         }
     }
 
+    /// Writes what ``heldHead`` and ``heldBody`` hold to the client.
+    private func writeHeldResponse() {
+        guard let head = self.heldHead else { return }
+        self.heldHead = nil
+        self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse, hsts: self.runtime.hsts)
+        if let body = self.heldBody {
+            self.heldBody = nil
+            self.client.write(.body(.byteBuffer(body)))
+        }
+    }
+
     func upstreamReadComplete() {
+        self.writeHeldResponse()
         if self.responseStarted, case .forwarding = self.state, self.client.isWritable {
             self.startResponseTimer()  // Moves the deadline; no task per read (``DeadlineTimer``).
         }
@@ -636,17 +667,23 @@ extension ProxyExchange {
         guard case .forwarding(let connection) = self.state else { return }
         self.cancelResponseTimer()
         self.release(connection, reusable: false)
-        if self.responseStarted {
+        if self.responseStarted, self.heldHead == nil {
+            // The client has the head (and maybe some of the body): all it can be told now is that the response
+            // is cut off. Its line carries the backend's status, which the client got.
             self.logger.warning("upstream failed mid-response", metadata: ["request_id": "\(self.requestID)", "error": "\(error)"])
             self.log(status: self.status?.code ?? 0, reason: "upstream_aborted")
             self.state = .finished
             self.client.abort()
             return
         }
+        // Nothing reached the client yet: a held head (the backend answered, so the request is not sent again)
+        // is dropped and the gateway answers instead.
+        self.heldHead = nil
+        self.heldBody = nil
         // A reused connection the backend had closed while idle: nothing of the response arrived, and with
         // the whole request still at hand it is safe to send again on a fresh connection.
         let malformed = error is HTTP1ResponseParser.Failure
-        if connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method), !malformed {
+        if !self.responseStarted, connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method), !malformed {
             self.state = .awaitingUpstream
             self.connectUpstream()
             return

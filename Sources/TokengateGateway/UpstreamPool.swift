@@ -14,12 +14,13 @@ import TokengateTLS
 /// Each event loop has its own pool, so an exchange never hops threads: the client connection, its
 /// upstream connection and this pool all live on one loop, and nothing here takes a lock. Targets are
 /// used round-robin; one whose connects failed ``UpstreamSettings/failuresBeforeEjection`` times in a row is
-/// skipped for ``UpstreamSettings/ejectionTime`` (passive ejection). The count and the ejection belong to this
+/// skipped for ``UpstreamSettings/ejectionTime`` (passive ejection). For an `https://` target a connect includes
+/// the TLS handshake: a connection is handed out only once it is usable. The count and the ejection belong to this
 /// pool, so to one event loop: each loop finds out about a dead target by its own failures.
 final class UpstreamPool {
-    /// A connection to one target could not be made (refused, timed out, name not resolved): nothing of the
-    /// request was sent, so the caller may try again, on another target when there is one
-    /// (``acquire(after:)``). Answered as ``UpstreamError/connectFailed``.
+    /// A connection to one target could not be made (refused, timed out, name not resolved, or for `https://`
+    /// the TLS handshake failed or timed out): nothing of the request was sent, so the caller may try again, on
+    /// another target when there is one (``acquire(after:requestID:)``). Answered as ``UpstreamError/connectFailed``.
     struct ConnectFailure: Error {
         let targetIndex: Int
     }
@@ -41,6 +42,8 @@ final class UpstreamPool {
     private var closed = false
 
     private let connectFailures: CoreMetrics.Counter
+    /// Logs failed connects and recoveries, throttled per target; shared with the other loops' pools.
+    private let failureLog: UpstreamConnectFailureLog
     /// The loop's flush batch, shared by every connection of every pool on the loop.
     private let flushBatch: UpstreamFlushBatch
 
@@ -49,9 +52,11 @@ final class UpstreamPool {
         eventLoop: any EventLoop,
         logger: Logger,
         connectFailures: CoreMetrics.Counter,
+        failureLog: UpstreamConnectFailureLog,
         flushBatch: UpstreamFlushBatch
     ) {
         self.settings = settings
+        self.failureLog = failureLog
         self.flushBatch = flushBatch
         self.connectFailures = connectFailures
         self.eventLoop = eventLoop
@@ -86,7 +91,8 @@ final class UpstreamPool {
     /// - Parameter failedTarget: For a retry, the target whose connect just failed: the search starts after
     ///   it, so every other usable target comes first and the failed one last (the only one, for a
     ///   single-target upstream). `nil` follows the round-robin.
-    func acquire(after failedTarget: Int? = nil) -> EventLoopFuture<UpstreamConnection> {
+    /// - Parameter requestID: the request the connection is for, named in the log line of a failed connect.
+    func acquire(after failedTarget: Int? = nil, requestID: String) -> EventLoopFuture<UpstreamConnection> {
         self.eventLoop.preconditionInEventLoop()
         let now = NIODeadline.now()
         let count = self.settings.targets.count
@@ -103,7 +109,7 @@ final class UpstreamPool {
                 return self.eventLoop.makeSucceededFuture(connection)
             }
             if self.open[index] < self.settings.maxConnectionsPerTarget {
-                return self.connect(index)
+                return self.connect(index, requestID: requestID)
             }
         }
         // Every usable target is ejected: try the first ejected one rather than refuse outright, so a
@@ -112,7 +118,7 @@ final class UpstreamPool {
             if let connection = self.takeIdle(index) {
                 return self.eventLoop.makeSucceededFuture(connection)
             }
-            return self.connect(index)
+            return self.connect(index, requestID: requestID)
         }
         return self.eventLoop.makeFailedFuture(UpstreamError.noTargetAvailable)
     }
@@ -214,11 +220,14 @@ final class UpstreamPool {
         return connection
     }
 
-    private func connect(_ index: Int) -> EventLoopFuture<UpstreamConnection> {
+    /// A new connection to target `index`: TCP, then for an `https://` target the TLS handshake, both within
+    /// the upstream's `connect_timeout`. A failure of either is a connect failure (counted, toward ejection too,
+    /// logged through ``UpstreamConnectFailureLog``): nothing of the request was sent, so it may be retried.
+    private func connect(_ index: Int, requestID: String) -> EventLoopFuture<UpstreamConnection> {
         let target = self.settings.targets[index]
         let tlsContext = target.useTLS ? self.settings.tlsContext : nil
-        let serverName = self.settings.tlsServerName ?? target.host
-        let logger = self.logger
+        // One bound for the whole connect: the handshake gets what TCP left of it.
+        let deadline = NIODeadline.now() + self.settings.connectTimeout
         // The initializer runs on this loop (the bootstrap's group is the loop), where the batch lives.
         let flushBatch = NIOLoopBound(self.flushBatch, eventLoop: self.eventLoop)
         self.open[index] += 1
@@ -228,31 +237,87 @@ final class UpstreamPool {
             .channelOption(.autoRead, value: true)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    if let tlsContext {
-                        try sync.addHandler(
-                            TLSHandler(context: tlsContext, serverHostname: serverName, logger: logger)
-                        )
-                    }
-                    // The HTTP/1.1 codec is the last handler itself (no NIOHTTP1 client handlers).
-                    try sync.addHandler(UpstreamResponseHandler(flushBatch: flushBatch.value))
+                    // The HTTP/1.1 codec is the last handler itself (no NIOHTTP1 client handlers); the TLS handler
+                    // goes in front of it once TCP is up (``startTLS(on:context:target:deadline:)``).
+                    try channel.pipeline.syncOperations.addHandler(UpstreamResponseHandler(flushBatch: flushBatch.value))
                 }
             }
         // The bootstrap runs on this pool's loop, so the callbacks below run here too and may touch the pool.
-        return bootstrap.connect(host: target.host, port: target.port).assumeIsolated().flatMapThrowing { channel in
+        return bootstrap.connect(host: target.host, port: target.port).assumeIsolated().flatMap { channel in
+            self.startTLS(on: channel, context: tlsContext, target: target, deadline: deadline)
+        }.flatMapThrowing { channel in
             self.connectSucceeded(index)
+            self.failureLog.connected(target: index)
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
             return self.adopt(channel, index: index, handler: handler)
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1
             self.connectFailed(index)
             self.connectFailures.increment()
-            self.logger.warning(
-                "upstream connect failed",
-                metadata: ["upstream": "\(self.settings.name)", "target": "\(target.display)", "error": "\(error)"]
-            )
+            self.failureLog.failed(target: index, cause: Self.describe(error), requestID: requestID)
             throw ConnectFailure(targetIndex: index)
         }.nonisolated()
+    }
+
+    /// For an `https://` target (`context` set): adds the TLS handler in front of the codec now that TCP is up,
+    /// with what is left until `deadline` as its handshake timeout, and succeeds once the handshake completed.
+    /// A failed or timed-out handshake closes the channel and fails with the ``TLSError``. The TLS handler's
+    /// own line about it is at debug level: the failure is logged here, once, with the upstream and request.
+    private func startTLS(
+        on channel: any Channel,
+        context: TLSClientContext?,
+        target: UpstreamSettings.Target,
+        deadline: NIODeadline
+    ) -> EventLoopFuture<any Channel> {
+        guard let context else { return channel.eventLoop.makeSucceededFuture(channel) }
+        let sync = channel.pipeline.syncOperations
+        let handler: UpstreamResponseHandler
+        do {
+            handler = try sync.handler(type: UpstreamResponseHandler.self)
+        } catch {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        let handshake = channel.eventLoop.makePromise(of: Void.self)
+        handler.awaitTLSHandshake(handshake)
+        // At least a millisecond: a TCP connect that took all of the time still gets a (failing) handshake.
+        let left = max(deadline - .now(), .milliseconds(1))
+        do {
+            try sync.addHandler(
+                TLSHandler(
+                    context: context,
+                    serverHostname: self.settings.tlsServerName ?? target.host,
+                    handshakeTimeout: left,
+                    handshakeFailureLogLevel: .debug,
+                    logger: self.logger
+                ),
+                position: .first
+            )
+        } catch {
+            channel.close(promise: nil)  // Fails the handshake promise (the codec sees the channel close).
+        }
+        return handshake.futureResult.map { channel }.flatMapErrorThrowing { error in
+            channel.close(promise: nil)
+            throw error
+        }
+    }
+
+    /// Why a connect failed, for the log line: the TLS alert and reason as OpenSSL gives them (e.g. `unknown_CA: certificate verify
+    /// failed: self-signed certificate`), never key material.
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? TLSError {
+            if error.code == .handshakeTimeout {
+                return "TLS handshake not completed within connect_timeout"
+            }
+            return "TLS handshake failed: \(error.message)"
+        }
+        if case ChannelError.connectTimeout = error {
+            return "TCP connect not completed within connect_timeout"
+        }
+        if error as? UpstreamError == .connectionClosed {
+            return "connection closed during the TLS handshake"
+        }
+        return "\(error)"
     }
 }
 

@@ -4,6 +4,7 @@
 
 import NIOCore
 import NIOHTTP1
+import TokengateTLS
 
 /// The HTTP/1.1 codec of an upstream connection, and its last handler: writes the request an exchange
 /// sends (a head serialized by ``RequestRewriter``, body parts framed here), reads the response with
@@ -56,6 +57,10 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     /// the write that caused it) instead of asked of the channel: the exchange looks at it for every request.
     private(set) var isWritable = true
 
+    /// Completed when the TLS handshake below this handler ends, either way (``awaitTLSHandshake(_:)``); `nil`
+    /// once completed, and for plain connections.
+    private var handshakePromise: EventLoopPromise<Void>?
+
     /// Where ``flush()`` defers to; `nil` (handler tests on an `EmbeddedChannel`) flushes at once.
     private let flushBatch: UpstreamFlushBatch?
     /// Registered with `flushBatch` for the end of this tick.
@@ -84,6 +89,21 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
         }
     }
 
+    /// Completes `promise` when the TLS handshake of this connection completes, and fails it with the error
+    /// when the handshake fails (the ``TLSError``), or the connection closes first. Set before the
+    /// ``TLSHandler`` is added: the pool hands out a connection only once it is usable, so a certificate the
+    /// gateway does not trust is a connect failure (nothing of a request was sent) and not a closed connection.
+    func awaitTLSHandshake(_ promise: EventLoopPromise<Void>) {
+        self.handshakePromise = promise
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+            self.handshakePromise.take()?.succeed()
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         self.isOpen = context.channel.isActive
@@ -96,6 +116,7 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.handshakePromise.take()?.fail(UpstreamError.connectionClosed)
         self.context = nil
     }
 
@@ -207,6 +228,7 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
                 self.receiver?.upstreamReceived(end)
             }
         } catch {}
+        self.handshakePromise.take()?.fail(UpstreamError.connectionClosed)
         let receiver = self.receiver
         self.receiver = nil
         receiver?.upstreamFailed(UpstreamError.connectionClosed)
@@ -215,6 +237,7 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.handshakePromise.take()?.fail(error)
         let receiver = self.receiver
         self.receiver = nil
         receiver?.upstreamFailed(error)

@@ -19,7 +19,8 @@ typealias UpstreamResponsePart = HTTPPart<UpstreamResponseHead, ByteBuffer>
 /// straight from these bytes (``RequestRewriter/forEachClientResponseField(of:close:hsts:_:)``).
 ///
 /// The block is a slice of the buffer the backend's bytes were read into: it lives as long as the head, which
-/// is written to the client in the read that parsed it and not kept.
+/// is written to the client by the end of the read batch that parsed it (``ProxyExchange`` holds it that long)
+/// and not kept.
 struct UpstreamResponseHead: Equatable {
     var version: HTTPVersion
     var status: HTTPResponseStatus

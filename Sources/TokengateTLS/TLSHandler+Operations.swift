@@ -63,7 +63,7 @@ extension TLSHandler {
             return
         }
         let error = TLSError(code: .handshakeTimeout, message: "no handshake within \(self.handshakeTimeout)")
-        self.logger.info("TLS handshake timed out", metadata: ["tls.error": "\(error)"])
+        self.logger.log(level: self.handshakeFailureLogLevel, "TLS handshake timed out", metadata: ["tls.error": "\(error)"])
         self.connection?.discardInbound()
         self.failBufferedWrites(error)
         context.fireErrorCaught(error)
@@ -282,11 +282,17 @@ extension TLSHandler {
 
     /// A fatal error: log once, report, close. Safe to call in any state.
     func fail(context: ChannelHandlerContext, error: TLSError) {
+        let level: Logger.Level
+        switch self.stateMachine.state {
+        case .idle, .handshaking: level = self.handshakeFailureLogLevel
+        case .active, .closing, .closed: level = .info
+        }
         let pendingClose = self.stateMachine.failed()
         self.cancelTimers()
         self.connection?.discardInbound()
         self.plaintext = nil
-        self.logger.info(
+        self.logger.log(
+            level: level,
             "TLS connection failed",
             metadata: ["tls.code": "\(error.code)", "tls.reason": "\(error.message)"]
         )

@@ -33,7 +33,9 @@ public import NIOCore
 ///
 /// ### Errors
 /// Handshake failures, the handshake timeout and fatal record errors are logged once (reason only, never key
-/// material), fired as ``TLSError`` through `errorCaught`, and close the channel.
+/// material), fired as ``TLSError`` through `errorCaught`, and close the channel. A client whose caller reports
+/// handshake failures itself, with what only it knows (which upstream, which request), lowers their level
+/// (``handshakeFailureLogLevel``), so that a backend failing every handshake is not logged twice per connect.
 ///
 /// ### Reentrancy
 /// OpenSSL's callbacks (BIO, SNI, ALPN, info) never touch the pipeline, so no channel event fires while an
@@ -59,6 +61,8 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
     let role: Role
     let handshakeTimeout: TimeAmount
     let logger: Logger
+    /// The level of the line logged when the handshake fails or times out (info unless the creator says).
+    let handshakeFailureLogLevel: Logger.Level
     var connection: TLSConnection?
     var bufferedWrites = MarkedCircularBuffer<(ByteBuffer, EventLoopPromise<Void>?)>(initialCapacity: 8)
     var handshakeTimer: Scheduled<Void>?
@@ -73,21 +77,27 @@ public final class TLSHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.role = .server(context)
         self.handshakeTimeout = handshakeTimeout
         self.logger = logger
+        self.handshakeFailureLogLevel = .info
     }
 
     /// A client-side handler for an upstream.
     ///
-    /// - Parameter serverHostname: sent as SNI (unless it is an IP literal) and, when the context verifies
-    ///   peers, checked against the server's certificate (DNS name or IP address).
+    /// - Parameters:
+    ///   - serverHostname: sent as SNI (unless it is an IP literal) and, when the context verifies peers, checked
+    ///     against the server's certificate (DNS name or IP address).
+    ///   - handshakeFailureLogLevel: the level of this handler's own line about a failed or timed-out handshake;
+    ///     lowered by a caller that logs those failures itself (the error always reaches it via `errorCaught`).
     public init(
         context: TLSClientContext,
         serverHostname: String?,
         handshakeTimeout: TimeAmount = .seconds(10),
+        handshakeFailureLogLevel: Logger.Level = .info,
         logger: Logger
     ) {
         self.role = .client(context, serverHostname: serverHostname)
         self.handshakeTimeout = handshakeTimeout
         self.logger = logger
+        self.handshakeFailureLogLevel = handshakeFailureLogLevel
     }
 
     // MARK: Lifecycle.

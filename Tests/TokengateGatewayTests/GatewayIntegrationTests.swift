@@ -585,9 +585,12 @@ struct GatewayIntegrationTests {
 
     @Test func aBackendFailingMidResponseAbortsTheClientResponse() async throws {
         try await self.withGateway { gateway in
-            let result = try self.curl(gateway, ["--http1.1", "\(gateway.baseURL)/abort"])
+            let result = try self.curl(gateway, ["--http1.1", "-H", "X-Request-Id: abort-probe", "\(gateway.baseURL)/abort"])
             #expect(result.exitCode != 0, "curl must see a truncated response, not a clean end")
             #expect(result.status == 200)
+            // The head went out before the backend failed: the line says what the client got.
+            let access = gateway.logLines.all.filter { $0.hasPrefix("info request ") && $0.contains("request_id=abort-probe") }
+            #expect(access.count == 1 && access[0].contains("status=200") && access[0].contains("reason=upstream_aborted"), "\(access)")
         }
     }
 

@@ -18,7 +18,7 @@ import Testing
     private static func connectedTarget(_ pool: UpstreamPool) async throws -> Int? {
         nonisolated(unsafe) let pool = pool  // Only touched on its loop, inside the submitted closure.
         let future = pool.eventLoop.flatSubmit {
-            pool.acquire(after: 1).map { connection -> Int? in
+            pool.acquire(after: 1, requestID: "test").map { connection -> Int? in
                 pool.release(connection, reusable: false)
                 return connection.targetIndex
             }.flatMapErrorThrowing { error -> Int? in
@@ -54,6 +54,7 @@ import Testing
             eventLoop: loop,
             logger: Logger(label: "test"),
             connectFailures: Counter(label: "test"),
+            failureLog: UpstreamConnectFailureLog(upstream: "api", targets: settings.targets.map(\.display), logger: Logger(label: "test")),
             flushBatch: UpstreamFlushBatch(eventLoop: loop)
         )
 

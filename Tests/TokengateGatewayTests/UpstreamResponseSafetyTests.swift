@@ -150,6 +150,23 @@ final class ScriptedBackend: Sendable {
         }
     }
 
+    /// A head and a malformed chunk in the backend's first segment: nothing of the response has reached the
+    /// client yet, so it gets a 502 over either protocol (not a connection closed without a status line), and
+    /// the access log says 502 too.
+    @Test(arguments: ["--http1.1", "--http2"])
+    func aBrokenChunkBehindTheHeadInTheFirstReadIsA502(_ version: String) async throws {
+        try await self.withScriptedGateway({ _, _ in
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", false)
+        }) { gateway, _ in
+            let result = try Curl.run([version, "-H", "X-Request-Id: broken-chunk", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
+            #expect(result.exitCode == 0 && result.status == 502, "\(version): \(result.status) \(result.stderr)")
+            #expect(result.body.contains("malformed response"), "\(version): \(result.body)")
+            let access = gateway.logLines.all.filter { $0.hasPrefix("info request ") && $0.contains("request_id=broken-chunk") }
+            #expect(access.count == 1, "\(version): \(access)")
+            #expect(access.first?.contains("status=502") == true && access.first?.contains("reason=upstream_malformed_response") == true, "\(access)")
+        }
+    }
+
     @Test func aBodyThatRunsUntilTheCloseArrivesWholeAndTheConnectionIsNotReused() async throws {
         let body = String(repeating: "0123456789", count: 5000)
         try await self.withScriptedGateway({ index, _ in
@@ -328,6 +345,7 @@ final class ScriptedBackend: Sendable {
             eventLoop: loop,
             logger: Logger(label: "test"),
             connectFailures: Counter(label: "test"),
+            failureLog: UpstreamConnectFailureLog(upstream: "api", targets: settings.targets.map(\.display), logger: Logger(label: "test")),
             flushBatch: UpstreamFlushBatch(eventLoop: loop)
         )
     }
