@@ -10,7 +10,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// What a listening socket does when `accept` fails: it stops accepting for ``pause`` and logs the failure,
-/// at most once per ``reportInterval`` with the number of failures since the last line.
+/// at most once a second with the number of failures since the last line (``FailureLogThrottle``).
 ///
 /// Out of file descriptors (`EMFILE`, `ENFILE`), the pending connection stays in the kernel's queue and the
 /// listening socket stays readable: NIO's accept loop retried at once and forever, a core at 100 % and not a
@@ -25,11 +25,9 @@ import NIOCore
 /// refused per pause while descriptors are short; connections that are open finish and free theirs.
 final class AcceptBackoff: Sendable {
     static let pause = TimeAmount.milliseconds(250)
-    static let reportInterval = TimeAmount.seconds(1)
 
     private struct State {
-        var failuresSinceReport = 0
-        var lastReport: NIODeadline?
+        var reports = FailureLogThrottle(interval: .seconds(1))
         /// The reserve descriptor, or -1 while it is given up (or could not be opened).
         var reserve: CInt = -1
         /// The reserve was given up for the next accepted connection, which is to be closed.
@@ -86,13 +84,7 @@ final class AcceptBackoff: Sendable {
                 state.reserve = -1
                 state.refuseNext = true
             }
-            state.failuresSinceReport += 1
-            if let last = state.lastReport, now - last < Self.reportInterval { return nil }
-            defer {
-                state.failuresSinceReport = 0
-                state.lastReport = now
-            }
-            return state.failuresSinceReport
+            return state.reports.failed(now: now)
         }
         guard let failures else { return }
         let hint = outOfDescriptors ? " (out of file descriptors: raise LimitNOFILE / ulimit -n, or lower limits.max_connections)" : ""
