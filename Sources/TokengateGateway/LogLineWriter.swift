@@ -27,6 +27,8 @@ public final class LogLineWriter: @unchecked Sendable {
     /// Bytes queued before lines are dropped: 4 MiB for standard output.
     private let capacity: Int
     private let descriptor: CInt
+    /// How long the writer lets lines gather after a wake-up (a line reaches the output at most this much later).
+    static let batchWindowMicroseconds: UInt32 = 2_000
     private let condition = NSCondition()
     private var queued: [UInt8] = []
     private var dropped = 0
@@ -55,8 +57,14 @@ public final class LogLineWriter: @unchecked Sendable {
                 self.dropped += 1
                 return
             }
+            // Only a queue that was empty has a writer asleep on it; otherwise the writer takes this line with the
+            // ones before it. (A wake-up per line cost two context switches a line on a pinned core: about 30 %
+            // of the requests per second with the access log on.)
+            let wasEmpty = self.queued.isEmpty
             self.queued.append(contentsOf: bytes)
-            self.condition.signal()
+            if wasEmpty {
+                self.condition.broadcast()  // The writer, and a flush() that may be waiting too.
+            }
         }
     }
 
@@ -79,6 +87,11 @@ public final class LogLineWriter: @unchecked Sendable {
             while self.queued.isEmpty && self.dropped == 0 {
                 self.condition.wait()
             }
+            // Woken by the first line after a quiet spell: let the lines of the next moment join it, so a busy
+            // gateway pays one wake-up and one write per batch rather than per line.
+            self.condition.unlock()
+            usleep(Self.batchWindowMicroseconds)
+            self.condition.lock()
             if self.dropped > 0 {
                 // Said before the lines queued after the drop, which are newer.
                 batch.append(contentsOf: Self.droppedLine(self.dropped).utf8)
