@@ -262,10 +262,10 @@ enum RequestRewriter {
     }
 
     /// The backend's response fields as the client gets them, in order, in one pass over the bytes they came
-    /// in: hop-by-hop fields, the ones its `Connection` names and `Transfer-Encoding` removed (the client side
-    /// frames the body itself), then `hsts` (the configured `Strict-Transport-Security`, `nil` when turned off)
-    /// added when the backend did not set it (the client reached us over TLS) and `connection: close` when the
-    /// connection ends after this response. Both protocols' heads are written from this
+    /// in: hop-by-hop fields, the ones its `Connection` names, `Transfer-Encoding` (the client side frames the
+    /// body itself) and a bodiless status's `Content-Length` removed, then `hsts` (the configured
+    /// `Strict-Transport-Security`, `nil` when turned off) added when the backend did not set it (the client
+    /// reached us over TLS) and `connection: close` when the connection ends after this response. Both protocols' heads are written from this
     /// (``HTTP1ResponseSerializer``, ``HTTP2HeaderBlock``).
     static func forEachClientResponseField(
         of upstream: UpstreamResponseHead,
@@ -276,9 +276,13 @@ enum RequestRewriter {
         // Known from the parse pass: the rare head whose `Connection` names fields is walked once more for them.
         let connectionListed = upstream.connectionNamesFields ? Self.namesListedInConnection(upstream) : []
         var hasHSTS = false
+        // A status without a body (204, 304) carries no `Content-Length` to the client (RFC 9110 §8.6; an HTTP/2
+        // client's nghttp2 resets a 204 stream that has one), whichever protocol it speaks.
+        let dropsLength = !upstream.status.mayHaveResponseBody
         upstream.forEachField { name, value in
             if Self.hopByHop.contains(name) { return }
             if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") { return }
+            if dropsLength, FieldBytes.equalsIgnoringCase(name, "content-length") { return }
             if !connectionListed.isEmpty,
                 connectionListed.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } })
             {

@@ -99,12 +99,8 @@ struct HTTP2HeaderBlock: Sendable, Equatable {
         self.prepare(maxFields: head.fieldCount + 3, dataBytes: head.fieldBytes + 10 + 41)
         guard head.status.code >= 200, head.status.code <= 999 else { return false }
         self.append(":status", String(head.status.code), sensitive: false)
-        // A status without a body carries no `Content-Length` (RFC 9110 §8.6; nghttp2 in the client resets a
-        // 204 stream that has one), as the HTTP/1.1 serializer drops it too.
-        let dropsLength = head.status == .noContent || head.status == .notModified
-        // The filter has already removed what `Connection` names: no names to pass on.
+        // The filter has already removed what `Connection` names (and a bodiless status's `Content-Length`).
         RequestRewriter.forEachClientResponseField(of: head, close: close, hsts: hsts) { name, value in
-            if dropsLength, FieldBytes.equalsIgnoringCase(name, "content-length") { return }
             self.appendRegular(name: name, value: value, named: [])
         }
         return true
