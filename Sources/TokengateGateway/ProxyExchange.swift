@@ -825,21 +825,22 @@ extension ProxyExchange {
         guard self.runtime.accessLog else { return }
         let path = AccessLogPath.text(for: self.head.uri)
         let latency = nanoseconds / 1000
+        // Plain `.string` values: an interpolated one goes through `DefaultStringInterpolation` per member.
         var metadata: Logger.Metadata = [
-            "request_id": "\(self.requestID)",
-            "route": "\(self.routeName)",
-            "method": "\(self.head.method.rawValue)",
-            "path": "\(path)",
-            "status": "\(status)",
-            "reason": "\(reason)",
-            "latency_us": "\(latency)",
+            "request_id": .string(self.requestID),
+            "route": .string(self.routeName),
+            "method": .string(self.head.method.rawValue),
+            "path": .string(path),
+            "status": .string(String(status)),
+            "reason": .string(reason),
+            "latency_us": .string(String(latency)),
         ]
         if let identity = self.identity {
-            metadata["user"] = "\(identity.subject)"
-            metadata["token_kind"] = "\(identity.kind.rawValue)"
+            metadata["user"] = .string(identity.subject)
+            metadata["token_kind"] = .string(identity.kind.rawValue)
         }
         if self.upstreamHead != nil {
-            metadata["upstream"] = "\(self.runtime.upstreams[self.upstreamIndex].name)"
+            metadata["upstream"] = .string(self.runtime.upstreams[self.upstreamIndex].name)
         }
         self.logger.info("request", metadata: metadata)
     }

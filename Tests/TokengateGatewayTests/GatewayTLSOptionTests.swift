@@ -237,7 +237,7 @@ struct GatewayTLSOptionTests {
             let fresh = try Curl.run(["\(gateway.baseURL)/after"], caFile: gateway.certificatePath)
             #expect(fresh.status == 200, "a client trusting only the new certificate: \(fresh.stderr)")
 
-            FileManager.default.createFile(atPath: go, contents: nil)
+            _ = FileManager.default.createFile(atPath: go, contents: nil)
             let (_, output, errors) = try await client.value
             #expect(
                 output.split(separator: "\n") == ["HTTP/1.1_200_OK", "HTTP/1.1_200_OK", "same-certificate"],

@@ -231,6 +231,61 @@ struct ServeCommandTests {
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "SIGTERM must end in exit 0")
     }
 
+    /// The access log as an operator's log pipeline reads it: on standard output, one JSON object a request
+    /// with the members operations.md lists, every value a string, no query and no token.
+    @Test func accessLogLinesAreJSONObjectsWithoutQueryOrToken() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let output = setup.directory + "/output"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        let token = try setup.signer.mint(
+            TokenClaims(
+                subject: "user-ü-42", issuedAt: Int64(Date().timeIntervalSince1970) - 5, apiOnly: true,
+                expiresAt: nil, notBefore: nil, issuer: nil, audience: nil
+            )
+        )
+        // The upstream's port is closed: the request is verified, forwarded and answered 502.
+        let result = try Curl.run(
+            ["--max-time", "5", "-H", "Authorization: Bearer \(token)", "-H", "X-Request-Id: access-line-1",
+             "https://localhost:\(setup.port)/v1/items?q=secret-query"],
+            caFile: setup.directory + "/cert.pem"
+        )
+        #expect(result.status == 502)
+        var line: Substring?
+        for _ in 0..<100 where line == nil {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            line = text.split(separator: "\n").first { $0.contains("\"msg\":\"request\"") && $0.contains("access-line-1") }
+            if line == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let text = try #require(line, "no access-log line for the request")
+        #expect(!text.contains(token) && !text.contains("secret-query"), "\(text)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String], "\(text)")
+        #expect(
+            Set(object.keys) == [
+                "ts", "level", "label", "msg", "latency_us", "method", "path", "reason", "request_id", "route",
+                "status", "token_kind", "upstream", "user",
+            ]
+        )
+        #expect(object["path"] == "/v1/items")
+        #expect(object["method"] == "GET")
+        #expect(object["status"] == "502")
+        #expect(object["reason"] == "upstream_connect_failed")
+        #expect(object["user"] == "user-ü-42")
+        #expect(object["token_kind"] == "api")
+        #expect(object["upstream"] == "api")
+        #expect(Int(object["latency_us"] ?? "") != nil)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let stamp = try #require(formatter.date(from: object["ts"] ?? ""), "\(text)")
+        #expect(abs(stamp.timeIntervalSinceNow) < 30)
+    }
+
     /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
     /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
     @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {
