@@ -28,6 +28,8 @@ public final class GatewayServer: Sendable {
     private let metricsRegistry: PrometheusCollectorRegistry
     private let now: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
+    /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
+    private let drainCutShort = NIOLockedValueBox(false)
     /// Serializes reloads (SIGHUP and the admin API may race); requests never take it.
     private let reloadLock = NIOLock()
 
@@ -212,7 +214,7 @@ public final class GatewayServer: Sendable {
             channel.pipeline.fireUserInboundEventTriggered(GatewayShutdownEvent())
         }
         let deadline = NIODeadline.now() + drainTimeout
-        while self.registry.count > 0, NIODeadline.now() < deadline {
+        while self.registry.count > 0, NIODeadline.now() < deadline, !self.drainCutShort.withLockedValue({ $0 }) {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for channel in self.registry.all {
@@ -220,6 +222,19 @@ public final class GatewayServer: Sendable {
         }
         self.generations.load().pools.closeAll()
         self.logger.info("stopped", metadata: ["forced_connections": "\(self.registry.count)"])
+    }
+
+    /// Ends a drain in progress at once (an operator's second SIGTERM or SIGINT): connections still open
+    /// are closed, as at the end of `drain_timeout`, and ``shutdown(drainTimeout:)`` returns. Before, a second
+    /// signal was ignored and the process waited out the whole drain. Harmless when no drain is running.
+    public func endDrainNow() {
+        let alreadyCut = self.drainCutShort.withLockedValue { cut in
+            defer { cut = true }
+            return cut
+        }
+        if !alreadyCut {
+            self.logger.warning("drain cut short by a second signal", metadata: ["connections": "\(self.registry.count)"])
+        }
     }
 
     // MARK: Listeners

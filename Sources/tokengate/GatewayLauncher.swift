@@ -268,15 +268,28 @@ struct CutoffSyncRunner: Service {
     }
 }
 
-/// Waits for the shutdown signal, then drains the gateway.
+/// Waits for the shutdown signal, then drains the gateway; a second SIGTERM or SIGINT during the drain ends
+/// it at once (an operator pressing Ctrl-C twice, a supervisor that escalates before its SIGKILL).
 struct GatewayShutdownService: Service {
     let server: GatewayServer
     let admin: AdminServer?
 
     func run() async throws {
         try? await gracefulShutdown()
+        // Trapped only now, so the signal that began the shutdown is not counted again. ServiceGroup ignores
+        // its graceful-shutdown signals once shutdown has begun, and they cannot also be its cancellation
+        // signals, so the second one is watched here.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let server = self.server
+        let secondSignal = Task {
+            for await _ in signals {
+                server.endDrainNow()
+                return
+            }
+        }
         // The running configuration's: a reload may have changed it since start.
         await self.server.shutdown(drainTimeout: self.server.drainTimeout)
+        secondSignal.cancel()
         await self.admin?.stop()
     }
 }

@@ -286,6 +286,81 @@ struct ServeCommandTests {
         #expect(abs(stamp.timeIntervalSinceNow) < 30)
     }
 
+    /// A second SIGTERM during the drain ends it at once, closing what is still open: an operator pressing
+    /// Ctrl-C twice, or a supervisor escalating, must not wait out `drain_timeout` behind a backend that never
+    /// answers. Before, the second signal was ignored.
+    @Test func aSecondSIGTERMEndsTheDrainAtOnce() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        // A backend that takes connections into its backlog and never answers.
+        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(silent >= 0)
+        defer { close(silent) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(silent, pointer, length) == 0 && listen(silent, 16) == 0 && getsockname(silent, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        let silentPort = Int(UInt16(bigEndian: address.sin_port))
+        let path = setup.directory + "/tokengate.yaml"
+        let yaml = try String(contentsOfFile: path, encoding: .utf8)
+            .replacingOccurrences(of: "http://127.0.0.1:9\"", with: "http://127.0.0.1:\(silentPort)\"")
+        try (yaml + "\nlimits: { drain_timeout: 60s }\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let output = setup.directory + "/output"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        let token = try setup.signer.mint(
+            TokenClaims(
+                subject: "drain-user", issuedAt: Int64(Date().timeIntervalSince1970) - 5, apiOnly: true,
+                expiresAt: nil, notBefore: nil, issuer: nil, audience: nil
+            )
+        )
+        let client = Process()
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        client.arguments = [
+            "-s", "-o", "/dev/null", "--max-time", "60", "--cacert", setup.directory + "/cert.pem",
+            "-H", "Authorization: Bearer \(token)", "https://localhost:\(setup.port)/slow",
+        ]
+        client.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try client.run()
+        defer {
+            if client.isRunning { client.terminate() }
+            client.waitUntilExit()
+        }
+        try await Task.sleep(for: .milliseconds(700))  // The request reaches the silent backend.
+        kill(process.processIdentifier, SIGTERM)
+        var draining = false
+        for _ in 0..<100 where !draining {
+            draining = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("\"msg\":\"draining\"")
+            if !draining { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        try #require(draining, "no draining line after the first SIGTERM")
+        try await Task.sleep(for: .milliseconds(500))
+        try #require(process.isRunning, "the drain must hold while the request is in flight")
+        let second = ContinuousClock.now
+        kill(process.processIdentifier, SIGTERM)
+        while process.isRunning, ContinuousClock.now - second < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!process.isRunning, "the second SIGTERM did not end the drain")
+        #expect(ContinuousClock.now - second < .seconds(5))
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        let text = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(text.contains("\"msg\":\"drain cut short by a second signal\""), "\(text)")
+        #expect(text.contains("\"forced_connections\":\"1\""), "\(text)")
+    }
+
     /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
     /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
     @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {
