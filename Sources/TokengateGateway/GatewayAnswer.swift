@@ -66,7 +66,12 @@ struct GatewayAnswer: Sendable, Hashable {
         if let challenge = self.challenge {
             headers.add(name: "www-authenticate", value: challenge)
         }
-        if self.closeConnection {
+        if self.status == .upgradeRequired {
+            // RFC 9110 §15.5.22: a 426 names the protocol to switch to, and `Upgrade` is listed in `Connection`
+            // (§7.8). The client switches by reconnecting with https: this listener offers no in-band upgrade.
+            headers.add(name: "upgrade", value: "TLS/1.2, HTTP/1.1")
+            headers.add(name: "connection", value: self.closeConnection ? "upgrade, close" : "upgrade")
+        } else if self.closeConnection {
             headers.add(name: "connection", value: "close")
         }
         return HTTPResponseHead(version: version, status: self.status, headers: headers)

@@ -284,6 +284,9 @@ struct GatewayIntegrationTests {
             let result = try Curl.run(["-H", "Authorization: Bearer \(token)", "http://127.0.0.1:\(gateway.plainPort)/api/items"], caFile: nil)
             #expect(result.status == 426)
             #expect(result.body.contains("\"error\":\"tls_required\""))
+            // RFC 9110 §15.5.22: a 426 must name the protocol to switch to, and list Upgrade in Connection.
+            #expect(result.header("upgrade") == "TLS/1.2, HTTP/1.1")
+            #expect(result.header("connection")?.lowercased() == "upgrade, close")
             // Bytes that are not HTTP/1.1 get the same specific 400 as on the TLS listener, not a silent close.
             let garbage = try Curl.process(
                 "/usr/bin/python3",
