@@ -6,12 +6,12 @@ extension GatewayConfiguration {
     /// The settings a reload cannot apply, by key, where this configuration differs from `running`.
     ///
     /// These are used once, at start: sockets are bound (`listen` addresses and their kind, `admin`), the
-    /// cutoff store is opened and synced (`cutoffs`), the event-loop threads are made (`event_loops`) and
-    /// the log handler is installed (`log.level`). A reload that changes one of them must be refused as a
-    /// whole, not half-applied: a gateway that said "reloaded" after a move to another cutoff store would go
-    /// on enforcing the old store's revocations while `tokengate revoke` wrote to the new one. Everything
-    /// else (routes, keys, certificates, upstreams, tokens, limits, HTTP/2, HSTS, the access log, the other
-    /// listener settings) is taken from the new configuration.
+    /// cutoff store is opened and synced (`cutoffs`) and the event-loop threads are made (`event_loops`). A
+    /// reload that changes one of them must be refused as a whole, not half-applied: a gateway that said
+    /// "reloaded" after a move to another cutoff store would go on enforcing the old store's revocations while
+    /// `tokengate revoke` wrote to the new one. Everything else (routes, keys, certificates, upstreams, tokens,
+    /// limits, HTTP/2, HSTS, the access log and the log level, the other listener settings) is taken from the
+    /// new configuration.
     public func restartOnlyChanges(comparedTo running: GatewayConfiguration) -> [String] {
         var changed: [String] = []
         if self.listeners.map(\.restartIdentity) != running.listeners.map(\.restartIdentity) {
@@ -25,9 +25,6 @@ extension GatewayConfiguration {
         }
         if self.eventLoops != running.eventLoops {
             changed.append("event_loops")
-        }
-        if self.log.level != running.log.level {
-            changed.append("log.level")
         }
         return changed
     }

@@ -127,6 +127,11 @@ public final class GatewayServer: Sendable {
         previous.pools.closeAll()
         next.runtime.metrics.configReloads.increment()
         next.runtime.metrics.configGeneration.record(Int64(next.number))
+        if configuration.log.level != current.configuration.log.level {
+            // Before the line below, so that it is written at the new level. Process-wide: a gateway is
+            // the only server in its process (an in-process test harness logs through its own handler).
+            ProcessLogLevel.set(configuration.log.level)
+        }
         self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
     }
 

@@ -11,19 +11,24 @@ import Logging
 /// that rule is the callers' (the access log writes the path without its query, the user id and the
 /// reason code, nothing else), and the tests grep the logs for tokens.
 public struct JSONLogHandler: LogHandler {
-    public var logLevel: Logger.Level
+    /// The process's level (``ProcessLogLevel``, which a reload moves), unless this handler's own was set.
+    public var logLevel: Logger.Level {
+        get { self.ownLevel ?? ProcessLogLevel.current }
+        set { self.ownLevel = newValue }
+    }
+    private var ownLevel: Logger.Level?
     public var metadata: Logger.Metadata = [:]
     /// `"label":"…"` with its leading comma, quoted once rather than on every line.
     private let labelMember: [UInt8]
     private let writer: LogLineWriter
 
-    public init(label: String, level: Logger.Level = .info) {
-        self.init(label: label, level: level, writer: .standardOutput)
+    /// A handler writing to standard output at the process's level.
+    public init(label: String) {
+        self.init(label: label, writer: .standardOutput)
     }
 
     /// A handler writing to `writer` (the tests' pipe) instead of standard output.
-    init(label: String, level: Logger.Level, writer: LogLineWriter) {
-        self.logLevel = level
+    init(label: String, writer: LogLineWriter) {
         self.writer = writer
         var member = Array(#","label":"#.utf8)
         JSONString.append(label, to: &member)

@@ -236,8 +236,8 @@ struct GatewayLauncher {
     }
 
     static func bootstrapLogging(_ level: LogLevelName) {
-        let swiftLevel = Logger.Level(rawValue: level.rawValue) ?? .info
-        LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: swiftLevel) }
+        ProcessLogLevel.set(level)
+        LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
     }
 }
 

@@ -14,7 +14,6 @@ import TokengateConfig
         ("cutoffs: { sqlite: cutoffs.db }", "cutoffs: { file: cutoffs.json }", ["cutoffs"]),
         ("  - address: 127.0.0.1:8443", "  - address: 127.0.0.1:9443", ["listen (addresses, or tls against plain_http)"]),
         ("routes:", "event_loops: 2\nroutes:", ["event_loops"]),
-        ("routes:", "log: { level: debug }\nroutes:", ["log.level"]),
         ("routes:", "admin: { address: 127.0.0.1:9901 }\nroutes:", ["admin"]),
         ("cutoffs: { sqlite: cutoffs.db }", "cutoffs: { sqlite: x.db }\nevent_loops: 3", ["cutoffs", "event_loops"]),
     ])
@@ -30,6 +29,7 @@ import TokengateConfig
         ("keys: [ { jwks: keys.jwks } ]", "keys: [ { jwks: other.jwks } ]"),
         ("routes:", "limits: { max_connections: 5, drain_timeout: 3s }\nroutes:"),
         ("routes:", "log: { access_log: false }\nroutes:"),
+        ("routes:", "log: { level: debug }\nroutes:"),
         ("routes:", "hsts: { max_age: 0s }\nroutes:"),
         ("{ cert: cert.pem, key: key.pem }", "{ cert: new.pem, key: new.key }"),
         ("tls: { certificates:", "tls: { handshake_timeout: 2s, certificates:"),

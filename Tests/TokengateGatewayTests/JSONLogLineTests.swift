@@ -61,7 +61,8 @@ import Testing
         try #require(pipe(&ends) == 0)
         defer { close(ends[0]) }
         let writer = LogLineWriter(descriptor: ends[1], capacity: 1 << 16)
-        var handler = JSONLogHandler(label: "tokengate \"test\"", level: .info, writer: writer)
+        var handler = JSONLogHandler(label: "tokengate \"test\"", writer: writer)
+        handler.logLevel = .info
         handler.metadata = ["connection": "7", "route": "handler's"]
         var logger = Logger(label: "ignored") { _ in handler }
         logger.logLevel = .info

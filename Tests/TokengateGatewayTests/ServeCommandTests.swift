@@ -361,6 +361,51 @@ struct ServeCommandTests {
         #expect(text.contains("\"forced_connections\":\"1\""), "\(text)")
     }
 
+    /// `log.level` applies on reload (SIGHUP): at `warning` a request writes no access line; after the level
+    /// goes to `info` and the gateway reloads, the reload's own line and the next request's access line are
+    /// written. Before, a reload that changed the level was refused and a restart was needed.
+    @Test func theLogLevelChangesOnReload() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let path = setup.directory + "/tokengate.yaml"
+        try (try String(contentsOfFile: path, encoding: .utf8) + "\nlog: { level: warning }\n")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let output = setup.directory + "/output"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        func lines(containing text: String) -> [Substring] {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains(text) }
+        }
+        let quiet = try Curl.run(["-H", "X-Request-Id: before-reload", "https://localhost:\(setup.port)/a"], caFile: setup.directory + "/cert.pem")
+        #expect(quiet.status == 401)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(lines(containing: "before-reload").isEmpty, "an info line was written at level warning")
+
+        let yaml = try String(contentsOfFile: path, encoding: .utf8)
+        try yaml.replacingOccurrences(of: "log: { level: warning }", with: "log: { level: info }")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        var reloaded = false
+        for _ in 0..<100 where !reloaded {
+            reloaded = !lines(containing: "\"msg\":\"configuration reloaded\"").isEmpty
+            if !reloaded { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(reloaded, "\(lines(containing: "reload"))")
+        let logged = try Curl.run(["-H", "X-Request-Id: after-reload", "https://localhost:\(setup.port)/a"], caFile: setup.directory + "/cert.pem")
+        #expect(logged.status == 401)
+        var access: [Substring] = []
+        for _ in 0..<100 where access.isEmpty {
+            access = lines(containing: "after-reload").filter { $0.contains("\"msg\":\"request\"") }
+            if access.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(access.count == 1, "no access line after the level went to info")
+    }
+
     /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
     /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
     @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {
