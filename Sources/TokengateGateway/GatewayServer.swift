@@ -137,7 +137,8 @@ public final class GatewayServer: Sendable {
 
     /// What `check-config` prints and `serve` logs as warnings: the configuration's own
     /// (``GatewayConfiguration/warnings``, which never reads a file), and what only the key files show: a
-    /// verification key set (`keys:`) that holds private keys.
+    /// verification key set (`keys:`) that holds private keys; and what only the certificates show: configured
+    /// `server_names` a certificate does not hold (``TLSServerContext/serverNamesNotCovered(_:certificatePath:)``).
     public static func warnings(for configuration: GatewayConfiguration) -> [String] {
         var warnings = configuration.warnings
         for (index, key) in configuration.keys.enumerated() {
@@ -151,6 +152,23 @@ public final class GatewayServer: Sendable {
                     + "verification needs only the public keys: list the public key set here and keep the private "
                     + "one for signing_key"
             )
+        }
+        var tlsListeners = configuration.listeners.enumerated().compactMap { index, listener in
+            listener.tls.map { ("listen[\(index)].tls", $0) }
+        }
+        if let tls = configuration.admin?.tls {
+            tlsListeners.append(("admin.tls", tls))
+        }
+        for (key, tls) in tlsListeners {
+            for (index, certificate) in tls.certificates.enumerated() {
+                let missing = TLSServerContext.serverNamesNotCovered(certificate.serverNames, certificatePath: certificate.cert.path)
+                guard !missing.isEmpty else { continue }
+                warnings.append(
+                    "\(key).certificates[\(index)].server_names: \(missing.joined(separator: ", ")) "
+                        + "\(missing.count == 1 ? "is" : "are") not in the certificate \(certificate.cert); a client asking "
+                        + "for \(missing.count == 1 ? "it" : "one of them") gets this certificate and fails its name check"
+                )
+            }
         }
         return warnings
     }

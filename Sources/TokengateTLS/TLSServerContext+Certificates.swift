@@ -81,7 +81,7 @@ extension TLSServerContext {
     }
 
     /// Parses every certificate block; the first is the leaf. The caller frees the result.
-    private static func parseCertificates(_ bytes: [UInt8], path: String) throws(TLSError) -> [OpaquePointer] {
+    static func parseCertificates(_ bytes: [UInt8], path: String) throws(TLSError) -> [OpaquePointer] {
         var certificates: [OpaquePointer] = []
         let result: Result<Void, TLSError> = bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {

@@ -141,6 +141,31 @@ struct CheckConfigCommandTests {
         #expect(!result.stderr.contains("keys[0]"), "the public set is fine: \(result.stderr)")
     }
 
+    /// `server_names` that the certificate does not hold only choose which certificate a client with that SNI
+    /// gets; the client then fails its name check. `check-config` names each such name and the certificate,
+    /// and stays quiet about the names the certificate covers (its own, and one under its wildcard).
+    @Test func warnsAboutServerNamesTheCertificateDoesNotHold() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup()
+        defer { setup.remove() }
+        let certificate = try SelfSignedCertificate.generate(hostnames: ["api.example.com", "*.apps.example.com"])
+        try setup.write("named.pem", certificate.certificatePEM, mode: 0o644)
+        try setup.write("named.key", certificate.privateKeyPEM, mode: 0o600)
+        let yaml = try String(contentsOfFile: setup.path, encoding: .utf8).replacingOccurrences(
+            of: "tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }",
+            with: "tls: { certificates: [ { cert: cert.pem, key: key.pem }, { cert: named.pem, key: named.key, "
+                + "server_names: [ api.example.com, \"*.apps.example.com\", apl.example.com, \"*.example.com\" ] } ] }"
+        )
+        try setup.write("tokengate.yaml", yaml, mode: 0o644)
+        let result = try setup.checkConfig()
+        #expect(result.status == 0, "a warning, not an error: \(result.stdout) \(result.stderr)")
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("server_names") }
+        #expect(warnings.count == 1, "\(result.stderr)")
+        let warning = String(warnings.first ?? "")
+        #expect(warning.contains("warning: listen[0].tls.certificates[1].server_names: apl.example.com, *.example.com are not in the certificate named.pem"), "\(warning)")
+        #expect(!warning.contains("api.example.com") && !warning.contains("*.apps.example.com"), "\(warning)")
+    }
+
     /// An RSA JWK without `alg` serves RS256 and PS256, so the token's header would choose: `check-config`
     /// and `serve` refuse it, naming the file, the kid and both fixes; `alg` on the keys entry binds it.
     /// Before, it loaded and accepted both algorithms.
