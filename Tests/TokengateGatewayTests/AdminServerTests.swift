@@ -7,6 +7,8 @@ import Logging
 import NIOCore
 import NIOPosix
 import Testing
+import TokengateConfig
+import TokengateTLS
 
 @testable import TokengateGateway
 
@@ -16,6 +18,7 @@ import Testing
 struct AdminServerTests {
     /// Runs `body` against an admin listener on a free loopback port that answers every request 200.
     private func withAdmin(
+        tls: TLSServerContext? = nil,
         requestHeaderTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(60),
         maxConnections: Int = AdminServer.defaultMaxConnections,
@@ -26,7 +29,7 @@ struct AdminServerTests {
             host: "127.0.0.1",
             port: 0,
             secret: nil,
-            tls: nil,
+            tls: tls,
             requestHeaderTimeout: requestHeaderTimeout,
             idleTimeout: idleTimeout,
             maxConnections: maxConnections,
@@ -42,6 +45,42 @@ struct AdminServerTests {
         }
         await server.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// The admin listener's `tls` keys, built by `serve`'s own path (``AdminServer/makeTLSContext(_:)``):
+    /// `min_version: "1.3"` refuses a TLS 1.2 handshake, and `server_names` choose the certificate by SNI, the
+    /// first one answering a client without SNI.
+    @Test func adminTLSHonoursMinVersionAndServerNames() async throws {
+        let directory = NSTemporaryDirectory() + "tokengate-admin-tls-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try GatewayTLSOptionTests.writeCertificate("default", hostnames: ["localhost"], in: directory)
+        try GatewayTLSOptionTests.writeCertificate("named", hostnames: ["admin.example.com"], in: directory)
+        func path(_ name: String) -> ConfigPath { ConfigPath(path: "\(directory)/\(name)", original: name) }
+        let context = try AdminServer.makeTLSContext(
+            TLSListenerConfiguration(
+                certificates: [
+                    CertificateConfiguration(cert: path("default.crt"), key: path("default.key")),
+                    CertificateConfiguration(cert: path("named.crt"), key: path("named.key"), serverNames: ["admin.example.com"]),
+                ],
+                minimumVersion: .tls13
+            )
+        )
+        try await self.withAdmin(tls: context) { port in
+            let (oldCode, oldOutput, _) = try Curl.process(
+                "/usr/bin/openssl",
+                ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2", "-servername", "localhost"],
+                input: Data("Q\n".utf8)
+            )
+            #expect(oldCode != 0 && oldOutput.contains("Cipher is (NONE)"), "TLS 1.2 was accepted: \(oldOutput)")
+            #expect(try GatewayTLSOptionTests.servedNames(port: port, serverName: "admin.example.com") == "DNS:admin.example.com")
+            #expect(try GatewayTLSOptionTests.servedNames(port: port, serverName: nil) == "DNS:localhost")
+            let answer = try Curl.run(
+                ["--resolve", "admin.example.com:\(port):127.0.0.1", "https://admin.example.com:\(port)/healthz"],
+                caFile: "\(directory)/named.crt"
+            )
+            #expect(answer.status == 200, "\(answer.stderr)")
+        }
     }
 
     /// A silent connection is closed at the idle timeout; a head that stops halfway is closed at the head
