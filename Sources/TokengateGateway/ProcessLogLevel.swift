@@ -13,11 +13,11 @@ import TokengateConfig
 /// at start keep their identity, and only the level they report moves. Read with a relaxed atomic load,
 /// since every log call (an access-log line per request) asks.
 public enum ProcessLogLevel {
-    private static let raw = ManagedAtomic<Int>(Self.index(of: .info))
+    private static let raw = ManagedAtomic<UInt8>(Self.code(of: .info))
 
     public static var current: Logger.Level {
-        get { Logger.Level.allCases[Self.raw.load(ordering: .relaxed)] }
-        set { Self.raw.store(Self.index(of: newValue), ordering: .relaxed) }
+        get { Self.level(of: Self.raw.load(ordering: .relaxed)) }
+        set { Self.raw.store(Self.code(of: newValue), ordering: .relaxed) }
     }
 
     /// Sets the level from the configuration's name for it.
@@ -25,7 +25,28 @@ public enum ProcessLogLevel {
         Self.current = Logger.Level(rawValue: name.rawValue) ?? .info
     }
 
-    private static func index(of level: Logger.Level) -> Int {
-        Logger.Level.allCases.firstIndex(of: level)!
+    // Plain switches both ways: `Logger.Level.allCases` would build an array on every log call.
+    private static func code(of level: Logger.Level) -> UInt8 {
+        switch level {
+        case .trace: 0
+        case .debug: 1
+        case .info: 2
+        case .notice: 3
+        case .warning: 4
+        case .error: 5
+        case .critical: 6
+        }
+    }
+
+    private static func level(of code: UInt8) -> Logger.Level {
+        switch code {
+        case 0: .trace
+        case 1: .debug
+        case 2: .info
+        case 3: .notice
+        case 4: .warning
+        case 5: .error
+        default: .critical
+        }
     }
 }
