@@ -83,6 +83,7 @@ let package = Package(
         .target(
             name: "TokengateConfig",
             dependencies: [
+                "TokengatePercentEncoding",
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings

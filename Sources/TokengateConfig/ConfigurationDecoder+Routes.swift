@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengatePercentEncoding
+
 /// What route decoding needs to know about the other sections.
 struct RouteEnvironment {
     var tokens: TokenSettings
@@ -306,8 +308,16 @@ extension ConfigurationDecoder {
         guard ValueSyntax.isPrintableASCII(prefix, allowSpace: false) else {
             throw node.error(.invalidValue, "must be printable ASCII without spaces")
         }
-        if let bad = prefix.first(where: { "?#%\\".contains($0) }) {
-            throw node.error(.invalidValue, "must not contain '\(bad)' (a path prefix is matched on the raw path)")
+        // Only what a path segment carries as it is (RFC 3986 pchar without `;`): the gateway decodes the
+        // escapes of exactly these before routing, so no other spelling of the prefix can miss the route. A
+        // `;` never matches (path parameters are refused), `?`, `#` and `%` are not part of a decoded path,
+        // and `"<>[]^`{|}` are escaped by clients and left escaped by the gateway.
+        if let bad = prefix.utf8.first(where: { $0 != UInt8(ascii: "/") && !PercentEncoding.isPathCharacter($0) }) {
+            throw node.error(
+                .invalidValue,
+                "must not contain '\(Character(Unicode.Scalar(bad)))': a path prefix holds letters, digits, "
+                    + "'/' and - . _ ~ ! $ & ' ( ) * + , = : @"
+            )
         }
         let segments = prefix.split(separator: "/", omittingEmptySubsequences: false)
         guard !segments.contains(where: { $0 == "." || $0 == ".." }) else {

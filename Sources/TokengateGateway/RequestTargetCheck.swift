@@ -10,10 +10,14 @@ import TokengatePercentEncoding
 /// protected prefixes do not match. So any spelling that a backend reads as a protected path but the route
 /// table does not is a way past the token check. This check closes the spellings that backends differ on:
 ///
-/// - Percent-encoded unreserved characters (`/%61pi/` for `/api/`) are *decoded*: RFC 3986 §6.2.2.2 makes
-///   them equivalent, every WSGI server and most frameworks decode them, and clients (Java's `URLEncoder` turns
-///   `~` into `%7E`) do send them. The decoded target is the one routed, logged and forwarded, so the gateway
-///   and the backend see the same path.
+/// - Percent-encoded characters that a path may carry as they are (``PercentEncoding/isPathCharacter(_:)``:
+///   unreserved, `! $ & ' ( ) * + , = : @`) are *decoded*: `/%61pi/` is `/api/` and `/users/%40me` is
+///   `/users/@me` to every WSGI server, Go's `URL.Path`, Spring and most frameworks, and clients do send them
+///   (Java's `URLEncoder` turns `~` into `%7E`, JavaScript's `encodeURIComponent` turns `@` into `%40`). A
+///   route prefix holds only such characters (the configuration refuses others), so once they are decoded no
+///   spelling of a protected path can miss its route. The decoded target is the one routed, logged and
+///   forwarded, so the gateway and the backend see the same path. (Decoding unreserved escapes alone let
+///   `/v1/users/%40me/` past a route for `/v1/users/@me/`.)
 /// - Refused with `400`: a byte outside visible ASCII, a fragment (`#`, never part of an origin-form target, RFC 9112 §3.2.1), path
 ///   parameters (`;` — Tomcat and Spring drop `;…` from each segment, so `/open/..;/api/x` or `/api;x/y`
 ///   would reach `/api/` through the public route), a malformed escape (`%zz`), an encoded `/` or `\`, a
@@ -25,7 +29,7 @@ import TokengatePercentEncoding
 enum RequestTargetCheck {
     enum Verdict: Equatable {
         case accepted
-        /// The target with its percent-encoded unreserved characters decoded.
+        /// The target with its percent-encoded path characters decoded.
         case normalized(String)
         /// Why the target is refused, completing "the request target …".
         case refused(String)
@@ -59,7 +63,7 @@ enum RequestTargetCheck {
                 if value == UInt8(ascii: "/") || value == UInt8(ascii: "\\") {
                     return .refused("must not contain an encoded '/' or '\\'")
                 }
-                decodes = decodes || PercentEncoding.isUnreserved(value)
+                decodes = decodes || PercentEncoding.isPathCharacter(value)
                 index += 3
                 continue
             default:
@@ -75,7 +79,7 @@ enum RequestTargetCheck {
         index = 0
         while index < pathEnd {
             if target[index] == UInt8(ascii: "%"), let value = PercentEncoding.escapedByte(target[index + 1], target[index + 2]),
-                PercentEncoding.isUnreserved(value)
+                PercentEncoding.isPathCharacter(value)
             {
                 decoded.append(value)
                 index += 3

@@ -36,6 +36,22 @@ public enum PercentEncoding {
         }
     }
 
+    /// A byte a path segment may carry as it is (RFC 3986 `pchar` without `;`): unreserved, the sub-delims
+    /// `! $ & ' ( ) * + , =`, `:` and `@`. Its percent-escape and the byte itself name the same path to every
+    /// backend that decodes paths, and a route prefix holds nothing else, so the gateway decodes these
+    /// escapes before routing. `;` is left out: path parameters are refused, so an encoded one stays encoded.
+    public static func isPathCharacter(_ byte: UInt8) -> Bool {
+        if Self.isUnreserved(byte) { return true }
+        switch byte {
+        case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: "="),
+            UInt8(ascii: ":"), UInt8(ascii: "@"):
+            return true
+        default:
+            return false
+        }
+    }
+
     /// Decodes `bytes`; with `plusIsSpace`, `+` is a space (form encoding). `nil` for a broken escape or
     /// invalid UTF-8.
     public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes, plusIsSpace: Bool = true) -> String? {

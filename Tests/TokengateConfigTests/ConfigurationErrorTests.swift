@@ -142,8 +142,16 @@ struct ConfigurationErrorTests {
         )
         self.expectError(
             self.replacing(line: 9, with: "  - { path_prefix: /api%2F, upstream: api, accept: [api] }"),
-            "test.yaml:9:20: routes[0].path_prefix: must not contain '%' (a path prefix is matched on the raw path)"
+            "test.yaml:9:20: routes[0].path_prefix: must not contain '%': a path prefix holds letters, digits, '/' and - . _ ~ ! $ & ' ( ) * + , = : @"
         )
+        // `;` never matches (path parameters are refused) and `{` is left encoded by the gateway: either would
+        // make a prefix that some spelling of the path misses.
+        for bad in [";", "{", "\"", "[", "|"] {
+            self.expectError(
+                self.replacing(line: 9, with: "  - { path_prefix: '/api\(bad)x', upstream: api, accept: [api] }"),
+                "test.yaml:9:20: routes[0].path_prefix: must not contain '\(bad)': a path prefix holds letters, digits, '/' and - . _ ~ ! $ & ' ( ) * + , = : @"
+            )
+        }
     }
 
     @Test("route hosts are names without ports")

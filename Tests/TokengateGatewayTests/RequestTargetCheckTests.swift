@@ -22,6 +22,11 @@ import TokengatePercentEncoding
             ("/a%2Eb", "/a.b"),
             ("/x%7e%7E%2d%5F", "/x~~-_"),
             ("/%41%5a%30%39/%20%41", "/AZ09/%20A"),
+            // The sub-delims, `:` and `@`, which a route prefix may hold; `;`, `%`, `?`, `#` and the rest stay encoded.
+            ("/v1/users/%40me/x", "/v1/users/@me/x"),
+            ("/jobs%3Arun%3a", "/jobs:run:"),
+            ("/%21%24%26%27%28%29%2A%2B%2C%3D", "/!$&'()*+,="),
+            ("/%40%3B%25%3F%23%7B%22%3C%5B%5D%5E%60%7C%7D%20", "/@%3B%25%3F%23%7B%22%3C%5B%5D%5E%60%7C%7D%20"),
         ]
         for (target, normalized) in cases {
             #expect(RequestTargetCheck.check(target) == .normalized(normalized), "\(target)")
