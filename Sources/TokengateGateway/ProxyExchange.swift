@@ -134,6 +134,18 @@ final class ProxyExchange: UpstreamResponseReceiver {
 
     // MARK: Events from the client side.
 
+    /// Whether the trusted proxy in front says its client used TLS: the *last* `X-Forwarded-Proto` value (the
+    /// last line, and the last element of a comma-separated list) is `https`. A proxy that appends to the
+    /// field rather than replacing it puts its own value last; the values before it are the client's to
+    /// choose. (The first value was read before, so `X-Forwarded-Proto: https` sent by a plain-HTTP client,
+    /// followed by the proxy's `http`, passed as TLS.)
+    static func trustedProxySaysHTTPS(_ values: [String]) -> Bool {
+        guard var last = values.last?.split(separator: ",", omittingEmptySubsequences: false).last else { return false }
+        while let first = last.first, first == " " || first == "\t" { last.removeFirst() }
+        while let final = last.last, final == " " || final == "\t" { last.removeLast() }
+        return last.lowercased() == "https"
+    }
+
     /// The request head arrived. `rejection` is the codec's own verdict on the head (framing problems
     /// only the codec can see), answered before anything else.
     func begin(rejection: GatewayAnswer?) {
@@ -141,9 +153,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(rejection)
             return
         }
-        if self.client.viaTrustedProxy,
-            self.head.fields.withFirstValue(name: "x-forwarded-proto", { FieldBytes.equalsIgnoringCase($0, "https") }) != true
-        {
+        if self.client.viaTrustedProxy, !Self.trustedProxySaysHTTPS(self.head.fields.values(name: "x-forwarded-proto")) {
             // A trusted proxy forwarding a request its client sent in the clear: TLS is still required.
             self.answer(.tlsRequired())
             return

@@ -501,7 +501,15 @@ struct GatewayIntegrationTests {
             #expect(forwarded.body.contains("203.0.113.7, 127.0.0.1"), "the proxy's chain is kept, the peer appended")
             let clear = try Curl.run(["-H", "Authorization: Bearer \(token)", plain], caFile: nil)
             #expect(clear.status == 426, "a request the proxy received in the clear is still refused")
-            #expect(gateway.backend.requestsReceived == 1)
+            // A proxy that appends: the client's own `https` comes first, the proxy's `http` last. The last
+            // value is the proxy's, in a line of its own or at the end of a list.
+            for appended in [["X-Forwarded-Proto: https", "X-Forwarded-Proto: http"], ["X-Forwarded-Proto: https, http"]] {
+                let spoofed = try Curl.run(["-H", "Authorization: Bearer \(token)"] + appended.flatMap { ["-H", $0] } + [plain], caFile: nil)
+                #expect(spoofed.status == 426, "\(appended): the client's own value decided")
+            }
+            let listed = try Curl.run(["-H", "Authorization: Bearer \(token)", "-H", "X-Forwarded-Proto: http, HTTPS ", plain], caFile: nil)
+            #expect(listed.status == 200, "the last element is https")
+            #expect(gateway.backend.requestsReceived == 2)
         }
     }
 
