@@ -47,6 +47,32 @@ struct AdminServerTests {
         try await group.shutdownGracefully()
     }
 
+    /// A web page in the operator's browser must not reach a loopback admin listener without a secret: a
+    /// cross-site "simple" POST (no preflight) could force a cutoff back and un-revoke tokens, and DNS
+    /// rebinding could read it as same-origin. Requests carrying `Origin` or a `Sec-Fetch-Site` other than
+    /// `none` are refused, and so is a `Host` that is neither `localhost` nor an address; tools (curl) pass.
+    @Test func refusesRequestsFromWebPagesAndRebindingHosts() async throws {
+        try await self.withAdmin { port in
+            func status(_ headers: [String], method: String = "POST") throws -> (Int, String) {
+                let result = try Curl.run(
+                    ["-X", method, "--data", #"{"at":0,"force":true}"#] + headers.flatMap { ["-H", $0] }
+                        + ["http://127.0.0.1:\(port)/admin/users/victim/password-changed"],
+                    caFile: nil
+                )
+                return (result.status, result.body)
+            }
+            let crossSite = try status(["Origin: https://attacker.example", "Sec-Fetch-Site: cross-site", "Content-Type: text/plain"])
+            #expect(crossSite.0 == 403 && crossSite.1.contains("\"cross_site_request\""), "\(crossSite)")
+            #expect(try status(["Origin: null"]).0 == 403, "a sandboxed page sends Origin: null")
+            #expect(try status(["Sec-Fetch-Site: same-origin"]).0 == 403, "a rebinding page is same-origin")
+            let rebinding = try status(["Host: attacker.example:\(port)"], method: "GET")
+            #expect(rebinding.0 == 403 && rebinding.1.contains("\"host_not_allowed\""), "\(rebinding)")
+            for allowed in [[], ["Sec-Fetch-Site: none"], ["Host: localhost:\(port)"], ["Host: LOCALHOST"], ["Host: [::1]:\(port)"]] {
+                #expect(try status(allowed).0 == 200, "\(allowed)")
+            }
+        }
+    }
+
     /// The admin listener's `tls` keys, built by `serve`'s own path (``AdminServer/makeTLSContext(_:)``):
     /// `min_version: "1.3"` refuses a TLS 1.2 handshake, and `server_names` choose the certificate by SNI, the
     /// first one answering a client without SNI.
@@ -92,8 +118,8 @@ struct AdminServerTests {
                 port: port,
                 """
                 probe([])
-                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n'])
-                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'])
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n'])
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n'])
                 """
             )
             try #require(lines.count == 3, "\(lines)")
@@ -111,8 +137,8 @@ struct AdminServerTests {
             let lines = try SocketProbe.run(
                 port: port,
                 """
-                probe([b'GET /healthz HTTP/1.1\\r\\n', b'Host: x\\r\\n', b'\\r\\n'], 0.5)
-                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n', b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'], 3)
+                probe([b'GET /healthz HTTP/1.1\\r\\n', b'Host: localhost\\r\\n', b'\\r\\n'], 0.5)
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n', b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'], 3)
                 """
             )
             try #require(lines.count == 2, "\(lines)")
@@ -128,8 +154,8 @@ struct AdminServerTests {
             let lines = try SocketProbe.run(
                 port: port,
                 """
-                probe([b'GET /healthz HTTP/1.1\\nHost: x\\n\\nGET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'])
-                probe([b'POST /healthz HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n'])
+                probe([b'GET /healthz HTTP/1.1\\nHost: localhost\\n\\nGET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n'])
+                probe([b'POST /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nContent-Length: 2\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\n'])
                 probe([b'\\x16\\x03\\x01\\x00\\xa5\\x01\\x00\\x00\\xa1\\x03\\x03'])
                 """
             )
@@ -150,15 +176,29 @@ struct AdminServerTests {
                 """
                 held = [socket.create_connection(('127.0.0.1', port), timeout=6) for _ in range(2)]
                 time.sleep(0.3)
-                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'])
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'])
                 held[0].close()
                 time.sleep(0.5)
-                probe([b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n'])
+                probe([b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'])
                 """
             )
             try #require(lines.count == 2, "\(lines)")
             #expect(lines[0].first == "closed", "over the cap: \(lines[0])")
             #expect(lines[1].first == "HTTP/1.1_200_OK", "a freed slot: \(lines[1])")
+        }
+    }
+}
+
+/// The host rule of ``AdminBrowserGuard`` on its own: the names a loopback listener is reached by.
+@Suite struct AdminBrowserGuardTests {
+    @Test func loopbackStyleHosts() {
+        for good in ["localhost", "LocalHost:9901", "127.0.0.1", "127.0.0.1:9901", "10.1.2.3:80", "[::1]", "[::1]:9901", "[::ffff:127.0.0.1]"] {
+            #expect(AdminBrowserGuard.isLoopbackStyleHost(good), "\(good)")
+        }
+        for bad in ["attacker.example", "attacker.example:9901", "localhost.attacker.example", "127.0.0.1.nip.io", "1.2.3",
+                    "256.0.0.1", "127.0.0.1:", "127.0.0.1:123456", "[::1", "[::1]x", "[]", "", "localhost:abc", "0x7f.0.0.1"]
+        {
+            #expect(!AdminBrowserGuard.isLoopbackStyleHost(bad), "\(bad)")
         }
     }
 }

@@ -115,7 +115,9 @@ public final class AdminServer: Sendable {
                     )
                     try sync.addHandler(AdminReadDeadlineHandler(deadlines: deadlines))
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
-                    try sync.addHandler(AdminConnectionHandler(secret: secret, deadlines: deadlines, handler: handler))
+                    try sync.addHandler(
+                        AdminConnectionHandler(secret: secret, overTLS: tls != nil, deadlines: deadlines, handler: handler)
+                    )
                 }
             }
             .bind(host: host, port: port).get()
@@ -136,6 +138,8 @@ final class AdminConnectionHandler: ChannelInboundHandler {
 
     static let maxBodyBytes = 64 * 1024
     private let secret: [UInt8]?
+    /// Over TLS a rebinding name fails the browser's certificate check, so any `Host` may be used.
+    private let overTLS: Bool
     private let handler: AdminServer.Handler
     /// Shared with the ``AdminReadDeadlineHandler`` in front of the codec: this handler says when a head has
     /// arrived and when its answer is written.
@@ -144,8 +148,9 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     private var body: [UInt8] = []
     private var tooLarge = false
 
-    init(secret: [UInt8]?, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
+    init(secret: [UInt8]?, overTLS: Bool, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
         self.secret = secret
+        self.overTLS = overTLS
         self.deadlines = deadlines
         self.handler = handler
     }
@@ -174,6 +179,10 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         let path = String(head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         if self.tooLarge {
             self.write(.init(status: 413, body: Self.error("payload_too_large", "the request body is too large")), head: head, context: context)
+            return
+        }
+        if let refusal = AdminBrowserGuard.refusal(for: head.headers, anyHostAllowed: self.secret != nil || self.overTLS) {
+            self.write(.init(status: 403, body: Self.error(refusal.error, refusal.description)), head: head, context: context)
             return
         }
         if path != "/healthz", path != "/readyz", let secret = self.secret, !Self.authorized(head.headers, secret: secret) {
