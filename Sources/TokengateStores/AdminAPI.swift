@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import Logging
 import TokengateTokens
 
 /// The admin API's logic as a pure async handler; the gateway wires it to its admin listener (when `admin:` is
@@ -23,15 +24,22 @@ import TokengateTokens
 /// `method_not_allowed` (with `Allow`), 409 `cutoff_would_move_backward` (with the kept `current` value) or
 /// `read_only_store`, 413 `request_too_large`, 503 `store_unavailable`. The 503 does not repeat the store's
 /// own message (file paths, SQLite errors); the service logs that.
+///
+/// Every write is logged at `notice` (``audit(_:user:options:client:outcome:)``): who asked (the peer address),
+/// what (the endpoint, the user, `at`, `force`) and what came of it (the cutoff now in force, whether it
+/// changed, a refusal's code). A cutoff moved back with `force` un-revokes tokens; an operator must be able
+/// to see afterwards that it happened, and from where.
 public struct AdminAPI: Sendable {
     /// The service that writes through to the store and publishes snapshots.
     public let service: CutoffSyncService
     /// Larger request bodies get 413.
     public let maxBodyBytes: Int
+    private let logger: Logger
 
-    public init(service: CutoffSyncService, maxBodyBytes: Int = 4096) {
+    public init(service: CutoffSyncService, maxBodyBytes: Int = 4096, logger: Logger = Logger(label: "tokengate.admin")) {
         self.service = service
         self.maxBodyBytes = maxBodyBytes
+        self.logger = logger
     }
 
     private enum Route {
@@ -48,8 +56,9 @@ public struct AdminAPI: Sendable {
         }
     }
 
-    /// Handles one admin request. Never throws: every failure becomes a JSON error answer.
-    public func handle(method: String, path: String, body: [UInt8]) async -> AdminResponse {
+    /// Handles one admin request. Never throws: every failure becomes a JSON error answer. `client` (the peer's
+    /// address) is for the audit line of a write.
+    public func handle(method: String, path: String, body: [UInt8], client: String? = nil) async -> AdminResponse {
         guard let route = Self.route(path) else {
             return .error(404, "not_found", "no such admin endpoint")
         }
@@ -70,16 +79,22 @@ public struct AdminAPI: Sendable {
             case .passwordChanged(let rawID):
                 let user = try Self.decodeUserID(rawID)
                 let options = try self.writeOptions(body)
-                let receipt = try await self.service.passwordChanged(user: user, at: options.at, force: options.force)
+                let receipt = try await self.audit("password-changed", user: user, options: options, client: client) {
+                    try await self.service.passwordChanged(user: user, at: options.at, force: options.force)
+                }
                 return Self.userAnswer(user: user, lookup: receipt.enforced, receipt: receipt)
             case .disableMobileApps(let rawID):
                 let user = try Self.decodeUserID(rawID)
                 let options = try self.writeOptions(body)
-                let receipt = try await self.service.disableMobileApps(user: user, at: options.at, force: options.force)
+                let receipt = try await self.audit("disable-mobile-apps", user: user, options: options, client: client) {
+                    try await self.service.disableMobileApps(user: user, at: options.at, force: options.force)
+                }
                 return Self.userAnswer(user: user, lookup: receipt.enforced, receipt: receipt)
             case .revokeAll:
                 let options = try self.writeOptions(body)
-                let receipt = try await self.service.revokeAll(at: options.at, force: options.force)
+                let receipt = try await self.audit("revoke-all", user: nil, options: options, client: client) {
+                    try await self.service.revokeAll(at: options.at, force: options.force)
+                }
                 var writer = JSONWriter()
                 writer.field("global_revoked_before", receipt.enforced.globalRevokedBefore)
                 writer.field("changed", receipt.result.changed)
@@ -92,6 +107,34 @@ public struct AdminAPI: Sendable {
             return Self.answer(for: error)
         } catch {
             return .error(503, "store_unavailable", "the cutoff store is unavailable; the last snapshot stays in force")
+        }
+    }
+
+    // MARK: The audit line
+
+    /// Runs `write` and logs its outcome at `notice`: `cutoff written` with the cutoff in force and whether it
+    /// changed, or `cutoff write refused` with the refusal's code. A store failure is logged by the service.
+    private func audit(
+        _ action: String,
+        user: String?,
+        options: WriteOptions,
+        client: String?,
+        write: () async throws -> CutoffReceipt
+    ) async throws -> CutoffReceipt {
+        var metadata: Logger.Metadata = ["action": .string(action), "force": .string(String(options.force))]
+        if let user { metadata["user"] = .string(user) }
+        if let at = options.at { metadata["at"] = .string(String(at)) }
+        if let client { metadata["client"] = .string(client) }
+        do {
+            let receipt = try await write()
+            metadata["cutoff"] = .string(String(receipt.result.cutoff))
+            metadata["changed"] = .string(String(receipt.result.changed))
+            self.logger.notice("cutoff written", metadata: metadata)
+            return receipt
+        } catch let error as CutoffStoreError where error.code == .cutoffWouldMoveBackward || error.code == .readOnlyStore {
+            metadata["error"] = .string(error.code.description)
+            self.logger.notice("cutoff write refused", metadata: metadata)
+            throw error
         }
     }
 

@@ -105,7 +105,7 @@ struct GatewayLauncher {
         let configurationPath = self.configuration.sourcePath
         var admin: AdminServer?
         if let adminConfiguration = self.configuration.admin {
-            let api = AdminAPI(service: sync)
+            let api = AdminAPI(service: sync, logger: logger)
             var adminTLS: TLSServerContext?
             if let tls = adminConfiguration.tls {
                 do {
@@ -199,7 +199,7 @@ struct GatewayLauncher {
                     ? .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"}")
                     : .init(status: 200, body: "{\"status\":\"ready\"}")
             default:
-                let response = await api.handle(method: request.method, path: request.path, body: request.body)
+                let response = await api.handle(method: request.method, path: request.path, body: request.body, client: request.client)
                 // The API's own headers (`Allow` on its 405s) were dropped here before.
                 return .init(
                     status: response.status,

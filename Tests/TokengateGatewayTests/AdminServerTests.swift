@@ -18,6 +18,7 @@ import TokengateTLS
 struct AdminServerTests {
     /// Runs `body` against an admin listener on a free loopback port that answers every request 200.
     private func withAdmin(
+        secret: [UInt8]? = nil,
         tls: TLSServerContext? = nil,
         requestHeaderTimeout: Duration = .seconds(10),
         idleTimeout: Duration = .seconds(60),
@@ -28,7 +29,7 @@ struct AdminServerTests {
         let server = try await AdminServer.start(
             host: "127.0.0.1",
             port: 0,
-            secret: nil,
+            secret: secret,
             tls: tls,
             requestHeaderTimeout: requestHeaderTimeout,
             idleTimeout: idleTimeout,
@@ -45,6 +46,21 @@ struct AdminServerTests {
         }
         await server.stop()
         try await group.shutdownGracefully()
+    }
+
+    /// With a secret every path but the probes needs `Authorization: Bearer <secret>`; the 401 names the
+    /// scheme in `WWW-Authenticate` (RFC 9110 §11.6.1), and with a secret any `Host` is allowed.
+    @Test func theSecretIsRequiredAndThe401SaysHow() async throws {
+        try await self.withAdmin(secret: Array("s3cret-test-only".utf8)) { port in
+            let base = "http://127.0.0.1:\(port)"
+            let missing = try Curl.run(["\(base)/metrics"], caFile: nil)
+            #expect(missing.status == 401 && missing.body.contains("\"unauthorized\""))
+            #expect(missing.header("www-authenticate") == #"Bearer realm="tokengate-admin""#, "\(missing.headers)")
+            #expect(try Curl.run(["-H", "Authorization: Bearer wrong", "\(base)/metrics"], caFile: nil).status == 401)
+            let named = try Curl.run(["-H", "Authorization: Bearer s3cret-test-only", "-H", "Host: admin.internal:9901", "\(base)/metrics"], caFile: nil)
+            #expect(named.status == 200, "a secret allows any Host: \(named.body)")
+            #expect(try Curl.run(["\(base)/healthz"], caFile: nil).status == 200, "the probes stay open")
+        }
     }
 
     /// A web page in the operator's browser must not reach a loopback admin listener without a secret: a

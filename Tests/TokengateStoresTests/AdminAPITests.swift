@@ -3,6 +3,8 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import Logging
+import NIOConcurrencyHelpers
 import Testing
 import TokengateTokens
 
@@ -230,5 +232,54 @@ struct AdminAPITests {
         let readOnly = await AdminAPI(service: service).handle(method: "POST", path: "/admin/revoke-all", body: [])
         #expect(readOnly.status == 409)
         #expect(try Self.object(readOnly)["error"] as? String == "read_only_store")
+    }
+}
+
+/// Every cutoff write leaves a `notice` line: the action, the user, `at`, `force`, the peer, and what came of
+/// it. Before, hundreds of writes, forced backward moves (which un-revoke tokens) among them, left no trace.
+@Suite struct AdminAPIAuditTests {
+    final class Lines: Sendable {
+        let box = NIOLockedValueBox<[(Logger.Level, String, [String: String])]>([])
+        var all: [(Logger.Level, String, [String: String])] { self.box.withLockedValue { $0 } }
+
+        struct Recorder: LogHandler {
+            let lines: Lines
+            var logLevel: Logger.Level = .trace
+            var metadata: Logger.Metadata = [:]
+            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+                get { self.metadata[key] }
+                set { self.metadata[key] = newValue }
+            }
+            func log(event: LogEvent) {
+                let members = (event.metadata ?? [:]).mapValues { "\($0)" }
+                self.lines.box.withLockedValue { $0.append((event.level, "\(event.message)", members)) }
+            }
+        }
+    }
+
+    @Test func everyWriteIsLoggedWithItsOutcomeAndPeer() async throws {
+        let fixture = try await AdminAPITests.Fixture()
+        let lines = Lines()
+        let api = AdminAPI(service: fixture.service, logger: Logger(label: "test") { _ in Lines.Recorder(lines: lines) })
+        let now = AdminAPITests.now
+        _ = await api.handle(method: "POST", path: "/admin/users/alice/password-changed", body: [], client: "192.0.2.7:5151")
+        _ = await api.handle(method: "POST", path: "/admin/users/alice/password-changed", body: Array(#"{"at": 1000}"#.utf8))
+        _ = await api.handle(
+            method: "POST", path: "/admin/users/alice/password-changed", body: Array(#"{"at": 1000, "force": true}"#.utf8), client: "192.0.2.8:1"
+        )
+        _ = await api.handle(method: "POST", path: "/admin/revoke-all", body: [])
+        _ = await api.handle(method: "GET", path: "/admin/users/alice", body: [])
+        let written = lines.all
+        try #require(written.count == 4, "one line per write, none for the read: \(written)")
+        #expect(written.allSatisfy { $0.0 == .notice })
+        #expect(written[0].1 == "cutoff written")
+        #expect(written[0].2 == ["action": "password-changed", "user": "alice", "force": "false", "client": "192.0.2.7:5151",
+                                 "cutoff": "\(now)", "changed": "true"])
+        #expect(written[1].1 == "cutoff write refused")
+        #expect(written[1].2["error"] == "cutoff_would_move_backward" && written[1].2["at"] == "1000", "\(written[1])")
+        #expect(written[2].1 == "cutoff written")
+        #expect(written[2].2["force"] == "true" && written[2].2["cutoff"] == "1000" && written[2].2["changed"] == "true", "\(written[2])")
+        #expect(written[3].2["action"] == "revoke-all" && written[3].2["user"] == nil, "\(written[3])")
+        try await fixture.finish()
     }
 }

@@ -34,6 +34,8 @@ public final class AdminServer: Sendable {
         public var method: String
         public var path: String
         public var body: [UInt8]
+        /// The peer's address (`ip:port`), for the audit line of a cutoff write.
+        public var client: String?
     }
 
     public struct Response: Sendable {
@@ -186,10 +188,16 @@ final class AdminConnectionHandler: ChannelInboundHandler {
             return
         }
         if path != "/healthz", path != "/readyz", let secret = self.secret, !Self.authorized(head.headers, secret: secret) {
-            self.write(.init(status: 401, body: Self.error("unauthorized", "the admin API needs the admin secret")), head: head, context: context)
+            // RFC 9110 §11.6.1: a 401 names the scheme it wants.
+            var response = AdminServer.Response(status: 401, body: Self.error("unauthorized", "the admin API needs the admin secret"))
+            response.headers.append((name: "www-authenticate", value: #"Bearer realm="tokengate-admin""#))
+            self.write(response, head: head, context: context)
             return
         }
-        let request = AdminServer.Request(method: head.method.rawValue, path: path, body: self.body)
+        let client = context.channel.remoteAddress.map { address in
+            "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
+        }
+        let request = AdminServer.Request(method: head.method.rawValue, path: path, body: self.body, client: client)
         let handler = self.handler
         let promise = context.eventLoop.makePromise(of: AdminServer.Response.self)
         promise.completeWithTask { await handler(request) }
