@@ -45,12 +45,12 @@ struct GatewayLauncher {
         let openFiles = OpenFileLimit.raise(forConnections: self.configuration.limits.maxConnections)
         if let info = openFiles.info { logger.info("\(info)") }
         if let warning = openFiles.warning { logger.warning("\(warning)") }
-        // Read before anything starts: a bad secret file must not let the public listeners log "listening"
-        // and then take the process down.
-        var adminSecret: [UInt8]?
-        if let secretFile = self.configuration.admin?.secretFile {
+        // Read before anything starts: a bad secret file or admin certificate must not let the public
+        // listeners log "listening" and then take the process down.
+        var adminCredentials: AdminCredentials?
+        if let admin = self.configuration.admin {
             do {
-                adminSecret = try AdminServer.loadSecret(secretFile)
+                adminCredentials = AdminCredentials(try AdminCredentials.read(admin))
             } catch {
                 fail("\(error)")
             }
@@ -106,27 +106,19 @@ struct GatewayLauncher {
         var admin: AdminServer?
         if let adminConfiguration = self.configuration.admin {
             let api = AdminAPI(service: sync, logger: logger)
-            var adminTLS: TLSServerContext?
-            if let tls = adminConfiguration.tls {
-                do {
-                    adminTLS = try AdminServer.makeTLSContext(tls)
-                } catch {
-                    await server.shutdown(drainTimeout: .zero)
-                    try? await store.close()
-                    fail("admin listener \(adminConfiguration.address): \(error)")
-                }
-            }
             do {
                 admin = try await AdminServer.start(
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
-                    secret: adminSecret,
-                    tls: adminTLS,
+                    credentials: adminCredentials!,
                     requestHeaderTimeout: self.configuration.limits.requestHeaderTimeout,
                     idleTimeout: self.configuration.limits.idleTimeout,
                     group: group,
                     logger: logger,
-                    handler: Self.adminHandler(server: server, sync: sync, api: api, configurationPath: configurationPath, logger: logger)
+                    handler: Self.adminHandler(
+                        server: server, sync: sync, api: api, configurationPath: configurationPath,
+                        admin: (adminConfiguration, adminCredentials!), logger: logger
+                    )
                 )
             } catch {
                 await server.shutdown(drainTimeout: .zero)
@@ -140,7 +132,13 @@ struct GatewayLauncher {
         // stops the gateway, so optional ones are only added when configured.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: CutoffSyncRunner(sync: sync)),
-            .init(service: ReloadOnHangup(server: server, path: configurationPath, logger: logger)),
+            .init(
+                service: ReloadOnHangup(
+                    server: server, path: configurationPath,
+                    admin: self.configuration.admin.flatMap { configuration in adminCredentials.map { (configuration, $0) } },
+                    logger: logger
+                )
+            ),
             .init(service: GatewayShutdownService(server: server, admin: admin)),
         ]
         if let cacheFile = opened.cacheFile {
@@ -165,6 +163,7 @@ struct GatewayLauncher {
         sync: CutoffSyncService,
         api: AdminAPI,
         configurationPath: String,
+        admin: (configuration: AdminConfiguration, credentials: AdminCredentials),
         logger: Logger
     ) -> AdminServer.Handler {
         { request in
@@ -192,7 +191,7 @@ struct GatewayLauncher {
                 guard request.method == "POST" else {
                     return Self.methodNotAllowed(allow: "POST")
                 }
-                return Self.reload(server: server, path: configurationPath, logger: logger)
+                return Self.reload(server: server, path: configurationPath, admin: admin, logger: logger)
             case "/readyz":
                 let stale = await sync.isStale(now: CutoffSyncService.systemNow())
                 return stale
@@ -222,9 +221,27 @@ struct GatewayLauncher {
 
     /// Reloads configuration, keys and certificates from `path`; a bad file is refused with its reason
     /// and the running configuration stays.
-    static func reload(server: GatewayServer, path: String, logger: Logger) -> AdminServer.Response {
+    /// Reloads the gateway and, with it, the admin listener's secret and certificates (``AdminCredentials``).
+    /// The admin files are read first: a secret file that no longer reads refuses the whole reload (counted like
+    /// any refused reload), and they are swapped in only after the gateway's own reload succeeded.
+    static func reload(
+        server: GatewayServer,
+        path: String,
+        admin: (configuration: AdminConfiguration, credentials: AdminCredentials)?,
+        logger: Logger
+    ) -> AdminServer.Response {
         do {
+            let adminFiles: AdminCredentials.Files?
+            do {
+                adminFiles = try admin.map { try AdminCredentials.read($0.configuration) }
+            } catch {
+                server.metrics.configReloadFailures.increment()
+                throw error
+            }
             try server.reload(configurationPath: path)
+            if let admin, let adminFiles {
+                admin.credentials.replace(with: adminFiles)
+            }
             return .init(status: 200, body: "{\"status\":\"reloaded\",\"generation\":\(server.generation)}")
         } catch {
             logger.error("reload refused; the previous configuration keeps serving", metadata: ["reason": "\(error)"])
@@ -245,13 +262,14 @@ struct GatewayLauncher {
 struct ReloadOnHangup: Service {
     let server: GatewayServer
     let path: String
+    let admin: (configuration: AdminConfiguration, credentials: AdminCredentials)?
     let logger: Logger
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup)
         await cancelWhenGracefulShutdown {
             for await _ in signals {
-                _ = GatewayLauncher.reload(server: self.server, path: self.path, logger: self.logger)
+                _ = GatewayLauncher.reload(server: self.server, path: self.path, admin: self.admin, logger: self.logger)
             }
         }
     }

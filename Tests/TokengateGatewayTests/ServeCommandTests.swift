@@ -406,6 +406,57 @@ struct ServeCommandTests {
         #expect(access.count == 1, "no access line after the level went to info")
     }
 
+    /// A reload re-reads `admin.secret_file`: rotating a leaked secret takes SIGHUP, not a restart. Before, the
+    /// reload said "reloaded" and the old secret kept working. A secret file that no longer reads (too short)
+    /// refuses the reload, and the secret in force stays.
+    @Test func aReloadRotatesTheAdminSecret() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let secretPath = setup.directory + "/admin.secret"
+        func writeSecret(_ value: String) throws {
+            try value.write(toFile: secretPath, atomically: true, encoding: .utf8)
+            chmod(secretPath, 0o600)
+        }
+        try writeSecret("old-secret-0123456789abcdef-test-only\n")
+        let path = setup.directory + "/tokengate.yaml"
+        let yaml = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
+            of: "admin: { address: 127.0.0.1:\(setup.adminPort) }",
+            with: "admin: { address: 127.0.0.1:\(setup.adminPort), secret_file: admin.secret }"
+        )
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        let output = setup.directory + "/output"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        func metrics(_ secret: String) throws -> Int {
+            try Curl.run(["-H", "Authorization: Bearer \(secret)", "http://127.0.0.1:\(setup.adminPort)/metrics"], caFile: nil).status
+        }
+        func reloads(containing text: String) -> Int {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").components(separatedBy: text).count - 1
+        }
+        #expect(try metrics("old-secret-0123456789abcdef-test-only") == 200)
+        try writeSecret("new-secret-0123456789abcdef-test-only\n")
+        kill(process.processIdentifier, SIGHUP)
+        for _ in 0..<100 where reloads(containing: "configuration reloaded") == 0 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try metrics("old-secret-0123456789abcdef-test-only") == 401, "the rotated-out secret still works")
+        #expect(try metrics("new-secret-0123456789abcdef-test-only") == 200)
+
+        try writeSecret("short\n")
+        kill(process.processIdentifier, SIGHUP)
+        for _ in 0..<100 where reloads(containing: "reload refused") == 0 {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(reloads(containing: "reload refused") == 1)
+        #expect(reloads(containing: "too short") >= 1, "the refusal names the problem")
+        #expect(try metrics("new-secret-0123456789abcdef-test-only") == 200, "a refused reload keeps the secret in force")
+    }
+
     /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
     /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
     @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {

@@ -88,6 +88,34 @@ public final class AdminServer: Sendable {
         logger: Logger,
         handler: @escaping Handler
     ) async throws -> AdminServer {
+        try await Self.start(
+            host: host,
+            port: port,
+            credentials: AdminCredentials(.init(secret: secret, tls: tls)),
+            requestHeaderTimeout: requestHeaderTimeout,
+            idleTimeout: idleTimeout,
+            maxConnections: maxConnections,
+            group: group,
+            logger: logger,
+            handler: handler
+        )
+    }
+
+    /// Starts the listener with `credentials`, which a reload may replace (``AdminCredentials``): each
+    /// connection uses the TLS certificates in force when it is accepted, each request the secret in force
+    /// when it arrives. Whether the listener speaks TLS is fixed at start (`admin` is restart-only).
+    public static func start(
+        host: String,
+        port: Int,
+        credentials: AdminCredentials,
+        requestHeaderTimeout: Duration = .seconds(10),
+        idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = AdminServer.defaultMaxConnections,
+        group: any EventLoopGroup,
+        logger: Logger,
+        handler: @escaping Handler
+    ) async throws -> AdminServer {
+        let overTLS = credentials.files.tls != nil
         let registry = ConnectionRegistry(limit: maxConnections)
         let backoff = AcceptBackoff(listener: "admin \(host):\(port)", logger: logger)
         let channel = try await ServerBootstrap(group: group)
@@ -108,7 +136,7 @@ public final class AdminServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    if let tls {
+                    if overTLS, let tls = credentials.files.tls {
                         try sync.addHandler(TLSHandler(context: tls, logger: logger))
                     }
                     let deadlines = HTTP1ReadDeadlines(
@@ -118,12 +146,12 @@ public final class AdminServer: Sendable {
                     try sync.addHandler(AdminReadDeadlineHandler(deadlines: deadlines))
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
                     try sync.addHandler(
-                        AdminConnectionHandler(secret: secret, overTLS: tls != nil, deadlines: deadlines, handler: handler)
+                        AdminConnectionHandler(credentials: credentials, overTLS: overTLS, deadlines: deadlines, handler: handler)
                     )
                 }
             }
             .bind(host: host, port: port).get()
-        logger.info("admin listening", metadata: ["address": "\(host):\(port)", "tls": "\(tls != nil)"])
+        logger.info("admin listening", metadata: ["address": "\(host):\(port)", "tls": "\(overTLS)"])
         return AdminServer(channel: channel)
     }
 
@@ -139,7 +167,8 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     static let maxBodyBytes = 64 * 1024
-    private let secret: [UInt8]?
+    /// Read per request: a reload may have replaced the secret.
+    private let credentials: AdminCredentials
     /// Over TLS a rebinding name fails the browser's certificate check, so any `Host` may be used.
     private let overTLS: Bool
     private let handler: AdminServer.Handler
@@ -150,8 +179,8 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     private var body: [UInt8] = []
     private var tooLarge = false
 
-    init(secret: [UInt8]?, overTLS: Bool, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
-        self.secret = secret
+    init(credentials: AdminCredentials, overTLS: Bool, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
+        self.credentials = credentials
         self.overTLS = overTLS
         self.deadlines = deadlines
         self.handler = handler
@@ -183,11 +212,12 @@ final class AdminConnectionHandler: ChannelInboundHandler {
             self.write(.init(status: 413, body: Self.error("payload_too_large", "the request body is too large")), head: head, context: context)
             return
         }
-        if let refusal = AdminBrowserGuard.refusal(for: head.headers, anyHostAllowed: self.secret != nil || self.overTLS) {
+        let secret = self.credentials.files.secret
+        if let refusal = AdminBrowserGuard.refusal(for: head.headers, anyHostAllowed: secret != nil || self.overTLS) {
             self.write(.init(status: 403, body: Self.error(refusal.error, refusal.description)), head: head, context: context)
             return
         }
-        if path != "/healthz", path != "/readyz", let secret = self.secret, !Self.authorized(head.headers, secret: secret) {
+        if path != "/healthz", path != "/readyz", let secret, !Self.authorized(head.headers, secret: secret) {
             // RFC 9110 §11.6.1: a 401 names the scheme it wants.
             var response = AdminServer.Response(status: 401, body: Self.error("unauthorized", "the admin API needs the admin secret"))
             response.headers.append((name: "www-authenticate", value: #"Bearer realm="tokengate-admin""#))
