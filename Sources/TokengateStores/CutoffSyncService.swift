@@ -272,15 +272,15 @@ public actor CutoffSyncService {
         // The store holds the write; now make the snapshot agree before anyone is told it is done.
         switch write {
         case .passwordChanged(let user, _, _):
-            var cutoffs = table.users[user] ?? UserCutoffs()
+            var cutoffs = table.users[CutoffUserKey(user)] ?? UserCutoffs()
             cutoffs.revokedBefore =
                 result.forced ? result.cutoff : CutoffTable.later(cutoffs.revokedBefore, result.cutoff)
-            table.users[user] = cutoffs
+            table.users[CutoffUserKey(user)] = cutoffs
         case .disableMobileApps(let user, _, _):
-            var cutoffs = table.users[user] ?? UserCutoffs()
+            var cutoffs = table.users[CutoffUserKey(user)] ?? UserCutoffs()
             cutoffs.apiRevokedBefore =
                 result.forced ? result.cutoff : CutoffTable.later(cutoffs.apiRevokedBefore, result.cutoff)
-            table.users[user] = cutoffs
+            table.users[CutoffUserKey(user)] = cutoffs
         case .revokeAll:
             table.globalRevokedBefore =
                 result.forced ? result.cutoff : CutoffTable.later(table.globalRevokedBefore, result.cutoff)
@@ -294,7 +294,7 @@ public actor CutoffSyncService {
         return CutoffReceipt(
             result: result,
             enforced: CutoffLookup(
-                user: write.user.flatMap { table.users[$0] } ?? UserCutoffs(),
+                user: write.user.flatMap { table.users[CutoffUserKey($0)] } ?? UserCutoffs(),
                 globalRevokedBefore: table.globalRevokedBefore
             ),
             generation: self.snapshot.generation

@@ -12,13 +12,13 @@ public struct CutoffTable: Sendable, Hashable {
     /// Tokens of every user issued before this time are rejected.
     public var globalRevokedBefore: Int64?
     /// Per-user cutoffs, keyed by user id.
-    public var users: [String: UserCutoffs]
+    public var users: [CutoffUserKey: UserCutoffs]
     /// A counter the store bumps whenever any cutoff moves to an earlier time (a forced write, or an
     /// operator's manual `UPDATE`/`DELETE`). While it stays the same, a reload may only move cutoffs
     /// forward; when it changes, the reload is taken as it is. A store without the notion keeps it at 0.
     public var forceEpoch: Int64
 
-    public init(globalRevokedBefore: Int64? = nil, users: [String: UserCutoffs] = [:], forceEpoch: Int64 = 0) {
+    public init(globalRevokedBefore: Int64? = nil, users: [CutoffUserKey: UserCutoffs] = [:], forceEpoch: Int64 = 0) {
         self.globalRevokedBefore = globalRevokedBefore
         self.users = users
         self.forceEpoch = forceEpoch

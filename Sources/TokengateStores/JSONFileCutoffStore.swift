@@ -54,7 +54,7 @@ public struct JSONFileCutoffStore: CutoffStore {
 
     public func lookup(user: String) async throws -> CutoffLookup {
         let table = try await self.load()
-        return CutoffLookup(user: table.users[user] ?? UserCutoffs(), globalRevokedBefore: table.globalRevokedBefore)
+        return CutoffLookup(user: table.users[CutoffUserKey(user)] ?? UserCutoffs(), globalRevokedBefore: table.globalRevokedBefore)
     }
 
     public func apply(_ write: CutoffWrite) async throws -> CutoffWriteResult {
@@ -123,10 +123,11 @@ public struct JSONFileCutoffStore: CutoffStore {
                     } catch let error as CutoffStoreError {
                         throw invalid("a key of \"users\" is not a valid user id: \(error.message)")
                     }
-                    // Ids equal under Unicode canonical equivalence share a key: keep the later cutoffs.
+                    // JSONSerialization puts ids equal under Unicode canonical equivalence on one `String` key before
+                    // this sees them, so this format cannot tell them apart (the SQL stores can).
                     let cutoffs = try Self.userCutoffs(value, user: user, invalid: invalid)
-                    let previous = table.users[user] ?? UserCutoffs()
-                    table.users[user] = UserCutoffs(
+                    let previous = table.users[CutoffUserKey(user)] ?? UserCutoffs()
+                    table.users[CutoffUserKey(user)] = UserCutoffs(
                         revokedBefore: CutoffTable.later(previous.revokedBefore, cutoffs.revokedBefore),
                         apiRevokedBefore: CutoffTable.later(previous.apiRevokedBefore, cutoffs.apiRevokedBefore)
                     )

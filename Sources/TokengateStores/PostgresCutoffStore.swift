@@ -214,13 +214,13 @@ public actor PostgresCutoffStore: CutoffStore {
                 } else if let user = rows.text(row, 1), !user.isEmpty {
                     // An RP table without a unique user id may hold a user twice; the later cutoffs win.
                     let loaded = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
-                    if let existing = table.users[user] {
-                        table.users[user] = UserCutoffs(
+                    if let existing = table.users[CutoffUserKey(user)] {
+                        table.users[CutoffUserKey(user)] = UserCutoffs(
                             revokedBefore: CutoffTable.later(existing.revokedBefore, loaded.revokedBefore),
                             apiRevokedBefore: CutoffTable.later(existing.apiRevokedBefore, loaded.apiRevokedBefore)
                         )
                     } else {
-                        table.users[user] = loaded
+                        table.users[CutoffUserKey(user)] = loaded
                     }
                 }
             }

@@ -718,10 +718,11 @@ private struct LoadAccumulator {
             self.table.globalRevokedBefore = first
             self.table.forceEpoch = second ?? 0
         } else if let user = columns[1].data.string {
-            // Swift compares strings by canonical equivalence, so two rows whose ids differ only in Unicode
-            // normalization land on one key: keep the later of each cutoff (fail closed), never the last row.
-            let previous = self.table.users[user] ?? UserCutoffs()
-            self.table.users[user] = UserCutoffs(
+            // The table keys users by bytes (``CutoffUserKey``), like the store's primary key, so ids that differ
+            // only in Unicode normalization stay two users. A repeated id cannot come from the table; if one
+            // did, the later of each cutoff is kept (fail closed).
+            let previous = self.table.users[CutoffUserKey(user)] ?? UserCutoffs()
+            self.table.users[CutoffUserKey(user)] = UserCutoffs(
                 revokedBefore: CutoffTable.later(previous.revokedBefore, first),
                 apiRevokedBefore: CutoffTable.later(previous.apiRevokedBefore, second)
             )

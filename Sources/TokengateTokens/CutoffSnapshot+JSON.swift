@@ -60,7 +60,9 @@ extension CutoffSnapshot {
             )
         }
         let global = try Self.time(object["global_revoked_before"], at: "global_revoked_before")
-        var users: [String: UserCutoffs] = [:]
+        // JSONSerialization hands over a `[String: Any]`, which has already put ids equal under canonical
+        // equivalence on one key: this format cannot tell such ids apart (the SQL stores can).
+        var users: [CutoffUserKey: UserCutoffs] = [:]
         if let rawUsers = object["users"], !(rawUsers is NSNull) {
             guard let userObjects = rawUsers as? [String: Any] else {
                 throw CutoffFileError(code: "invalid_value", message: "'users' must be an object keyed by user id")
@@ -76,7 +78,7 @@ extension CutoffSnapshot {
                             + "'api_revoked_before')"
                     )
                 }
-                users[user] = UserCutoffs(
+                users[CutoffUserKey(user)] = UserCutoffs(
                     revokedBefore: try Self.time(entry["revoked_before"], at: "users['\(user)'].revoked_before"),
                     apiRevokedBefore: try Self.time(
                         entry["api_revoked_before"],
@@ -117,7 +119,7 @@ extension CutoffSnapshot {
             var entry: [String: Any] = [:]
             if let revoked = cutoffs.revokedBefore { entry["revoked_before"] = revoked }
             if let apiRevoked = cutoffs.apiRevokedBefore { entry["api_revoked_before"] = apiRevoked }
-            users[user] = entry
+            users[user.id] = entry
         }
         var root: [String: Any] = ["users": users]
         if let global = self.globalRevokedBefore { root["global_revoked_before"] = global }

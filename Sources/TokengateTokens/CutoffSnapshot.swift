@@ -23,12 +23,13 @@ public struct UserCutoffs: Sendable, Hashable {
 public final class CutoffSnapshot: Sendable {
     /// Tokens of every user issued before this time are rejected (the emergency switch).
     public let globalRevokedBefore: Int64?
-    /// Per-user cutoffs, keyed by the user id as it appears in the token's user claim.
-    public let users: [String: UserCutoffs]
+    /// Per-user cutoffs, keyed by the user id as it appears in the token's user claim, byte for byte
+    /// (``CutoffUserKey``).
+    public let users: [CutoffUserKey: UserCutoffs]
     /// A number that grows with each snapshot a store publishes; for metrics and logs.
     public let generation: UInt64
 
-    public init(globalRevokedBefore: Int64? = nil, users: [String: UserCutoffs] = [:], generation: UInt64 = 0) {
+    public init(globalRevokedBefore: Int64? = nil, users: [CutoffUserKey: UserCutoffs] = [:], generation: UInt64 = 0) {
         self.globalRevokedBefore = globalRevokedBefore
         self.users = users
         self.generation = generation

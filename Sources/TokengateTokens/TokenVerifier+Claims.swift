@@ -77,7 +77,7 @@ extension TokenVerifier {
             decoding: UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count),
             as: UTF8.self
         )
-        if !cutoffs.users.isEmpty, let user = cutoffs.users[subject] {
+        if !cutoffs.users.isEmpty, let user = cutoffs.users[CutoffUserKey(subject)] {
             if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return .invalid(.revoked) }
             if kind == .api, let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore {
                 return .invalid(.apiRevoked)

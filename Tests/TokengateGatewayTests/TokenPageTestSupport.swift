@@ -122,12 +122,12 @@ final class TokenPageHarness: @unchecked Sendable {
     static func apply(_ change: DemoRP.CutoffChange, to holder: CutoffSnapshotHolder) {
         let current = holder.load()
         var users = current.users
-        var user = users[change.user] ?? UserCutoffs()
+        var user = users[CutoffUserKey(change.user)] ?? UserCutoffs()
         switch change.kind {
         case .passwordChanged: user.revokedBefore = change.at
         case .mobileAppsDisabled: user.apiRevokedBefore = change.at
         }
-        users[change.user] = user
+        users[CutoffUserKey(change.user)] = user
         holder.store(
             CutoffSnapshot(globalRevokedBefore: current.globalRevokedBefore, users: users, generation: current.generation + 1)
         )

@@ -186,7 +186,7 @@ struct PostgresCutoffStoreTests {
                 if index % 3 == 0 {
                     try await store.disableMobileApps(user: user, at: Int64(2_000 + index))
                 }
-                expected.users[user] = UserCutoffs(
+                expected.users[CutoffUserKey(user)] = UserCutoffs(
                     revokedBefore: Int64(1_000 + index),
                     apiRevokedBefore: index % 3 == 0 ? Int64(2_000 + index) : nil
                 )

@@ -110,7 +110,7 @@ func rejects(_ snapshot: CutoffSnapshot?, user: String, iat: Int64, api: Bool = 
     if let global = snapshot.globalRevokedBefore, iat < global {
         return true
     }
-    guard let cutoffs = snapshot.users[user] else {
+    guard let cutoffs = snapshot.users[CutoffUserKey(user)] else {
         return false
     }
     if let revoked = cutoffs.revokedBefore, iat < revoked {

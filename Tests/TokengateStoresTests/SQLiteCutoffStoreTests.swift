@@ -151,8 +151,24 @@ struct SQLiteCutoffStoreTests {
             try await store.passwordChanged(user: id, at: Int64(index + 1))
         }
         let table = try await store.load()
-        #expect(Set(table.users.keys) == Set(ids))
+        #expect(Set(table.users.keys.map(\.id)) == Set(ids))
         #expect(CutoffUserID.isValid(longest + "e") == false)
+        try await store.close()
+    }
+
+    @Test("ids that differ only in Unicode form are two users, in the store and in the loaded table")
+    func unicodeFormsAreDistinctUsers() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await SQLiteCutoffStore.open(path: directory.file("cutoffs.db"))
+        let composed = "jos\u{E9}"
+        let decomposed = "jose\u{301}"
+        try await store.passwordChanged(user: decomposed, at: 500)
+        try await store.passwordChanged(user: composed, at: 100)
+        let table = try await store.load()
+        #expect(table.users.count == 2, "\(table.users)")
+        #expect(table.users[CutoffUserKey(decomposed)]?.revokedBefore == 500)
+        #expect(table.users[CutoffUserKey(composed)]?.revokedBefore == 100, "not merged into the other's 500")
+        #expect(try await store.lookup(user: composed).user.revokedBefore == 100)
         try await store.close()
     }
 

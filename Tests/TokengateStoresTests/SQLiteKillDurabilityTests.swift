@@ -85,7 +85,7 @@ struct SQLiteKillDurabilityTests {
         let table = try await store.load()
         try await store.close()
         var missing: [Int] = []
-        for index in 1...lastAck where table.users["user-\(index)"]?.revokedBefore != Int64(index) {
+        for index in 1...lastAck where table.users[CutoffUserKey("user-\(index)")]?.revokedBefore != Int64(index) {
             missing.append(index)
         }
         #expect(missing.isEmpty, "acknowledged writes lost after kill -9: \(missing.prefix(10))")

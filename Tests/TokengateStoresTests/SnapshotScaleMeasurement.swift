@@ -29,10 +29,10 @@ struct SnapshotScaleMeasurement {
             }
         }
         let before = Self.residentBytes()
-        var users: [String: UserCutoffs] = [:]
+        var users: [CutoffUserKey: UserCutoffs] = [:]
         users.reserveCapacity(count)
         for index in 0..<count {
-            users[id(index)] = UserCutoffs(revokedBefore: Int64(index), apiRevokedBefore: nil)
+            users[CutoffUserKey(id(index))] = UserCutoffs(revokedBefore: Int64(index), apiRevokedBefore: nil)
         }
         let snapshot = CutoffSnapshot(users: users, generation: 1)
         users = [:]
@@ -42,7 +42,7 @@ struct SnapshotScaleMeasurement {
         let probes = 1_000_000
         let start = ContinuousClock.now
         for index in 0..<probes {
-            if snapshot.users[id((index &* 7_919) % count)] != nil {
+            if snapshot.users[CutoffUserKey(id((index &* 7_919) % count))] != nil {
                 found += 1
             }
         }

@@ -52,6 +52,26 @@ import Testing
         #expect(reason(#"ivan\ufeff"#) == "malformed", "a BOM last")
     }
 
+    /// Two ids that differ only in Unicode form are two users (no normalization): a cutoff for "jose" + U+0301
+    /// does not revoke "jos" + U+00E9, which Swift's `String` equality would have matched.
+    @Test func aCutoffIsForItsIDByteForByte() throws {
+        let keys = try TestSupport.hmacKeys()
+        let verifier = TokenVerifier(keys: keys)
+        let composed = "jos\u{E9}"
+        let decomposed = "jose\u{301}"
+        try #require(composed == decomposed, "Swift's String equality is canonical equivalence")
+        let cutoffs = CutoffSnapshot(users: [CutoffUserKey(decomposed): UserCutoffs(revokedBefore: TestSupport.now)])
+        func reason(_ subject: String) -> String? {
+            let payload = TestSupport.claims(sub: subject)
+            return verifier.verify(TestSupport.hs256(header: TestSupport.header, payload: payload), accept: .any, cutoffs: cutoffs, now: TestSupport.now).reason
+        }
+        #expect(reason(decomposed) == "revoked")
+        #expect(reason(composed) == nil, "the other spelling is another user")
+        #expect(CutoffUserKey(composed) != CutoffUserKey(decomposed))
+        #expect(CutoffUserKey("alice") == CutoffUserKey(String("ali" + "ce")))
+        #expect(Set([CutoffUserKey(composed), CutoffUserKey(decomposed), CutoffUserKey("jos\u{E9}")]).count == 2)
+    }
+
     @Test func theSignerWillNotMintOne() throws {
         let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only")
         let signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))

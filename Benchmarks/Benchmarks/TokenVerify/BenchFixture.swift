@@ -55,15 +55,15 @@ struct BenchFixture: Sendable {
     /// ~10k users, each with both cutoffs; the token's user has cutoffs before `iat`, so the lookup hits and the
     /// token is still accepted (the common case: a user who once changed a password).
     static func makeCutoffs(issuedAt: Int64) -> CutoffSnapshot {
-        var users: [String: UserCutoffs] = [:]
+        var users: [CutoffUserKey: UserCutoffs] = [:]
         users.reserveCapacity(Self.userCount)
         for index in 0..<Self.userCount {
-            users["user-\(index)"] = UserCutoffs(
+            users[CutoffUserKey("user-\(index)")] = UserCutoffs(
                 revokedBefore: issuedAt - 86_400 - Int64(index),
                 apiRevokedBefore: issuedAt - 3_600 - Int64(index % 600)
             )
         }
-        precondition(users[Self.subject] != nil, "the token's user must be in the snapshot")
+        precondition(users[CutoffUserKey(Self.subject)] != nil, "the token's user must be in the snapshot")
         return CutoffSnapshot(globalRevokedBefore: issuedAt - 30 * 86_400, users: users, generation: 1)
     }
 
