@@ -29,8 +29,7 @@ struct AdminServerTests {
         let server = try await AdminServer.start(
             host: "127.0.0.1",
             port: 0,
-            secret: secret,
-            tls: tls,
+            credentials: AdminCredentials(.init(secret: secret, tls: tls)),
             requestHeaderTimeout: requestHeaderTimeout,
             idleTimeout: idleTimeout,
             maxConnections: maxConnections,

@@ -90,6 +90,23 @@ struct ServeCommandTests {
         return false
     }
 
+    /// The lines of the gateway's output file `output` that contain every one of `parts`.
+    private func outputLines(_ output: String, containing parts: String...) -> [Substring] {
+        ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").filter { line in
+            parts.allSatisfy { line.contains($0) }
+        }
+    }
+
+    /// Waits (up to 5 s) for a line of `output` that contains every one of `parts`, and returns the first.
+    private func awaitOutputLine(_ output: String, containing parts: String...) async throws -> Substring? {
+        for _ in 0..<100 {
+            let lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+            if let line = lines.first(where: { line in parts.allSatisfy { line.contains($0) } }) { return line }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return nil
+    }
+
     /// A SIGHUP right after the listeners came up (`systemctl reload` after start, a config manager's handler)
     /// must not end the process: its default action did until the reload service trapped it.
     @Test func aSIGHUPRightAfterListeningDoesNotStopTheGateway() async throws {
@@ -257,12 +274,7 @@ struct ServeCommandTests {
             caFile: setup.directory + "/cert.pem"
         )
         #expect(result.status == 502)
-        var line: Substring?
-        for _ in 0..<100 where line == nil {
-            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-            line = text.split(separator: "\n").first { $0.contains("\"msg\":\"request\"") && $0.contains("access-line-1") }
-            if line == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
+        let line = try await self.awaitOutputLine(output, containing: "\"msg\":\"request\"", "access-line-1")
         let text = try #require(line, "no access-log line for the request")
         #expect(!text.contains(token) && !text.contains("secret-query"), "\(text)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String], "\(text)")
@@ -339,12 +351,7 @@ struct ServeCommandTests {
         }
         try await Task.sleep(for: .milliseconds(700))  // The request reaches the silent backend.
         kill(process.processIdentifier, SIGTERM)
-        var draining = false
-        for _ in 0..<100 where !draining {
-            draining = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("\"msg\":\"draining\"")
-            if !draining { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        try #require(draining, "no draining line after the first SIGTERM")
+        try #require(try await self.awaitOutputLine(output, containing: "\"msg\":\"draining\"") != nil, "no draining line after the first SIGTERM")
         try await Task.sleep(for: .milliseconds(500))
         try #require(process.isRunning, "the drain must hold while the request is in flight")
         let second = ContinuousClock.now
@@ -378,32 +385,21 @@ struct ServeCommandTests {
             process.waitUntilExit()
         }
         try #require(try await self.waitUntilServing(setup), "serve did not come up")
-        func lines(containing text: String) -> [Substring] {
-            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains(text) }
-        }
         let quiet = try Curl.run(["-H", "X-Request-Id: before-reload", "https://localhost:\(setup.port)/a"], caFile: setup.directory + "/cert.pem")
         #expect(quiet.status == 401)
         try await Task.sleep(for: .milliseconds(200))
-        #expect(lines(containing: "before-reload").isEmpty, "an info line was written at level warning")
+        #expect(self.outputLines(output, containing: "before-reload").isEmpty, "an info line was written at level warning")
 
         let yaml = try String(contentsOfFile: path, encoding: .utf8)
         try yaml.replacingOccurrences(of: "log: { level: warning }", with: "log: { level: info }")
             .write(toFile: path, atomically: true, encoding: .utf8)
         kill(process.processIdentifier, SIGHUP)
-        var reloaded = false
-        for _ in 0..<100 where !reloaded {
-            reloaded = !lines(containing: "\"msg\":\"configuration reloaded\"").isEmpty
-            if !reloaded { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(reloaded, "\(lines(containing: "reload"))")
+        let reloaded = try await self.awaitOutputLine(output, containing: "\"msg\":\"configuration reloaded\"")
+        #expect(reloaded != nil, "\(self.outputLines(output, containing: "reload"))")
         let logged = try Curl.run(["-H", "X-Request-Id: after-reload", "https://localhost:\(setup.port)/a"], caFile: setup.directory + "/cert.pem")
         #expect(logged.status == 401)
-        var access: [Substring] = []
-        for _ in 0..<100 where access.isEmpty {
-            access = lines(containing: "after-reload").filter { $0.contains("\"msg\":\"request\"") }
-            if access.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(access.count == 1, "no access line after the level went to info")
+        let access = try await self.awaitOutputLine(output, containing: "after-reload", "\"msg\":\"request\"")
+        #expect(access != nil, "no access line after the level went to info")
     }
 
     /// A reload re-reads `admin.secret_file`: rotating a leaked secret takes SIGHUP, not a restart. Before, the
@@ -435,25 +431,18 @@ struct ServeCommandTests {
         func metrics(_ secret: String) throws -> Int {
             try Curl.run(["-H", "Authorization: Bearer \(secret)", "http://127.0.0.1:\(setup.adminPort)/metrics"], caFile: nil).status
         }
-        func reloads(containing text: String) -> Int {
-            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").components(separatedBy: text).count - 1
-        }
         #expect(try metrics("old-secret-0123456789abcdef-test-only") == 200)
         try writeSecret("new-secret-0123456789abcdef-test-only\n")
         kill(process.processIdentifier, SIGHUP)
-        for _ in 0..<100 where reloads(containing: "configuration reloaded") == 0 {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = try await self.awaitOutputLine(output, containing: "configuration reloaded")
         #expect(try metrics("old-secret-0123456789abcdef-test-only") == 401, "the rotated-out secret still works")
         #expect(try metrics("new-secret-0123456789abcdef-test-only") == 200)
 
         try writeSecret("short\n")
         kill(process.processIdentifier, SIGHUP)
-        for _ in 0..<100 where reloads(containing: "reload refused") == 0 {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        #expect(reloads(containing: "reload refused") == 1)
-        #expect(reloads(containing: "too short") >= 1, "the refusal names the problem")
+        let refused = try await self.awaitOutputLine(output, containing: "reload refused")
+        #expect(refused?.contains("too short") == true, "the refusal names the problem: \(refused ?? "no line")")
+        #expect(self.outputLines(output, containing: "reload refused").count == 1)
         #expect(try metrics("new-secret-0123456789abcdef-test-only") == 200, "a refused reload keeps the secret in force")
     }
 

@@ -4,7 +4,6 @@
 
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import Testing
 import TokengateTokens
 
@@ -238,29 +237,10 @@ struct AdminAPITests {
 /// Every cutoff write leaves a `notice` line: the action, the user, `at`, `force`, the peer, and what came of
 /// it. Before, hundreds of writes, forced backward moves (which un-revoke tokens) among them, left no trace.
 @Suite struct AdminAPIAuditTests {
-    final class Lines: Sendable {
-        let box = NIOLockedValueBox<[(Logger.Level, String, [String: String])]>([])
-        var all: [(Logger.Level, String, [String: String])] { self.box.withLockedValue { $0 } }
-
-        struct Recorder: LogHandler {
-            let lines: Lines
-            var logLevel: Logger.Level = .trace
-            var metadata: Logger.Metadata = [:]
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { self.metadata[key] }
-                set { self.metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                let members = (event.metadata ?? [:]).mapValues { "\($0)" }
-                self.lines.box.withLockedValue { $0.append((event.level, "\(event.message)", members)) }
-            }
-        }
-    }
-
     @Test func everyWriteIsLoggedWithItsOutcomeAndPeer() async throws {
         let fixture = try await AdminAPITests.Fixture()
-        let lines = Lines()
-        let api = AdminAPI(service: fixture.service, logger: Logger(label: "test") { _ in Lines.Recorder(lines: lines) })
+        let lines = RecordedLogLines()
+        let api = AdminAPI(service: fixture.service, logger: lines.logger())
         let now = AdminAPITests.now
         _ = await api.handle(method: "POST", path: "/admin/users/alice/password-changed", body: [], client: "192.0.2.7:5151")
         _ = await api.handle(method: "POST", path: "/admin/users/alice/password-changed", body: Array(#"{"at": 1000}"#.utf8))
@@ -271,15 +251,18 @@ struct AdminAPITests {
         _ = await api.handle(method: "GET", path: "/admin/users/alice", body: [])
         let written = lines.all
         try #require(written.count == 4, "one line per write, none for the read: \(written)")
-        #expect(written.allSatisfy { $0.0 == .notice })
-        #expect(written[0].1 == "cutoff written")
-        #expect(written[0].2 == ["action": "password-changed", "user": "alice", "force": "false", "client": "192.0.2.7:5151",
+        #expect(written.allSatisfy { $0.level == .notice })
+        #expect(written[0].message == "cutoff written")
+        #expect(written[0].metadata == ["action": "password-changed", "user": "alice", "force": "false", "client": "192.0.2.7:5151",
                                  "cutoff": "\(now)", "changed": "true"])
-        #expect(written[1].1 == "cutoff write refused")
-        #expect(written[1].2["error"] == "cutoff_would_move_backward" && written[1].2["at"] == "1000", "\(written[1])")
-        #expect(written[2].1 == "cutoff written")
-        #expect(written[2].2["force"] == "true" && written[2].2["cutoff"] == "1000" && written[2].2["changed"] == "true", "\(written[2])")
-        #expect(written[3].2["action"] == "revoke-all" && written[3].2["user"] == nil, "\(written[3])")
+        #expect(written[1].message == "cutoff write refused")
+        #expect(written[1].metadata["error"] == "cutoff_would_move_backward" && written[1].metadata["at"] == "1000", "\(written[1])")
+        #expect(written[2].message == "cutoff written")
+        #expect(
+            written[2].metadata["force"] == "true" && written[2].metadata["cutoff"] == "1000" && written[2].metadata["changed"] == "true",
+            "\(written[2])"
+        )
+        #expect(written[3].metadata["action"] == "revoke-all" && written[3].metadata["user"] == nil, "\(written[3])")
         try await fixture.finish()
     }
 }

@@ -12,37 +12,12 @@ import Testing
 /// A store that stays down fails every poll: the log gets the first failure, then a line at most once a
 /// minute with the count, and one when it recovers, not a line a second.
 @Suite struct CutoffSyncOutageLogTests {
-    /// The (level, message, failures) of every line, in order.
-    final class Lines: Sendable {
-        let box = NIOLockedValueBox<[(Logger.Level, String, String?)]>([])
-
-        var all: [(Logger.Level, String, String?)] { self.box.withLockedValue { $0 } }
-
-        func logger() -> Logger {
-            Logger(label: "test") { _ in Recorder(lines: self) }
-        }
-
-        struct Recorder: LogHandler {
-            let lines: Lines
-            var logLevel: Logger.Level = .trace
-            var metadata: Logger.Metadata = [:]
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { self.metadata[key] }
-                set { self.metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                let failures = event.metadata?["failures"].map { "\($0)" }
-                self.lines.box.withLockedValue { $0.append((event.level, "\(event.message)", failures)) }
-            }
-        }
-    }
-
     @Test func anOutageIsLoggedWhenItBeginsOncePerMinuteAndWhenItEnds() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.file("c.json")
         try writeFile(path, "{}")
         let clock = ManualClock(1_714_564_800)
-        let lines = Lines()
+        let lines = RecordedLogLines()
         let service = CutoffSyncService(
             store: JSONFileCutoffStore(path: path),
             configuration: .init(pollInterval: .seconds(1), fullReloadInterval: .seconds(1)),
@@ -59,14 +34,14 @@ import Testing
         try writeFile(path, "{}")
         clock.advance(by: 1)
         await service.poll()
-        let logged = lines.all.filter { $0.1.hasPrefix("cutoff store") }
-        #expect(logged.map(\.1) == [
+        let logged = lines.all.filter { $0.message.hasPrefix("cutoff store") }
+        #expect(logged.map(\.message) == [
             "cutoff store poll failed; keeping the last snapshot",
             "cutoff store poll still failing; keeping the last snapshot",
             "cutoff store poll still failing; keeping the last snapshot",
             "cutoff store recovered",
         ], "\(logged)")
-        #expect(logged.map(\.2) == [nil, "60", "60", "130"], "\(logged)")
-        #expect(logged.first?.0 == .warning && logged.last?.0 == .notice)
+        #expect(logged.map { $0.metadata["failures"] } == [nil, "60", "60", "130"], "\(logged)")
+        #expect(logged.first?.level == .warning && logged.last?.level == .notice)
     }
 }

@@ -69,41 +69,17 @@ public final class AdminServer: Sendable {
     public var localAddress: SocketAddress? { self.channel.localAddress }
 
     /// Binds the admin listener.
+    ///
+    /// Each connection uses the TLS certificates in force when it is accepted, each request the secret in force
+    /// when it arrives: a reload may replace both (``AdminCredentials``). Whether the listener speaks TLS is
+    /// fixed at start (`admin` is restart-only).
     /// - Parameters:
-    ///   - secret: the bearer secret, or `nil` when the listener is on loopback and needs none.
-    ///   - tls: a server context when the admin listener speaks TLS.
+    ///   - credentials: the bearer secret (`nil` when the listener is on loopback and needs none) and the
+    ///     server context when the admin listener speaks TLS.
     ///   - requestHeaderTimeout: once the first byte of a request arrives, its whole head must arrive within
     ///     this, or the connection is closed (the gateway passes `limits.request_header_timeout`).
     ///   - idleTimeout: a connection that sends nothing for this long is closed (`limits.idle_timeout`).
     ///   - maxConnections: open admin connections at most; further ones are closed at once.
-    public static func start(
-        host: String,
-        port: Int,
-        secret: [UInt8]?,
-        tls: TLSServerContext?,
-        requestHeaderTimeout: Duration = .seconds(10),
-        idleTimeout: Duration = .seconds(60),
-        maxConnections: Int = AdminServer.defaultMaxConnections,
-        group: any EventLoopGroup,
-        logger: Logger,
-        handler: @escaping Handler
-    ) async throws -> AdminServer {
-        try await Self.start(
-            host: host,
-            port: port,
-            credentials: AdminCredentials(.init(secret: secret, tls: tls)),
-            requestHeaderTimeout: requestHeaderTimeout,
-            idleTimeout: idleTimeout,
-            maxConnections: maxConnections,
-            group: group,
-            logger: logger,
-            handler: handler
-        )
-    }
-
-    /// Starts the listener with `credentials`, which a reload may replace (``AdminCredentials``): each
-    /// connection uses the TLS certificates in force when it is accepted, each request the secret in force
-    /// when it arrives. Whether the listener speaks TLS is fixed at start (`admin` is restart-only).
     public static func start(
         host: String,
         port: Int,
