@@ -4,7 +4,8 @@
 #===----------------------------------------------------------------------===//
 #
 # A throwaway PostgreSQL 15 server for the tests of the PostgreSQL cutoff store. Test-only: trust
-# authentication on loopback, no password, data in a temporary directory.
+# authentication on loopback, no password, data in a temporary directory; except for the members of the role
+# tokengate_password_login, which must give their password (scram-sha-256), for the password rotation tests.
 #
 #   scripts/postgres-test-server.sh start    # initdb + start (idempotent); prints the URL on stdout
 #   scripts/postgres-test-server.sh url      # prints the URL of the running server
@@ -103,6 +104,25 @@ close_inherited_fds() {
     done
 }
 
+# Loopback only, trust for every user: this server holds nothing but test data. Members of
+# tokengate_password_login (a role the tests create) must give their password, so the tests can check that a
+# rotated password is used. Written at every start, so a data directory made by an older version of this script
+# gets the line too; a running server is told to reload it.
+write_hba() {
+    local wanted
+    wanted="local all all trust
+host all +tokengate_password_login 127.0.0.1/32 scram-sha-256
+host all all 127.0.0.1/32 trust"
+    if [ "$(cat "$DATA/pg_hba.conf" 2>/dev/null)" = "$wanted" ]; then
+        return
+    fi
+    printf '%s\n' "$wanted" >"$DATA/pg_hba.conf"
+    if [ "$(id -u)" = 0 ]; then chown postgres: "$DATA/pg_hba.conf"; fi
+    if is_running; then
+        as_owner "$PGBIN/pg_ctl" -D "$DATA" reload >&2
+    fi
+}
+
 start_server() {
     (
         close_inherited_fds
@@ -116,6 +136,7 @@ start_server() {
 
 cmd_start() {
     if is_running; then
+        write_hba
         url
         return
     fi
@@ -150,15 +171,12 @@ fsync = on
 synchronous_commit = on
 log_min_messages = warning
 EOF
-        # Loopback only, trust for every user: this server holds nothing but test data.
-        cat >"$DATA/pg_hba.conf" <<EOF
-local all all trust
-host all all 127.0.0.1/32 trust
-EOF
-        [ "$(id -u)" = 0 ] && chown postgres: "$DATA/postgresql.conf" "$DATA/pg_hba.conf"
+        [ "$(id -u)" = 0 ] && chown postgres: "$DATA/postgresql.conf"
+        write_hba
         start_server
         as_owner "$PGBIN/createdb" -h 127.0.0.1 -p "$port" -U "$TEST_USER" "$TEST_DB" >&2
     else
+        write_hba
         start_server
     fi
     log "running: $(url)"

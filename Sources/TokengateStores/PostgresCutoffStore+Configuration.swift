@@ -6,8 +6,8 @@ import Foundation
 
 extension PostgresCutoffStore {
     /// Where the database is and how the store uses it. Plain values: the configuration module fills them from
-    /// `cutoffs: { postgres: ... }` (``init(url:password:)`` parses the URL form), and the caller reads the
-    /// password from its file.
+    /// `cutoffs: { postgres: ... }` (``init(url:password:)`` parses the URL form); the password comes from
+    /// ``passwordFile``, which the store reads at every connection attempt.
     ///
     /// The description never contains the password, so logging a configuration is safe.
     public struct Configuration: Sendable, CustomStringConvertible, CustomReflectable {
@@ -15,9 +15,13 @@ extension PostgresCutoffStore {
         public var port: Int
         public var user: String
         public var database: String
-        /// The password, read by the caller from a file; `nil` for trust, peer or certificate authentication.
-        /// Never logged, never part of an error message.
+        /// A fixed password; `nil` for trust, peer or certificate authentication, or when ``passwordFile`` is
+        /// set. Never logged, never part of an error message.
         public var password: String?
+        /// The file holding the password (`cutoffs.password_file`), read at ``PostgresCutoffStore/init`` (an
+        /// unreadable file is a configuration error) and again at every connection attempt, so a rotated password
+        /// is used as soon as the file holds it, without a restart or reload. Set either this or ``password``.
+        public var passwordFile: String?
         public var tls: TLSMode
         /// PEM file with the CA certificates that ``TLSMode/require`` trusts; `nil` for the system's trust store.
         public var tlsCAFile: String?
@@ -44,6 +48,7 @@ extension PostgresCutoffStore {
             user: String,
             database: String,
             password: String? = nil,
+            passwordFile: String? = nil,
             tls: TLSMode,
             tlsCAFile: String? = nil,
             table: String = "tokengate_cutoffs",
@@ -58,6 +63,7 @@ extension PostgresCutoffStore {
             self.user = user
             self.database = database
             self.password = password
+            self.passwordFile = passwordFile
             self.tls = tls
             self.tlsCAFile = tlsCAFile
             self.table = table

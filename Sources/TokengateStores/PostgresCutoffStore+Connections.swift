@@ -21,6 +21,22 @@ extension PostgresCutoffStore {
             self.keywords.append(keyword)
             self.values.append(value)
         }
+
+        /// These settings for one connection attempt: with the password file's content as it is now, when there
+        /// is a password file (see ``Configuration/passwordFile``).
+        ///
+        /// - Throws: ``CutoffStoreError/Code/storeUnavailable`` naming the file when it cannot be read (logged by
+        ///   ``PostgresPasswordFile``); the attempt fails, the store stays unavailable until the file is readable.
+        func forConnecting(
+            passwordFile: PostgresPasswordFile?, store description: String
+        ) throws(CutoffStoreError) -> ConnectParameters {
+            guard let passwordFile else {
+                return self
+            }
+            var parameters = self
+            parameters.set("password", try passwordFile.passwordForConnection(store: description))
+            return parameters
+        }
     }
 
     /// The libpq settings for ``Configuration``.
@@ -39,7 +55,8 @@ extension PostgresCutoffStore {
     ///   noticed in about a minute even though it sends nothing.
     ///
     /// No password means none is sent by us; as for any libpq client, `PGPASSWORD` or `~/.pgpass` of the user
-    /// running tokengate may still supply one.
+    /// running tokengate may still supply one. A ``Configuration/passwordFile`` is not read here but at each
+    /// connection attempt (``ConnectParameters/forConnecting(passwordFile:store:)``).
     ///
     /// - Throws: ``CutoffStoreError/Code/invalidStoreConfiguration`` for a value with a NUL byte (C strings end
     ///   there), a host list (libpq would read `a,b` as two hosts), or an unreadable CA file.
@@ -132,6 +149,7 @@ extension PostgresCutoffStore {
         let pool = self.pool
         let threadPool = self.threadPool
         let parameters = self.poolParameters
+        let passwordFile = self.passwordFile
         let description = self.storeDescription
         let timeout = self.configuration.operationTimeout
         let connectTimeout = self.configuration.connectTimeout
@@ -155,8 +173,9 @@ extension PostgresCutoffStore {
                         try await threadPool.runIfActive {
                             started.withLockedValue { $0 = true }
                             return try Self.perform(
-                                lease, pool: pool, parameters: parameters, deadline: deadline,
-                                connectTimeout: connectTimeout, interrupt: interrupt, body)
+                                lease, pool: pool, parameters: parameters, passwordFile: passwordFile,
+                                description: description, deadline: deadline, connectTimeout: connectTimeout,
+                                interrupt: interrupt, body)
                         }
                     } onCancel: {
                         interrupt.fire()
@@ -180,11 +199,13 @@ extension PostgresCutoffStore {
     }
 
     /// On a pool thread: connects if the lease is a slot (or the idle connection turned out dead), runs `body`,
-    /// gives the lease back.
+    /// gives the lease back. The password file is read only when connecting.
     private static func perform<T>(
         _ lease: PostgresConnectionPool.Lease,
         pool: PostgresConnectionPool,
         parameters: ConnectParameters,
+        passwordFile: PostgresPasswordFile?,
+        description: String,
         deadline: ContinuousClock.Instant,
         connectTimeout: Duration,
         interrupt: PostgresInterrupt,
@@ -197,9 +218,10 @@ extension PostgresCutoffStore {
         } else {
             // A dead idle connection (the server restarted, or closed it) is replaced within the same slot, so
             // a server restart costs no failed call.
+            let attempt = try parameters.forConnecting(passwordFile: passwordFile, store: description)
             connection = try PostgresConnection.connect(
-                keywords: parameters.keywords,
-                values: parameters.values,
+                keywords: attempt.keywords,
+                values: attempt.values,
                 deadline: min(deadline, ContinuousClock.now.advanced(by: connectTimeout)),
                 interrupt: interrupt
             )

@@ -12,9 +12,10 @@ extension PostgresCutoffStore {
     /// Blocking: runs on a thread of the store's thread pool for as long as ``run()`` runs, and returns once
     /// `stop` fires (``close()``, or ``run()``'s task cancelled).
     ///
-    /// Order per connection: connect (bounded by ``Configuration/connectTimeout``), `LISTEN "channel"`, mark
-    /// listening, yield one signal, drain what arrived with the `LISTEN` result, then loop: `poll()` on the socket
-    /// and `stop` (no timeout: the socket or the stop pipe wakes it), `PQconsumeInput`, drain `PQnotifies`.
+    /// Order per connection: read the password file if there is one, connect (bounded by
+    /// ``Configuration/connectTimeout``), `LISTEN "channel"`, mark listening, yield one signal, drain what arrived
+    /// with the `LISTEN` result, then loop: `poll()` on the socket and `stop` (no timeout: the socket or the stop
+    /// pipe wakes it), `PQconsumeInput`, drain `PQnotifies`.
     ///
     /// Every (re)established LISTEN yields a signal: notifications sent while the connection was down are lost, so
     /// the sync service must reload to catch up. Reconnects back off from 100 ms to 2 s; the back-off sleep also
@@ -31,9 +32,11 @@ extension PostgresCutoffStore {
         var failing = false
         while !stop.isFired {
             do {
+                let attempt = try self.listenParameters.forConnecting(
+                    passwordFile: self.passwordFile, store: self.storeDescription)
                 let connection = try PostgresConnection.connect(
-                    keywords: self.listenParameters.keywords,
-                    values: self.listenParameters.values,
+                    keywords: attempt.keywords,
+                    values: attempt.values,
                     deadline: ContinuousClock.now.advanced(by: self.configuration.connectTimeout),
                     interrupt: stop
                 )

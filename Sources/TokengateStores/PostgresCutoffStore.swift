@@ -84,6 +84,8 @@ public actor PostgresCutoffStore: CutoffStore {
     /// libpq settings of the pooled connections and of the LISTEN connection.
     nonisolated let poolParameters: ConnectParameters
     nonisolated let listenParameters: ConnectParameters
+    /// Read at every connection attempt (pooled and LISTEN), so a rotated password needs no restart.
+    nonisolated let passwordFile: PostgresPasswordFile?
     nonisolated let pool: PostgresConnectionPool
     nonisolated let threadPool: NIOThreadPool
     nonisolated let logger: Logger
@@ -109,13 +111,31 @@ public actor PostgresCutoffStore: CutoffStore {
 
     /// Checks the configuration (identifiers, connection values, TLS files) without touching the network.
     ///
+    /// The password file is read here once, so that a missing or unreadable one stops the start rather than the
+    /// first connection; it is read again at every connection attempt (see ``Configuration/passwordFile``).
+    ///
     /// - Throws: ``CutoffStoreError/Code/invalidStoreConfiguration`` for a table, column or channel name that is
-    ///   not a plain SQL identifier, a host, user, database or password libpq cannot take, or a TLS setting that
-    ///   cannot be used.
+    ///   not a plain SQL identifier, a host, user, database or password libpq cannot take, a password file that
+    ///   cannot be read (or one given next to a password), or a TLS setting that cannot be used.
     public init(configuration: Configuration, logger: Logger = Logger(label: "tokengate.cutoffs.postgres")) throws {
         self.configuration = configuration
         self.logger = logger
         self.source = try Source(configuration)
+        if let path = configuration.passwordFile {
+            guard configuration.password == nil else {
+                throw CutoffStoreError(
+                    code: .invalidStoreConfiguration, message: "postgres: give a password or a password file, not both")
+            }
+            let file = PostgresPasswordFile(path: path, logger: logger)
+            do {
+                _ = try file.password()
+            } catch {
+                throw CutoffStoreError(code: .invalidStoreConfiguration, message: "postgres: \(error)")
+            }
+            self.passwordFile = file
+        } else {
+            self.passwordFile = nil
+        }
         _ = try PostgresIdentifier(configuration.notifyChannel, what: "the notify channel", allowSchema: false)
         self.storeDescription = configuration.description
         self.poolParameters = try Self.connectParameters(configuration, listening: false)

@@ -32,16 +32,6 @@ enum CutoffStoreFactory {
             // empty database there would accept every revoked token. The store refuses it with that reason.
             return Opened(store: try await SQLiteCutoffStore.open(path: path.path, logger: logger))
         case .postgres(let settings):
-            var password: String?
-            if let file = settings.passwordFile {
-                guard let data = FileManager.default.contents(atPath: file.path),
-                    var text = String(data: data, encoding: .utf8)
-                else {
-                    throw CutoffStoreFactoryError(description: "cannot read the PostgreSQL password file \(file)")
-                }
-                while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
-                password = text
-            }
             let tls: PostgresCutoffStore.TLSMode
             switch settings.tlsMode {
             case .disable: tls = .disable
@@ -55,7 +45,9 @@ enum CutoffStoreFactory {
                     port: settings.port,
                     user: settings.user,
                     database: settings.database,
-                    password: password,
+                    // The store reads the file now (an unreadable one refuses the start) and again at every
+                    // connection attempt, so a rotated password is picked up without a restart or reload.
+                    passwordFile: settings.passwordFile?.path,
                     tls: tls,
                     table: settings.table,
                     notifyChannel: settings.notifyChannel,
@@ -79,8 +71,4 @@ enum CutoffStoreFactory {
             )
         }
     }
-}
-
-struct CutoffStoreFactoryError: Error, CustomStringConvertible {
-    var description: String
 }

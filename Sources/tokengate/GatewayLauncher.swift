@@ -26,6 +26,7 @@ struct GatewayLauncher {
     /// - Parameter onStarted: called once every listener is bound, with their addresses and the cutoff sync
     ///   service (the dev default's demo site writes its password changes through it).
     func run(onStarted: @escaping @Sendable ([SocketAddress], CutoffSyncService) async throws -> Void) async throws {
+        let processStartedAt = CutoffSyncService.systemNow()
         // First: the shared libraries this process loaded may be older than the headers it was built with.
         do {
             try LibraryVersionCheck.verify()
@@ -69,17 +70,21 @@ struct GatewayLauncher {
         if let staleAfter = opened.staleAfter { syncConfiguration.staleAfter = staleAfter }
         if let resyncInterval = opened.resyncInterval { syncConfiguration.fullReloadInterval = resyncInterval }
         let sync = CutoffSyncService(store: store, configuration: syncConfiguration, logger: logger) { holder.store($0) }
+        // When the enforced snapshot was last confirmed against the store, for the lag metric until the sync
+        // service has synced once itself: the process start, or the cache file's own time when it stands in.
+        var confirmedBeforeFirstSync = processStartedAt
         do {
             try await sync.start()
         } catch {
             // Never start with an empty snapshot (it would accept every revoked token): only a cache file of
             // the last good snapshot, recent enough, may stand in until the store answers.
             guard let cache = opened.cacheFile,
-                let snapshot = SnapshotCache.load(path: cache, maxAge: opened.staleAfter ?? .seconds(300), logger: logger)
+                let cached = SnapshotCache.load(path: cache, maxAge: opened.staleAfter ?? .seconds(300), logger: logger)
             else {
                 fail("cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start")
             }
-            holder.store(snapshot)
+            holder.store(cached.snapshot)
+            confirmedBeforeFirstSync = cached.savedAt
             logger.warning(
                 "cutoff store unreachable at start; enforcing the cached snapshot until it answers",
                 metadata: ["cache_file": "\(cache)", "error": "\(error)"]
@@ -117,7 +122,8 @@ struct GatewayLauncher {
                     logger: logger,
                     handler: Self.adminHandler(
                         server: server, sync: sync, api: api, configurationPath: configurationPath,
-                        admin: (adminConfiguration, adminCredentials!), logger: logger
+                        admin: (adminConfiguration, adminCredentials!), confirmedBeforeFirstSync: confirmedBeforeFirstSync,
+                        logger: logger
                     )
                 )
             } catch {
@@ -158,12 +164,18 @@ struct GatewayLauncher {
     }
 
     /// What the admin listener answers: probes, metrics, reload, and the cutoff admin API.
+    ///
+    /// - Parameter confirmedBeforeFirstSync: UNIX seconds when the enforced snapshot was last confirmed against
+    ///   the store, used by the lag metric until the sync service synced: the cache file's time for a gateway that
+    ///   started on its cache, else the process start. A lag of 0 there would look healthy to an alert while
+    ///   `/readyz` says the snapshot is stale.
     static func adminHandler(
         server: GatewayServer,
         sync: CutoffSyncService,
         api: AdminAPI,
         configurationPath: String,
         admin: (configuration: AdminConfiguration, credentials: AdminCredentials),
+        confirmedBeforeFirstSync: Int64,
         logger: Logger
     ) -> AdminServer.Handler {
         { request in
@@ -182,10 +194,12 @@ struct GatewayLauncher {
             case "/metrics":
                 let snapshot = await sync.snapshot
                 server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
-                if let lastSync = await sync.lastSyncAt {
+                let lastSync = await sync.lastSyncAt
+                if let lastSync {
                     server.metrics.cutoffLastSync.record(lastSync)
-                    server.metrics.cutoffLag.record(CutoffSyncService.systemNow() - lastSync)
                 }
+                let confirmedAt = lastSync ?? confirmedBeforeFirstSync
+                server.metrics.cutoffLag.record(max(0, CutoffSyncService.systemNow() - confirmedAt))
                 return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
             case "/admin/reload":
                 guard request.method == "POST" else {

@@ -52,8 +52,16 @@ struct SnapshotCache: Service {
         try FileOutput.write(String(decoding: data, as: UTF8.self), to: path, mode: 0o600)
     }
 
+    /// A snapshot read back from the cache file.
+    struct Loaded {
+        var snapshot: CutoffSnapshot
+        /// UNIX seconds when a running gateway last confirmed the snapshot against the store: the file's
+        /// modification time (``run()`` touches it after every successful sync).
+        var savedAt: Int64
+    }
+
     /// The cached snapshot, if the file exists, parses, and is at most `maxAge` old.
-    static func load(path: String, maxAge: Duration, logger: Logger) -> CutoffSnapshot? {
+    static func load(path: String, maxAge: Duration, logger: Logger) -> Loaded? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
             let modified = attributes[.modificationDate] as? Date
         else {
@@ -65,7 +73,10 @@ struct SnapshotCache: Service {
             return nil
         }
         do {
-            return try CutoffSnapshot.load(jsonFile: path)
+            return Loaded(
+                snapshot: try CutoffSnapshot.load(jsonFile: path),
+                savedAt: Int64(modified.timeIntervalSince1970.rounded(.down))
+            )
         } catch {
             logger.error("the cutoff cache file cannot be read", metadata: ["path": "\(path)", "error": "\(error)"])
             return nil

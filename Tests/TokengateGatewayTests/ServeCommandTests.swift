@@ -536,3 +536,41 @@ struct ServeCommandTests {
         #expect(readiness.status == 503, "a gateway running on its cache is not ready: \(readiness.body)")
     }
 }
+
+extension ServeCommandTests {
+    /// A gateway that started on its cache file has never synced with its store: `/readyz` says so, and the lag
+    /// metric must say so too (an alert on the lag would otherwise see 0, the healthiest value there is). Before
+    /// the first sync the lag counts from the cache file's own time.
+    @Test func theSyncLagOfAGatewayOnItsCacheCountsFromTheCacheFile() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let cache = setup.directory + "/cutoffs.cache"
+        try CutoffSnapshot(users: ["bob": UserCutoffs(revokedBefore: 100)]).jsonData().write(to: URL(fileURLWithPath: cache))
+        // Written 40 s ago by a gateway that last synced then; stale_after is 60 s, so it is still trusted.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -40)], ofItemAtPath: cache)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--config", setup.directory + "/tokengate.yaml"]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        #expect(try await self.waitUntilServing(setup), "the gateway did not start from its cache file")
+        let admin = "http://127.0.0.1:\(setup.adminPort)"
+        #expect(try Curl.run([admin + "/readyz"], caFile: nil).status == 503)
+        let metrics = try Curl.run([admin + "/metrics"], caFile: nil)
+        #expect(metrics.status == 200)
+        func value(_ name: String) -> Double? {
+            metrics.body.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        let lag = try #require(value("tokengate_cutoff_sync_lag_seconds"), "\(metrics.body)")
+        #expect(lag >= 40 && lag < 100, "the lag counts from the cache file's time: \(lag)")
+        #expect(value("tokengate_cutoff_last_sync_timestamp_seconds") == 0, "this process never synced")
+    }
+}

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import Logging
 import Testing
 import TokengateTokens
 
@@ -69,9 +70,10 @@ enum PostgresTestServer {
 @discardableResult
 func withRunningStore<T>(
     _ configuration: PostgresCutoffStore.Configuration,
+    logger: Logger = Logger(label: "tokengate.cutoffs.postgres"),
     _ body: (PostgresCutoffStore) async throws -> T
 ) async throws -> T {
-    let store = try PostgresCutoffStore(configuration: configuration)
+    let store = try PostgresCutoffStore(configuration: configuration, logger: logger)
     let runner = Task { await store.run() }
     do {
         let result = try await body(store)
