@@ -204,6 +204,18 @@ let package = Package(
             dependencies: ["TokengateClient"],
             swiftSettings: swiftSettings
         ),
+        // The executable's own types (the snapshot cache's ticks), driven directly; its commands are tested by
+        // running the built binary (TokengateGatewayTests/*CommandTests.swift).
+        .testTarget(
+            name: "tokengateTests",
+            dependencies: [
+                "tokengate", "TokengateTokens",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TokengateGatewayTests",
             dependencies: [

@@ -166,7 +166,10 @@ public actor PostgresCutoffStore: CutoffStore {
     /// Order on the way out: the LISTEN thread is woken and left to finish, the pool refuses new calls and drops
     /// its idle connections, then the thread pool is shut down, which waits for calls still on a thread (each
     /// ends by its deadline, or at once when interrupted by ``close()`` or its caller's cancellation).
-    public nonisolated func run() async {
+    ///
+    /// - Parameter listening: `false` for a one-shot writer (`tokengate revoke`), which has no snapshot to resync
+    ///   and no use for a LISTEN connection, nor for its "connection lost" warnings.
+    public nonisolated func run(listening: Bool = true) async {
         let first = self.runState.withLockedValue { state in
             defer { state.started = true }
             return !state.started
@@ -179,7 +182,7 @@ public actor PostgresCutoffStore: CutoffStore {
         self.pool.start()
         let stopListening: PostgresInterrupt?
         do {
-            stopListening = try PostgresInterrupt()
+            stopListening = listening ? try PostgresInterrupt() : nil
         } catch {
             self.logger.error(
                 "cutoff store cannot start its LISTEN connection; changes arrive by polling only",

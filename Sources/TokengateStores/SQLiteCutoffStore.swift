@@ -44,8 +44,9 @@ import TokengateTokens
 /// replaced, which would make writes vanish at the next restart. So every call first checks that the path
 /// still names the inode the connection has open; if not, it drops the connection and reopens the path
 /// (without creating it), and fails with ``CutoffStoreError/Code/storeUnavailable`` if that is not a valid
-/// database. The file is created only by ``open(path:logger:)``, and only inside an existing directory, so an
-/// unmounted volume is an error rather than a fresh empty store.
+/// database. The file is created only by ``open(path:createIfMissing:logger:)`` when asked to (by `serve`, not by
+/// `tokengate revoke`), and only inside an existing directory, so an unmounted volume is an error rather than a
+/// fresh empty store.
 public actor SQLiteCutoffStore: CutoffStore {
     /// The schema version this code writes and understands.
     public static let schemaVersion: Int64 = 1
@@ -127,14 +128,19 @@ public actor SQLiteCutoffStore: CutoffStore {
         }
     }
 
-    /// Opens the database at `path`, creating the file and its schema if the file does not exist yet.
+    /// Opens the database at `path`, creating the file and its schema if the file does not exist yet and
+    /// `createIfMissing` allows it.
     ///
     /// The directory must exist: creating it here would turn a missing volume into an empty store that accepts
-    /// every token.
-    public static func open(path: String, logger: Logger = Logger(label: "tokengate.cutoffs.sqlite")) async throws
-        -> SQLiteCutoffStore
-    {
-        let connection = try await Self.openConnection(path: path, create: true, logger: logger)
+    /// every token. For the same reason a one-shot writer (`tokengate revoke`) passes `createIfMissing: false`:
+    /// its write to a new, empty file would be lost to the gateway reading the real one, or, worse, make a
+    /// gateway whose file was moved away "recover" on an empty store.
+    public static func open(
+        path: String,
+        createIfMissing: Bool = true,
+        logger: Logger = Logger(label: "tokengate.cutoffs.sqlite")
+    ) async throws -> SQLiteCutoffStore {
+        let connection = try await Self.openConnection(path: path, create: createIfMissing, logger: logger)
         return SQLiteCutoffStore(path: path, logger: logger, connection: connection)
     }
 
@@ -549,6 +555,13 @@ extension SQLiteCutoffStore {
             CutoffStoreError(code: .storeUnavailable, message: "\(description): \(message)")
         }
 
+        // A directory or a file that is not a database is named as such (SQLite itself calls a directory
+        // "Failed to open"), the same way `check-config` names it.
+        do {
+            _ = try SQLiteDatabaseFile.check(path: path)
+        } catch {
+            throw unavailable(error.reason)
+        }
         let before = FileIdentity(path: path)
         if before == nil {
             guard create else {

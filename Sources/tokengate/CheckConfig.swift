@@ -34,6 +34,12 @@ struct CheckConfig: ParsableCommand {
         } catch {
             fail("\(self.file): \(error)")
         }
+        // A SQLite file that does not exist yet passes: `serve` creates it at its first start.
+        do {
+            try CutoffStoreFactory.check(configuration.cutoffs)
+        } catch {
+            fail("\(self.file): cutoff store: \(error)")
+        }
         for warning in GatewayServer.warnings(for: configuration) {
             FileOutput.standardError("tokengate: \(self.file): warning: \(warning)\n")
         }

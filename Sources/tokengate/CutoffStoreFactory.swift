@@ -23,14 +23,44 @@ enum CutoffStoreFactory {
         var cacheFile: String?
     }
 
-    static func open(_ configuration: CutoffStoreConfiguration, logger: Logger) async throws -> Opened {
+    /// Who opens the store.
+    enum Use {
+        /// A gateway (`serve`, `dev`): a SQLite file that does not exist yet is created (the first start), and a
+        /// PostgreSQL store keeps a LISTEN connection for changes made elsewhere.
+        case gateway
+        /// One write from the command line (`revoke`). A missing SQLite file is refused: a new, empty file is not
+        /// the store any gateway reads, so the revocation would be lost, and a gateway whose file was moved away
+        /// would take it for its own store, back again. A PostgreSQL store does not LISTEN: nothing here would act on a
+        /// notification.
+        case oneShotWrite
+    }
+
+    static func open(
+        _ configuration: CutoffStoreConfiguration,
+        logger: Logger,
+        for use: Use = .gateway
+    ) async throws -> Opened {
         switch configuration {
         case .file(let path):
             return Opened(store: JSONFileCutoffStore(path: path.path))
         case .sqlite(let path):
+            let exists = try Self.checkSQLiteFile(path)
+            if !exists && use == .oneShotWrite {
+                throw CutoffStoreFactoryError(
+                    description: "cutoffs.sqlite: \(path.path) does not exist; `tokengate serve` (or `tokengate dev`) "
+                        + "creates it at its first start, and revoke never does (a new, empty store is not the one the "
+                        + "gateway reads): check that the volume is mounted and that the path is the gateway's"
+                )
+            }
             // The directory is never created here: a missing directory is an unmounted volume, and a fresh
             // empty database there would accept every revoked token. The store refuses it with that reason.
-            return Opened(store: try await SQLiteCutoffStore.open(path: path.path, logger: logger))
+            return Opened(
+                store: try await SQLiteCutoffStore.open(
+                    path: path.path,
+                    createIfMissing: use == .gateway,
+                    logger: logger
+                )
+            )
         case .postgres(let settings):
             let tls: PostgresCutoffStore.TLSMode
             switch settings.tlsMode {
@@ -64,11 +94,33 @@ enum CutoffStoreFactory {
             )
             return Opened(
                 store: store,
-                run: { await store.run() },
+                run: { [listening = use == .gateway] in await store.run(listening: listening) },
                 staleAfter: settings.staleAfter,
                 resyncInterval: settings.resyncInterval,
                 cacheFile: settings.cacheFile?.path
             )
         }
     }
+
+    /// What `check-config` can say about the store without opening it, in the words `serve` uses: a SQLite path
+    /// that names a directory or a file that is not a database is refused by both.
+    static func check(_ configuration: CutoffStoreConfiguration) throws {
+        if case .sqlite(let path) = configuration {
+            _ = try Self.checkSQLiteFile(path)
+        }
+    }
+
+    /// Whether the SQLite file exists; throws when the path names something SQLite cannot open as a database.
+    private static func checkSQLiteFile(_ path: ConfigPath) throws(CutoffStoreFactoryError) -> Bool {
+        do {
+            return try SQLiteDatabaseFile.check(path: path.path)
+        } catch {
+            throw CutoffStoreFactoryError(description: "cutoffs.sqlite: \(error)")
+        }
+    }
+}
+
+/// The SQLite store's file is missing where it must exist, or is not a database (`revoke`'s exit 69).
+struct CutoffStoreFactoryError: Error, CustomStringConvertible {
+    var description: String
 }

@@ -7,13 +7,23 @@ import Foundation
 import TokengateConfig
 import Logging
 import TokengateStores
+import TokengateTokens
 
 /// `tokengate revoke`: writes a cutoff through the configured store, the way the admin API does. Every
 /// running gateway picks it up (SQLite: on its next poll, within a second).
 struct Revoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Revoke a user's tokens (password changed, or --api-only: disable mobile apps), or everyone's (--all)."
+        commandName: Self.name,
+        abstract: "Revoke a user's tokens (password changed, or --api-only: disable mobile apps), or everyone's (--all).",
+        discussion: """
+            Exit status: 0 done (moved forward, moved back with --force, or already so); 64 usage error; \
+            65 refused: the cutoff would move backward (use --force); 69 the store cannot be used as it is \
+            (SQLite file missing or not a database, schema too new); 75 the store is unreachable, locked or busy: \
+            retry later; 78 the configuration cannot be used (unreadable, invalid, or a read-only store).
+            """
     )
+
+    static let name = "revoke"
 
     @Option(help: "The gateway's configuration file (its `cutoffs` store is written).")
     var config: String
@@ -47,7 +57,7 @@ struct Revoke: AsyncParsableCommand {
         do {
             configuration = try GatewayConfiguration.load(path: self.config, checkFiles: false)
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: Status.configuration.rawValue)
         }
         let now = Int64(Date().timeIntervalSince1970)
         var at = now
@@ -55,27 +65,40 @@ struct Revoke: AsyncParsableCommand {
             do {
                 at = try CutoffTime.parse(text)
             } catch {
-                fail("--at: \(error)")
+                fail("--at: \(error)", status: Status.usage.rawValue)
             }
             // As the admin API: a cutoff far in the future would also reject every token issued after it
             // until then (a typo could lock a user, or everyone, out for centuries).
             if at > now + 300 {
-                fail("--at is more than 5 minutes in the future; a cutoff takes effect for tokens issued before it")
+                fail(
+                    "--at is more than 5 minutes in the future; a cutoff takes effect for tokens issued before it",
+                    status: Status.usage.rawValue
+                )
             }
+        }
+        if case .file(let path) = configuration.cutoffs {
+            fail(
+                "the cutoff store \(path) is a read-only JSON file; edit the file, or configure a sqlite or "
+                    + "postgres store",
+                status: Status.configuration.rawValue
+            )
         }
         let opened: CutoffStoreFactory.Opened
         do {
-            if case .file(let path) = configuration.cutoffs {
-                fail("the cutoff store \(path) is a read-only JSON file; edit the file, or configure a sqlite or postgres store")
-            }
-            opened = try await CutoffStoreFactory.open(configuration.cutoffs, logger: Logger(label: "tokengate.revoke"))
+            opened = try await CutoffStoreFactory.open(
+                configuration.cutoffs,
+                logger: Logger(label: "tokengate.revoke"),
+                for: .oneShotWrite
+            )
         } catch {
-            fail("cannot open the cutoff store: \(error)")
+            fail("cannot open the cutoff store: \(error)", status: Status(for: error).rawValue)
         }
         let store = opened.store
         let storeTask = opened.run.map { run in Task { await run() } }
         defer { storeTask?.cancel() }
         do {
+            // Only a forced write can move a cutoff back, and only the value before it tells whether it did.
+            let before = self.force ? try await self.storedCutoff(in: store) : nil
             let result: CutoffWriteResult
             if self.all {
                 result = try await store.revokeAll(at: at, force: self.force)
@@ -85,11 +108,50 @@ struct Revoke: AsyncParsableCommand {
                 result = try await store.passwordChanged(user: self.user!, at: at, force: self.force)
             }
             try await store.close()
-            let what = self.all ? "all users" : "user \(self.user!)"
-            let kind = self.apiOnly ? "api tokens" : "tokens"
-            print(result.changed ? "revoked \(kind) of \(what) issued before \(result.cutoff)" : "unchanged: \(what) already has cutoff \(result.cutoff)")
+            print(self.report(result, before: before))
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: Status(for: error).rawValue)
         }
+    }
+
+    /// The cutoff the write is about as stored now (`.some(nil)`: none), read before a forced write.
+    private func storedCutoff(in store: any CutoffStore) async throws -> Int64?? {
+        // Any user's lookup carries the global cutoff; the empty id names nobody.
+        let lookup = try await store.lookup(user: self.user ?? "")
+        if self.all {
+            return .some(lookup.globalRevokedBefore)
+        }
+        return .some(self.apiOnly ? lookup.user.apiRevokedBefore : lookup.user.revokedBefore)
+    }
+
+    /// What the write did, in words: a cutoff moved forward, moved back (only with `--force`), or left as it was.
+    ///
+    /// - Parameter before: The stored cutoff before a forced write; `nil` when the write was not forced (it
+    ///   then only moves a cutoff forward, or changes nothing).
+    func report(_ result: CutoffWriteResult, before: Int64??) -> String {
+        let what = self.all ? "all users" : "user \(self.user!)"
+        let kind = self.apiOnly ? "api tokens" : "tokens"
+        let cutoff = Self.describe(result.cutoff)
+        if let before, let previous = before {
+            if previous > result.cutoff {
+                let name = self.apiOnly ? "api-token cutoff" : "cutoff"
+                return "moved the \(name) of \(what) back from \(Self.describe(previous)) to \(cutoff): \(kind) issued "
+                    + "between the two are accepted again (unless another cutoff rejects them)"
+            }
+            if previous == result.cutoff {
+                return "unchanged: \(what) already has cutoff \(cutoff)"
+            }
+        }
+        guard result.changed else {
+            return "unchanged: \(what) already has cutoff \(cutoff)"
+        }
+        return "revoked \(kind) of \(what) issued before \(cutoff)"
+    }
+
+    /// UNIX seconds, and the same time in RFC 3339 (UTC) for the reader.
+    private static func describe(_ time: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return "\(time) (\(formatter.string(from: Date(timeIntervalSince1970: TimeInterval(time)))))"
     }
 }

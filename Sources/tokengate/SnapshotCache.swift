@@ -4,6 +4,7 @@
 
 import Foundation
 import Logging
+import NIOCore
 import ServiceLifecycle
 import TokengateStores
 import TokengateTokens
@@ -16,30 +17,14 @@ struct SnapshotCache: Service {
     let sync: CutoffSyncService
     let logger: Logger
 
-    /// Writes the snapshot whenever its generation changed, and touches the file after every successful sync
-    /// (its age is what a restart judges), checked every second, until shutdown.
+    /// Keeps the file up to date (``SnapshotCacheWriter``), checked every second, until shutdown.
     func run() async throws {
-        let path = self.path
         await cancelWhenGracefulShutdown {
-            var written: UInt64?
-            var syncedAt: Int64?
+            var writer = SnapshotCacheWriter(path: self.path, logger: self.logger)
             while !Task.isCancelled {
                 let snapshot = await self.sync.snapshot
                 let lastSync = await self.sync.lastSyncAt
-                if let lastSync, snapshot.generation != written || lastSync != syncedAt {
-                    do {
-                        if snapshot.generation != written {
-                            try Self.write(snapshot, to: path)
-                            written = snapshot.generation
-                        } else {
-                            // Same snapshot, confirmed again by the store: only the age changes.
-                            try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: path)
-                        }
-                        syncedAt = lastSync
-                    } catch {
-                        self.logger.warning("cannot write the cutoff cache file", metadata: ["path": "\(path)", "error": "\(error)"])
-                    }
-                }
+                writer.tick(snapshot: snapshot, lastSync: lastSync, now: .now())
                 try? await Task.sleep(for: .seconds(1))
             }
         }

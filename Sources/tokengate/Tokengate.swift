@@ -18,7 +18,7 @@ struct Tokengate: AsyncParsableCommand {
     )
 
     /// Runs the command, mapping argument errors to exit status 2 (ArgumentParser's default is 64) so
-    /// every usage error and bad input file exits the same way.
+    /// every usage error and bad input file exits the same way; `revoke`'s exit 64 (see ``Revoke/Status``).
     static func main() async {
         // Log lines are written by a thread of their own (``LogLineWriter``): what is queued goes out before
         // the process ends, on every way out (`fail` flushes too).
@@ -38,7 +38,10 @@ struct Tokengate: AsyncParsableCommand {
             }
             if code == .validationFailure {
                 FileOutput.standardError(Self.fullMessage(for: error) + "\n")
-                Foundation.exit(ExitStatus.usage)
+                // `revoke` is run by scripts that must tell a usage error from a store to retry: its statuses are
+                // sysexits-style (``Revoke/Status``). The subcommand is known only by name when parsing failed.
+                let revoke = CommandLine.arguments.dropFirst().first == Revoke.name
+                Foundation.exit(revoke ? Revoke.Status.usage.rawValue : ExitStatus.usage)
             }
             if error is ExitCode {
                 Self.exit(withError: error)
@@ -57,10 +60,11 @@ enum ExitStatus {
     static let usage: Int32 = 2
 }
 
-/// Prints `message` to standard error and exits with status 2: the way every subcommand reports a bad
-/// input file or argument, so scripts can tell it from an invalid token (status 1).
-func fail(_ message: String) -> Never {
+/// Prints `message` to standard error and exits with `status`, 2 unless given: the way every subcommand reports a
+/// bad input file or argument, so scripts can tell it from an invalid token (status 1). `revoke` gives its own
+/// statuses (``Revoke/Status``).
+func fail(_ message: String, status: Int32 = ExitStatus.usage) -> Never {
     LogLineWriter.standardOutput.flush()
     FileOutput.standardError("tokengate: \(message)\n")
-    exit(ExitStatus.usage)
+    exit(status)
 }

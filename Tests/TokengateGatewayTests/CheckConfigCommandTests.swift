@@ -21,7 +21,8 @@ struct CheckConfigCommandTests {
         init(
             admin: String = "admin: { address: 127.0.0.1:0 }",
             keys: String = "keys: [ { jwks: public.jwks } ]\nsigning_key: { jwks: private.jwks }",
-            route: String = "{ path_prefix: /, upstream: api, accept: [api] }"
+            route: String = "{ path_prefix: /, upstream: api, accept: [api] }",
+            cutoffs: String = "cutoffs: { file: cutoffs.json }"
         ) throws {
             self.directory = NSTemporaryDirectory() + "tokengate-check-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -38,7 +39,7 @@ struct CheckConfigCommandTests {
                     tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
                 \(admin)
                 \(keys)
-                cutoffs: { file: cutoffs.json }
+                \(cutoffs)
                 upstreams:
                   api: { targets: [ "http://127.0.0.1:9" ] }
                 routes:
@@ -227,5 +228,39 @@ struct CheckConfigCommandTests {
         let refused = try guarded.checkConfig()
         #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
         #expect(refused.stderr.contains("routes[0].accept") && refused.stderr.contains("no keys"), "\(refused.stderr)")
+    }
+
+    /// A SQLite path naming a directory or a file that is not a database: `serve` refuses to start, and
+    /// `check-config` refuses it too, with the same words. Before, `check-config` said ok. A path with nothing
+    /// there yet passes both: `serve` creates the store at its first start.
+    @Test func refusesASQLitePathThatServeRefusesInTheSameWords() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(cutoffs: "cutoffs: { sqlite: cutoffs.db }")
+        defer { setup.remove() }
+        let path = setup.directory + "/cutoffs.db"
+
+        let missing = try setup.checkConfig()
+        #expect(missing.status == 0, "serve creates a missing file: \(missing.stdout) \(missing.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: path), "check-config creates nothing")
+
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        try self.expectRefusedAlike(setup, saying: "\(path) is a directory, not a SQLite database file")
+        try FileManager.default.removeItem(atPath: path)
+
+        try setup.write("cutoffs.db", String(repeating: "not a database\n", count: 100), mode: 0o600)
+        try self.expectRefusedAlike(setup, saying: "\(path) is not a SQLite database")
+    }
+
+    /// `check-config` and `serve` both exit 2 naming `cutoffs.sqlite` with `reason`, and `serve` starts nothing.
+    private func expectRefusedAlike(_ setup: Setup, saying reason: String) throws {
+        let check = try setup.checkConfig()
+        #expect(check.status == 2, "\(check.stdout) \(check.stderr)")
+        #expect(!check.stdout.contains("ok"), "\(check.stdout)")
+        let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
+        #expect(serve.status == 2, "\(serve.stdout) \(serve.stderr)")
+        #expect(!(serve.stdout + serve.stderr).contains("listening"), "\(serve.stdout) \(serve.stderr)")
+        let expected = "cutoff store: cutoffs.sqlite: " + reason
+        #expect(check.stderr.contains(expected), "\(check.stderr)")
+        #expect(serve.stderr.contains(expected), "\(serve.stderr)")
     }
 }

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import Glibc
 import Testing
 import TokengateTLS
 import TokengateTestSupport

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import Glibc
 
 /// Raw TCP probes for the read-deadline tests, run as a Python script so that the pauses between sends are
 /// real pauses on a real socket.

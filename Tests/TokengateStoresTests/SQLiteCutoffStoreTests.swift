@@ -39,6 +39,28 @@ struct SQLiteCutoffStoreTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("not-mounted")))
     }
 
+    @Test("a one-shot writer (createIfMissing: false) never creates the file; a directory at the path is named as one")
+    func noCreateForOneShotWriters() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cutoffs.db")
+        let missing = await expectStoreError(.storeUnavailable) {
+            try await SQLiteCutoffStore.open(path: path, createIfMissing: false)
+        }
+        #expect(missing?.message.contains("missing") == true, "\(String(describing: missing))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [], "nothing created")
+
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        let isDirectory = await expectStoreError(.storeUnavailable) { try await SQLiteCutoffStore.open(path: path) }
+        #expect(isDirectory?.message.contains("is a directory") == true, "\(String(describing: isDirectory))")
+        try FileManager.default.removeItem(atPath: path)
+
+        try await SQLiteCutoffStore.open(path: path).close()
+        let reopened = try await SQLiteCutoffStore.open(path: path, createIfMissing: false)
+        try await reopened.passwordChanged(user: "alice", at: 1_000)
+        #expect(try await reopened.load().users["alice"]?.revokedBefore == 1_000)
+        try await reopened.close()
+    }
+
     @Test("writes are read back, and survive closing and reopening")
     func durableAcrossReopen() async throws {
         let directory = try TemporaryDirectory()
