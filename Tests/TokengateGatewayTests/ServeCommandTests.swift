@@ -3,7 +3,6 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
-import Glibc
 import Testing
 import TokengateTLS
 import TokengateTestSupport
@@ -307,20 +306,9 @@ struct ServeCommandTests {
         let setup = try self.setUp()
         defer { try? FileManager.default.removeItem(atPath: setup.directory) }
         // A backend that takes connections into its backlog and never answers.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(silent >= 0)
+        let silentPort = try GatewayIntegrationTests.unusedPort()
+        let silent = try SocketProbe.listenSilently(port: silentPort)
         defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(silent, pointer, length) == 0 && listen(silent, 16) == 0 && getsockname(silent, pointer, &length) == 0
-            }
-        }
-        try #require(bound)
-        let silentPort = Int(UInt16(bigEndian: address.sin_port))
         let path = setup.directory + "/tokengate.yaml"
         let yaml = try String(contentsOfFile: path, encoding: .utf8)
             .replacingOccurrences(of: "http://127.0.0.1:9\"", with: "http://127.0.0.1:\(silentPort)\"")

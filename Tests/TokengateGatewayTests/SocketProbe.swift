@@ -3,7 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
-import Glibc
+import NIOCore
 
 /// Raw TCP probes for the read-deadline tests, run as a Python script so that the pauses between sends are
 /// real pauses on a real socket.
@@ -47,16 +47,29 @@ enum SocketProbe {
     /// client that never begins its TLS handshake, or one that just holds a connection slot.
     static func connectSilently(port: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        // The address through NIO's `SocketAddress`: `sockaddr_in`'s members are declared by whichever C module
+        // the compiler loads first (Glibc or NIO's CNIOLinux), which a fresh build and an incremental one
+        // disagree on.
+        let connected = try SocketAddress(ipAddress: "127.0.0.1", port: port).withSockAddr { address, length in
+            connect(descriptor, address, socklen_t(length))
         }
         guard descriptor >= 0, connected == 0 else {
             if descriptor >= 0 { close(descriptor) }
             throw SocketProbeError(message: "cannot connect to 127.0.0.1:\(port): errno \(errno)")
+        }
+        return descriptor
+    }
+
+    /// A TCP socket listening on 127.0.0.1:`port` that never accepts: connections complete into its backlog
+    /// and are never answered (a backend that hangs). The caller closes the descriptor.
+    static func listenSilently(port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listening = try SocketAddress(ipAddress: "127.0.0.1", port: port).withSockAddr { address, length in
+            bind(descriptor, address, socklen_t(length)) == 0 && listen(descriptor, 16) == 0
+        }
+        guard descriptor >= 0, listening else {
+            if descriptor >= 0 { close(descriptor) }
+            throw SocketProbeError(message: "cannot listen on 127.0.0.1:\(port): errno \(errno)")
         }
         return descriptor
     }
