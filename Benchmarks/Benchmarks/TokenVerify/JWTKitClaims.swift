@@ -30,7 +30,7 @@ struct JWTKitClaims: JWTPayload {
     func passesCutoffs(_ snapshot: CutoffSnapshot) -> Bool {
         let issuedAt = Int64(self.iat.value.timeIntervalSince1970)
         if let global = snapshot.globalRevokedBefore, issuedAt < global { return false }
-        guard let user = snapshot.users[self.sub.value] else { return true }
+        guard let user = snapshot.users[CutoffUserKey(self.sub.value)] else { return true }
         if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return false }
         if self.apiOnly, let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore { return false }
         return true
