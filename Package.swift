@@ -167,6 +167,10 @@ let package = Package(
         // MARK: Tests
         .target(
             name: "TokengateTestSupport",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             path: "Sources/TokengateTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -194,7 +198,7 @@ let package = Package(
         .testTarget(
             name: "TokengateStoresTests",
             dependencies: [
-                "TokengateStores", "TokengateTokens",
+                "TokengateStores", "TokengateTokens", "TokengateTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -209,7 +213,7 @@ let package = Package(
         .testTarget(
             name: "tokengateTests",
             dependencies: [
-                "tokengate", "TokengateTokens",
+                "tokengate", "TokengateTokens", "TokengateTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

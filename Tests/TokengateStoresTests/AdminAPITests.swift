@@ -5,6 +5,7 @@
 import Foundation
 import Logging
 import Testing
+import TokengateTestSupport
 import TokengateTokens
 
 @testable import TokengateStores

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import Testing
+import TokengateTestSupport
 
 @testable import TokengateStores
 

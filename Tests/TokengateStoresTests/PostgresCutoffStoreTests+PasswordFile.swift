@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import Testing
+import TokengateTestSupport
 import TokengateTokens
 
 @testable import TokengateStores
@@ -78,7 +79,7 @@ extension PostgresCutoffStoreTests {
             }
 
             try writeFile(passwordFile, "first-secret\n")
-            let lines = LoggedLines()
+            let lines = RecordedLogLines()
             try await withRunningStore(configuration, logger: lines.logger()) { store in
                 try await store.passwordChanged(user: "hana", at: 10)
                 #expect(await eventually(timeout: .seconds(5)) { store.isListening })
@@ -113,52 +114,6 @@ extension PostgresCutoffStoreTests {
                 try Self.replace(passwordFile, with: "second-secret")
                 #expect(try await store.load().users["hana"]?.revokedBefore == 20)
                 #expect(await eventually(timeout: .seconds(5)) { store.isListening })
-            }
-        }
-    }
-}
-
-/// Every log line of a logger, with its metadata as text.
-final class LoggedLines: Sendable {
-    struct Line: Sendable, CustomStringConvertible {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-
-        /// The message and every metadata value, to search for what must never be logged.
-        var text: String {
-            ([self.message] + self.metadata.values).joined(separator: " ")
-        }
-
-        var description: String {
-            "\(self.level) \(self.message) \(self.metadata)"
-        }
-    }
-
-    private let box = NIOLockedValueBox<[Line]>([])
-
-    var all: [Line] {
-        self.box.withLockedValue { $0 }
-    }
-
-    func logger() -> Logger {
-        Logger(label: "test") { _ in Recorder(lines: self) }
-    }
-
-    private struct Recorder: LogHandler {
-        let lines: LoggedLines
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { self.metadata[key] }
-            set { self.metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let metadata = self.metadata.merging(event.metadata ?? [:]) { $1 }.mapValues { "\($0)" }
-            self.lines.box.withLockedValue {
-                $0.append(Line(level: event.level, message: "\(event.message)", metadata: metadata))
             }
         }
     }

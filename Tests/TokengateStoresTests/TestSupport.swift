@@ -3,7 +3,6 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
-import Logging
 import NIOConcurrencyHelpers
 import Testing
 import TokengateTokens
@@ -143,35 +142,3 @@ func moveDatabase(from source: String, to destination: String) throws {
     }
 }
 
-/// Every line a `Logger` made by ``logger()`` writes: its level, message and metadata (values as text).
-final class RecordedLogLines: Sendable {
-    struct Line: Sendable {
-        let level: Logger.Level
-        let message: String
-        let metadata: [String: String]
-    }
-
-    private let box = NIOLockedValueBox<[Line]>([])
-
-    var all: [Line] { self.box.withLockedValue { $0 } }
-
-    func logger() -> Logger {
-        Logger(label: "test") { _ in Recorder(lines: self) }
-    }
-
-    private struct Recorder: LogHandler {
-        let lines: RecordedLogLines
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { self.metadata[key] }
-            set { self.metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let line = Line(level: event.level, message: "\(event.message)", metadata: (event.metadata ?? [:]).mapValues { "\($0)" })
-            self.lines.box.withLockedValue { $0.append(line) }
-        }
-    }
-}

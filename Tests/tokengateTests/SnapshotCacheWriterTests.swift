@@ -7,6 +7,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
+import TokengateTestSupport
 import TokengateTokens
 
 @testable import tokengate
@@ -15,31 +16,6 @@ import TokengateTokens
 /// removed or replaced is written again at the next tick even when nothing changed, and a write that keeps
 /// failing is logged when it begins, once a minute with the count, and when it works again.
 @Suite struct SnapshotCacheWriterTests {
-    /// The (level, message, failures) of every line, in order.
-    final class Lines: Sendable {
-        let box = NIOLockedValueBox<[(level: Logger.Level, message: String, failures: String?)]>([])
-
-        var all: [(level: Logger.Level, message: String, failures: String?)] { self.box.withLockedValue { $0 } }
-
-        func logger() -> Logger {
-            Logger(label: "test") { _ in Recorder(lines: self) }
-        }
-
-        struct Recorder: LogHandler {
-            let lines: Lines
-            var logLevel: Logger.Level = .trace
-            var metadata: Logger.Metadata = [:]
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { self.metadata[key] }
-                set { self.metadata[key] = newValue }
-            }
-            func log(event: LogEvent) {
-                let failures = event.metadata?["failures"].map { "\($0)" }
-                self.lines.box.withLockedValue { $0.append((event.level, "\(event.message)", failures)) }
-            }
-        }
-    }
-
     /// A directory of its own, removed at the end.
     private final class Directory {
         let path = NSTemporaryDirectory() + "tokengate-cache-" + UUID().uuidString
@@ -65,7 +41,7 @@ import TokengateTokens
     @Test func aRemovedFileIsWrittenAgainAtTheNextTickThoughNothingChanged() throws {
         let directory = try Directory()
         let path = directory.path + "/cutoffs.cache"
-        let lines = Lines()
+        let lines = RecordedLogLines()
         var writer = SnapshotCacheWriter(path: path, logger: lines.logger())
         let lastSync: Int64 = 1_714_564_800
 
@@ -95,7 +71,7 @@ import TokengateTokens
     @Test func aFileNeverSyncedIsLeftAsItIs() throws {
         let directory = try Directory()
         let path = directory.path + "/cutoffs.cache"
-        var writer = SnapshotCacheWriter(path: path, logger: Lines().logger())
+        var writer = SnapshotCacheWriter(path: path, logger: RecordedLogLines().logger())
         writer.tick(snapshot: Self.snapshot, lastSync: nil, now: Self.start)
         #expect(!FileManager.default.fileExists(atPath: path), "a gateway started from its cache keeps the file as it is")
     }
@@ -103,7 +79,7 @@ import TokengateTokens
     @Test func aDirectoryInItsPlaceIsLoggedWhenItBeginsOncePerMinuteAndWhenItEnds() throws {
         let directory = try Directory()
         let path = directory.path + "/cutoffs.cache"
-        let lines = Lines()
+        let lines = RecordedLogLines()
         var writer = SnapshotCacheWriter(path: path, logger: lines.logger())
         var now = Self.start
         var lastSync: Int64 = 1_714_564_800
@@ -129,7 +105,7 @@ import TokengateTokens
             "still cannot write the cutoff cache file",
             "the cutoff cache file is written again",
         ], "\(lines.all)")
-        #expect(lines.all.map(\.failures) == [nil, "1", "60", "60", "130"], "\(lines.all)")
+        #expect(lines.all.map { $0.metadata["failures"] } == [nil, "1", "60", "60", "130"], "\(lines.all)")
         #expect(lines.all.last?.level == .notice)
         #expect(try CutoffSnapshot.load(jsonFile: path).users["bob"]?.revokedBefore == 100)
         #expect(try Self.modificationTime(path) == lastSync)
