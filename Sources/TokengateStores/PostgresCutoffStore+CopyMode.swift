@@ -237,7 +237,10 @@ extension PostgresCutoffStore {
             } else {
                 c = "api_revoked_before"
             }
-            let guardClause = write.force ? "" : " WHERE cur.\(c) IS NULL OR cur.\(c) < excluded.\(c)"
+            // A forced write still changes only a different value: the stored value written again is `changed: false`.
+            let guardClause = write.force
+                ? " WHERE cur.\(c) IS DISTINCT FROM excluded.\(c)"
+                : " WHERE cur.\(c) IS NULL OR cur.\(c) < excluded.\(c)"
             changedSQL = """
                 INSERT INTO \(u) AS cur (user_id, \(c), updated_at) VALUES ($1, $2, $3)
                 ON CONFLICT (user_id) DO UPDATE SET \(c) = excluded.\(c), updated_at = excluded.updated_at\(guardClause)
@@ -247,7 +250,9 @@ extension PostgresCutoffStore {
             what = "the user's \(c)"
             key = .text(user)
         case .revokeAll:
-            let guardClause = write.force ? "" : " AND (revoked_before IS NULL OR revoked_before < $2)"
+            let guardClause = write.force
+                ? " AND revoked_before IS DISTINCT FROM $2"
+                : " AND (revoked_before IS NULL OR revoked_before < $2)"
             changedSQL = """
                 UPDATE \(g) SET revoked_before = $2, updated_at = $3 WHERE id = $1\(guardClause)
                 RETURNING revoked_before

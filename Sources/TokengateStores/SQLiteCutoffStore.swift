@@ -237,7 +237,11 @@ public actor SQLiteCutoffStore: CutoffStore {
         let c = column.rawValue
         // Forward-only is decided inside the one statement (the DO UPDATE ... WHERE), so two writers can never
         // both read an old value and the later time always wins. RETURNING yields a row only if a row changed.
-        let guardClause = force ? "" : " WHERE user_cutoffs.\(c) IS NULL OR user_cutoffs.\(c) < excluded.\(c)"
+        // A forced write still changes only a different value, so that writing the value already stored says
+        // `changed: false` (and bumps nothing).
+        let guardClause = force
+            ? " WHERE user_cutoffs.\(c) IS NOT excluded.\(c)"
+            : " WHERE user_cutoffs.\(c) IS NULL OR user_cutoffs.\(c) < excluded.\(c)"
         let sql = """
             INSERT INTO user_cutoffs (user_id, \(c), updated_at) VALUES (?1, ?2, ?3)
             ON CONFLICT (user_id) DO UPDATE SET \(c) = excluded.\(c), updated_at = excluded.updated_at\(guardClause)
@@ -253,7 +257,7 @@ public actor SQLiteCutoffStore: CutoffStore {
     }
 
     private func writeGlobal(at: Int64, force: Bool, now: Int64) async throws -> CutoffWriteResult {
-        let guardClause = force ? "" : " AND (revoked_before IS NULL OR revoked_before < ?1)"
+        let guardClause = force ? " AND revoked_before IS NOT ?1" : " AND (revoked_before IS NULL OR revoked_before < ?1)"
         let sql = """
             UPDATE global_cutoff SET revoked_before = ?1, updated_at = ?2 WHERE id = 1\(guardClause)
             RETURNING revoked_before

@@ -72,6 +72,10 @@ struct PostgresCutoffStoreTests {
             #expect(after.users["alice"]?.revokedBefore == 900)
             #expect(after.forceEpoch == before.forceEpoch + 1)
             #expect(try await store.changeMarker() != marker)
+            // The value already stored, forced again: nothing changes, and the answer says so.
+            #expect(try await store.passwordChanged(user: "alice", at: 900, force: true).changed == false)
+            #expect(try await store.revokeAll(at: 500, force: true).changed == false)
+            #expect(try await store.load().forceEpoch == after.forceEpoch)
 
             // An operator's own SQL that moves a cutoff back also bumps the epoch (the triggers), and deleting does.
             try PostgresTestServer.psql("UPDATE \(table)_global SET revoked_before = 100")

@@ -116,6 +116,10 @@ struct SQLiteCutoffStoreTests {
         #expect(table.users["alice"] == UserCutoffs(revokedBefore: 1_000, apiRevokedBefore: 5_000))
         #expect(table.forceEpoch == 1)
 
+        // A forced write of the value already stored changes nothing and says so (it answered `changed: true`).
+        #expect(try await store.passwordChanged(user: "alice", at: 1_000, force: true).changed == false)
+        #expect(try await store.load().forceEpoch == 1)
+
         // A forced write forward does not bump the epoch: nothing moved back.
         try await store.passwordChanged(user: "alice", at: 9_000, force: true)
         #expect(try await store.load().forceEpoch == 1)
@@ -126,6 +130,7 @@ struct SQLiteCutoffStoreTests {
         #expect(global?.keptCutoff == 700)
         #expect(try await store.revokeAll(at: 700).changed == false)
         try await store.revokeAll(at: 600, force: true)
+        #expect(try await store.revokeAll(at: 600, force: true).changed == false)
         table = try await store.load()
         #expect(table.globalRevokedBefore == 600)
         #expect(table.forceEpoch == 2)
