@@ -62,6 +62,27 @@ struct AdminServerTests {
         }
     }
 
+    /// A request the listener will refuse is answered on its head and the connection closed, without waiting
+    /// for a body: before, the whole body was read first (a 50 MB one took a second, a trickled one as long as
+    /// its sender liked), so anyone reaching the port could hold the admin connections the probes need.
+    @Test func refusalsAreAnsweredOnTheHeadWithoutReadingTheBody() async throws {
+        try await self.withAdmin(secret: Array("s3cret-test-only".utf8)) { port in
+            let lines = try SocketProbe.run(
+                port: port,
+                """
+                probe([b'POST /admin/revoke-all HTTP/1.1\\r\\nHost: localhost\\r\\nContent-Length: 50000000\\r\\n\\r\\n', b'x' * 1000])
+                probe([b'POST /admin/revoke-all HTTP/1.1\\r\\nHost: localhost\\r\\nAuthorization: Bearer s3cret-test-only\\r\\nContent-Length: 50000000\\r\\n\\r\\n', b'x' * 1000])
+                probe([b'POST /admin/revoke-all HTTP/1.1\\r\\nHost: localhost\\r\\nAuthorization: Bearer s3cret-test-only\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n', b'11170\\r\\n' + b'x' * 70000 + b'\\r\\n'])
+                """
+            )
+            try #require(lines.count == 3, "\(lines)")
+            let seconds = lines.map { Double($0.last ?? "") ?? 99 }
+            #expect(lines[0].first == "HTTP/1.1_401_Unauthorized" && seconds[0] < 2, "unauthenticated: \(lines[0])")
+            #expect(lines[1].first == "HTTP/1.1_413_Payload_Too_Large" && seconds[1] < 2, "declared too large: \(lines[1])")
+            #expect(lines[2].first == "HTTP/1.1_413_Payload_Too_Large" && seconds[2] < 2, "chunked past the limit: \(lines[2])")
+        }
+    }
+
     /// A web page in the operator's browser must not reach a loopback admin listener without a secret: a
     /// cross-site "simple" POST (no preflight) could force a cutoff back and un-revoke tokens, and DNS
     /// rebinding could read it as same-origin. Requests carrying `Origin` or a `Sec-Fetch-Site` other than

@@ -153,7 +153,9 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     private let deadlines: HTTP1ReadDeadlines
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
-    private var tooLarge = false
+    /// The request was answered before its body was read (``refusal(for:)``, or a body over the limit): the rest
+    /// of it is ignored and the connection closes once the answer is out.
+    private var answeredEarly = false
 
     init(credentials: AdminCredentials, overTLS: Bool, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
         self.credentials = credentials
@@ -162,44 +164,66 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         self.handler = handler
     }
 
+    /// Refusals are decided on the head and answered at once, and the connection then closes: a body is read
+    /// only for a request that will be served. Before, the whole body was read first (up to its end, however
+    /// long), so anyone who could reach the port held admin connections — and with them the probes' slots —
+    /// by trickling a body nobody would ever accept.
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
             self.deadlines.headReceived()
             self.head = head
             self.body = []
-            self.tooLarge = false
+            self.answeredEarly = false
+            if let refusal = self.refusal(for: head) {
+                self.answerEarly(refusal, head: head, context: context)
+            }
         case .body(let buffer):
+            guard !self.answeredEarly, let head = self.head else { return }
             if self.body.count + buffer.readableBytes > Self.maxBodyBytes {
-                self.tooLarge = true
+                self.answerEarly(Self.tooLarge, head: head, context: context)
             } else {
                 self.body += buffer.readableBytesView
             }
         case .end:
             guard let head = self.head else { return }
             self.head = nil
-            self.respond(to: head, context: context)
+            if !self.answeredEarly {
+                self.respond(to: head, context: context)
+            }
         }
     }
 
-    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let path = String(head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
-        if self.tooLarge {
-            self.write(.init(status: 413, body: Self.error("payload_too_large", "the request body is too large")), head: head, context: context)
-            return
-        }
+    private static let tooLarge = AdminServer.Response(status: 413, body: error("payload_too_large", "the request body is too large"))
+
+    /// What is refused on the head alone, in this order: a request from a web page (403, ``AdminBrowserGuard``),
+    /// a missing or wrong secret (401: a client without it learns nothing else), a declared body over the
+    /// limit (413).
+    private func refusal(for head: HTTPRequestHead) -> AdminServer.Response? {
         let secret = self.credentials.files.secret
         if let refusal = AdminBrowserGuard.refusal(for: head.headers, anyHostAllowed: secret != nil || self.overTLS) {
-            self.write(.init(status: 403, body: Self.error(refusal.error, refusal.description)), head: head, context: context)
-            return
+            return .init(status: 403, body: Self.error(refusal.error, refusal.description))
         }
+        let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         if path != "/healthz", path != "/readyz", let secret, !Self.authorized(head.headers, secret: secret) {
             // RFC 9110 §11.6.1: a 401 names the scheme it wants.
             var response = AdminServer.Response(status: 401, body: Self.error("unauthorized", "the admin API needs the admin secret"))
             response.headers.append((name: "www-authenticate", value: #"Bearer realm="tokengate-admin""#))
-            self.write(response, head: head, context: context)
-            return
+            return response
         }
+        if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > Self.maxBodyBytes {
+            return Self.tooLarge
+        }
+        return nil
+    }
+
+    private func answerEarly(_ response: AdminServer.Response, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        self.answeredEarly = true
+        self.write(response, head: head, closing: true, context: context)
+    }
+
+    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let path = String(head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
         let client = context.channel.remoteAddress.map { address in
             "\(address.ipAddress ?? "?"):\(address.port ?? 0)"
         }
@@ -208,25 +232,25 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         let promise = context.eventLoop.makePromise(of: AdminServer.Response.self)
         promise.completeWithTask { await handler(request) }
         promise.futureResult.assumeIsolated().whenSuccess { response in
-            self.write(response, head: head, context: context)
+            self.write(response, head: head, closing: !head.isKeepAlive, context: context)
         }
     }
 
-    private func write(_ response: AdminServer.Response, head: HTTPRequestHead, context: ChannelHandlerContext) {
+    private func write(_ response: AdminServer.Response, head: HTTPRequestHead, closing: Bool, context: ChannelHandlerContext) {
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: response.contentType)
         headers.add(name: "content-length", value: String(response.body.utf8.count))
         headers.add(name: "cache-control", value: "no-store")
         for header in response.headers { headers.add(name: header.name, value: header.value) }
-        if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
+        if closing { headers.add(name: "connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: response.body)))), promise: nil)
         // Before the end is written: NIO's pipelining handler may hand over a request it held back while
         // this one was answered from within that write, and that head must find the deadline waiting for it.
-        if head.isKeepAlive { self.deadlines.awaitNextHead() }
+        if !closing { self.deadlines.awaitNextHead() }
         let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
-        if !head.isKeepAlive {
+        if closing {
             done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
     }
