@@ -769,18 +769,3 @@ enum UnclosableSQLiteConnections {
         self.kept.withLockedValue { $0.append(sqlite) }
     }
 }
-
-/// Device and inode of a path, to notice a database file that was replaced or deleted under an open connection.
-struct FileIdentity: Hashable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-
-    init?(path: String) {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            return nil
-        }
-        self.device = UInt64(info.st_dev)
-        self.inode = UInt64(info.st_ino)
-    }
-}

@@ -11,6 +11,7 @@ import Foundation
 import Logging
 import NIOCore
 import TokengateGateway
+import TokengateStores
 import TokengateTokens
 
 /// What ``SnapshotCache`` does at each tick (every second): keeps the cache file equal to the last snapshot
@@ -54,7 +55,7 @@ struct SnapshotCacheWriter {
     /// while the store has never been synced (a gateway started from this very file: it is kept as it is).
     mutating func tick(snapshot: CutoffSnapshot, lastSync: Int64?, now: NIODeadline) {
         guard let lastSync else { return }
-        let current = FileIdentity(path: self.path)
+        let current = FileIdentity(regularFileAt: self.path)
         let rewrite = self.written.map { $0.generation != snapshot.generation || $0.file != current } ?? true
         guard rewrite || lastSync != self.stampedSync else {
             self.succeeded(now: now)
@@ -74,7 +75,7 @@ struct SnapshotCacheWriter {
             }
             try Self.setModificationTime(lastSync, of: self.path)
             if rewrite {
-                guard let file = FileIdentity(path: self.path) else {
+                guard let file = FileIdentity(regularFileAt: self.path) else {
                     throw FileOutputError(path: self.path, reason: "the file disappeared right after it was written")
                 }
                 self.written = (snapshot.generation, file)
@@ -134,21 +135,5 @@ struct SnapshotCacheWriter {
         guard utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
             throw FileOutputError(path: path, reason: String(cString: strerror(errno)))
         }
-    }
-}
-
-/// Which file a path names: device and inode of a regular file, `nil` for anything else (nothing there, a
-/// directory, a symbolic link, ...).
-struct FileIdentity: Hashable {
-    let device: UInt64
-    let inode: UInt64
-
-    init?(path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-            return nil
-        }
-        self.device = UInt64(info.st_dev)
-        self.inode = UInt64(info.st_ino)
     }
 }
