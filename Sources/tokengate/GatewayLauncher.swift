@@ -51,7 +51,7 @@ struct GatewayLauncher {
         var adminCredentials: AdminCredentials?
         if let admin = self.configuration.admin {
             do {
-                adminCredentials = AdminCredentials(try AdminCredentials.read(admin))
+                adminCredentials = try AdminCredentials(reading: admin)
             } catch {
                 fail("\(error)")
             }
@@ -109,20 +109,20 @@ struct GatewayLauncher {
 
         let configurationPath = self.configuration.sourcePath
         var admin: AdminServer?
-        if let adminConfiguration = self.configuration.admin {
+        if let adminConfiguration = self.configuration.admin, let adminCredentials {
             let api = AdminAPI(service: sync, logger: logger)
             do {
                 admin = try await AdminServer.start(
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
-                    credentials: adminCredentials!,
+                    credentials: adminCredentials,
                     requestHeaderTimeout: self.configuration.limits.requestHeaderTimeout,
                     idleTimeout: self.configuration.limits.idleTimeout,
                     group: group,
                     logger: logger,
                     handler: Self.adminHandler(
                         server: server, sync: sync, api: api, configurationPath: configurationPath,
-                        admin: (adminConfiguration, adminCredentials!), confirmedBeforeFirstSync: confirmedBeforeFirstSync,
+                        adminCredentials: adminCredentials, confirmedBeforeFirstSync: confirmedBeforeFirstSync,
                         logger: logger
                     )
                 )
@@ -141,7 +141,7 @@ struct GatewayLauncher {
             .init(
                 service: ReloadOnHangup(
                     server: server, path: configurationPath,
-                    admin: self.configuration.admin.flatMap { configuration in adminCredentials.map { (configuration, $0) } },
+                    adminCredentials: adminCredentials,
                     logger: logger
                 )
             ),
@@ -174,7 +174,7 @@ struct GatewayLauncher {
         sync: CutoffSyncService,
         api: AdminAPI,
         configurationPath: String,
-        admin: (configuration: AdminConfiguration, credentials: AdminCredentials),
+        adminCredentials: AdminCredentials?,
         confirmedBeforeFirstSync: Int64,
         logger: Logger
     ) -> AdminServer.Handler {
@@ -205,7 +205,7 @@ struct GatewayLauncher {
                 guard request.method == "POST" else {
                     return Self.methodNotAllowed(allow: "POST")
                 }
-                return Self.reload(server: server, path: configurationPath, admin: admin, logger: logger)
+                return Self.reload(server: server, path: configurationPath, adminCredentials: adminCredentials, logger: logger)
             case "/readyz":
                 let stale = await sync.isStale(now: CutoffSyncService.systemNow())
                 return stale
@@ -241,20 +241,20 @@ struct GatewayLauncher {
     static func reload(
         server: GatewayServer,
         path: String,
-        admin: (configuration: AdminConfiguration, credentials: AdminCredentials)?,
+        adminCredentials: AdminCredentials?,
         logger: Logger
     ) -> AdminServer.Response {
         do {
             let adminFiles: AdminCredentials.Files?
             do {
-                adminFiles = try admin.map { try AdminCredentials.read($0.configuration) }
+                adminFiles = try adminCredentials?.readAgain()
             } catch {
                 server.metrics.configReloadFailures.increment()
                 throw error
             }
             try server.reload(configurationPath: path)
-            if let admin, let adminFiles {
-                admin.credentials.replace(with: adminFiles)
+            if let adminCredentials, let adminFiles {
+                adminCredentials.replace(with: adminFiles)
             }
             return .init(status: 200, body: "{\"status\":\"reloaded\",\"generation\":\(server.generation)}")
         } catch {
@@ -276,14 +276,14 @@ struct GatewayLauncher {
 struct ReloadOnHangup: Service {
     let server: GatewayServer
     let path: String
-    let admin: (configuration: AdminConfiguration, credentials: AdminCredentials)?
+    let adminCredentials: AdminCredentials?
     let logger: Logger
 
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup)
         await cancelWhenGracefulShutdown {
             for await _ in signals {
-                _ = GatewayLauncher.reload(server: self.server, path: self.path, admin: self.admin, logger: self.logger)
+                _ = GatewayLauncher.reload(server: self.server, path: self.path, adminCredentials: self.adminCredentials, logger: self.logger)
             }
         }
     }

@@ -26,20 +26,35 @@ public final class AdminCredentials: Sendable {
     }
 
     private let current: NIOLockedValueBox<Files>
+    /// The `admin` section the files are read from again on reload; `nil` for credentials given as they are.
+    private let configuration: AdminConfiguration?
 
     public init(_ files: Files) {
         self.current = NIOLockedValueBox(files)
+        self.configuration = nil
     }
 
-    /// Reads `admin.secret_file` and loads `admin.tls`, or throws naming what is wrong. Nothing is replaced
-    /// here: a reload reads first and swaps only once everything else has loaded too.
-    public static func read(_ configuration: AdminConfiguration) throws -> Files {
+    /// Reads the files `configuration` names (``read(_:)``), and remembers the section for ``readAgain()``.
+    public init(reading configuration: AdminConfiguration) throws {
+        self.current = NIOLockedValueBox(try Self.read(configuration))
+        self.configuration = configuration
+    }
+
+    /// Reads `admin.secret_file` and loads `admin.tls`, or throws naming what is wrong.
+    static func read(_ configuration: AdminConfiguration) throws -> Files {
         let secret = try configuration.secretFile.map { try AdminServer.loadSecret($0) }
         do {
             return Files(secret: secret, tls: try configuration.tls.map { try AdminServer.makeTLSContext($0) })
         } catch {
             throw GatewayStartupError("admin listener \(configuration.address): \(error)")
         }
+    }
+
+    /// The files as they are now, for a reload. Nothing is replaced here: a reload reads first and swaps
+    /// (``replace(with:)``) only once everything else has loaded too.
+    public func readAgain() throws -> Files {
+        guard let configuration = self.configuration else { return self.files }
+        return try Self.read(configuration)
     }
 
     public var files: Files { self.current.withLockedValue { $0 } }
