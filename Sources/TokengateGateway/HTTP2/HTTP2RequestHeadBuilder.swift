@@ -39,6 +39,8 @@ struct HTTP2RequestHeadBuilder: Sendable {
     /// The list went past ``limit``; fields after that are not kept.
     private(set) var oversized = false
     private var method: String?
+    /// The request is a `HEAD` (as far as its `:method` has come): its response has no content.
+    var isHeadRequest: Bool { self.method == "HEAD" }
     private var path: String?
     private var authority: String?
     /// `host` fields, kept apart: the head's host goes first (``build()``), and must agree with `:authority`.

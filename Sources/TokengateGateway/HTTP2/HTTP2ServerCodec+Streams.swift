@@ -33,6 +33,7 @@ extension HTTP2ServerCodec {
         guard stream.headWritten, !stream.endWritten else {
             preconditionFailure("HTTP/2 stream \(id): a body part was written before the head or after the end")
         }
+        if stream.answersWithoutContent { return }
         stream.body.append(buffer)
         stream.queuedBytes += buffer.readableBytes
         if stream.writable, stream.queuedBytes > self.configuration.maxQueuedBytesPerStream {

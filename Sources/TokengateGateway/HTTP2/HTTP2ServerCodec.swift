@@ -405,6 +405,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             switch event {
             case .requestHead(let id):
                 guard let stream = self.stream(id), !stream.closed else { continue }
+                stream.answersWithoutContent = stream.request.isHeadRequest
                 switch stream.request.build() {
                 case .head(let head):
                     let handler = self.makeHandler(stream.handle)

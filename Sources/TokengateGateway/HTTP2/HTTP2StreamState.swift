@@ -40,6 +40,10 @@ final class HTTP2StreamState {
 
     // MARK: Response (outbound)
 
+    /// The request was a `HEAD`: the response has no content (RFC 9110 §9.3.2), so body writes are dropped, as
+    /// HTTP/1.1's serializer drops them. A gateway answer (401, 404, …) comes with its JSON body whatever the
+    /// method; sent as DATA on a `HEAD` stream, clients (curl, nghttp2) reset the stream as a protocol error.
+    var answersWithoutContent = false
     /// A head was written (queued or submitted).
     var headWritten = false
     /// The head's block, until it is submitted.
