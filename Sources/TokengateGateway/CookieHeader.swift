@@ -24,12 +24,18 @@ enum CookieHeader {
 
     /// The `Cookie` header value with every cookie called `name` removed, or `nil` when nothing is left.
     static func removing(_ name: String, from headerValues: [String]) -> String? {
+        Self.removing([name], from: headerValues)
+    }
+
+    /// The `Cookie` header value with every cookie called one of `names` removed (names compare
+    /// case-sensitively, as cookies do), or `nil` when nothing is left.
+    static func removing(_ names: [String], from headerValues: [String]) -> String? {
         var kept: [Substring] = []
         for header in headerValues {
             for pair in header.split(separator: ";", omittingEmptySubsequences: true) {
                 let trimmed = pair.trimmingOWS()
                 if trimmed.isEmpty { continue }
-                if let (cookieName, _) = Self.split(pair), cookieName == name { continue }
+                if let (cookieName, _) = Self.split(pair), names.contains(where: { $0 == cookieName }) { continue }
                 kept.append(trimmed)
             }
         }

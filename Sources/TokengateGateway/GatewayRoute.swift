@@ -17,6 +17,9 @@ struct GatewayRoute: Sendable {
     let upstreamIndex: Int
     /// Strip the token before forwarding (`forward_token: strip`, the default).
     let stripToken: Bool
+    /// Cookies never forwarded on this route, whatever the token: the token pages' delivery cookies
+    /// (``GatewayRuntime/withheldCookies(_:route:)``). Empty when no token page is configured.
+    let withheldCookies: [String]
     /// The most body bytes read to look for a token in a form or JSON body.
     let tokenBodyLimit: Int
     /// The most body bytes forwarded (`body_limit`, else `limits.max_body_bytes`); past it, 413 or an abort.

@@ -83,6 +83,7 @@ extension GatewayRuntime {
             )
         }
 
+        let deliveryCookies = Self.tokenPageDeliveryCookies(configuration.routes)
         var routes: [GatewayRoute] = []
         for (index, route) in configuration.routes.enumerated() {
             let name = (route.host ?? "") + route.pathPrefix
@@ -116,6 +117,7 @@ extension GatewayRuntime {
                     extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
+                    withheldCookies: Self.withheldCookies(deliveryCookies, route: route),
                     tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
                     bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
                     tokenPage: tokenPage
@@ -136,6 +138,30 @@ extension GatewayRuntime {
             hsts: configuration.hsts.headerValue,
             now: now ?? { Int64(Date().timeIntervalSince1970) }
         )
+    }
+
+    /// The cookies the token pages deliver api tokens in (`cookie_name`, `auth_token` by default), once each.
+    static func tokenPageDeliveryCookies(_ routes: [RouteConfiguration]) -> [String] {
+        var names: [String] = []
+        for route in routes {
+            if case .tokenPage(let page) = route.kind, !names.contains(page.cookieName) {
+                names.append(page.cookieName)
+            }
+        }
+        return names
+    }
+
+    /// The token pages' delivery cookies a route's backend must not get.
+    ///
+    /// The delivery cookie holds a long-lived api token and has `Path=/` by default, so a browser or an app's
+    /// web view sends it with every request to the site, including to public and session routes that never
+    /// read it: forwarded as is, the api token would end up in every backend's request logs. It is withheld
+    /// on every route except one that reads that cookie as its token source and keeps the token
+    /// (`forward_token: keep`), where forwarding it is what the route asks for. (A route that reads it and
+    /// strips it takes it out anyway; listing it here too also covers a request whose token came another way.)
+    static func withheldCookies(_ deliveryCookies: [String], route: RouteConfiguration) -> [String] {
+        guard route.forwardToken == .keep else { return deliveryCookies }
+        return deliveryCookies.filter { !route.sources.contains(.cookie($0)) }
     }
 
     /// The gateway's verifier narrowed by a route's `algorithms` and `require_claims`, or the gateway's own

@@ -408,6 +408,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     from: self.head,
                     identity: identity,
                     strip: strip,
+                    withheldCookies: route.withheldCookies,
                     newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
                     forwarding: .init(
                         clientAddress: self.forwardedFor,

@@ -38,6 +38,7 @@ enum RequestRewriter {
         from head: ClientRequestHead,
         identity: VerifiedToken?,
         strip: TokenSource?,
+        withheldCookies: [String] = [],
         newBodyLength: Int?,
         forwarding: Forwarding
     ) -> UpstreamRequestHead? {
@@ -49,6 +50,7 @@ enum RequestRewriter {
             client: head,
             identity: identity,
             strip: strip,
+            withheldCookies: withheldCookies,
             newBodyLength: newBodyLength,
             forwarding: forwarding,
             // A body of unknown length goes chunked (see ``write(_:into:)``).
@@ -79,6 +81,12 @@ enum RequestRewriter {
         bytes.writeStaticString(" HTTP/1.1\r\n")
         var host: Range<Int>?
         var clientLength: Range<Int>?
+        // Cookies to take out: the token's own (when it came in a cookie and is stripped) and the route's
+        // withheld ones. Empty for nearly every request, which then copies its `Cookie` lines as they are.
+        var removedCookies = head.withheldCookies
+        if case .cookie(let name) = strip {
+            removedCookies.append(name)
+        }
         var cookies: [String] = []
         client.bytes.withUnsafeBytes { lines in
             HTTP1Syntax.forEachCheckedField(lines, from: 0) { name, value in
@@ -96,13 +104,14 @@ enum RequestRewriter {
                 {
                     return
                 }
+                if !removedCookies.isEmpty, FieldBytes.equalsIgnoringCase(name, "cookie") {
+                    cookies.append(String(decoding: value, as: UTF8.self))
+                    return
+                }
                 switch strip {
                 case .authorization where FieldBytes.equalsIgnoringCase(name, "authorization"):
                     return
                 case .header(var tokenHeader) where tokenHeader.withUTF8 { FieldBytes.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }:
-                    return
-                case .cookie where FieldBytes.equalsIgnoringCase(name, "cookie"):
-                    cookies.append(String(decoding: value, as: UTF8.self))
                     return
                 case .authorization, .header, .cookie, .form, .json, nil:
                     break
@@ -111,7 +120,7 @@ enum RequestRewriter {
                 bytes.writeHTTPFieldLine(name: name, value: value)
             }
         }
-        // The gateway's own values were checked when the head was made (``upstreamHead(from:identity:strip:newBodyLength:forwarding:)``).
+        // The gateway's own values were checked when the head was made (``upstreamHead(from:identity:strip:withheldCookies:newBodyLength:forwarding:)``).
         func field(_ name: String, _ value: String) {
             bytes.writeHTTPFieldLine(name: name, value: value)
         }
@@ -123,7 +132,7 @@ enum RequestRewriter {
                 )
             }
         }
-        if case .cookie(let name) = strip, let remaining = CookieHeader.removing(name, from: cookies) {
+        if !cookies.isEmpty, let remaining = CookieHeader.removing(removedCookies, from: cookies) {
             field("cookie", remaining)
         }
         // A body of unknown length is chunked even if a length came with it (both are refused before this; the

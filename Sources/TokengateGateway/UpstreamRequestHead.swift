@@ -7,7 +7,7 @@ import NIOHTTP1
 import TokengateConfig
 import TokengateTokens
 
-/// A request head as the backend gets it, checked and ready to write (``RequestRewriter/upstreamHead(from:identity:strip:newBodyLength:forwarding:)``),
+/// A request head as the backend gets it, checked and ready to write (``RequestRewriter/upstreamHead(from:identity:strip:withheldCookies:newBodyLength:forwarding:)``),
 /// with what the upstream connection must know to frame the body and read the response.
 ///
 /// Kept for the exchange's lifetime as what the bytes are made of, not as the bytes: the upstream connection
@@ -18,6 +18,8 @@ struct UpstreamRequestHead {
     let identity: VerifiedToken?
     /// Where the token was, when the route takes it out.
     let strip: TokenSource?
+    /// Cookies the route never forwards (``GatewayRoute/withheldCookies``).
+    let withheldCookies: [String]
     /// The body's length when the gateway changed the body (a token taken out of a form).
     let newBodyLength: Int?
     let forwarding: RequestRewriter.Forwarding

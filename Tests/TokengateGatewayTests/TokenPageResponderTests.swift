@@ -117,11 +117,23 @@ import TokengateTokens
         #expect(verified.expiresAt == Self.now + 3600)
     }
 
-    @Test func headHasTheHeadersButNoBody() throws {
-        let answer = try self.run(self.responder(), self.head("/token", method: .HEAD, cookie: "session=\(try self.session())"))
-        #expect(answer.status == .ok)
-        #expect(answer.body.isEmpty)
-        #expect(Int(answer.headers["content-length"].first ?? "0") ?? 0 > 100)
+    /// `HEAD` is safe: link checkers and previewers send it anywhere, so it never mints a token.
+    @Test func headMintsNothing() throws {
+        for target in ["/token", "/token?app=ios"] {
+            let answer = try self.run(self.responder(), self.head(target, method: .HEAD, cookie: "session=\(try self.session())"))
+            #expect(answer.status == .ok, "\(target)")
+            #expect(answer.body.isEmpty)
+            #expect(answer.headers["set-cookie"].isEmpty, "\(target)")
+            #expect(answer.headers["location"].isEmpty, "\(target)")
+            #expect(answer.headers["content-length"].isEmpty, "\(target): the length of a page that was not made")
+            #expect(answer.headers["content-type"] == ["text/html; charset=utf-8"])
+            #expect(answer.reasonCode == "token_page_head")
+            #expect(answer.user == nil)
+            self.expectSecurityHeaders(answer)
+        }
+        // Not logged in, `HEAD` learns what `GET` would: the way to the login.
+        let anonymous = try self.run(self.responder(), self.head("/token", method: .HEAD, cookie: nil))
+        #expect(anonymous.status == .found)
     }
 
     @Test func otherMethodsAreRefused() throws {

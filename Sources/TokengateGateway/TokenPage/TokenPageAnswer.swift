@@ -16,7 +16,8 @@ import NIOHTTP1
 struct TokenPageAnswer: Sendable, Equatable {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
-    /// Empty for redirects, and for `HEAD` (whose `Content-Length` still gives the `GET` body's size).
+    /// Empty for redirects and for the fields-only answer to a logged-in `HEAD` (for any answer to `HEAD`, the
+    /// response writers send no body).
     var body: [UInt8]
     /// For logs and metrics, e.g. `token_page_issued`, `token_page_login_required`. Never holds a token.
     var reasonCode: String

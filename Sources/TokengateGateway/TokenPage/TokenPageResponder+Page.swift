@@ -13,7 +13,7 @@ extension TokenPageResponder {
     /// The page has no script, no style, no form, no link and no image, so the CSP can be
     /// `default-src 'none'` and nothing on it can send the token anywhere; the app is expected to close the
     /// web view as soon as it has the token (seed 004), and a person can still copy it by hand.
-    func page(token: String, user: String, lifetime: Int64?, isHead: Bool) -> TokenPageAnswer {
+    func page(token: String, user: String, lifetime: Int64?) -> TokenPageAnswer {
         let escaped = HTMLEscaping.escape(token)
         let html = """
             <!DOCTYPE html>
@@ -41,10 +41,19 @@ extension TokenPageResponder {
         return TokenPageAnswer(
             status: .ok,
             headers: headers,
-            body: isHead ? [] : body,
+            body: body,
             reasonCode: "token_page_issued",
             user: user
         )
+    }
+
+    /// The answer to a logged-in `HEAD`: the page's status and fields, no token (nothing is minted), so no
+    /// `Set-Cookie`, and no `Content-Length`, which the token's length decides (RFC 9110 §9.3.2 lets a `HEAD`
+    /// leave out fields only the content would determine).
+    func pageFieldsWithoutToken() -> TokenPageAnswer {
+        var headers = TokenPageAnswer.securityHeaders()
+        headers.add(name: "content-type", value: "text/html; charset=utf-8")
+        return TokenPageAnswer(status: .ok, headers: headers, body: [], reasonCode: "token_page_head")
     }
 
     /// `<name>=<token>; HttpOnly; Secure; SameSite=Strict; Path=<path>[; Max-Age=<lifetime>]`.

@@ -169,7 +169,13 @@ struct TokenPageResponder: Sendable {
     }
 
     /// Mints the api token and hands it over, by the app's callback or by the page.
+    ///
+    /// `HEAD` mints nothing: it must be safe (RFC 9110 §9.3.2), and link checkers, previewers and monitors send
+    /// it to any URL. A logged-in `HEAD` gets the page's fields without a token (``pageFieldsWithoutToken()``).
     private func deliver(to user: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
+        if request.isHead {
+            return self.pageFieldsWithoutToken()
+        }
         let lifetime = self.configuration.tokenLifetime.map { $0.components.seconds }
         let claims = TokenClaims(
             subject: user,
@@ -197,7 +203,7 @@ struct TokenPageResponder: Sendable {
             if let state = request.state { location += "&state=" + state }
             return .redirect(to: location, reasonCode: "token_page_issued_app", user: user)
         }
-        return self.page(token: token, user: user, lifetime: lifetime, isHead: request.isHead)
+        return self.page(token: token, user: user, lifetime: lifetime)
     }
 
     // MARK: Fixed answers
