@@ -162,7 +162,13 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(answer)
             return
         }
-        guard let routeIndex = self.matchRoute() else {
+        let routeIndex = self.matchRoute(path: self.head.uri)
+        if let trimmed = RequestTargetCheck.withSegmentTailsTrimmed(self.head.uri), self.matchRoute(path: trimmed) != routeIndex {
+            // A backend that trims them would read another route's path (`/api./x`, `/api%20/x` as `/api/x`).
+            self.answer(.malformedHTTP("the request target has a segment ending in dots or spaces, which some backends trim into another route's path"))
+            return
+        }
+        guard let routeIndex else {
             self.answer(.noRoute())
             return
         }
@@ -435,8 +441,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// The route for the request's host and path, compared where the host lies in the field lines (no `String`
     /// for it: a host with a port or of more than 15 bytes would cost one per request). After ``checkLimits()``,
     /// which found the host.
-    private func matchRoute() -> Int? {
-        var path = self.head.uri
+    private func matchRoute(path: String) -> Int? {
+        var path = path
         return path.withUTF8 { path in
             guard let range = self.hostRange else { return self.runtime.routeTable.match(hostBytes: nil, pathBytes: path) }
             return self.head.fields.bytes.withUnsafeBytes { lines in

@@ -24,6 +24,9 @@ import TokengatePercentEncoding
 ///   backslash, an empty segment (`//`) and dot segments (`.`, `..`), checked after decoding so `%2e%2e`
 ///   counts as `..`.
 ///
+/// - Segments ending in dots or encoded spaces (`/api./x`, `/api%20/x`), which Windows and IIS trim, are refused
+///   by the exchange when trimming them would change the route (``withSegmentTailsTrimmed(_:)``).
+///
 /// Only the path is judged; the query is left as sent (the token extractor looks at it separately). Pure
 /// and allocation-free unless a target has to be decoded.
 enum RequestTargetCheck {
@@ -92,6 +95,54 @@ enum RequestTargetCheck {
         guard clean else { return Self.unclean }
         decoded.append(contentsOf: target[pathEnd...])
         return .normalized(String(decoding: decoded, as: UTF8.self))
+    }
+
+    /// `target` with the dots and encoded spaces and tabs (`%20`, `%09`) that end any of its path's segments
+    /// removed, or `nil` when no segment ends with one (nearly every target: one pass, no allocation).
+    ///
+    /// Some backends trim them: Windows and IIS read `/api./x` and `/api%20/x` as `/api/x`. To the route
+    /// table they are other paths, so on such a backend they would reach a protected path through the public
+    /// route. The exchange routes both spellings and refuses the request when they land on different routes
+    /// (``ProxyExchange``); where they land on the same one (`/wiki/U.S.`) nothing changes.
+    static func withSegmentTailsTrimmed(_ target: String) -> String? {
+        var target = target
+        return target.withUTF8 { bytes in
+            let pathEnd = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
+            var trimmed: [UInt8]?
+            var segmentStart = 0
+            for end in 0...pathEnd where end == pathEnd || bytes[end] == UInt8(ascii: "/") {
+                let kept = Self.endWithoutTail(bytes, segment: segmentStart..<end)
+                if kept < end, trimmed == nil {
+                    trimmed = Array(bytes[..<segmentStart])
+                }
+                if trimmed != nil {
+                    trimmed!.append(contentsOf: bytes[segmentStart..<kept])
+                    if end < pathEnd { trimmed!.append(UInt8(ascii: "/")) }
+                }
+                segmentStart = end + 1
+            }
+            guard var trimmed else { return nil }
+            trimmed.append(contentsOf: bytes[pathEnd...])
+            return String(decoding: trimmed, as: UTF8.self)
+        }
+    }
+
+    /// Where `segment` ends without the dots, `%20`s and `%09`s at its end.
+    private static func endWithoutTail(_ bytes: UnsafeBufferPointer<UInt8>, segment: Range<Int>) -> Int {
+        var end = segment.upperBound
+        while end > segment.lowerBound {
+            if bytes[end - 1] == UInt8(ascii: ".") {
+                end -= 1
+            } else if end - segment.lowerBound >= 3, bytes[end - 3] == UInt8(ascii: "%"),
+                (bytes[end - 2] == UInt8(ascii: "2") && bytes[end - 1] == UInt8(ascii: "0"))
+                    || (bytes[end - 2] == UInt8(ascii: "0") && bytes[end - 1] == UInt8(ascii: "9"))
+            {
+                end -= 3
+            } else {
+                break
+            }
+        }
+        return end
     }
 
     private static let unclean = Verdict.refused("must not contain dot segments ('.', '..') or empty segments ('//')")

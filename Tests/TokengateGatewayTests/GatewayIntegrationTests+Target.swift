@@ -67,6 +67,27 @@ extension GatewayIntegrationTests {
         }
     }
 
+    /// Windows and IIS trim dots and spaces that end a segment: `/api./items` is `/api/items` to them, and
+    /// must not reach it through the public route.
+    @Test func segmentsEndingInDotsOrSpacesCannotReachAnotherRoute() async throws {
+        try await self.withGateway { gateway in
+            for path in ["/api./items", "/api%20/items", "/api.%20/items", "/api%2E/items", "/api%09/items"] {
+                for version in ["--http1.1", "--http2"] {
+                    let result = try self.curl(gateway, [version, "--path-as-is", "\(gateway.baseURL)\(path)"])
+                    #expect(result.status == 400, "\(version) \(path): \(result.status) \(result.body)")
+                    #expect(result.body.contains("segment ending in dots or spaces"), "\(result.body)")
+                }
+            }
+            // Where trimming changes nothing about the route, the path goes through as sent.
+            let open = try self.curl(gateway, ["--path-as-is", "\(gateway.baseURL)/wiki/U.S."])
+            #expect(open.status == 200)
+            #expect(self.echoedPath(open.body) == "/wiki/U.S.", "\(open.body)")
+            let token = try gateway.mint("alice")
+            let api = try self.curl(gateway, ["--path-as-is", "-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/items."])
+            #expect(api.status == 200, "\(api.body)")
+        }
+    }
+
     @Test func pathParametersFragmentsAndBrokenEscapesAreRefused() async throws {
         try await self.withGateway { gateway in
             let refused = [

@@ -15,6 +15,26 @@ import TokengatePercentEncoding
         }
     }
 
+    @Test func segmentTailsThatBackendsTrim() {
+        let cases: [(String, String?)] = [
+            ("/api/a", nil),
+            ("/a.b/c..d/x?q=1.", nil),
+            ("/", nil),
+            ("/api./x", "/api/x"),
+            ("/api%20/x", "/api/x"),
+            ("/api%09/x", "/api/x"),
+            ("/api.%20.%09/x", "/api/x"),
+            ("/wiki/U.S.", "/wiki/U.S"),
+            ("/a./b%20?q=x.%20", "/a/b?q=x.%20"),
+            ("/....", "/"),
+            ("/a%2", nil),
+            ("/a%320", nil),  // `%32` and `0`: no encoded space ends it
+        ]
+        for (target, trimmed) in cases {
+            #expect(RequestTargetCheck.withSegmentTailsTrimmed(target) == trimmed, "\(target)")
+        }
+    }
+
     @Test func encodedUnreservedCharactersAreDecoded() {
         let cases: [(String, String)] = [
             ("/%61pi/a", "/api/a"),
