@@ -241,6 +241,8 @@ public final class GatewayServer: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for channel in self.registry.all {
+            // In order on the channel's loop: the exchanges log themselves as cut, then the close.
+            channel.pipeline.fireUserInboundEventTriggered(GatewayDrainEndedEvent())
             channel.close(promise: nil)
         }
         self.generations.load().pools.closeAll()

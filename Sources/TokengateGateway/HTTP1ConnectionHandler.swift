@@ -276,6 +276,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             }
             return
         }
+        if event is GatewayDrainEndedEvent {
+            if case .exchanging(let exchange) = self.state {
+                exchange.drainEnded()
+            }
+            return
+        }
         if case .handshakeCompleted = event as? TLSUserEvent {
             self.generations.load().runtime.metrics.tlsHandshakes.increment()
         }
@@ -571,3 +577,8 @@ extension HTTP1ConnectionHandler: Sendable {}
 
 /// Sent down every connection's pipeline on graceful shutdown: finish what is in flight, then close.
 struct GatewayShutdownEvent: Sendable {}
+
+/// Sent down every connection still open when the drain ends (`drain_timeout`, or a second signal), just before
+/// the server closes it: each exchange still under way logs itself as cut by the shutdown (``ProxyExchange/drainEnded()``),
+/// before the close makes it look like its client or its backend going away.
+struct GatewayDrainEndedEvent: Sendable {}

@@ -266,6 +266,25 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.state = .finished
     }
 
+    /// The server's drain ended (`drain_timeout`, or a second signal) with this exchange under way, and the
+    /// connection is closed next. Logged as what it is, `503 drain_timeout` (the backend's status when the
+    /// client already has it): the closes that follow would log it as the client going away (`499
+    /// client_closed`) or the backend (`502 upstream_closed`), and every deploy would look like an outage.
+    func drainEnded() {
+        self.cancelResponseTimer()
+        self.cancelStallTimer()
+        switch self.state {
+        case .forwarding(let connection):
+            self.release(connection, reusable: false)
+            self.log(status: self.status?.code ?? 503, reason: "drain_timeout")
+        case .readingBody, .awaitingUpstream, .answerPending:
+            self.log(status: 503, reason: "drain_timeout")
+        case .answered, .finished:
+            return
+        }
+        self.state = .finished
+    }
+
     func clientWritabilityChanged(isWritable: Bool) {
         guard case .forwarding(let connection) = self.state else { return }
         if isWritable {

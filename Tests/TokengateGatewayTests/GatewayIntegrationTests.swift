@@ -535,6 +535,47 @@ struct GatewayIntegrationTests {
         await gateway.stop()
     }
 
+    /// Exchanges still under way when the drain ends are cut, and logged as that: `503 drain_timeout` (or the
+    /// backend's status when the client already has it), not as a backend or a client that went away. A deploy
+    /// must not look like a backend outage on the dashboards.
+    @Test func exchangesCutAtTheEndOfTheDrainAreLoggedAsSuch() async throws {
+        let gateway = GatewayHarness()
+        try await gateway.start(upstreams: "  api: { targets: [ \"http://127.0.0.1:{UPSTREAM}\" ], connect_timeout: 1s, response_timeout: 20s }")
+        let upload = gateway.directory + "/upload.bin"
+        try String(repeating: "u", count: 256 * 1024).write(toFile: upload, atomically: true, encoding: .utf8)
+        let requests = [
+            ["--http1.1", "\(gateway.baseURL)/slow?ms=6000"],
+            ["--http2", "\(gateway.baseURL)/slow?ms=6000"],
+            ["--http1.1", "--limit-rate", "4K", "--data-binary", "@\(upload)", "\(gateway.baseURL)/upload"],
+            ["--http2", "--limit-rate", "4K", "--data-binary", "@\(upload)", "\(gateway.baseURL)/upload"],
+        ]
+        // On threads of their own: four curls blocking the (two-thread) concurrency pool would hold this test up
+        // until they end.
+        let clients = DispatchGroup()
+        for arguments in requests {
+            clients.enter()
+            DispatchQueue.global().async {
+                _ = try? Curl.run(arguments, caFile: gateway.certificatePath)
+                clients.leave()
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while gateway.backend.requestsReceived < 4, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(gateway.backend.requestsReceived == 4, "all four are at the backend, the uploads still sending")
+        await gateway.server.shutdown(drainTimeout: .milliseconds(300))
+        while clients.wait(timeout: .now()) == .timedOut {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let lines = gateway.logLines.all.filter { $0.contains(" request ") || $0.contains("msg=request") }
+        let cut = lines.filter { $0.contains("reason=drain_timeout") }
+        #expect(cut.count == 4, "\(lines)")
+        #expect(cut.allSatisfy { $0.contains("status=503") }, "\(cut)")
+        #expect(!lines.contains { $0.contains("upstream_closed") || $0.contains("client_closed") }, "\(lines)")
+        await gateway.stop()
+    }
+
     /// A connection that never sent its TLS hello holds up neither the drain nor the process: it is closed
     /// when the shutdown begins (it was kept until its handshake timeout, 10 s).
     @Test func gracefulShutdownClosesConnectionsStillInTheirHandshake() async throws {

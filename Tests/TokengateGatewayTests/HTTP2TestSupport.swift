@@ -266,6 +266,8 @@ final class H2TestResponder: HTTP2StreamHandler {
     func writabilityChanged(_ writable: Bool) {
         self.log.writability.append((self.stream.id, writable))
     }
+
+    func drainEnded() {}
 }
 
 // MARK: The codec in an EmbeddedChannel, with a hand-driven client.

@@ -243,6 +243,12 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.shutdownGracefully()
             return
         }
+        if event is GatewayDrainEndedEvent {
+            for stream in self.streams.values {
+                stream.handler?.drainEnded()
+            }
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

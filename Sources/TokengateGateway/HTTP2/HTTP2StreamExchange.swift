@@ -105,6 +105,10 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         self.exchange?.clientWritabilityChanged(isWritable: writable)
     }
 
+    func drainEnded() {
+        self.exchange?.drainEnded()
+    }
+
     // MARK: ExchangeClient
 
     var allocator: ByteBufferAllocator { self.stream.allocator }

@@ -25,6 +25,9 @@ protocol HTTP2StreamHandler: AnyObject {
 
     /// ``HTTP2ServerStream/isWritable`` changed: the client reads too slowly (false) or caught up (true).
     func writabilityChanged(_ writable: Bool)
+
+    /// The server's drain ended with this stream under way; the connection closes next (``GatewayDrainEndedEvent``).
+    func drainEnded()
 }
 
 /// Called once per new stream, when its request headers are complete and valid; returns the handler
