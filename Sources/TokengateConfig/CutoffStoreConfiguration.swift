@@ -22,7 +22,8 @@ public struct PostgresStoreConfiguration: Sendable, Equatable {
     public var database: String
     public var tlsMode: PostgresTLSMode
     public var passwordFile: ConfigPath?
-    /// tokengate's own cutoff table. Default `tokengate_cutoffs`. A plain or schema-qualified SQL identifier.
+    /// tokengate's own cutoff table. Default `tokengate_cutoffs`. A plain or schema-qualified SQL identifier. With
+    /// ``rpTable`` only `<table>_global` (the global cutoff) is used.
     public var table: String
     /// The LISTEN/NOTIFY channel that pushes changes to every instance. Default `tokengate_cutoffs`.
     public var notifyChannel: String

@@ -35,7 +35,8 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
         /// A write without `force` that would move a cutoff to an earlier time; ``CutoffStoreError/keptCutoff``
         /// holds the value that was kept.
         public static let cutoffWouldMoveBackward = Code(.cutoffWouldMoveBackward)
-        /// A write to a store that cannot be written (the JSON file store).
+        /// A write to a store that cannot be written (the JSON file store), or a user's cutoff in PostgreSQL's
+        /// RP-table mode (the RP's own table holds it).
         public static let readOnlyStore = Code(.readOnlyStore)
         /// The store could not be read or written (file missing, not a database, I/O error, busy).
         public static let storeUnavailable = Code(.storeUnavailable)
@@ -44,7 +45,8 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
         /// The database was written by a newer tokengate with a schema this one does not know.
         public static let unsupportedSchema = Code(.unsupportedSchema)
         /// The store's settings cannot work: a table or column name that is not a plain SQL identifier, an
-        /// RP table or column that does not exist, or a column type the store cannot read as a time.
+        /// RP table or column that does not exist, a column type the store cannot read as a time, or a database
+        /// role that may not create or use tokengate's own table.
         public static let invalidStoreConfiguration = Code(.invalidStoreConfiguration)
 
         /// The stable snake_case name, also used as the admin API's `error` field.

@@ -25,12 +25,14 @@ extension PostgresCutoffStore {
         public var tls: TLSMode
         /// PEM file with the CA certificates that ``TLSMode/require`` trusts; `nil` for the system's trust store.
         public var tlsCAFile: String?
-        /// The cutoff table in copy mode (`name` or `schema.name`); the global cutoff, the schema version and the
-        /// change counters live in `<table>_global`. Ignored in RP-table mode.
+        /// tokengate's cutoff table (`name` or `schema.name`); the global cutoff, the schema version and the change
+        /// counters live in `<table>_global`. In RP-table mode only `<table>_global` is created and used: the
+        /// users' cutoffs come from the RP's table, the global cutoff stays tokengate's own.
         public var table: String
         /// The channel of `NOTIFY`/`LISTEN`; every instance sharing the database must use the same one.
         public var notifyChannel: String
-        /// When set, cutoffs are read from the RP's own users table instead of `table` (read-only).
+        /// When set, the users' cutoffs are read from the RP's own users table instead of `table` (read-only); the
+        /// global cutoff stays in `<table>_global`.
         public var rpTable: RPTable?
         /// Longest time one store call may take, waiting for a pooled connection and connecting included; after it
         /// the call fails with ``CutoffStoreError/Code/storeUnavailable`` so the sync service can report the store
@@ -193,7 +195,8 @@ extension PostgresCutoffStore {
     /// `revoked_before` is the password-changed time, `api_revoked_before` the api-disabled time. Both columns hold
     /// a `timestamptz` or UNIX seconds (an integer or numeric type); fractions round up, so a token stamped in the
     /// same second as the change is rejected. `timestamp without time zone` is refused: read in the wrong zone it
-    /// would accept tokens issued before the change. The global cutoff does not exist in this mode.
+    /// would accept tokens issued before the change. The global cutoff is not read from this table: it is
+    /// tokengate's own, in ``Configuration/table``'s `<table>_global`, written by `revoke --all` and the admin API.
     public struct RPTable: Sendable, Hashable {
         /// `name` or `schema.name`.
         public var table: String

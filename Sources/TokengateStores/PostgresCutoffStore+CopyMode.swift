@@ -2,12 +2,11 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import Logging
-
-// MARK: Copy mode: tokengate's own tables, their schema and the writes.
+// MARK: tokengate's own tables (copy mode; the global table in RP-table mode too), their schema and the writes.
 
 extension PostgresCutoffStore {
-    /// The validated, quoted names of copy mode.
+    /// The validated, quoted names of tokengate's own tables: `<table>` and `<table>_global` in copy mode; in
+    /// RP-table mode only `<table>_global` is used, for the global cutoff (the per-user cutoffs are the RP's).
     struct CopyLayout: Sendable {
         let users: PostgresIdentifier
         let global: PostgresIdentifier
@@ -34,31 +33,56 @@ extension PostgresCutoffStore {
             return Statements(
                 // One statement: one snapshot of both tables.
                 load: """
-                    SELECT 0::bigint, NULL::text, revoked_before, force_epoch FROM \(g) WHERE id = 1
+                    \(self.globalLoadRow)
                     UNION ALL
                     SELECT 1::bigint, user_id, revoked_before, api_revoked_before FROM \(u)
                     """,
-                marker: "SELECT change_seq::text || ':' || force_epoch::text FROM \(g) WHERE id = 1",
+                marker: self.globalMarker,
                 lookup: """
                     SELECT g.revoked_before, c.revoked_before, c.api_revoked_before
                     FROM \(g) AS g LEFT JOIN \(u) AS c ON c.user_id = $1
                     WHERE g.id = 1
                     """,
                 lookupUserID: .text,
-                hasGlobalRow: true
+                lookupGlobalOnly: self.globalLookup
             )
         }
 
-        /// The schema, version 1. Trigger names are unqualified (a trigger belongs to its table); functions live
-        /// in the table's schema. The bodies are dollar-quoted; the names in them cannot contain `$`.
-        func schemaStatements(now: Int64) -> [String] {
-            let u = self.users.quoted
-            let g = self.global.quoted
-            let bumpChange = "UPDATE \(g) SET change_seq = change_seq + 1 WHERE id = 1;"
-            let bumpBoth = "UPDATE \(g) SET change_seq = change_seq + 1, force_epoch = force_epoch + 1 WHERE id = 1;"
-            func trigger(_ function: PostgresIdentifier) -> String {
-                "\"\(function.name)\""
+        // MARK: The global row, read the same way in both modes (RP-table mode keeps its global cutoff here too).
+
+        /// The global row as a row of ``Statements/load``: `(0, NULL, revoked_before, force_epoch)`.
+        var globalLoadRow: String {
+            "SELECT 0::bigint, NULL::text, revoked_before, force_epoch FROM \(self.global.quoted) WHERE id = 1"
+        }
+
+        /// `change_seq:force_epoch`, which every change of either table moves (the triggers); NULL without the
+        /// global row.
+        var globalMarker: String {
+            "SELECT change_seq::text || ':' || force_epoch::text FROM \(self.global.quoted) WHERE id = 1"
+        }
+
+        /// A ``Statements/lookup`` row for a user id that cannot be in the users table: the global cutoff only.
+        var globalLookup: String {
+            "SELECT revoked_before, NULL::bigint, NULL::bigint FROM \(self.global.quoted) WHERE id = 1"
+        }
+
+        /// The schema, version 1: the global table with its trigger (``globalSchemaStatements(now:)``), then, for
+        /// copy mode, the users table with its triggers. Trigger names are unqualified (a trigger belongs to its
+        /// table); functions live in the table's schema. The bodies are dollar-quoted; the names in them cannot
+        /// contain `$`.
+        func schemaStatements(now: Int64, tables: OwnTables) -> [String] {
+            switch tables {
+            case .globalOnly:
+                return self.globalSchemaStatements(now: now)
+            case .globalAndUsers:
+                return self.globalSchemaStatements(now: now) + self.usersSchemaStatements
             }
+        }
+
+        /// `<table>_global`, its one row, and the trigger that keeps its counters right when the global cutoff
+        /// changes: all that RP-table mode creates.
+        private func globalSchemaStatements(now: Int64) -> [String] {
+            let g = self.global.quoted
             return [
                 """
                 CREATE TABLE IF NOT EXISTS \(g) (
@@ -67,14 +91,6 @@ extension PostgresCutoffStore {
                     revoked_before bigint,
                     force_epoch bigint NOT NULL DEFAULT 0,
                     change_seq bigint NOT NULL DEFAULT 0,
-                    updated_at bigint NOT NULL
-                )
-                """,
-                """
-                CREATE TABLE IF NOT EXISTS \(u) (
-                    user_id text PRIMARY KEY,
-                    revoked_before bigint,
-                    api_revoked_before bigint,
                     updated_at bigint NOT NULL
                 )
                 """,
@@ -96,6 +112,30 @@ extension PostgresCutoffStore {
                     RETURN NEW;
                 END
                 $fn$
+                """,
+                "DROP TRIGGER IF EXISTS \(Self.triggerName(self.globalChanged)) ON \(g)",
+                """
+                CREATE TRIGGER \(Self.triggerName(self.globalChanged)) BEFORE UPDATE ON \(g)
+                FOR EACH ROW EXECUTE FUNCTION \(self.globalChanged.quoted)()
+                """,
+            ]
+        }
+
+        /// `<table>` and the statement-level triggers that bump the global row's counters when it changes.
+        private var usersSchemaStatements: [String] {
+            let u = self.users.quoted
+            let g = self.global.quoted
+            let bumpChange = "UPDATE \(g) SET change_seq = change_seq + 1 WHERE id = 1;"
+            let bumpBoth = "UPDATE \(g) SET change_seq = change_seq + 1, force_epoch = force_epoch + 1 WHERE id = 1;"
+            let trigger = Self.triggerName
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS \(u) (
+                    user_id text PRIMARY KEY,
+                    revoked_before bigint,
+                    api_revoked_before bigint,
+                    updated_at bigint NOT NULL
+                )
                 """,
                 """
                 CREATE OR REPLACE FUNCTION \(self.inserted.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -144,11 +184,6 @@ extension PostgresCutoffStore {
                 END
                 $fn$
                 """,
-                "DROP TRIGGER IF EXISTS \(trigger(self.globalChanged)) ON \(g)",
-                """
-                CREATE TRIGGER \(trigger(self.globalChanged)) BEFORE UPDATE ON \(g)
-                FOR EACH ROW EXECUTE FUNCTION \(self.globalChanged.quoted)()
-                """,
                 "DROP TRIGGER IF EXISTS \(trigger(self.inserted)) ON \(u)",
                 """
                 CREATE TRIGGER \(trigger(self.inserted)) AFTER INSERT ON \(u)
@@ -172,44 +207,10 @@ extension PostgresCutoffStore {
                 """,
             ]
         }
-    }
 
-    /// Creates the copy-mode schema if `<table>_global` does not exist, or checks its version if it does.
-    ///
-    /// One transaction under an advisory lock: PostgreSQL's DDL is transactional, so a crash leaves all or nothing,
-    /// and two instances starting at once cannot both run `CREATE TABLE IF NOT EXISTS` (which races on the catalog
-    /// and fails one of them with a unique violation).
-    static func createOrCheckSchema(
-        _ layout: CopyLayout,
-        in session: PostgresSession,
-        logger: Logger,
-        description: String
-    ) throws {
-        try session.transaction {
-            try session.execute(
-                "SELECT pg_advisory_xact_lock(hashtext($1))", [.text("tokengate schema \(layout.global)")])
-            let existing = try session.query("SELECT to_regclass($1) IS NOT NULL", [.text(layout.global.quoted)])
-            try existing.expectColumns(1)
-            if existing.count > 0, try existing.bool(0, 0) == true {
-                let rows = try session.query("SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1")
-                try rows.expectColumns(1)
-                guard rows.count > 0, let version = try rows.int64(0, 0) else {
-                    throw CutoffStoreError(
-                        code: .invalidStoreFile, message: "\(description): the global row is missing")
-                }
-                guard version <= Self.schemaVersion else {
-                    throw CutoffStoreError(
-                        code: .unsupportedSchema,
-                        message: "\(description): schema version \(version) is newer than this tokengate's "
-                            + "\(Self.schemaVersion); upgrade tokengate"
-                    )
-                }
-                return
-            }
-            logger.info("creating the cutoff schema", metadata: ["store": "\(description)"])
-            for statement in layout.schemaStatements(now: CutoffSyncService.systemNow()) {
-                try session.execute(statement)
-            }
+        /// A trigger's name: unqualified, as a trigger belongs to its table.
+        private static func triggerName(_ function: PostgresIdentifier) -> String {
+            "\"\(function.name)\""
         }
     }
 

@@ -2,13 +2,22 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-// MARK: RP-table mode: reading the RP's own users table.
+// MARK: RP-table mode: reading the RP's own users table (and tokengate's own global cutoff).
 
+/// ### The global cutoff
+/// The RP's table has no place for the emergency switch, so tokengate keeps it in its own `<table>_global`
+/// (``PostgresCutoffStore/Configuration/table``, `tokengate_cutoffs_global` by default), created at the first start
+/// as in copy mode and written the same way (forward-only unless forced, `NOTIFY '*'` at commit). The role needs
+/// `CREATE` on that table's schema once (or the table made by a role that has it); without it the store refuses to
+/// work, naming the table and the `GRANT` (see
+/// ``PostgresCutoffStore/createOrCheckSchema(_:tables:in:logger:description:)``).
+///
 /// ### Noticing changes
 /// The sync service polls ``PostgresCutoffStore/changeMarker()`` every `pollInterval` (default 1 s); in this mode
-/// the marker is `count(*)` and the sums of both time columns, one scan of the table, which changes whenever a
-/// row is added or removed or a time changes. For large tables raise the poll interval and install this trigger,
-/// which makes changes arrive at once (replace the names by the configured ones; the channel is
+/// the marker is the global row's counters, `count(*)` and the sums of both time columns, one scan of the table,
+/// which changes whenever a row is added or removed, a time changes, or the global cutoff does. For large tables
+/// raise the poll interval and install this trigger, which makes changes arrive at once (replace the names by the
+/// configured ones; the channel is
 /// ``PostgresCutoffStore/Configuration/notifyChannel``):
 ///
 /// ```sql
@@ -24,7 +33,8 @@
 ///
 /// A time that moves back in the RP's table (a restored backup) is not taken while the gateway runs: reloads only
 /// move cutoffs forward, so the earlier time takes effect at the next restart. Users deleted from the table keep
-/// their cutoffs until then too.
+/// their cutoffs until then too. A forced move back of the global cutoff is taken at once (it bumps the force
+/// epoch), and with it the RP's table as it is then.
 extension PostgresCutoffStore {
     /// The validated names of RP-table mode.
     struct RPLayout: Sendable {
@@ -33,8 +43,12 @@ extension PostgresCutoffStore {
         let passwordChanged: PostgresIdentifier
         let apiDisabled: PostgresIdentifier?
         let encoding: TimeEncoding
+        /// tokengate's own tables as in copy mode (``Configuration/table``), of which only `<table>_global` is
+        /// created and used: the global cutoff is not the RP's to keep.
+        let own: CopyLayout
 
-        init(_ rp: RPTable) throws {
+        init(_ rp: RPTable, ownTable: String) throws {
+            self.own = try CopyLayout(table: ownTable)
             self.table = try PostgresIdentifier(rp.table, what: "the RP table")
             self.userID = try PostgresIdentifier(rp.userIDColumn, what: "the user-id column", allowSchema: false)
             self.passwordChanged = try PostgresIdentifier(
@@ -58,7 +72,8 @@ extension PostgresCutoffStore {
                 + "the gateway picks the change up by itself"
         }
 
-        /// Reads the columns' types from the catalog and builds the statements.
+        /// Reads the columns' types from the catalog and builds the statements, which read the RP's table for the
+        /// users' cutoffs and tokengate's `<table>_global` for the global cutoff and the force epoch.
         func resolve(in session: PostgresSession, description: String) throws -> Statements {
             let rows = try session.query(
                 """
@@ -115,17 +130,33 @@ extension PostgresCutoffStore {
             let notNull =
                 self.apiDisabled.map { "\(self.passwordChanged.quoted) IS NOT NULL OR \($0.quoted) IS NOT NULL" }
                 ?? "\(self.passwordChanged.quoted) IS NOT NULL"
+            let g = self.own.global.quoted
             return Statements(
-                load: "SELECT 1::bigint, \(u)::text, \(p), \(a) FROM \(t) WHERE \(notNull)",
+                // One statement: one snapshot of both tables.
+                load: """
+                    \(self.own.globalLoadRow)
+                    UNION ALL
+                    SELECT 1::bigint, \(u)::text, \(p), \(a) FROM \(t) WHERE \(notNull)
+                    """,
+                // NULL without the global row, so the sync service reloads and reports it missing.
                 marker: """
-                    SELECT count(*)::text
+                    SELECT (\(self.own.globalMarker))
+                        || ':' || count(*)::text
                         || ':' || coalesce(sum(\(p))::text, '-')
                         || ':' || coalesce(sum(\(a))::text, '-')
                     FROM \(t)
                     """,
-                lookup: "SELECT NULL::bigint, max(\(p)), max(\(a)) FROM \(t) WHERE \(userCondition)",
+                // The aggregate always yields one row; the join with the global row yields none without it.
+                lookup: """
+                    SELECT g.revoked_before, r.revoked_before, r.api_revoked_before
+                    FROM \(g) AS g CROSS JOIN (
+                        SELECT max(\(p)) AS revoked_before, max(\(a)) AS api_revoked_before
+                        FROM \(t) WHERE \(userCondition)
+                    ) AS r
+                    WHERE g.id = 1
+                    """,
                 lookupUserID: lookupUserID,
-                hasGlobalRow: false
+                lookupGlobalOnly: self.own.globalLookup
             )
         }
 

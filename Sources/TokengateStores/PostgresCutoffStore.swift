@@ -14,9 +14,12 @@ import TokengateTokens
 /// - **Copy mode** (default): tokengate's own tables, created on first start (see the schema below). Writes come
 ///   from the admin API and `tokengate revoke` of any instance.
 /// - **RP-table mode** (``Configuration/rpTable``): the RP's own users table is read directly, the seed's
-///   "timestamp in its database for every user account". Read-only: writes are refused with
-///   ``CutoffStoreError/Code/readOnlyStore`` naming the table and column to update instead. See
-///   ``RPTable`` for the columns and `PostgresCutoffStore+RPTable.swift` for the optional notify trigger.
+///   "timestamp in its database for every user account". The users' cutoffs are read-only: their writes are
+///   refused with ``CutoffStoreError/Code/readOnlyStore`` naming the table and column to update instead. The
+///   global cutoff (the emergency switch, DESIGN §1) is tokengate's own, in `<table>_global` exactly as in copy
+///   mode: the one table tokengate creates in the RP's database, written by the admin API and
+///   `tokengate revoke --all`. See ``RPTable`` for the columns and `PostgresCutoffStore+RPTable.swift` for the
+///   optional notify trigger.
 ///
 /// ### Lifecycle
 /// ```swift
@@ -54,14 +57,14 @@ import TokengateTokens
 ///   value needs quoting. libpq's and the server's error texts are logged, never returned in errors (the admin
 ///   API would pass them to its client); errors say what failed and the SQLSTATE.
 ///
-/// ### Writes (copy mode)
+/// ### Writes (copy mode, and the global cutoff in RP-table mode)
 /// One transaction: `SET LOCAL synchronous_commit = on` (so a role or database default of `off` cannot make an
 /// acknowledged write vanish in a crash), the forward-only upsert decided inside one statement as in the SQLite
 /// store, then `SELECT pg_notify(channel, user-id or '*')`, then `COMMIT`. PostgreSQL delivers the notification
 /// only when the commit is durable, so no instance can reload before the write is there, and ``apply(_:)`` returns
 /// after the commit. `'*'` (the global cutoff or a forced write) tells instances to take the whole table.
 ///
-/// ### Schema (copy mode, version 1)
+/// ### Schema (version 1; RP-table mode creates only `<table>_global` and its trigger)
 /// - `<table>(user_id text PRIMARY KEY, revoked_before bigint, api_revoked_before bigint, updated_at bigint)`.
 /// - `<table>_global(id = 1, schema_version, revoked_before, force_epoch, change_seq, updated_at)`: the global
 ///   cutoff, the schema version row, the force epoch (see ``CutoffTable/forceEpoch``), and a counter that every
@@ -96,8 +99,8 @@ public actor PostgresCutoffStore: CutoffStore {
     nonisolated let closedSink: AsyncStream<Void>.Continuation
     nonisolated let runState = NIOLockedValueBox(RunState())
 
-    /// The SQL for the configured mode, once the schema exists (copy mode) or the RP table's columns were
-    /// checked (RP-table mode).
+    /// The SQL for the configured mode, once tokengate's own tables exist (copy mode; the global table in RP-table
+    /// mode) and the RP table's columns were checked (RP-table mode).
     private var statements: Statements?
     private(set) var isClosed = false
 
@@ -247,7 +250,7 @@ public actor PostgresCutoffStore: CutoffStore {
                     }
                 }
             }
-            if statements.hasGlobalRow, !sawGlobalRow {
+            if !sawGlobalRow {
                 throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
             }
             return table
@@ -265,28 +268,25 @@ public actor PostgresCutoffStore: CutoffStore {
 
     public func lookup(user: String) async throws -> CutoffLookup {
         let statements = try await self.ready()
-        let key: PostgresValue
+        let sql: String
+        let parameters: [PostgresValue]
         switch statements.lookupUserID {
         case .text:
-            key = .text(user)
+            (sql, parameters) = (statements.lookup, [.text(user)])
         case .integer:
-            guard let id = Int64(user) else {
-                // The RP's ids are integers; this id cannot be one of them.
-                return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
+            if let id = Int64(user) {
+                (sql, parameters) = (statements.lookup, [.int8(id)])
+            } else {
+                // The RP's ids are integers; this id cannot be one of them, but the global cutoff still applies.
+                (sql, parameters) = (statements.lookupGlobalOnly, [])
             }
-            key = .int8(id)
         }
         let description = self.storeDescription
-        let hasGlobalRow = statements.hasGlobalRow
         return try await self.withConnection { session in
-            let rows = try session.query(statements.lookup, [key])
+            let rows = try session.query(sql, parameters)
             try rows.expectColumns(3)
             guard rows.count > 0 else {
-                if hasGlobalRow {
-                    throw CutoffStoreError(
-                        code: .invalidStoreFile, message: "\(description): the global row is missing")
-                }
-                return CutoffLookup(user: UserCutoffs(), globalRevokedBefore: nil)
+                throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
             }
             let last = rows.count - 1
             return CutoffLookup(
@@ -301,7 +301,11 @@ public actor PostgresCutoffStore: CutoffStore {
         let layout: CopyLayout
         switch self.source {
         case .rpTable(let rp):
-            throw CutoffStoreError(code: .readOnlyStore, message: rp.readOnlyMessage)
+            guard case .revokeAll = write else {
+                throw CutoffStoreError(code: .readOnlyStore, message: rp.readOnlyMessage)
+            }
+            // The users' cutoffs are the RP's; the global cutoff is tokengate's own, written as in copy mode.
+            layout = rp.own
         case .copy(let copy):
             layout = copy
         }
@@ -344,7 +348,7 @@ extension PostgresCutoffStore {
 
         init(_ configuration: Configuration) throws {
             if let rp = configuration.rpTable {
-                self = .rpTable(try RPLayout(rp))
+                self = .rpTable(try RPLayout(rp, ownTable: configuration.table))
             } else {
                 self = .copy(try CopyLayout(table: configuration.table))
             }
@@ -366,14 +370,16 @@ extension PostgresCutoffStore {
         var load: String
         /// One text column that changes whenever the content may have.
         var marker: String
-        /// `$1` = user id; one row of `(global, revoked_before, api_revoked_before)`.
+        /// `$1` = user id; one row of `(global, revoked_before, api_revoked_before)`, none without the global row.
         var lookup: String
         var lookupUserID: UserIDBinding
-        /// Whether a missing global row means a broken store (copy mode).
-        var hasGlobalRow: Bool
+        /// No parameter; the row of ``lookup`` for a user id that cannot be in the table (not an integer, where the
+        /// RP's ids are): the global cutoff only.
+        var lookupGlobalOnly: String
     }
 
-    /// Creates the schema or resolves the RP table's columns, once; retried by the next call after a failure.
+    /// Creates or checks tokengate's own tables (both in copy mode, the global one in RP-table mode) and resolves
+    /// the RP table's columns, once; retried by the next call after a failure.
     private func ready() async throws -> Statements {
         if self.isClosed {
             throw CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): the store is closed")
@@ -387,10 +393,15 @@ extension PostgresCutoffStore {
         let statements: Statements = try await self.withConnection { session in
             switch source {
             case .copy(let layout):
-                try Self.createOrCheckSchema(layout, in: session, logger: logger, description: description)
+                try Self.createOrCheckSchema(
+                    layout, tables: .globalAndUsers, in: session, logger: logger, description: description)
                 return layout.statements
             case .rpTable(let layout):
-                return try layout.resolve(in: session, description: description)
+                // The RP's table first: a wrong name there is the likelier mistake, and nothing is created then.
+                let statements = try layout.resolve(in: session, description: description)
+                try Self.createOrCheckSchema(
+                    layout.own, tables: .globalOnly, in: session, logger: logger, description: description)
+                return statements
             }
         }
         self.statements = statements

@@ -20,8 +20,9 @@ extension Revoke {
         /// `EX_TEMPFAIL`: the store did not answer (database down or unreachable, locked or busy, timed out);
         /// nothing was written, and the same command may succeed later.
         case temporary = 75
-        /// `EX_CONFIG`: the configuration cannot be used: unreadable or invalid, a read-only store (the JSON file,
-        /// PostgreSQL's `rp_table` mode), a store setting the store refuses, a password file that cannot be read.
+        /// `EX_CONFIG`: the configuration cannot be used: unreadable or invalid, a read-only store (the JSON file;
+        /// PostgreSQL's `rp_table` mode for a user's cutoff), a store setting the store refuses (a role that may not
+        /// create or use tokengate's table included), a password file that cannot be read.
         case configuration = 78
 
         /// The status for an error from opening the store or from the write.

@@ -16,6 +16,9 @@ struct RevokeCommandTests {
     /// and the files `serve` needs to start.
     private struct Setup {
         let directory: String
+        /// The TLS listener `serve` would open, and a signer of tokens it accepts.
+        let port: Int
+        let signer: TokenSigner
         var path: String { self.directory + "/tokengate.yaml" }
         var database: String { self.directory + "/data/cutoffs.db" }
 
@@ -27,10 +30,12 @@ struct RevokeCommandTests {
             try certificate.privateKeyPEM.write(toFile: self.directory + "/key.pem", atomically: true, encoding: .utf8)
             let keys = try KeyGenerator.generate(algorithm: .edDSA, keyID: "test-only")
             try keys.publicJWKS.write(toFile: self.directory + "/public.jwks", atomically: true, encoding: .utf8)
+            self.signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))
+            self.port = try GatewayIntegrationTests.unusedPort()
             try "{}".write(toFile: self.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
             let yaml = """
                 listen:
-                  - address: 127.0.0.1:\(try GatewayIntegrationTests.unusedPort())
+                  - address: 127.0.0.1:\(self.port)
                     tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
                 keys: [ { jwks: public.jwks } ]
                 \(cutoffs)
@@ -44,6 +49,17 @@ struct RevokeCommandTests {
 
         func revoke(_ arguments: [String]) throws -> ChildProcess.Result {
             try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "revoke", "--config", self.path] + arguments)
+        }
+
+        /// Starts `serve` on this configuration, its output discarded; the caller terminates it.
+        func startServe() throws -> Process {
+            let serve = Process()
+            serve.executableURL = URL(fileURLWithPath: ServeCommandTests.binary)
+            serve.arguments = ["serve", "--config", self.path]
+            serve.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            serve.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            try serve.run()
+            return serve
         }
 
         func remove() {
@@ -76,12 +92,7 @@ struct RevokeCommandTests {
         let check = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "check-config", setup.path])
         #expect(check.status == 0, "check-config agrees with serve, which creates the file: \(check.stderr)")
 
-        let serve = Process()
-        serve.executableURL = URL(fileURLWithPath: ServeCommandTests.binary)
-        serve.arguments = ["serve", "--config", setup.path]
-        serve.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        serve.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try serve.run()
+        let serve = try setup.startServe()
         for _ in 0..<100 where !FileManager.default.fileExists(atPath: setup.database) {
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -207,6 +218,72 @@ struct RevokeCommandTests {
         #expect(back.status == 0, "\(back.stdout) \(back.stderr)")
         #expect(back.stdout.contains("moved the cutoff of user alice back from 2"), "\(back.stdout)")
         #expect(!(back.stdout + back.stderr).contains("LISTEN"), "\(back.stdout) \(back.stderr)")
+    }
+
+    /// PostgreSQL in `rp_table` mode (the users' cutoffs are the website's own table): `revoke --all` writes
+    /// tokengate's own global cutoff, and a running `serve` then rejects an older token of a user whose row has no
+    /// cutoff, accepts a newer one, and accepts the older one again once `--force` moved the cutoff back. A user's
+    /// cutoff is still refused (78), naming the RP's table. Before, `--all` exited 78 as well: the mode had no
+    /// global cutoff at all.
+    @Test(.enabled(if: Self.postgresURL != nil))
+    func revokeAllInRPTableModeIsEnforcedByARunningGateway() async throws {
+        try Self.requireBinary()
+        let url = try #require(Self.postgresURL)
+        let suffix = UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        let table = "tg_rp_\(suffix)"
+        let users = "users_\(suffix)"
+        try Self.psql(
+            url, "CREATE TABLE \(users) (id bigint PRIMARY KEY, password_changed_at timestamptz); INSERT INTO \(users) VALUES (1, NULL)")
+        defer { _ = try? Self.psql(url, "DROP TABLE \(users); DROP TABLE IF EXISTS \(table)_global; DROP FUNCTION IF EXISTS \(table)_global_changed()") }
+        let setup = try Setup(
+            cutoffs: "cutoffs: { postgres: \"\(url)\", table: \(table), channel: \(table), "
+                + "rp_table: { table: \(users), user_column: id, password_changed_column: password_changed_at } }")
+        defer { setup.remove() }
+
+        let serve = try setup.startServe()
+        defer {
+            serve.terminate()
+            serve.waitUntilExit()
+        }
+        /// The gateway's status for a token of user 1 issued at `iat`: 502 when accepted (the upstream's port is
+        /// closed), 401 when rejected.
+        func status(iat: Int64) throws -> Int {
+            let token = try setup.signer.mint(
+                TokenClaims(subject: "1", issuedAt: iat, apiOnly: true, expiresAt: nil, notBefore: nil, issuer: nil, audience: nil))
+            return try Curl.run(
+                ["--max-time", "2", "-H", "Authorization: Bearer \(token)", "https://localhost:\(setup.port)/"],
+                caFile: setup.directory + "/cert.pem"
+            ).status
+        }
+        func eventually(_ expected: Int, iat: Int64) async throws -> Bool {
+            for _ in 0..<100 {
+                if (try? status(iat: iat)) == expected {
+                    return true
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return false
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        try #require(try await eventually(502, iat: now - 10), "serve did not come up, or rejected a token without a cutoff")
+
+        let all = try setup.revoke(["--all", "--at", "\(now - 2)"])
+        #expect(all.status == 0, "\(all.stdout) \(all.stderr)")
+        #expect(all.stdout.contains("revoked tokens of all users issued before \(now - 2)"), "\(all.stdout)")
+        #expect(try Self.psql(url, "SELECT revoked_before FROM \(table)_global") == "\(now - 2)")
+        #expect(try await eventually(401, iat: now - 10), "the running gateway did not take the global cutoff")
+        #expect(try status(iat: now) == 502, "a token issued after the cutoff stays valid")
+
+        let user = try setup.revoke(["--user", "1"])
+        #expect(user.status == 78, "\(user.stdout) \(user.stderr)")
+        #expect(user.stderr.contains("read_only_store") && user.stderr.contains(users), "\(user.stderr)")
+
+        let backward = try setup.revoke(["--all", "--at", "\(now - 100)"])
+        #expect(backward.status == 65, "\(backward.stdout) \(backward.stderr)")
+        let forced = try setup.revoke(["--all", "--at", "\(now - 100)", "--force"])
+        #expect(forced.status == 0, "\(forced.stdout) \(forced.stderr)")
+        #expect(forced.stdout.contains("moved the cutoff of all users back from \(now - 2)"), "\(forced.stdout)")
+        #expect(try await eventually(502, iat: now - 10), "the running gateway did not take the forced move back")
     }
 
     private static let postgresURL: String? = {

@@ -30,6 +30,43 @@ struct PostgresCutoffStoreTests {
         )
     }
 
+    /// One gateway instance of a test with two: its store, its sync service and what that published.
+    struct Instance {
+        let store: PostgresCutoffStore
+        let service: CutoffSyncService
+        let published: PublishedSnapshots
+
+        init(_ store: PostgresCutoffStore) {
+            self.store = store
+            self.published = PublishedSnapshots()
+            self.service = PostgresCutoffStoreTests.service(store, published: self.published)
+        }
+    }
+
+    /// Two instances on one database, started, running and listening. They poll once a minute: within a test only
+    /// LISTEN/NOTIFY can bring a change made at the other.
+    static func withTwoInstances(
+        _ configuration: PostgresCutoffStore.Configuration,
+        _ body: (Instance, Instance) async throws -> Void
+    ) async throws {
+        try await withRunningStore(configuration) { storeA in
+            try await withRunningStore(configuration) { storeB in
+                let a = Instance(storeA)
+                let b = Instance(storeB)
+                try await a.service.start()
+                try await b.service.start()
+                let runA = Task { await a.service.run() }
+                let runB = Task { await b.service.run() }
+                defer {
+                    runA.cancel()
+                    runB.cancel()
+                }
+                #expect(await eventually(timeout: .seconds(5)) { storeA.isListening && storeB.isListening })
+                try await body(a, b)
+            }
+        }
+    }
+
     @Test("copy mode: schema on first start, writes committed and forward-only, force bumps the epoch")
     func writesDurableAndForwardOnly() async throws {
         let configuration = try PostgresTestServer.configuration()
@@ -117,65 +154,50 @@ struct PostgresCutoffStoreTests {
     @Test("two instances on one database: a password change at A's admin API reaches B's snapshot in well under 1 s")
     func propagationBetweenInstances() async throws {
         let configuration = try PostgresTestServer.configuration()
-        try await withRunningStore(configuration) { storeA in
-            try await withRunningStore(configuration) { storeB in
-                let publishedA = PublishedSnapshots()
-                let publishedB = PublishedSnapshots()
-                // B polls once a minute: within the test only LISTEN/NOTIFY can bring the change.
-                let serviceA = Self.service(storeA, published: publishedA)
-                let serviceB = Self.service(storeB, published: publishedB)
-                try await serviceA.start()
-                try await serviceB.start()
-                let runA = Task { await serviceA.run() }
-                let runB = Task { await serviceB.run() }
-                defer {
-                    runA.cancel()
-                    runB.cancel()
-                }
-                #expect(await eventually(timeout: .seconds(5)) { storeA.isListening && storeB.isListening })
-                let api = AdminAPI(service: serviceA)
+        try await Self.withTwoInstances(configuration) { a, b in
+            let (publishedA, publishedB, serviceA) = (a.published, b.published, a.service)
+            let api = AdminAPI(service: serviceA)
 
-                let clock = ContinuousClock()
-                var delays: [Duration] = []
-                for index in 0..<20 {
-                    let user = "user-\(index)"
-                    let oldTokenIAT = CutoffSyncService.systemNow() - 1
-                    #expect(!rejects(publishedB.latest, user: user, iat: oldTokenIAT))
-                    let start = clock.now
-                    let response = await api.handle(
-                        method: "POST", path: "/admin/users/\(user)/password-changed", body: [])
-                    #expect(response.status == 200, "\(response.json)")
-                    // A's own snapshot already rejects the old token when the admin call returns.
-                    #expect(rejects(publishedA.latest, user: user, iat: oldTokenIAT))
-                    let arrived = await eventually(timeout: .seconds(1)) {
-                        rejects(publishedB.latest, user: user, iat: oldTokenIAT)
-                    }
-                    #expect(arrived, "B did not reject the old token of \(user) within 1 s")
-                    delays.append(clock.now - start)
-                    // A token issued after the change stays valid at B.
-                    #expect(!rejects(publishedB.latest, user: user, iat: oldTokenIAT + 2))
+            let clock = ContinuousClock()
+            var delays: [Duration] = []
+            for index in 0..<20 {
+                let user = "user-\(index)"
+                let oldTokenIAT = CutoffSyncService.systemNow() - 1
+                #expect(!rejects(publishedB.latest, user: user, iat: oldTokenIAT))
+                let start = clock.now
+                let response = await api.handle(
+                    method: "POST", path: "/admin/users/\(user)/password-changed", body: [])
+                #expect(response.status == 200, "\(response.json)")
+                // A's own snapshot already rejects the old token when the admin call returns.
+                #expect(rejects(publishedA.latest, user: user, iat: oldTokenIAT))
+                let arrived = await eventually(timeout: .seconds(1)) {
+                    rejects(publishedB.latest, user: user, iat: oldTokenIAT)
                 }
-                let sorted = delays.sorted()
-                let median = sorted[sorted.count / 2]
-                print(
-                    "postgres propagation A admin API -> B snapshot over \(sorted.count) writes: "
-                        + "median \(Self.milliseconds(median)) ms, min \(Self.milliseconds(sorted[0])) ms, "
-                        + "max \(Self.milliseconds(sorted[sorted.count - 1])) ms"
-                )
-                #expect(sorted[sorted.count - 1] < .seconds(1))
-
-                // The global switch and "disable mobile apps" travel the same way.
-                let now = CutoffSyncService.systemNow()
-                try await serviceA.disableMobileApps(user: "user-0")
-                #expect(
-                    await eventually(timeout: .seconds(1)) {
-                        rejects(publishedB.latest, user: "user-0", iat: now - 1, api: true)
-                    })
-                try await serviceA.revokeAll()
-                #expect(
-                    await eventually(timeout: .seconds(1)) { rejects(publishedB.latest, user: "someone", iat: now - 1) }
-                )
+                #expect(arrived, "B did not reject the old token of \(user) within 1 s")
+                delays.append(clock.now - start)
+                // A token issued after the change stays valid at B.
+                #expect(!rejects(publishedB.latest, user: user, iat: oldTokenIAT + 2))
             }
+            let sorted = delays.sorted()
+            let median = sorted[sorted.count / 2]
+            print(
+                "postgres propagation A admin API -> B snapshot over \(sorted.count) writes: "
+                    + "median \(Self.milliseconds(median)) ms, min \(Self.milliseconds(sorted[0])) ms, "
+                    + "max \(Self.milliseconds(sorted[sorted.count - 1])) ms"
+            )
+            #expect(sorted[sorted.count - 1] < .seconds(1))
+
+            // The global switch and "disable mobile apps" travel the same way.
+            let now = CutoffSyncService.systemNow()
+            try await serviceA.disableMobileApps(user: "user-0")
+            #expect(
+                await eventually(timeout: .seconds(1)) {
+                    rejects(publishedB.latest, user: "user-0", iat: now - 1, api: true)
+                })
+            try await serviceA.revokeAll()
+            #expect(
+                await eventually(timeout: .seconds(1)) { rejects(publishedB.latest, user: "someone", iat: now - 1) }
+            )
         }
     }
 

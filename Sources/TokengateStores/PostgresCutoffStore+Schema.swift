@@ -1,0 +1,146 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Logging
+
+// MARK: Creating or checking tokengate's own tables, in either mode.
+
+extension PostgresCutoffStore {
+    /// Which of tokengate's own tables a mode needs.
+    enum OwnTables: Sendable {
+        /// Copy mode: `<table>_global` and `<table>`.
+        case globalAndUsers
+        /// RP-table mode: `<table>_global` only, for the global cutoff; the per-user cutoffs are the RP's table.
+        case globalOnly
+    }
+
+    /// Creates tokengate's own tables if `<table>_global` does not exist, or checks its schema version if it does.
+    ///
+    /// One transaction under an advisory lock: PostgreSQL's DDL is transactional, so a crash leaves all or nothing,
+    /// and two instances starting at once cannot both run `CREATE TABLE IF NOT EXISTS` (which races on the catalog
+    /// and fails one of them with a unique violation). Both modes take the same lock and write the same
+    /// `<table>_global`, so an RP-table instance and a copy-mode one never create it twice either.
+    ///
+    /// A role without the privilege to create or read the table fails with
+    /// ``CutoffStoreError/Code/invalidStoreConfiguration`` naming the table and the `GRANT` that fixes it: retrying
+    /// cannot help, and the store must not run without its global cutoff (the emergency switch would be gone).
+    ///
+    /// - Throws: ``CutoffStoreError/Code/unsupportedSchema`` for a newer schema;
+    ///   ``CutoffStoreError/Code/invalidStoreFile`` without the global row; in copy mode,
+    ///   ``CutoffStoreError/Code/invalidStoreConfiguration`` when `<table>_global` exists without `<table>` (made by
+    ///   an RP-table instance, or `<table>` was dropped: an empty table would accept every revoked token).
+    static func createOrCheckSchema(
+        _ layout: CopyLayout,
+        tables: OwnTables,
+        in session: PostgresSession,
+        logger: Logger,
+        description: String
+    ) throws {
+        try session.transaction {
+            try session.execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1))", [.text("tokengate schema \(layout.global)")])
+            let existing = try session.query(
+                """
+                SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL,
+                       current_user::text, coalesce(current_schema()::text, 'public')
+                """,
+                [.text(layout.global.quoted), .text(layout.users.quoted)]
+            )
+            try existing.expectColumns(4)
+            guard existing.count > 0 else {
+                throw PostgresFailure(.unexpectedResult, "checking the schema returned no row")
+            }
+            let role = existing.text(0, 2) ?? "?"
+            let refused = PrivilegeRefusal(
+                table: layout.global, role: role, schema: layout.global.schema ?? existing.text(0, 3) ?? "public",
+                tables: tables, description: description)
+            if try existing.bool(0, 0) == true {
+                try refused.mapping(.reading) { try Self.checkSchemaVersion(layout, in: session, description) }
+                if tables == .globalAndUsers, try existing.bool(0, 1) != true {
+                    throw CutoffStoreError(
+                        code: .invalidStoreConfiguration,
+                        message: "\(description): \(layout.global) exists but the cutoff table \(layout.users) does "
+                            + "not (it was dropped, or \(layout.global) was created by tokengate in rp_table mode, "
+                            + "which needs only the global table); refusing to start on an empty cutoff table. "
+                            + "Restore \(layout.users), or choose another `table`"
+                    )
+                }
+                return
+            }
+            logger.info(
+                "creating the cutoff schema", metadata: ["store": "\(description)", "table": "\(layout.global)"])
+            try refused.mapping(.creating) {
+                for statement in layout.schemaStatements(now: CutoffSyncService.systemNow(), tables: tables) {
+                    try session.execute(statement)
+                }
+            }
+        }
+    }
+
+    /// Refuses a schema version newer than this tokengate's, or a missing global row.
+    private static func checkSchemaVersion(
+        _ layout: CopyLayout,
+        in session: PostgresSession,
+        _ description: String
+    ) throws {
+        let rows = try session.query("SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1")
+        try rows.expectColumns(1)
+        guard rows.count > 0, let version = try rows.int64(0, 0) else {
+            throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
+        }
+        guard version <= Self.schemaVersion else {
+            throw CutoffStoreError(
+                code: .unsupportedSchema,
+                message: "\(description): schema version \(version) is newer than this tokengate's "
+                    + "\(Self.schemaVersion); upgrade tokengate"
+            )
+        }
+    }
+
+    /// Turns PostgreSQL's `insufficient_privilege` (SQLSTATE 42501) while creating or checking tokengate's own
+    /// tables into an error an operator can act on: which table, which role, which `GRANT`. The server's own text
+    /// is not repeated (see ``PostgresFailure``); the names are the configured ones and the role's.
+    private struct PrivilegeRefusal {
+        enum Step {
+            case creating
+            case reading
+        }
+
+        let table: PostgresIdentifier
+        let role: String
+        let schema: String
+        let tables: OwnTables
+        let description: String
+
+        func mapping<T>(_ step: Step, _ body: () throws -> T) throws -> T {
+            do {
+                return try body()
+            } catch let failure as PostgresFailure where failure.sqlState == "42501" {
+                throw CutoffStoreError(code: .invalidStoreConfiguration, message: self.message(step))
+            }
+        }
+
+        private func message(_ step: Step) -> String {
+            let why: String
+            switch self.tables {
+            case .globalOnly:
+                why = "in rp_table mode the users' cutoffs are read from the RP's table, but the global cutoff "
+                    + "(revoke-all) is tokengate's own and is kept in \(self.table)"
+            case .globalAndUsers:
+                why = "tokengate keeps its cutoffs there"
+            }
+            switch step {
+            case .creating:
+                return "\(self.description): the role \(self.role) may not create the table \(self.table) "
+                    + "(permission denied, SQLSTATE 42501); \(why). Grant it once: GRANT CREATE ON SCHEMA "
+                    + "\(self.schema) TO \(self.role) (tokengate then owns the table), or set `table` to a schema "
+                    + "it may create tables in"
+            case .reading:
+                return "\(self.description): the role \(self.role) may not read or write the table \(self.table) "
+                    + "(permission denied, SQLSTATE 42501); \(why). GRANT SELECT, UPDATE ON \(self.table) TO "
+                    + "\(self.role)"
+            }
+        }
+    }
+}
