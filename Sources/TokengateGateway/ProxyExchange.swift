@@ -251,19 +251,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// line here (status `499`, as nginx logs it, unless the backend's status was already forwarded): a
     /// request the backend may have acted on is never missing from the log.
     func clientClosed() {
-        self.cancelResponseTimer()
-        self.cancelStallTimer()
-        switch self.state {
-        case .forwarding(let connection):
-            // Mid-exchange the upstream connection is in an unknown state: never reuse it.
-            self.release(connection, reusable: false)
-            self.log(status: self.status?.code ?? 499, reason: "client_closed")
-        case .readingBody, .awaitingUpstream, .answerPending:
-            self.log(status: 499, reason: "client_closed")
-        case .answered, .finished:
-            break  // Logged when answered or finished.
-        }
-        self.state = .finished
+        self.cutShort(status: 499, reason: "client_closed")
     }
 
     /// The server's drain ended (`drain_timeout`, or a second signal) with this exchange under way, and the
@@ -271,16 +259,23 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// client already has it): the closes that follow would log it as the client going away (`499
     /// client_closed`) or the backend (`502 upstream_closed`), and every deploy would look like an outage.
     func drainEnded() {
+        self.cutShort(status: 503, reason: "drain_timeout")
+    }
+
+    /// Ends the exchange from outside, logging `status` (or the backend's, when the client has its head) with
+    /// `reason` unless it was logged already.
+    private func cutShort(status: UInt, reason: String) {
         self.cancelResponseTimer()
         self.cancelStallTimer()
         switch self.state {
         case .forwarding(let connection):
+            // Mid-exchange the upstream connection is in an unknown state: never reuse it.
             self.release(connection, reusable: false)
-            self.log(status: self.status?.code ?? 503, reason: "drain_timeout")
+            self.log(status: self.status?.code ?? status, reason: reason)
         case .readingBody, .awaitingUpstream, .answerPending:
-            self.log(status: 503, reason: "drain_timeout")
+            self.log(status: status, reason: reason)
         case .answered, .finished:
-            return
+            break  // Logged when answered or finished.
         }
         self.state = .finished
     }
