@@ -214,10 +214,14 @@ struct GatewayLauncher {
                 }
                 return Self.reload(server: server, path: configurationPath, adminCredentials: adminCredentials, logger: logger)
             case "/readyz":
-                let stale = await sync.isStale(now: CutoffSyncService.systemNow())
-                return stale
-                    ? .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"}")
-                    : .init(status: 200, body: "{\"status\":\"ready\"}")
+                guard await sync.isStale(now: CutoffSyncService.systemNow()) else {
+                    return .init(status: 200, body: "{\"status\":\"ready\"}")
+                }
+                // Why the store cannot confirm the snapshot, as its error code only: the probe is open (no secret),
+                // and the message, with the path or the host, is in the log. Absent before the first sync of a
+                // gateway that started on its cache file and has not tried again yet.
+                let storeError = await sync.lastError.map { ",\"store_error\":\"\($0.code)\"" } ?? ""
+                return .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"\(storeError)}")
             default:
                 let response = await api.handle(method: request.method, path: request.path, body: request.body, client: request.client)
                 // The API's own headers (`Allow` on its 405s) were dropped here before.
