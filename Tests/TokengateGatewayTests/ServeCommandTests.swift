@@ -523,6 +523,14 @@ struct ServeCommandTests {
         #expect(refused.body.contains("revoked"))
         let readiness = try Curl.run(["http://127.0.0.1:\(setup.adminPort)/readyz"], caFile: nil)
         #expect(readiness.status == 503, "a gateway running on its cache is not ready: \(readiness.body)")
+        // Once the sync service has tried the store (every second), the probe says why, by code only.
+        var reason = readiness.body
+        for _ in 0..<30 where !reason.contains("store_error") {
+            try await Task.sleep(for: .milliseconds(100))
+            reason = try Curl.run(["http://127.0.0.1:\(setup.adminPort)/readyz"], caFile: nil).body
+        }
+        #expect(reason.contains("\"store_error\":\"store_unavailable\""), "\(reason)")
+        #expect(!reason.contains("127.0.0.1"), "the open probe does not name the database: \(reason)")
     }
 }
 
