@@ -979,9 +979,12 @@ user = value("User")
 print(("ok" if re.search(r"^u %s 10001" % re.escape(user or "-"), sysusers, re.M) else "FAIL") + " User=%s is declared in tokengate.sysusers with uid 10001" % user)
 for key, want in (("KillSignal", "SIGTERM"), ("ProtectSystem", "strict"), ("NoNewPrivileges", "yes"), ("MemoryDenyWriteExecute", "yes"),
                   ("StateDirectory", "tokengate"), ("Restart", "on-failure"), ("ExecReload", "/bin/kill -HUP $MAINPID"),
+                  ("RestartPreventExitStatus", "64 69 78"),
                   ("RestrictAddressFamilies", "AF_INET AF_INET6 AF_UNIX"), ("CapabilityBoundingSet", "")):
     got = value(key)
     print(("ok" if got == want else "FAIL") + " %s=%s" % (key, got))
+# RestartPreventExitStatus= sees only the main process's status: a check-config refusal in ExecStartPre= would loop.
+print(("FAIL ExecStartPre= is set: its failures restart whatever RestartPreventExitStatus= says" if value("ExecStartPre") is not None else "ok no ExecStartPre= (serve's own exit 78 stops the restarts)"))
 for key in ("RestartForceExitStatus",):
     print(("FAIL %s= is set: SIGHUP reloads, it does not end the process" if value(key) is not None else "ok no %s= (SIGHUP reloads in place)") % key)
 for path in [config["cutoffs"].get("sqlite", "")]:

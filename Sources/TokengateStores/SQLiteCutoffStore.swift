@@ -44,7 +44,13 @@ import TokengateTokens
 /// replaced, which would make writes vanish at the next restart. So every call first checks that the path
 /// still names the inode the connection has open; if not, it drops the connection and reopens the path
 /// (without creating it), and fails with ``CutoffStoreError/Code/storeUnavailable`` if that is not a valid
-/// database. The file is created only by ``open(path:createIfMissing:logger:)`` when asked to (by `serve`, not by
+/// database.
+///
+/// Bytes written over the same file (no new inode) are caught too, by the file's ``FileChangeStamp``: in WAL mode
+/// the connection would otherwise keep answering from its page cache, so a file overwritten with garbage or
+/// damaged by a copy would go unnoticed until the next restart. A changed stamp drops the connection the same way;
+/// the fresh one reads the file itself, and a damaged file then fails (`file is not a database`, `database disk
+/// image is malformed`), which the sync service reports. The file is created only by ``open(path:createIfMissing:logger:)`` when asked to (by `serve`, not by
 /// `tokengate revoke`), and only inside an existing directory, so an unmounted volume is an error rather than a
 /// fresh empty store.
 public actor SQLiteCutoffStore: CutoffStore {
@@ -73,6 +79,9 @@ public actor SQLiteCutoffStore: CutoffStore {
     private struct OpenConnection: Sendable {
         let sqlite: SQLiteConnection
         let identity: FileIdentity
+        /// The database file's stamp once the connection was ready: a different one means the file was written
+        /// by something that bypassed this connection's page cache (see ``FileChangeStamp``).
+        let stamp: FileChangeStamp?
 
         var id: ObjectIdentifier { ObjectIdentifier(self.sqlite) }
     }
@@ -356,21 +365,32 @@ extension SQLiteCutoffStore {
                 // Installs its result (or `.idle` on failure) before it completes.
                 try await task.value
             case .open(let connection):
-                if FileIdentity(path: self.path) == connection.identity {
+                let sameFile = FileIdentity(path: self.path) == connection.identity
+                if sameFile, FileChangeStamp(path: self.path) == connection.stamp {
                     self.connections[connection.id]?.leases += 1
                     return connection
                 }
                 guard reopens < Self.maximumReopens else {
                     throw CutoffStoreError(
                         code: .storeUnavailable,
-                        message: "\(self.storeDescription): the database file keeps being replaced"
+                        message: "\(self.storeDescription): the database file keeps being replaced or written"
                     )
                 }
                 reopens += 1
-                self.logger.warning(
-                    "cutoff database file was replaced or removed; reopening",
-                    metadata: ["path": "\(self.path)"]
-                )
+                if sameFile {
+                    // A checkpoint (ours or another process's) or bytes written over the file: only a new
+                    // connection reads what is there now rather than its cached pages. Usually a checkpoint, so
+                    // not worth a warning; a damaged file fails the reopen, and that is reported.
+                    self.logger.debug(
+                        "cutoff database file was written outside this connection; reopening",
+                        metadata: ["path": "\(self.path)"]
+                    )
+                } else {
+                    self.logger.warning(
+                        "cutoff database file was replaced or removed; reopening",
+                        metadata: ["path": "\(self.path)"]
+                    )
+                }
                 await self.retire(connection.id)
             case .idle:
                 self.startOpening()
@@ -599,7 +619,7 @@ extension SQLiteCutoffStore {
             await Self.closeCompletely(sqlite, logger: logger)
             throw unavailable("the database file was replaced while it was being opened")
         }
-        return OpenConnection(sqlite: sqlite, identity: after)
+        return OpenConnection(sqlite: sqlite, identity: after, stamp: FileChangeStamp(path: path))
     }
 
     private static func configure(_ sqlite: SQLiteConnection, description: String) async throws {

@@ -21,24 +21,25 @@ struct CheckConfig: ParsableCommand {
         do {
             try LibraryVersionCheck.verify()
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: .unavailable)
         }
         let configuration: GatewayConfiguration
         do {
             configuration = try GatewayConfiguration.load(path: self.file)
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: .configuration)
         }
         do {
             try GatewayServer.check(configuration)
         } catch {
-            fail("\(self.file): \(error)")
+            fail("\(self.file): \(error)", status: .configuration)
         }
-        // A SQLite file that does not exist yet passes: `serve` creates it at its first start.
+        // A SQLite file that does not exist yet passes: `serve` creates it at its first start. One that is not a
+        // database is the data's fault, not the configuration's: 69, as `serve` and `revoke` say of it.
         do {
             try CutoffStoreFactory.check(configuration.cutoffs)
         } catch {
-            fail("\(self.file): cutoff store: \(error)")
+            fail("\(self.file): cutoff store: \(error)", status: ExitStatus(forStoreError: error))
         }
         for warning in GatewayServer.warnings(for: configuration) {
             FileOutput.standardError("tokengate: \(self.file): warning: \(warning)\n")

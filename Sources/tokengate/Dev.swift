@@ -32,17 +32,26 @@ struct Dev: AsyncParsableCommand {
         // The files a first run lacks are generated where the configuration will read them, so the
         // configuration is read twice: once for their paths (without file checks), once to run.
         let files: DevFiles
-        let configuration: GatewayConfiguration
         do {
             files = try DevFiles(configuration: try GatewayConfiguration.load(path: self.config, checkFiles: false))
-            try files.prepare()
-            configuration = try GatewayConfiguration.load(path: self.config)
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: .configuration)
+        }
+        do {
+            try files.prepare()
+        } catch {
+            fail("cannot generate the dev files: \(error)", status: .cannotCreate)
+        }
+        let configuration: GatewayConfiguration
+        let signer: TokenSigner
+        do {
+            configuration = try GatewayConfiguration.load(path: self.config)
+            signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: files.privateJWKS.path))))
+        } catch {
+            fail("\(error)", status: .configuration)
         }
         let backendGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let backendPort = self.backendPort
-        let signer = try TokenSigner(privateJWKS: Array(try Data(contentsOf: URL(fileURLWithPath: files.privateJWKS.path))))
         let site = NIOLockedValueBox<DemoRP?>(nil)
         try await GatewayLauncher(configuration: configuration).run { addresses, sync in
             // The demo site: a login form, the site's session cookie, "who am I", and the password change and
@@ -56,7 +65,7 @@ struct Dev: AsyncParsableCommand {
                     }
                 }
             } catch {
-                fail("cannot start the demo site on 127.0.0.1:\(backendPort): \(error)")
+                fail("cannot start the demo site on 127.0.0.1:\(backendPort): \(error)", status: .osError)
             }
             site.withLockedValue { $0 = rp }
             let token = try signer.mint(

@@ -20,13 +20,13 @@ enum FileOutput {
         FileHandle.standardError.write(Data(text.utf8))
     }
 
-    /// The bytes of `path`, or a usage failure that names the file and the reason.
+    /// The bytes of `path`, or a failure (exit 66, `EX_NOINPUT`) that names the file and the reason.
     static func read(_ path: String, what: String) -> [UInt8] {
         guard FileManager.default.fileExists(atPath: path) else {
-            fail("cannot read \(what) '\(path)': no such file")
+            fail("cannot read \(what) '\(path)': no such file", status: .noInput)
         }
         guard let data = FileManager.default.contents(atPath: path) else {
-            fail("cannot read \(what) '\(path)': permission denied or not a regular file")
+            fail("cannot read \(what) '\(path)': permission denied or not a regular file", status: .noInput)
         }
         return Array(data)
     }

@@ -31,7 +31,7 @@ struct GatewayLauncher {
         do {
             try LibraryVersionCheck.verify()
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: .unavailable)
         }
         // SIGHUP's default action ends the process. Until the reload service traps it (once the service group
         // runs, after the store is synced and the listeners are bound), a `systemctl reload` or a config
@@ -53,7 +53,7 @@ struct GatewayLauncher {
             do {
                 adminCredentials = try AdminCredentials(reading: admin)
             } catch {
-                fail("\(error)")
+                fail("\(error)", status: .configuration)
             }
         }
         let holder = CutoffSnapshotHolder(.empty)
@@ -61,7 +61,9 @@ struct GatewayLauncher {
         do {
             opened = try await CutoffStoreFactory.open(self.configuration.cutoffs, logger: logger)
         } catch {
-            fail("cutoff store: \(error)")
+            // The statuses `revoke` gives for the same store: 78 a setting refused, 69 a file that is not a usable
+            // database, 75 a store that did not answer (a restart may find it back).
+            fail("cutoff store: \(error)", status: ExitStatus(forStoreError: error))
         }
         let store = opened.store
         // A PostgreSQL store's connection loop must run before the first read.
@@ -81,7 +83,10 @@ struct GatewayLauncher {
             guard let cache = opened.cacheFile,
                 let cached = SnapshotCache.load(path: cache, maxAge: opened.staleAfter ?? .seconds(300), logger: logger)
             else {
-                fail("cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start")
+                fail(
+                    "cannot read the cutoff store (\(store.storeDescription)): \(error); refusing to start",
+                    status: ExitStatus(forStoreError: error)
+                )
             }
             holder.store(cached.snapshot)
             confirmedBeforeFirstSync = cached.savedAt
@@ -96,7 +101,7 @@ struct GatewayLauncher {
         do {
             server = try GatewayServer(configuration: self.configuration, cutoffs: holder, group: group, logger: logger)
         } catch {
-            fail("\(self.configuration.sourcePath): \(error)")
+            fail("\(self.configuration.sourcePath): \(error)", status: .configuration)
         }
         let addresses: [SocketAddress]
         do {
@@ -104,7 +109,9 @@ struct GatewayLauncher {
         } catch {
             // Close the store before leaving: a store dropped open is an unclean end for its database.
             try? await store.close()
-            fail("\(error)")
+            // A listener that cannot bind (address in use or not on this host, a port below 1024 without the
+            // capability): the operating system's refusal, told apart from the configuration and the store.
+            fail("\(error)", status: .osError)
         }
 
         let configurationPath = self.configuration.sourcePath
@@ -129,7 +136,7 @@ struct GatewayLauncher {
             } catch {
                 await server.shutdown(drainTimeout: .zero)
                 try? await store.close()
-                fail("cannot listen on the admin address \(adminConfiguration.address): \(error)")
+                fail("cannot listen on the admin address \(adminConfiguration.address): \(error)", status: .osError)
             }
         }
         try await onStarted(addresses, sync)
@@ -207,10 +214,14 @@ struct GatewayLauncher {
                 }
                 return Self.reload(server: server, path: configurationPath, adminCredentials: adminCredentials, logger: logger)
             case "/readyz":
-                let stale = await sync.isStale(now: CutoffSyncService.systemNow())
-                return stale
-                    ? .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"}")
-                    : .init(status: 200, body: "{\"status\":\"ready\"}")
+                guard await sync.isStale(now: CutoffSyncService.systemNow()) else {
+                    return .init(status: 200, body: "{\"status\":\"ready\"}")
+                }
+                // Why the store cannot confirm the snapshot, as its error code only: the probe is open (no secret),
+                // and the message, with the path or the host, is in the log. Absent before the first sync of a
+                // gateway that started on its cache file and has not tried again yet.
+                let storeError = await sync.lastError.map { ",\"store_error\":\"\($0.code)\"" } ?? ""
+                return .init(status: 503, body: "{\"status\":\"not_ready\",\"reason\":\"cutoff snapshot is stale\"\(storeError)}")
             default:
                 let response = await api.handle(method: request.method, path: request.path, body: request.body, client: request.client)
                 // The API's own headers (`Allow` on its 405s) were dropped here before.

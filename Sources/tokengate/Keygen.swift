@@ -27,23 +27,30 @@ struct Keygen: ParsableCommand {
 
     func run() throws {
         guard let algorithm = TokenAlgorithm(rawValue: self.alg) else {
-            fail("unknown algorithm '\(self.alg)'; use one of \(TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))")
+            fail("unknown algorithm '\(self.alg)'; use one of \(TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", "))", status: .usage)
         }
         let keyID = self.kid ?? Self.randomKeyID()
         let privatePath = (self.out as NSString).appendingPathComponent("private.jwks")
         let publicPath = (self.out as NSString).appendingPathComponent("public.jwks")
         if !self.force, FileManager.default.fileExists(atPath: privatePath) || FileManager.default.fileExists(atPath: publicPath) {
-            fail("'\(self.out)' already holds key files; pass --force to replace them")
+            fail("'\(self.out)' already holds key files; pass --force to replace them", status: .cannotCreate)
+        }
+        let keys: (privateJWKS: String, publicJWKS: String)
+        do {
+            keys = try KeyGenerator.generate(algorithm: algorithm, keyID: keyID)
+        } catch {
+            fail("cannot generate a \(algorithm.rawValue) key: \(error)", status: .software)
         }
         do {
             try FileManager.default.createDirectory(atPath: self.out, withIntermediateDirectories: true)
-            let keys = try KeyGenerator.generate(algorithm: algorithm, keyID: keyID)
             try FileOutput.write(keys.privateJWKS, to: privatePath, mode: 0o600)
             // An HMAC key is necessarily secret in both files; an asymmetric public set is not.
             let publicMode: mode_t = algorithm.rawValue.hasPrefix("HS") ? 0o600 : 0o644
             try FileOutput.write(keys.publicJWKS, to: publicPath, mode: publicMode)
+        } catch let error as FileOutputError {
+            fail("\(error)", status: .cannotCreate)
         } catch {
-            fail("\(error)")
+            fail("cannot create the directory '\(self.out)': \(error.localizedDescription)", status: .cannotCreate)
         }
         print("wrote \(privatePath) and \(publicPath) (\(algorithm.rawValue), kid \(keyID))")
     }

@@ -57,7 +57,7 @@ struct Revoke: AsyncParsableCommand {
         do {
             configuration = try GatewayConfiguration.load(path: self.config, checkFiles: false)
         } catch {
-            fail("\(error)", status: Status.configuration.rawValue)
+            fail("\(error)", status: .configuration)
         }
         let now = Int64(Date().timeIntervalSince1970)
         var at = now
@@ -65,14 +65,14 @@ struct Revoke: AsyncParsableCommand {
             do {
                 at = try CutoffTime.parse(text)
             } catch {
-                fail("--at: \(error)", status: Status.usage.rawValue)
+                fail("--at: \(error)", status: .usage)
             }
             // As the admin API: a cutoff far in the future would also reject every token issued after it
             // until then (a typo could lock a user, or everyone, out for centuries).
             if at > now + 300 {
                 fail(
                     "--at is more than 5 minutes in the future; a cutoff takes effect for tokens issued before it",
-                    status: Status.usage.rawValue
+                    status: .usage
                 )
             }
         }
@@ -80,7 +80,7 @@ struct Revoke: AsyncParsableCommand {
             fail(
                 "the cutoff store \(path) is a read-only JSON file; edit the file, or configure a sqlite or "
                     + "postgres store",
-                status: Status.configuration.rawValue
+                status: .configuration
             )
         }
         let opened: CutoffStoreFactory.Opened
@@ -91,7 +91,7 @@ struct Revoke: AsyncParsableCommand {
                 for: .oneShotWrite
             )
         } catch {
-            fail("cannot open the cutoff store: \(error)", status: Status(for: error).rawValue)
+            fail("cannot open the cutoff store: \(error)", status: ExitStatus(forStoreError: error))
         }
         let store = opened.store
         let storeTask = opened.run.map { run in Task { await run() } }
@@ -110,7 +110,7 @@ struct Revoke: AsyncParsableCommand {
             try await store.close()
             print(self.report(result, before: before))
         } catch {
-            fail("\(error)", status: Status(for: error).rawValue)
+            fail("\(error)", status: ExitStatus(forStoreError: error))
         }
     }
 

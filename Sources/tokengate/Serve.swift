@@ -17,7 +17,7 @@ struct Serve: AsyncParsableCommand {
         do {
             configuration = try GatewayConfiguration.load(path: self.config)
         } catch {
-            fail("\(error)")
+            fail("\(error)", status: .configuration)
         }
         try await GatewayLauncher(configuration: configuration).run { _, _ in }
     }

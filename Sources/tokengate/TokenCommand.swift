@@ -42,7 +42,7 @@ struct TokenCommand: ParsableCommand {
             do {
                 signer = try TokenSigner(privateJWKS: bytes, keyID: self.kid)
             } catch {
-                fail("invalid private key set '\(self.key)': \(error)")
+                fail("invalid private key set '\(self.key)': \(error)", status: .dataError)
             }
             let claims = TokenClaims(
                 subject: self.sub,
@@ -56,14 +56,18 @@ struct TokenCommand: ParsableCommand {
             do {
                 print(try signer.mint(claims))
             } catch {
-                fail("cannot mint: \(error)")
+                fail("cannot mint: \(error)", status: .usage)
             }
         }
     }
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Verify a token. Exit 0 and a JSON line when valid; exit 1 and the reason when not."
+            abstract: "Verify a token. Exit 0 and a JSON line when valid; exit 1 and the reason when not.",
+            discussion: """
+                Exit status: 0 valid; 1 invalid (malformed included; the JSON line gives the reason); 64 usage error; \
+                65 a key or cutoffs file whose content is wrong; 66 a key or cutoffs file missing or unreadable.
+                """
         )
 
         @Option(help: "A JWK Set or a PEM public key.")
@@ -93,14 +97,15 @@ struct TokenCommand: ParsableCommand {
             case "api": accepted = .api
             case "session": accepted = .session
             case "any": accepted = .any
-            default: fail("--accept must be api, session or any, not '\(self.accept)'")
+            default: fail("--accept must be api, session or any, not '\(self.accept)'", status: .usage)
             }
             var algorithm: TokenAlgorithm?
             if let name = self.alg {
                 guard let parsed = TokenAlgorithm(rawValue: name) else {
                     fail(
                         "--alg must be one of \(TokenAlgorithm.allCases.map(\.rawValue).joined(separator: ", ")), "
-                            + "not '\(name)'"
+                            + "not '\(name)'",
+                        status: .usage
                     )
                 }
                 algorithm = parsed
@@ -109,19 +114,19 @@ struct TokenCommand: ParsableCommand {
             do {
                 keySet = try KeySet.load(path: self.keys, algorithm: algorithm)
             } catch {
-                fail("invalid key file '\(self.keys)': \(error)")
+                fail("invalid key file '\(self.keys)': \(error)", status: Self.status(forInputFileError: error))
             }
             var snapshot = CutoffSnapshot.empty
             if let path = self.cutoffs {
                 do {
                     snapshot = try CutoffSnapshot.load(jsonFile: path)
                 } catch {
-                    fail("invalid cutoffs file '\(path)': \(error)")
+                    fail("invalid cutoffs file '\(path)': \(error)", status: Self.status(forInputFileError: error))
                 }
             }
             var policy = VerificationPolicy()
             if let maxAge = self.sessionMaxAge {
-                guard maxAge > 0 else { fail("--session-max-age must be positive") }
+                guard maxAge > 0 else { fail("--session-max-age must be positive", status: .usage) }
                 policy.sessionMaxAge = maxAge
             }
             let verifier = TokenVerifier(keys: keySet, policy: policy)
@@ -135,8 +140,14 @@ struct TokenCommand: ParsableCommand {
                 )
             case .invalid(let reason):
                 print("{\"error\":\"invalid_token\",\"reason\":\"\(reason.code)\"}")
-                throw ExitCode(ExitStatus.invalidToken)
+                throw ExitCode(ExitStatus.invalidToken.rawValue)
             }
+        }
+
+        /// 66 for a key or cutoffs file that is missing or unreadable, 65 for one whose content is wrong.
+        static func status(forInputFileError error: any Error) -> ExitStatus {
+            let code = (error as? KeyLoadingError)?.code ?? (error as? CutoffFileError)?.code
+            return code == "unreadable_file" ? .noInput : .dataError
         }
     }
 }

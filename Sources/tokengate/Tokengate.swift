@@ -17,8 +17,8 @@ struct Tokengate: AsyncParsableCommand {
         ]
     )
 
-    /// Runs the command, mapping argument errors to exit status 2 (ArgumentParser's default is 64) so
-    /// every usage error and bad input file exits the same way; `revoke`'s exit 64 (see ``Revoke/Status``).
+    /// Runs the command with the exit statuses of ``ExitStatus``: a usage error is 64 (ArgumentParser's own
+    /// `EX_USAGE`), an invalid token 1, and what a command reports through ``fail(_:status:)`` its own status.
     static func main() async {
         // Log lines are written by a thread of their own (``LogLineWriter``): what is queued goes out before
         // the process ends, on every way out (`fail` flushes too).
@@ -33,38 +33,15 @@ struct Tokengate: AsyncParsableCommand {
         } catch {
             LogLineWriter.standardOutput.flush()
             let code = Self.exitCode(for: error)
-            if code == .success {
+            // Help, a version request, an `ExitCode` a command threw (`token verify`'s 1), and every usage error
+            // ArgumentParser found (64): printed and ended as ArgumentParser does.
+            if code == .success || code == .validationFailure || error is ExitCode {
                 Self.exit(withError: error)
             }
-            if code == .validationFailure {
-                FileOutput.standardError(Self.fullMessage(for: error) + "\n")
-                // `revoke` is run by scripts that must tell a usage error from a store to retry: its statuses are
-                // sysexits-style (``Revoke/Status``). The subcommand is known only by name when parsing failed.
-                let revoke = CommandLine.arguments.dropFirst().first == Revoke.name
-                Foundation.exit(revoke ? Revoke.Status.usage.rawValue : ExitStatus.usage)
-            }
-            if error is ExitCode {
-                Self.exit(withError: error)
-            }
-            // Anything else that escaped a command is an operational failure, never "invalid token" (1).
+            // Anything else that escaped a command is a failure no command anticipated, never "invalid token" (1)
+            // nor one a script would take for a configuration to fix.
             FileOutput.standardError("tokengate: \(error)\n")
-            Foundation.exit(ExitStatus.usage)
+            Foundation.exit(ExitStatus.software.rawValue)
         }
     }
-}
-
-/// Exit codes shared by the subcommands: 0 success, 1 an invalid token (for `token verify`), 2 a usage
-/// error or an unreadable/invalid input file.
-enum ExitStatus {
-    static let invalidToken: Int32 = 1
-    static let usage: Int32 = 2
-}
-
-/// Prints `message` to standard error and exits with `status`, 2 unless given: the way every subcommand reports a
-/// bad input file or argument, so scripts can tell it from an invalid token (status 1). `revoke` gives its own
-/// statuses (``Revoke/Status``).
-func fail(_ message: String, status: Int32 = ExitStatus.usage) -> Never {
-    LogLineWriter.standardOutput.flush()
-    FileOutput.standardError("tokengate: \(message)\n")
-    exit(status)
 }

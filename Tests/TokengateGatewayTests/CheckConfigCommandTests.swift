@@ -73,18 +73,18 @@ struct CheckConfigCommandTests {
 
         try setup.write("admin.secret", "\n", mode: 0o600)
         let empty = try setup.checkConfig()
-        #expect(empty.status == 2, "\(empty.stdout) \(empty.stderr)")
+        #expect(empty.status == 78, "\(empty.stdout) \(empty.stderr)")
         #expect(empty.stderr.contains("admin.secret") && empty.stderr.contains("is empty"), "\(empty.stderr)")
         #expect(!empty.stdout.contains("ok"), "\(empty.stdout)")
 
         let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
-        #expect(serve.status == 2, "\(serve.stdout) \(serve.stderr)")
+        #expect(serve.status == 78, "\(serve.stdout) \(serve.stderr)")
         #expect(serve.stderr.contains("is empty"), "\(serve.stderr)")
         #expect(!(serve.stdout + serve.stderr).contains("listening"), "nothing may start before the secret is read: \(serve.stdout) \(serve.stderr)")
 
         try setup.write("admin.secret", "short-secret\n", mode: 0o600)
         let short = try setup.checkConfig()
-        #expect(short.status == 2, "\(short.stdout) \(short.stderr)")
+        #expect(short.status == 78, "\(short.stdout) \(short.stderr)")
         #expect(short.stderr.contains("too short"), "\(short.stderr)")
         #expect(!short.stderr.contains("short-secret"), "the secret itself is never printed: \(short.stderr)")
 
@@ -180,12 +180,12 @@ struct CheckConfigCommandTests {
         try setup.write("rsa.jwks", withoutAlg, mode: 0o644)
 
         let refused = try setup.checkConfig()
-        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.status == 78, "\(refused.stdout) \(refused.stderr)")
         for part in ["rsa.jwks", "kid 'rsa-1'", "RS256, PS256", "set 'alg' on the JWK", "its keys entry"] {
             #expect(refused.stderr.contains(part), "\(part): \(refused.stderr)")
         }
         let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
-        #expect(serve.status == 2, "\(serve.stdout) \(serve.stderr)")
+        #expect(serve.status == 78, "\(serve.stdout) \(serve.stderr)")
         #expect(serve.stderr.contains("kid 'rsa-1'") && serve.stderr.contains("RS256, PS256"), "\(serve.stderr)")
         #expect(!serve.stderr.contains("listening"), "\(serve.stderr)")
 
@@ -207,7 +207,7 @@ struct CheckConfigCommandTests {
         defer { setup.remove() }
         try setup.write("short.key", "12345", mode: 0o600)
         let refused = try setup.checkConfig()
-        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.status == 78, "\(refused.stdout) \(refused.stderr)")
         #expect(refused.stderr.contains("keys[1] (hmac_file short.key): "), "\(refused.stderr)")
         #expect(!refused.stderr.contains("12345"), "the secret itself is never shown")
     }
@@ -226,7 +226,7 @@ struct CheckConfigCommandTests {
         let guarded = try Setup(keys: "")
         defer { guarded.remove() }
         let refused = try guarded.checkConfig()
-        #expect(refused.status == 2, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.status == 78, "\(refused.stdout) \(refused.stderr)")
         #expect(refused.stderr.contains("routes[0].accept") && refused.stderr.contains("no keys"), "\(refused.stderr)")
     }
 
@@ -251,13 +251,14 @@ struct CheckConfigCommandTests {
         try self.expectRefusedAlike(setup, saying: "\(path) is not a SQLite database")
     }
 
-    /// `check-config` and `serve` both exit 2 naming `cutoffs.sqlite` with `reason`, and `serve` starts nothing.
+    /// `check-config` and `serve` both exit 69 (the store cannot be used as it is, as `revoke` says of it) naming
+    /// `cutoffs.sqlite` with `reason`, and `serve` starts nothing.
     private func expectRefusedAlike(_ setup: Setup, saying reason: String) throws {
         let check = try setup.checkConfig()
-        #expect(check.status == 2, "\(check.stdout) \(check.stderr)")
+        #expect(check.status == 69, "\(check.stdout) \(check.stderr)")
         #expect(!check.stdout.contains("ok"), "\(check.stdout)")
         let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
-        #expect(serve.status == 2, "\(serve.stdout) \(serve.stderr)")
+        #expect(serve.status == 69, "\(serve.stdout) \(serve.stderr)")
         #expect(!(serve.stdout + serve.stderr).contains("listening"), "\(serve.stdout) \(serve.stderr)")
         let expected = "cutoff store: cutoffs.sqlite: " + reason
         #expect(check.stderr.contains(expected), "\(check.stderr)")

@@ -118,7 +118,7 @@ struct DevCommandTests {
         let text = try await self.banner { yaml, _ in
             yaml.replacingOccurrences(of: "signing_key:\n  jwks: ../.dev/keys/private.jwks", with: "signing_key:\n  pem: ../.dev/keys/private.pem\n  alg: EdDSA")
         }
-        #expect(text.contains("[exit 2]"), "\(text)")
+        #expect(text.contains("[exit 78]"), "a configuration `dev` cannot use: \(text)")
         #expect(text.contains("`signing_key` must be a `jwks:` file"), "\(text)")
         #expect(!text.contains("Ctrl-C stops the gateway."), "\(text)")
     }
