@@ -4,6 +4,7 @@
 
 import NIOHTTP1
 import TokengateConfig
+import TokengateTokens
 
 /// Finds the token of a request in the places its route lists (DESIGN §2), and refuses the shapes RFC
 /// 6750 forbids: a token in the URL, tokens sent more than one way, a cookie token on a cross-site

@@ -38,7 +38,8 @@ enum ExitStatus: Int32 {
     case temporary = 75
     /// `EX_CONFIG`: the configuration cannot be used: the file is unreadable or invalid, a file it names (a
     /// certificate, a key, the admin secret, the PostgreSQL password file) does not load, a read-only store was
-    /// asked to write, or a store setting is refused.
+    /// asked to write (the JSON file; PostgreSQL's `rp_table` mode for a user's cutoff), or a store setting is
+    /// refused (a role that may not create or use tokengate's table included).
     case configuration = 78
 
     /// The status for an error from opening the cutoff store or from using it (`revoke`, and `serve` or `dev`

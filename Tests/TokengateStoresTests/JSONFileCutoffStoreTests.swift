@@ -39,6 +39,16 @@ struct JSONFileCutoffStoreTests {
         #expect(try await JSONFileCutoffStore.parseText("{}") == CutoffTable())
     }
 
+    @Test("ids that differ only in Unicode form are two users, each with its own cutoffs")
+    func unicodeFormsAreTwoUsers() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.file("cutoffs.json")
+        try writeFile(path, #"{"users": {"jos\u00e9": {"revoked_before": 200}, "jose\u0301": {"revoked_before": 100}}}"#)
+        let store = JSONFileCutoffStore(path: path)
+        #expect(try await store.cutoffs(for: "jos\u{e9}").user == UserCutoffs(revokedBefore: 200))
+        #expect(try await store.cutoffs(for: "jose\u{301}").user == UserCutoffs(revokedBefore: 100))
+    }
+
     @Test("writes are refused with a clear error")
     func readOnly() async throws {
         let directory = try TemporaryDirectory()
@@ -66,6 +76,8 @@ struct JSONFileCutoffStoreTests {
         ("{\"users\": {\"alice\": {\"revoked\": 1}}}", "unknown key \"revoked\" in users[\"alice\"]"),
         ("{\"users\": {\"\": {}}}", "not a valid user id: the user id is empty"),
         ("{\"users\": {\"a\\u0000b\": {}}}", "not a valid user id: the user id contains a control character"),
+        ("{\"users\": {\"alice\": {}, \"alice\": {\"revoked_before\": 1}}}", "users[\"alice\"] appears twice"),
+        ("{\"users\": {\"alice\": {}}, \"users\": {}}", "\"users\" appears twice at the top level"),
     ])
     func badFiles(text: String, expected: String) async throws {
         let directory = try TemporaryDirectory()

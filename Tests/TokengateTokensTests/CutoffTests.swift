@@ -23,7 +23,7 @@ import Testing
             #"""
             {"global_revoked_before": 1700000000,
              "users": {"alice": {"revoked_before": 1750000000, "api_revoked_before": 1760000000},
-                       "bob": {"api_revoked_before": 1.76e9},
+                       "bob": {"api_revoked_before": 1760000000},
                        "carol": {"revoked_before": null},
                        "jürgen": {}}}
             """#
@@ -49,6 +49,12 @@ import Testing
             (#"{"global_revoked_before":1700000000.5}"#, "invalid_value"),
             (#"{"global_revoked_before":-5}"#, "invalid_value"),
             (#"{"global_revoked_before":1e20}"#, "invalid_value"),
+            (#"{"global_revoked_before":1.76e9}"#, "invalid_value"),
+            (#"{"global_revoked_before":99999999999999999999}"#, "invalid_value"),
+            (#"{"global_revoked_before":1,"global_revoked_before":2}"#, "invalid_value"),
+            (#"{"users":{"alice":{},"alice":{}}}"#, "invalid_value"),
+            (#"{"users":{"alice":{"revoked_before":1,"revoked_before":2}}}"#, "invalid_value"),
+            (#"{"users":{"alice":{}},}"#, "invalid_json"),
             (#"{"global_revoked_before":true}"#, "invalid_value"),
             (#"{"global_revoked_before":[1]}"#, "invalid_value"),
             (#"{"global_revoke_before":1}"#, "invalid_value"),
@@ -64,9 +70,30 @@ import Testing
         }
         #expect(
             self.error(#"{"users":{"alice":{"revoked_before":"x"}}}"#)?.description.contains(
-                "users['alice'].revoked_before"
+                #"users["alice"].revoked_before"#
             ) == true
         )
+    }
+
+    /// `"jos\u00e9"` and `"jose\u0301"` are two users (ids are opaque). Read through Foundation they were one key,
+    /// spelt the first way with the second one's cutoffs: the second user had no cutoff at all.
+    @Test func idsThatDifferOnlyInUnicodeFormStayTwoUsers() throws {
+        let composed = "jos\u{e9}"
+        let decomposed = "jose\u{301}"
+        let json = #"{"users":{"jos\u00e9":{"revoked_before":200},"jose\u0301":{"revoked_before":100},"#
+            + #""\#(composed)x":{"api_revoked_before":7}}}"#
+        let snapshot = try self.parse(json)
+        #expect(snapshot.users.count == 3)
+        #expect(snapshot.users[CutoffUserKey(composed)] == UserCutoffs(revokedBefore: 200))
+        #expect(snapshot.users[CutoffUserKey(decomposed)] == UserCutoffs(revokedBefore: 100))
+        // Written (the snapshot cache) and read again, byte for byte.
+        let again = try CutoffSnapshot(json: [UInt8](snapshot.jsonData()))
+        #expect(again.users == snapshot.users)
+        // Sorted by bytes: `e` (0x65) before `é` (0xC3 0xA9).
+        let expected = #"{"users":{"jose\#u{301}":{"revoked_before":100},"jos\#u{e9}":{"revoked_before":200},"#
+            + #""jos\#u{e9}x":{"api_revoked_before":7}}}"#
+        let written = try snapshot.jsonData()
+        #expect(Array(written) == Array(expected.utf8), "\(String(decoding: written, as: UTF8.self))")
     }
 
     @Test func jsonDataRoundTrips() throws {

@@ -18,6 +18,9 @@
 ///   (``removing(_:)``), never by re-serializing, so key order, number spellings (`1.0`,
 ///   `12345678901234567890`), escapes and whitespace of everything else arrive unchanged.
 ///
+/// The cutoff files read their user ids with it too (``CutoffsJSON``): a member's name keeps the bytes it was
+/// written with, where Foundation's parsers put names equal under Unicode canonical equivalence on one key.
+///
 /// ### Implementation
 /// A single forward scan with no recursion: nested containers are tracked on an explicit stack capped at
 /// ``maximumDepth``, so an attacker's `[[[[…` costs one byte of stack per level and is refused past the
@@ -25,30 +28,30 @@
 /// ``stringValue(of:)`` (usually just the token's), so a large body costs no allocation per member value;
 /// given the one name it looks for, the scan keeps only those members, so it costs no memory per member either.
 /// Pure: no Foundation, no I/O.
-struct JSONTopLevelMembers: Sendable {
+public struct JSONTopLevelMembers: Sendable {
     /// The deepest nesting accepted, counting the top-level object as 1. The same as Foundation's
     /// `JSONSerialization`, which the gateway used before, so no body it accepted is refused for depth.
-    static let maximumDepth = 512
+    public static let maximumDepth = 512
 
     /// One member of the top-level object.
-    struct Member: Equatable, Sendable {
+    public struct Member: Equatable, Sendable {
         /// The name with its escapes resolved.
-        let name: String
+        public let name: String
         /// The value is a JSON string (its text in ``valueRange`` starts with a quote).
-        let valueIsString: Bool
+        public let valueIsString: Bool
         /// The bytes of the value, quotes included for a string.
-        let valueRange: Range<Int>
+        public let valueRange: Range<Int>
         /// The bytes to cut to remove this member and leave a valid object: the name through the value, plus
         /// one separating comma — the following one for the first member, the preceding one for the others
         /// (and no comma when it is the only member). Whitespace outside this range stays.
-        let removalRange: Range<Int>
+        public let removalRange: Range<Int>
     }
 
     /// The body the members were found in.
-    let bytes: [UInt8]
+    public let bytes: [UInt8]
     /// The top-level members in body order, duplicates included (only those with the name given to
     /// ``init(parsing:keepingMembersNamed:)``, when one was).
-    let members: [Member]
+    public let members: [Member]
 
     /// Scans `bytes`, which must be exactly one JSON object with optional whitespace around it.
     ///
@@ -57,7 +60,7 @@ struct JSONTopLevelMembers: Sendable {
     ///   - name: When given, ``members`` keeps only the members with this name (compared as in
     ///     ``members(named:)``). Every member is still scanned and its name decoded, but a body of a million
     ///     small members then costs no memory per member: what the gateway does with a body it only searches.
-    init(parsing bytes: [UInt8], keepingMembersNamed name: String? = nil) throws(SyntaxError) {
+    public init(parsing bytes: [UInt8], keepingMembersNamed name: String? = nil) throws(SyntaxError) {
         self.bytes = bytes
         self.members = try bytes.withUnsafeBufferPointer { buffer throws(SyntaxError) in
             var scanner = Scanner(buffer)
@@ -71,12 +74,12 @@ struct JSONTopLevelMembers: Sendable {
     /// `"cafe\u0301"` both match a field configured as `café`. A backend that keys its objects by such
     /// strings (Swift's own dictionaries do) would otherwise read a second, unchecked member as the field.
     /// For the ASCII names nearly every route uses this is plain byte equality.
-    func members(named name: String) -> [Member] {
+    public func members(named name: String) -> [Member] {
         self.members.filter { $0.name == name }
     }
 
     /// The decoded value of `member` when it is a string, `nil` otherwise.
-    func stringValue(of member: Member) -> String? {
+    public func stringValue(of member: Member) -> String? {
         guard member.valueIsString else { return nil }
         return self.bytes.withUnsafeBufferPointer { buffer in
             var scanner = Scanner(buffer, at: member.valueRange.lowerBound)
@@ -89,7 +92,7 @@ struct JSONTopLevelMembers: Sendable {
     }
 
     /// The body without `member`, every other byte unchanged.
-    func removing(_ member: Member) -> [UInt8] {
+    public func removing(_ member: Member) -> [UInt8] {
         var result: [UInt8] = []
         result.reserveCapacity(self.bytes.count - member.removalRange.count)
         result += self.bytes[..<member.removalRange.lowerBound]
@@ -99,7 +102,7 @@ struct JSONTopLevelMembers: Sendable {
 
     /// `bytes` without its one top-level member named `name`; `nil` when `bytes` is not a valid object or
     /// does not have exactly one such member (removing one of two would forward the other).
-    static func removingMember(named name: String, from bytes: [UInt8]) -> [UInt8]? {
+    public static func removingMember(named name: String, from bytes: [UInt8]) -> [UInt8]? {
         guard let object = try? JSONTopLevelMembers(parsing: bytes, keepingMembersNamed: name) else { return nil }
         guard object.members.count == 1, let member = object.members.first else { return nil }
         return object.removing(member)
@@ -112,8 +115,8 @@ extension JSONTopLevelMembers {
     /// Why a body is not one valid JSON object, and the byte offset where that was found.
     ///
     /// Carries no body bytes: a token could be among them, and these errors may be logged.
-    struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
-        struct Code: Hashable, Sendable, CustomStringConvertible {
+    public struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+        public struct Code: Hashable, Sendable, CustomStringConvertible {
             private enum Base: String, Hashable, Sendable {
                 case notAnObject = "not_an_object"
                 case unexpectedEnd = "unexpected_end"
@@ -132,36 +135,36 @@ extension JSONTopLevelMembers {
             private init(_ base: Base) { self.base = base }
 
             /// The body does not start (after whitespace) with `{`.
-            static let notAnObject = Self(.notAnObject)
+            public static let notAnObject = Self(.notAnObject)
             /// The body ends inside the object.
-            static let unexpectedEnd = Self(.unexpectedEnd)
+            public static let unexpectedEnd = Self(.unexpectedEnd)
             /// A byte the grammar does not allow here (a trailing comma, a missing colon, `01`, …).
-            static let unexpectedByte = Self(.unexpectedByte)
+            public static let unexpectedByte = Self(.unexpectedByte)
             /// A raw byte below 0x20 inside a string.
-            static let controlCharacter = Self(.controlCharacter)
+            public static let controlCharacter = Self(.controlCharacter)
             /// A backslash not followed by one of `" \ / b f n r t` or by `u` and four hex digits.
-            static let invalidEscape = Self(.invalidEscape)
+            public static let invalidEscape = Self(.invalidEscape)
             /// A `\uD800`–`\uDFFF` escape that is not a high surrogate followed by a low one.
-            static let unpairedSurrogate = Self(.unpairedSurrogate)
+            public static let unpairedSurrogate = Self(.unpairedSurrogate)
             /// A string's bytes are not well-formed UTF-8 (overlong, surrogate, above U+10FFFF, truncated).
-            static let invalidUTF8 = Self(.invalidUTF8)
+            public static let invalidUTF8 = Self(.invalidUTF8)
             /// A number outside the RFC 8259 grammar (`-`, `1.`, `.5`, `1e`, `+1`).
-            static let invalidNumber = Self(.invalidNumber)
+            public static let invalidNumber = Self(.invalidNumber)
             /// Something starting like `true`, `false` or `null` that is not one.
-            static let invalidLiteral = Self(.invalidLiteral)
+            public static let invalidLiteral = Self(.invalidLiteral)
             /// Nesting deeper than ``JSONTopLevelMembers/maximumDepth``.
-            static let tooDeep = Self(.tooDeep)
+            public static let tooDeep = Self(.tooDeep)
             /// Bytes other than whitespace after the object.
-            static let trailingBytes = Self(.trailingBytes)
+            public static let trailingBytes = Self(.trailingBytes)
 
-            var description: String { self.base.rawValue }
+            public var description: String { self.base.rawValue }
         }
 
-        let code: Code
+        public let code: Code
         /// Where in the body the problem was found.
-        let offset: Int
+        public let offset: Int
 
-        var description: String { "\(self.code) at byte \(self.offset)" }
+        public var description: String { "\(self.code) at byte \(self.offset)" }
     }
 }
 

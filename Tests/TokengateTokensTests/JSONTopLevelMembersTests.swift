@@ -5,7 +5,7 @@
 import Foundation
 import Testing
 
-@testable import TokengateGateway
+@testable import TokengateTokens
 
 @Suite struct JSONTopLevelMembersTests {
     typealias Code = JSONTopLevelMembers.SyntaxError.Code

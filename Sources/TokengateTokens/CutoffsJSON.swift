@@ -1,0 +1,237 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+/// The cutoffs JSON format, read and written with every user id kept byte for byte:
+///
+/// ```json
+/// {"global_revoked_before": 1714564800,
+///  "users": {"alice": {"revoked_before": 1714564800, "api_revoked_before": 1714568400}}}
+/// ```
+///
+/// The `file` cutoff store reads it, the PostgreSQL store's snapshot cache writes and reads it, and `tokengate token
+/// verify --cutoffs` reads it: one reader, so all three accept and refuse the same files.
+///
+/// ### Why not Foundation
+/// `JSONSerialization` and `JSONDecoder` hand over `[String: …]` dictionaries, whose keys compare by Unicode
+/// canonical equivalence: a file holding `"josé"` (U+00E9) and `"jose\u0301"` came out as one key, spelt the first
+/// way and carrying the second one's cutoffs. A token for the second spelling then had no cutoff at all (user ids
+/// are opaque, ``CutoffUserKey``), and the first one's could move back. The members are read here with
+/// ``JSONTopLevelMembers``, which keeps each name's bytes; writing goes through the same rules by hand.
+///
+/// ### Rules
+/// Every member is optional, and `null` means none. A time is a non-negative integer of UNIX seconds written as
+/// digits (no fraction, exponent or sign) that fits in 64 bits. Anything else — an unknown member, a member twice,
+/// the same user twice, a user id ``UserIDRules`` refuses, a boolean, a string — is an error naming the member,
+/// because a typo that silently dropped a cutoff would let revoked tokens in.
+public enum CutoffsJSON {
+    /// What a file holds.
+    public struct Contents: Sendable, Equatable {
+        public var globalRevokedBefore: Int64?
+        public var users: [CutoffUserKey: UserCutoffs]
+
+        public init(globalRevokedBefore: Int64? = nil, users: [CutoffUserKey: UserCutoffs] = [:]) {
+            self.globalRevokedBefore = globalRevokedBefore
+            self.users = users
+        }
+    }
+
+    /// Reads `json`.
+    /// - Throws: ``CutoffFileError`` with code `invalid_json` (not one JSON object) or `invalid_value`, and a message
+    ///   naming the member at fault. The message quotes a user id only once the id passed ``UserIDRules`` (no
+    ///   control characters), cut to 80 characters.
+    public static func parse(_ json: [UInt8]) throws(CutoffFileError) -> Contents {
+        let top: JSONTopLevelMembers
+        do {
+            top = try JSONTopLevelMembers(parsing: json)
+        } catch let error where error.code == .notAnObject && Self.startsAJSONValue(json) {
+            throw CutoffFileError(code: "invalid_json", message: "the top level must be a JSON object")
+        } catch {
+            throw CutoffFileError(code: "invalid_json", message: "not valid JSON (\(error))")
+        }
+        var contents = Contents()
+        var seen: Set<String> = []
+        for member in top.members {
+            guard seen.insert(member.name).inserted else {
+                throw invalid("\(Self.quoted(member.name)) appears twice at the top level")
+            }
+            let value = json[member.valueRange]
+            switch member.name {
+            case "global_revoked_before":
+                contents.globalRevokedBefore = try Self.time(value, at: "global_revoked_before")
+            case "users":
+                if Self.isNull(value) { continue }
+                contents.users = try Self.users(Array(value))
+            default:
+                throw invalid(
+                    "unknown key \(Self.quoted(member.name)) at the top level (expected \"global_revoked_before\" and \"users\")"
+                )
+            }
+        }
+        return contents
+    }
+
+    /// `contents` in this format: members in a fixed order, users sorted by their ids' bytes, so that the same
+    /// contents always give the same bytes.
+    public static func write(_ contents: Contents) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + contents.users.count * 64)
+        out += Array("{".utf8)
+        if let global = contents.globalRevokedBefore {
+            out += Array("\"global_revoked_before\":\(global),".utf8)
+        }
+        out += Array("\"users\":{".utf8)
+        let users = contents.users.sorted { $0.key.id.utf8.lexicographicallyPrecedes($1.key.id.utf8) }
+        for (index, (user, cutoffs)) in users.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            Self.appendString(user.id, to: &out)
+            var fields: [String] = []
+            if let revoked = cutoffs.revokedBefore { fields.append("\"revoked_before\":\(revoked)") }
+            if let apiRevoked = cutoffs.apiRevokedBefore { fields.append("\"api_revoked_before\":\(apiRevoked)") }
+            out += Array((":{" + fields.joined(separator: ",") + "}").utf8)
+        }
+        out += Array("}}".utf8)
+        return out
+    }
+
+    // MARK: Reading.
+
+    private static func users(_ object: [UInt8]) throws(CutoffFileError) -> [CutoffUserKey: UserCutoffs] {
+        let members: JSONTopLevelMembers
+        do {
+            members = try JSONTopLevelMembers(parsing: object)
+        } catch {
+            throw invalid("\"users\" must be an object of user id to cutoffs")
+        }
+        var users: [CutoffUserKey: UserCutoffs] = [:]
+        users.reserveCapacity(members.members.count)
+        for member in members.members {
+            if let problem = UserIDRules.problem(member.name) {
+                throw invalid("a key of \"users\" is not a valid user id: the user id \(problem)")
+            }
+            let location = "users[\(Self.quoted(member.name))]"
+            let key = CutoffUserKey(member.name)
+            guard users[key] == nil else {
+                throw invalid("\(location) appears twice")
+            }
+            users[key] = try Self.userCutoffs(Array(object[member.valueRange]), at: location)
+        }
+        return users
+    }
+
+    private static func userCutoffs(_ object: [UInt8], at location: String) throws(CutoffFileError) -> UserCutoffs {
+        let members: JSONTopLevelMembers
+        do {
+            members = try JSONTopLevelMembers(parsing: object)
+        } catch {
+            throw invalid("\(location) must be an object")
+        }
+        var cutoffs = UserCutoffs()
+        var seen: Set<String> = []
+        for member in members.members {
+            guard seen.insert(member.name).inserted else {
+                throw invalid("\(Self.quoted(member.name)) appears twice in \(location)")
+            }
+            let value = object[member.valueRange]
+            switch member.name {
+            case "revoked_before":
+                cutoffs.revokedBefore = try Self.time(value, at: "\(location).revoked_before")
+            case "api_revoked_before":
+                cutoffs.apiRevokedBefore = try Self.time(value, at: "\(location).api_revoked_before")
+            default:
+                throw invalid(
+                    "unknown key \(Self.quoted(member.name)) in \(location) "
+                        + "(expected \"revoked_before\" and \"api_revoked_before\")"
+                )
+            }
+        }
+        return cutoffs
+    }
+
+    /// `null`, or digits only (RFC 8259 already forbids leading zeros) that fit in an `Int64`.
+    private static func time(_ value: ArraySlice<UInt8>, at location: String) throws(CutoffFileError) -> Int64? {
+        if Self.isNull(value) { return nil }
+        var seconds: Int64 = 0
+        for byte in value {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                throw invalid("\(location) must be a non-negative integer of UNIX seconds or null, not \(Self.kind(of: value))")
+            }
+            let (times10, overflow) = seconds.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+            guard !overflow, !overflow2 else {
+                throw invalid("\(location) must be a non-negative integer of UNIX seconds or null, not a number that large")
+            }
+            seconds = sum
+        }
+        return seconds
+    }
+
+    /// Whether the first byte after white space can begin a JSON value other than an object (`[1]`, `42`, `"x"`),
+    /// so that the message says the shape is wrong rather than that it is not JSON.
+    private static func startsAJSONValue(_ json: [UInt8]) -> Bool {
+        let text = json.drop { [0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        guard let first = text.first else { return false }
+        return Array("[\"-0123456789".utf8).contains(first)
+            || ["true", "false", "null"].contains { text.starts(with: $0.utf8) }
+    }
+
+    private static func isNull(_ value: ArraySlice<UInt8>) -> Bool {
+        value.elementsEqual("null".utf8)
+    }
+
+    /// What a JSON value that is not a time is, for the message (the scan already checked its syntax).
+    private static func kind(of value: ArraySlice<UInt8>) -> String {
+        switch value.first {
+        case UInt8(ascii: "\""): "a string"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): "a boolean"
+        case UInt8(ascii: "["): "an array"
+        case UInt8(ascii: "{"): "an object"
+        case UInt8(ascii: "-"): "a negative number"
+        default: "a non-integer number"
+        }
+    }
+
+    private static func invalid(_ message: String) -> CutoffFileError {
+        CutoffFileError(code: "invalid_value", message: message)
+    }
+
+    // MARK: Writing.
+
+    /// A JSON string literal: `"` and `\` escaped, C0 controls and DEL as `\u00XX` (a valid user id holds none),
+    /// everything else as its UTF-8 bytes.
+    private static func appendString(_ string: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out.append(UInt8(ascii: "\\"))
+                out.append(byte)
+            case 0..<0x20, 0x7F:
+                let hex = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8)
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0xF)])
+            default:
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// A name for a message: JSON-quoted, with every control character (C0, DEL, C1, the line and paragraph
+    /// separators) escaped so that none reaches a terminal or a log line, and cut short.
+    static func quoted(_ name: String) -> String {
+        var text = "\""
+        for scalar in (name.count > 80 ? String(name.prefix(80)) + "…" : name).unicodeScalars {
+            switch scalar.value {
+            case 0x22: text += "\\\""
+            case 0x5C: text += "\\\\"
+            case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        return text + "\""
+    }
+}
