@@ -8,7 +8,8 @@ extension ConfigurationDecoder {
     func limits(_ node: ConfigNode) throws(ConfigurationError) -> LimitsConfiguration {
         let map = try node.mapping(allowed: [
             "max_header_bytes", "max_uri_bytes", "max_body_bytes", "max_token_body_bytes", "max_connections",
-            "idle_timeout", "request_header_timeout", "drain_timeout",
+            "idle_timeout", "request_header_timeout", "drain_timeout", "request_body_timeout", "request_body_min_rate",
+            "token_body_memory",
         ])
         let kib = 1024
         let mib = 1024 * kib
@@ -25,6 +26,17 @@ extension ConfigurationDecoder {
             try map["request_header_timeout"]?.duration(in: .seconds(1)...(.seconds(300)))
             ?? limits.requestHeaderTimeout
         limits.drainTimeout = try map["drain_timeout"]?.duration(in: .zero...(.seconds(3600))) ?? limits.drainTimeout
+        limits.requestBodyTimeout =
+            try map["request_body_timeout"]?.duration(in: .seconds(1)...(.seconds(3600))) ?? limits.requestBodyTimeout
+        limits.requestBodyMinRate = try map["request_body_min_rate"]?.size(in: 0...(64 * mib)) ?? limits.requestBodyMinRate
+        limits.tokenBodyMemory = try map["token_body_memory"]?.size(in: kib...(64 * 1024 * mib)) ?? limits.tokenBodyMemory
+        if limits.tokenBodyMemory < limits.maxTokenBodyBytes {
+            throw (map["token_body_memory"] ?? node).error(
+                .conflict,
+                "token_body_memory (\(limits.tokenBodyMemory)) cannot be less than max_token_body_bytes "
+                    + "(\(limits.maxTokenBodyBytes)): no token body could be read whole"
+            )
+        }
         if limits.maxURIBytes > limits.maxHeaderBytes {
             throw (map["max_uri_bytes"] ?? node).error(
                 .conflict,

@@ -20,6 +20,15 @@ public struct LimitsConfiguration: Sendable, Equatable {
     public var requestHeaderTimeout: Duration
     /// Graceful shutdown waits this long for in-flight requests. Default 30s.
     public var drainTimeout: Duration
+    /// A request body gets this long, plus a second for every ``requestBodyMinRate`` bytes it has sent, plus the
+    /// time the gateway held its reading back; past that: 408. Default 20s.
+    public var requestBodyTimeout: Duration
+    /// Bytes per second a request body must keep up, averaged from its start, once ``requestBodyTimeout`` is
+    /// spent; 0 turns the check off. Default 512.
+    public var requestBodyMinRate: Int
+    /// The most memory all requests together may hold in bodies read to find a form or JSON token (each up to
+    /// ``maxTokenBodyBytes``); past it: 503. Default 64 MiB.
+    public var tokenBodyMemory: Int
 
     public init(
         maxHeaderBytes: Int = 16 * 1024,
@@ -29,7 +38,10 @@ public struct LimitsConfiguration: Sendable, Equatable {
         maxConnections: Int = 10_000,
         idleTimeout: Duration = .seconds(60),
         requestHeaderTimeout: Duration = .seconds(10),
-        drainTimeout: Duration = .seconds(30)
+        drainTimeout: Duration = .seconds(30),
+        requestBodyTimeout: Duration = .seconds(20),
+        requestBodyMinRate: Int = 512,
+        tokenBodyMemory: Int = 64 * 1024 * 1024
     ) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURIBytes = maxURIBytes
@@ -39,5 +51,8 @@ public struct LimitsConfiguration: Sendable, Equatable {
         self.idleTimeout = idleTimeout
         self.requestHeaderTimeout = requestHeaderTimeout
         self.drainTimeout = drainTimeout
+        self.requestBodyTimeout = requestBodyTimeout
+        self.requestBodyMinRate = requestBodyMinRate
+        self.tokenBodyMemory = tokenBodyMemory
     }
 }

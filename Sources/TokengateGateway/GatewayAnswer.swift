@@ -216,6 +216,28 @@ extension GatewayAnswer {
         )
     }
 
+    /// The request body fell behind `limits.request_body_min_rate` (``ProxyExchange``'s body deadline).
+    static func requestBodyTooSlow() -> Self {
+        GatewayAnswer(
+            status: .requestTimeout,
+            error: "request_timeout",
+            description: "the request body arrived too slowly",
+            closeConnection: true,
+            reasonCode: "body_too_slow"
+        )
+    }
+
+    /// Every byte of `limits.token_body_memory` is held by bodies being read for a token (``TokenBodyMemory``).
+    static func tokenBodyMemoryFull() -> Self {
+        GatewayAnswer(
+            status: .serviceUnavailable,
+            error: "temporarily_unavailable",
+            description: "too many request bodies are being read at once; try again",
+            closeConnection: true,
+            reasonCode: "token_body_memory_full"
+        )
+    }
+
     static func tlsRequired() -> Self {
         GatewayAnswer(
             status: .upgradeRequired,

@@ -16,6 +16,8 @@ final class GatewayRuntime: Sendable {
     let cutoffs: CutoffSnapshotHolder
     let realm: String
     let limits: LimitsConfiguration
+    /// `limits.token_body_memory`, shared by this generation's exchanges.
+    let tokenBodyMemory: TokenBodyMemory
     let accessLog: Bool
     let metrics: GatewayMetrics
     /// `Strict-Transport-Security` for answers to TLS clients (`hsts:`), `nil` when `max_age` is `0s`.
@@ -41,6 +43,7 @@ final class GatewayRuntime: Sendable {
         self.cutoffs = cutoffs
         self.realm = realm
         self.limits = limits
+        self.tokenBodyMemory = TokenBodyMemory(limit: limits.tokenBodyMemory)
         self.accessLog = accessLog
         self.metrics = metrics
         self.hsts = hsts

@@ -87,6 +87,17 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var failedConnects = 0
     /// The target whose connect failed last: the retry looks at every other target first.
     private var failedTarget: Int?
+    /// Body bytes received so far, in every state (the pace of the body, ``bodyDeadline``).
+    private var bodyBytesReceived = 0
+    /// Scheduled while a request body is under way: the body must keep up `limits.request_body_min_rate`
+    /// (``startBodyDeadline()``).
+    private var bodyDeadline: Scheduled<Void>?
+    /// Since when the gateway has held the client's body back (backpressure, a connect under way), and for how
+    /// long it did before: that time is not the client's, and does not count against its pace.
+    private var readingPausedAt: NIODeadline?
+    private var readingPausedFor: TimeAmount = .zero
+    /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
+    private var tokenBodyBytesHeld = 0
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -194,10 +205,15 @@ final class ProxyExchange: UpstreamResponseReceiver {
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
+        self.bodyBytesReceived += buffer.readableBytes
         switch self.state {
         case .readingBody(let route, var body, let limit):
             if body.readableBytes + buffer.readableBytes > limit {
                 self.answer(.payloadTooLarge())
+                return
+            }
+            guard self.holdTokenBodyMemory(body.readableBytes + buffer.readableBytes) else {
+                self.answer(.tokenBodyMemoryFull())
                 return
             }
             self.state = .finished  // Parked while the buffer grows, so it is not copied on write.
@@ -219,6 +235,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
 
     func receivedEnd(_ trailers: HTTPHeaders?) {
         self.requestEnded = true
+        self.cancelBodyDeadline()
         switch self.state {
         case .readingBody(let route, let body, _):
             self.state = .awaitingUpstream
@@ -388,7 +405,13 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.answer(.payloadTooLarge())
                 return
             }
+            // The buffer is made as large as the announced length: that memory is taken before it is allocated.
+            guard self.holdTokenBodyMemory(size) else {
+                self.answer(.tokenBodyMemoryFull())
+                return
+            }
             self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: size), limit: limit)
+            self.startBodyDeadline()
             self.sendContinueIfExpected()
         case .forward(let identity, let strip):
             if body == nil, self.hasBody,
@@ -447,7 +470,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.replayableBody = ByteBuffer()  // Shared empty storage: no allocation per bodiless request.
             }
             self.state = .awaitingUpstream
-            self.client.setRequestReadingPaused(true)
+            self.setReadingPaused(true)
+            self.startBodyDeadline()
             self.connectUpstream()
         }
     }
@@ -597,7 +621,7 @@ extension ProxyExchange {
         if self.requestEnded {
             self.startResponseTimer(now: now)
         }
-        self.client.setRequestReadingPaused(!connection.handler.isWritable)
+        self.setReadingPaused(!connection.handler.isWritable)
     }
 
     private func release(_ connection: UpstreamConnection, reusable: Bool) {
@@ -731,7 +755,7 @@ extension ProxyExchange {
 
     func upstreamWritabilityChanged(isWritable: Bool) {
         if case .forwarding = self.state {
-            self.client.setRequestReadingPaused(!isWritable)
+            self.setReadingPaused(!isWritable)
         }
     }
 
@@ -842,9 +866,96 @@ extension ProxyExchange {
         self.client.exchangeCompleted(closeConnection: close, requestEnded: self.requestEnded)
     }
 
+    // MARK: The request body's pace and memory.
+
+    /// Pauses or resumes reading the client's body, and keeps the time the gateway held it back (a connect under
+    /// way, a backend that takes the body slowly) out of the body's pace (``bodyDeadline``). A request without a
+    /// body reads no clock here.
+    private func setReadingPaused(_ paused: Bool) {
+        self.client.setRequestReadingPaused(paused)
+        guard self.hasBody, !self.requestEnded else { return }
+        if paused {
+            if self.readingPausedAt == nil { self.readingPausedAt = .now() }
+        } else if let since = self.readingPausedAt {
+            self.readingPausedFor = self.readingPausedFor + (.now() - since)
+            self.readingPausedAt = nil
+        }
+    }
+
+    /// A request body that trickles (a byte every few seconds) holds what the gateway gave it for as long as it
+    /// likes, within `idle_timeout` of each read: a backend connection from the pool, over HTTP/2 one per stream,
+    /// so a few connections could take every connection to an upstream; or a token body's buffer. So a body gets
+    /// `limits.request_body_timeout`, plus one second for every `limits.request_body_min_rate` bytes it has sent,
+    /// plus the time the gateway held its reading back; a body still unfinished past that is answered `408` and
+    /// its connection closed (``bodyDeadlinePassed()``). Like Apache's `mod_reqtimeout`. One task per request
+    /// with a body, scheduled when the gateway starts to take the body and moved only when it fires.
+    private func startBodyDeadline() {
+        guard self.runtime.limits.requestBodyMinRate > 0, self.hasBody, !self.requestEnded, self.bodyDeadline == nil
+        else { return }
+        self.scheduleBodyDeadline(at: self.bodyDeadlineNow)
+    }
+
+    /// The body's deadline as of what it has sent so far.
+    private var bodyDeadlineNow: NIODeadline {
+        let limits = self.runtime.limits
+        var held = self.readingPausedFor
+        if let since = self.readingPausedAt {
+            held = held + (.now() - since)
+        }
+        let earned = Double(self.bodyBytesReceived) / Double(limits.requestBodyMinRate)
+        return self.start + TimeAmount(limits.requestBodyTimeout) + .nanoseconds(Int64(earned * 1e9)) + held
+    }
+
+    private func scheduleBodyDeadline(at deadline: NIODeadline) {
+        self.bodyDeadline = self.client.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.bodyDeadlinePassed()
+        }
+    }
+
+    private func bodyDeadlinePassed() {
+        self.bodyDeadline = nil
+        // A backend that has answered already decides how the exchange ends.
+        guard !self.requestEnded, !self.responseStarted else { return }
+        switch self.state {
+        case .readingBody, .awaitingUpstream, .forwarding:
+            break
+        case .answerPending, .answered, .finished:
+            return
+        }
+        let deadline = self.bodyDeadlineNow
+        if deadline > .now() {
+            self.scheduleBodyDeadline(at: deadline)
+            return
+        }
+        self.answer(.requestBodyTooSlow())
+    }
+
+    private func cancelBodyDeadline() {
+        self.bodyDeadline?.cancel()
+        self.bodyDeadline = nil
+    }
+
+    /// Takes from ``GatewayRuntime/tokenBodyMemory`` what this exchange's token body needs beyond what it holds,
+    /// up to `bytes` in all; false when that does not fit.
+    private func holdTokenBodyMemory(_ bytes: Int) -> Bool {
+        guard bytes > self.tokenBodyBytesHeld else { return true }
+        guard self.runtime.tokenBodyMemory.take(bytes - self.tokenBodyBytesHeld) else { return false }
+        self.tokenBodyBytesHeld = bytes
+        return true
+    }
+
+    private func releaseTokenBodyMemory() {
+        guard self.tokenBodyBytesHeld > 0 else { return }
+        self.runtime.tokenBodyMemory.giveBack(self.tokenBodyBytesHeld)
+        self.tokenBodyBytesHeld = 0
+    }
+
     // MARK: Metrics and the access log: one line per request; never a token, never a query string.
 
     private func log(status: UInt, reason: String) {
+        // The exchange is over: what it held for its request body goes back.
+        self.cancelBodyDeadline()
+        self.releaseTokenBodyMemory()
         let nanoseconds = (NIODeadline.now() - self.start).nanoseconds
         self.runtime.metrics.recordRequest(
             route: self.routeIndex,

@@ -324,6 +324,16 @@ struct ConfigurationErrorTests {
                 + "the request line is part of the head",
             code: .conflict
         )
+        self.expectError(
+            minimalYAML + "limits: { max_token_body_bytes: 1MiB, token_body_memory: 512KiB }\n",
+            "test.yaml:11:58: limits.token_body_memory: token_body_memory (524288) cannot be less than "
+                + "max_token_body_bytes (1048576): no token body could be read whole",
+            code: .conflict
+        )
+        self.expectError(
+            minimalYAML + "limits: { request_body_timeout: 0s }\n",
+            "test.yaml:11:33: limits.request_body_timeout: must be from 1s to 1h, got 0s"
+        )
     }
 
     @Test("upstream targets are scheme://host:port only")
