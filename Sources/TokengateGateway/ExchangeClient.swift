@@ -38,6 +38,11 @@ protocol ExchangeClient: AnyObject {
     func flush()
     /// Stops (or resumes) reading the request body: HTTP/1.1 holds `read()`, HTTP/2 holds window updates.
     func setRequestReadingPaused(_ paused: Bool)
+    /// Whether something outside the exchange keeps the client from sending more body right now: over HTTP/2
+    /// a receive window that is shut (the connection's, which other streams' unread bytes can use up); never
+    /// over HTTP/1.1, where the exchange's own pauses are the only ones. The body's pace (``RequestBodyPace``)
+    /// does not count such time against the client.
+    var isRequestBodyHeldBack: Bool { get }
     /// The exchange is over and its response written (not yet flushed: the codec flushes here, after it is
     /// ready for the next request, since a flush can deliver the next pipelined request at once).
     /// `closeConnection` asks an HTTP/1.1 connection to close once the response is out; `requestEnded` says

@@ -140,28 +140,48 @@ extension GatewayRuntime {
         )
     }
 
-    /// The cookies the token pages deliver api tokens in (`cookie_name`, `auth_token` by default), once each.
-    static func tokenPageDeliveryCookies(_ routes: [RouteConfiguration]) -> [String] {
-        var names: [String] = []
-        for route in routes {
-            if case .tokenPage(let page) = route.kind, !names.contains(page.cookieName) {
-                names.append(page.cookieName)
-            }
+    /// Where a token page's delivery cookie goes: its name, and the host and path a browser sends it to.
+    struct DeliveryCookie {
+        let name: String
+        /// The token page route's host; `nil` when it serves every host (the cookie may then come for any).
+        let host: String?
+        /// `cookie_path`.
+        let path: String
+    }
+
+    /// The cookies the token pages deliver api tokens in (`cookie_name`, `auth_token` by default).
+    static func tokenPageDeliveryCookies(_ routes: [RouteConfiguration]) -> [DeliveryCookie] {
+        routes.compactMap { route in
+            guard case .tokenPage(let page) = route.kind else { return nil }
+            return DeliveryCookie(name: page.cookieName, host: route.host, path: page.cookiePath)
         }
-        return names
     }
 
     /// The token pages' delivery cookies a route's backend must not get.
     ///
     /// The delivery cookie holds a long-lived api token and has `Path=/` by default, so a browser or an app's
-    /// web view sends it with every request to the site, including to public and session routes that never
-    /// read it: forwarded as is, the api token would end up in every backend's request logs. It is withheld
-    /// on every route except one that reads that cookie as its token source and keeps the token
-    /// (`forward_token: keep`), where forwarding it is what the route asks for. (A route that reads it and
-    /// strips it takes it out anyway; listing it here too also covers a request whose token came another way.)
-    static func withheldCookies(_ deliveryCookies: [String], route: RouteConfiguration) -> [String] {
-        guard route.forwardToken == .keep else { return deliveryCookies }
-        return deliveryCookies.filter { !route.sources.contains(.cookie($0)) }
+    /// web view sends it with every request to the page's host, including to public and session routes that
+    /// never read it: forwarded as is, the api token would end up in every backend's request logs. It is
+    /// withheld on every route a browser may send it to — the page's host (any host for a page or a route that
+    /// has none; the cookie is host-only) and paths under `cookie_path` — except one that reads that cookie as
+    /// its token source and keeps the token (`forward_token: keep`), where forwarding it is what the route asks
+    /// for. A route on another host keeps a cookie of the same name: it is that site's own. (A route that reads
+    /// the cookie and strips it takes it out anyway; listing it here too also covers a request whose token came
+    /// another way.)
+    static func withheldCookies(_ deliveryCookies: [DeliveryCookie], route: RouteConfiguration) -> [String] {
+        var names: [String] = []
+        for cookie in deliveryCookies where !names.contains(cookie.name) {
+            if let pageHost = cookie.host, let routeHost = route.host, pageHost.lowercased() != routeHost.lowercased() {
+                continue
+            }
+            // The route's paths and the cookie's overlap when one prefix lies under the other.
+            guard route.pathPrefix.hasPrefix(cookie.path) || cookie.path.hasPrefix(route.pathPrefix) else { continue }
+            if route.forwardToken == .keep, route.sources.contains(.cookie(cookie.name)) {
+                continue
+            }
+            names.append(cookie.name)
+        }
+        return names
     }
 
     /// The gateway's verifier narrowed by a route's `algorithms` and `require_claims`, or the gateway's own

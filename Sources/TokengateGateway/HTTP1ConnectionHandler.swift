@@ -402,6 +402,7 @@ extension HTTP1ConnectionHandler {
     var isWritable: Bool { self.context != nil && self.channelWritable }
     var closesConnectionOnAnswer: Bool { true }
     var isDraining: Bool { self.closeWhenIdle }
+    var isRequestBodyHeldBack: Bool { false }
 
     func write(_ part: HTTPServerResponsePart) {
         guard let context = self.context else { return }

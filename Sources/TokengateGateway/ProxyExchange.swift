@@ -87,15 +87,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var failedConnects = 0
     /// The target whose connect failed last: the retry looks at every other target first.
     private var failedTarget: Int?
-    /// Body bytes received so far, in every state (the pace of the body, ``bodyDeadline``).
-    private var bodyBytesReceived = 0
-    /// Scheduled while a request body is under way: the body must keep up `limits.request_body_min_rate`
-    /// (``startBodyDeadline()``).
+    /// The request body's pace, for a request with a body while the check is on (``startBodyDeadline()``).
+    private var bodyPace: RequestBodyPace?
+    /// Scheduled at the pace's deadline while the body is under way.
     private var bodyDeadline: Scheduled<Void>?
-    /// Since when the gateway has held the client's body back (backpressure, a connect under way), and for how
-    /// long it did before: that time is not the client's, and does not count against its pace.
-    private var readingPausedAt: NIODeadline?
-    private var readingPausedFor: TimeAmount = .zero
     /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
     private var tokenBodyBytesHeld = 0
 
@@ -205,7 +200,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
-        self.bodyBytesReceived += buffer.readableBytes
+        self.bodyPace?.received(buffer.readableBytes)
         switch self.state {
         case .readingBody(let route, var body, let limit):
             if body.readableBytes + buffer.readableBytes > limit {
@@ -405,12 +400,15 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.answer(.payloadTooLarge())
                 return
             }
-            // The buffer is made as large as the announced length: that memory is taken before it is allocated.
-            guard self.holdTokenBodyMemory(size) else {
+            // The buffer starts at the announced length up to 16 KiB (most token bodies are small, and fit without
+            // a copy), and that memory is taken before it is allocated; beyond it, memory is taken as bytes arrive,
+            // so a body announced large and never sent holds little.
+            let initial = min(size, 16 * 1024)
+            guard self.holdTokenBodyMemory(initial) else {
                 self.answer(.tokenBodyMemoryFull())
                 return
             }
-            self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: size), limit: limit)
+            self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: initial), limit: limit)
             self.startBodyDeadline()
             self.sendContinueIfExpected()
         case .forward(let identity, let strip):
@@ -470,8 +468,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.replayableBody = ByteBuffer()  // Shared empty storage: no allocation per bodiless request.
             }
             self.state = .awaitingUpstream
-            self.setReadingPaused(true)
             self.startBodyDeadline()
+            self.setReadingPaused(true)
             self.connectUpstream()
         }
     }
@@ -673,6 +671,11 @@ extension ProxyExchange {
             self.responseStarted = true
             self.status = head.status
             self.heldHead = head
+            // The backend answered, so the request is never sent again: its body need not be kept for a retry,
+            // and what a token body held of ``GatewayRuntime/tokenBodyMemory`` goes back now, not after a long
+            // response.
+            self.replayableBody = nil
+            self.releaseTokenBodyMemory()
         case .body(let buffer):
             guard self.heldHead != nil else {
                 self.client.write(.body(.byteBuffer(buffer)))
@@ -869,41 +872,33 @@ extension ProxyExchange {
     // MARK: The request body's pace and memory.
 
     /// Pauses or resumes reading the client's body, and keeps the time the gateway held it back (a connect under
-    /// way, a backend that takes the body slowly) out of the body's pace (``bodyDeadline``). A request without a
-    /// body reads no clock here.
+    /// way, a backend that takes the body slowly) out of the body's pace. A request without a body, or whose
+    /// body has ended, reads no clock here.
     private func setReadingPaused(_ paused: Bool) {
         self.client.setRequestReadingPaused(paused)
-        guard self.hasBody, !self.requestEnded else { return }
+        guard self.bodyPace != nil, !self.requestEnded else { return }
         if paused {
-            if self.readingPausedAt == nil { self.readingPausedAt = .now() }
-        } else if let since = self.readingPausedAt {
-            self.readingPausedFor = self.readingPausedFor + (.now() - since)
-            self.readingPausedAt = nil
+            self.bodyPace?.pause(at: .now())
+        } else {
+            self.bodyPace?.resume(at: .now())
         }
     }
 
-    /// A request body that trickles (a byte every few seconds) holds what the gateway gave it for as long as it
-    /// likes, within `idle_timeout` of each read: a backend connection from the pool, over HTTP/2 one per stream,
-    /// so a few connections could take every connection to an upstream; or a token body's buffer. So a body gets
-    /// `limits.request_body_timeout`, plus one second for every `limits.request_body_min_rate` bytes it has sent,
-    /// plus the time the gateway held its reading back; a body still unfinished past that is answered `408` and
-    /// its connection closed (``bodyDeadlinePassed()``). Like Apache's `mod_reqtimeout`. One task per request
-    /// with a body, scheduled when the gateway starts to take the body and moved only when it fires.
+    /// Starts the body's pace (``RequestBodyPace``) when the gateway begins to take a body: past its deadline an
+    /// unfinished body is answered `408` and its connection closed (``bodyDeadlinePassed()``). One task per
+    /// request with a body, scheduled here and moved only when it fires.
     private func startBodyDeadline() {
-        guard self.runtime.limits.requestBodyMinRate > 0, self.hasBody, !self.requestEnded, self.bodyDeadline == nil
-        else { return }
-        self.scheduleBodyDeadline(at: self.bodyDeadlineNow)
-    }
-
-    /// The body's deadline as of what it has sent so far.
-    private var bodyDeadlineNow: NIODeadline {
+        guard self.hasBody, !self.requestEnded, self.bodyDeadline == nil else { return }
         let limits = self.runtime.limits
-        var held = self.readingPausedFor
-        if let since = self.readingPausedAt {
-            held = held + (.now() - since)
+        if self.bodyPace == nil {
+            self.bodyPace = RequestBodyPace(
+                start: self.start,
+                timeout: TimeAmount(limits.requestBodyTimeout),
+                minimumRate: limits.requestBodyMinRate
+            )
         }
-        let earned = Double(self.bodyBytesReceived) / Double(limits.requestBodyMinRate)
-        return self.start + TimeAmount(limits.requestBodyTimeout) + .nanoseconds(Int64(earned * 1e9)) + held
+        guard let pace = self.bodyPace else { return }  // `request_body_min_rate: 0`.
+        self.scheduleBodyDeadline(at: pace.deadline(at: .now()))
     }
 
     private func scheduleBodyDeadline(at deadline: NIODeadline) {
@@ -915,15 +910,20 @@ extension ProxyExchange {
     private func bodyDeadlinePassed() {
         self.bodyDeadline = nil
         // A backend that has answered already decides how the exchange ends.
-        guard !self.requestEnded, !self.responseStarted else { return }
+        guard !self.requestEnded, !self.responseStarted, var pace = self.bodyPace else { return }
         switch self.state {
         case .readingBody, .awaitingUpstream, .forwarding:
             break
         case .answerPending, .answered, .finished:
             return
         }
-        let deadline = self.bodyDeadlineNow
-        if deadline > .now() {
+        let now = NIODeadline.now()
+        if pace.deadline(at: now) <= now, self.client.isRequestBodyHeldBack {
+            pace.heldBack(at: now)
+            self.bodyPace = pace
+        }
+        let deadline = pace.deadline(at: now)
+        if deadline > now {
             self.scheduleBodyDeadline(at: deadline)
             return
         }

@@ -38,7 +38,7 @@ enum RequestRewriter {
         from head: ClientRequestHead,
         identity: VerifiedToken?,
         strip: TokenSource?,
-        withheldCookies: [String] = [],
+        withheldCookies: [String],
         newBodyLength: Int?,
         forwarding: Forwarding
     ) -> UpstreamRequestHead? {

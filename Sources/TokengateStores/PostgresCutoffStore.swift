@@ -313,19 +313,43 @@ public actor PostgresCutoffStore: CutoffStore {
         let channel = self.configuration.notifyChannel
         let statementTimeout = self.configuration.operationTimeout.millisecondsClamped
         let now = CutoffSyncService.systemNow()
+        let description = self.storeDescription
         return try await self.withConnection { session in
-            try session.transaction {
-                try session.execute("SET LOCAL synchronous_commit = on")
-                // An integer we computed, not input: safe in the SQL text (SET takes no parameters).
-                try session.execute("SET LOCAL statement_timeout = \(statementTimeout)")
-                let result = try Self.write(write, layout: layout, now: now, in: session)
-                if result.changed {
-                    // Sent at COMMIT, and only if it commits: every instance reloads after the write is durable.
-                    try session.execute(
-                        "SELECT pg_notify($1, $2)", [.text(channel), .text(result.forced ? "*" : (write.user ?? "*"))])
+            try Self.refusedWriteIsConfiguration(layout, description) {
+                try session.transaction {
+                    try session.execute("SET LOCAL synchronous_commit = on")
+                    // An integer we computed, not input: safe in the SQL text (SET takes no parameters).
+                    try session.execute("SET LOCAL statement_timeout = \(statementTimeout)")
+                    let result = try Self.write(write, layout: layout, now: now, in: session)
+                    if result.changed {
+                        // Sent at COMMIT, and only if it commits: every instance reloads after the write is durable.
+                        try session.execute(
+                            "SELECT pg_notify($1, $2)", [.text(channel), .text(result.forced ? "*" : (write.user ?? "*"))])
+                    }
+                    return result
                 }
-                return result
             }
+        }
+    }
+
+    /// A role that may read tokengate's tables but not write them (SQLSTATE 42501) is a configuration to fix, not a
+    /// database that is down: `revoke` exits 78 naming the `GRANT` instead of 75 ("try again later"), which
+    /// matters most for `revoke-all`, the emergency switch. A deployment may give the gateways a read-only role
+    /// on purpose, so this is not checked at start.
+    private static func refusedWriteIsConfiguration<T>(
+        _ layout: CopyLayout,
+        _ description: String,
+        _ body: () throws -> T
+    ) throws -> T {
+        do {
+            return try body()
+        } catch let failure as PostgresFailure where failure.sqlState == "42501" {
+            throw CutoffStoreError(
+                code: .invalidStoreConfiguration,
+                message: "\(description): the configured role may not write tokengate's cutoff tables "
+                    + "(permission denied, SQLSTATE 42501); GRANT SELECT, INSERT, UPDATE ON \(layout.users), \(layout.global) "
+                    + "to it (in rp_table mode UPDATE ON \(layout.global) is enough)"
+            )
         }
     }
 

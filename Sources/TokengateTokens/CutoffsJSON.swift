@@ -73,21 +73,28 @@ public enum CutoffsJSON {
 
     /// `contents` in this format: members in a fixed order, users sorted by their ids' bytes, so that the same
     /// contents always give the same bytes.
+    ///
+    /// Writes only what ``parse(_:)`` reads back, whatever a store handed over, so that a snapshot cache is never
+    /// unreadable when it is needed (a gateway starting while its database is down): a user id ``UserIDRules``
+    /// refuses is left out (the verifier refuses a token carrying it, so its cutoffs can never apply; an
+    /// `rp_table` may hold such ids), and a time before 1970 is written as 0, which rejects every token it did
+    /// and, with a negative `iat`, a few more (fail closed).
     public static func write(_ contents: Contents) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + contents.users.count * 64)
         out += Array("{".utf8)
         if let global = contents.globalRevokedBefore {
-            out += Array("\"global_revoked_before\":\(global),".utf8)
+            out += Array("\"global_revoked_before\":\(max(global, 0)),".utf8)
         }
         out += Array("\"users\":{".utf8)
-        let users = contents.users.sorted { $0.key.id.utf8.lexicographicallyPrecedes($1.key.id.utf8) }
+        let users = contents.users.filter { UserIDRules.problem($0.key.id) == nil }
+            .sorted { $0.key.id.utf8.lexicographicallyPrecedes($1.key.id.utf8) }
         for (index, (user, cutoffs)) in users.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             Self.appendString(user.id, to: &out)
             var fields: [String] = []
-            if let revoked = cutoffs.revokedBefore { fields.append("\"revoked_before\":\(revoked)") }
-            if let apiRevoked = cutoffs.apiRevokedBefore { fields.append("\"api_revoked_before\":\(apiRevoked)") }
+            if let revoked = cutoffs.revokedBefore { fields.append("\"revoked_before\":\(max(revoked, 0))") }
+            if let apiRevoked = cutoffs.apiRevokedBefore { fields.append("\"api_revoked_before\":\(max(apiRevoked, 0))") }
             out += Array((":{" + fields.joined(separator: ",") + "}").utf8)
         }
         out += Array("}}".utf8)
@@ -218,20 +225,25 @@ public enum CutoffsJSON {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// A name for a message: JSON-quoted, with every control character (C0, DEL, C1, the line and paragraph
-    /// separators) escaped so that none reaches a terminal or a log line, and cut short.
+    /// A name for a message: JSON-quoted, cut at 80 scalars (a `Character` can hold any number of combining
+    /// marks), with every control and format character (C0, DEL, C1, the line and paragraph separators, bidi
+    /// overrides and other invisible ones) escaped, so that none reaches a terminal or a log line.
     static func quoted(_ name: String) -> String {
         var text = "\""
-        for scalar in (name.count > 80 ? String(name.prefix(80)) + "…" : name).unicodeScalars {
+        let scalars = name.unicodeScalars
+        for scalar in scalars.prefix(80) {
             switch scalar.value {
             case 0x22: text += "\\\""
             case 0x5C: text += "\\\\"
-            case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029:
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                || scalar.properties.generalCategory == .format || scalar.properties.generalCategory == .lineSeparator
+                || scalar.properties.generalCategory == .paragraphSeparator:
                 let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                text += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
             default: text.unicodeScalars.append(scalar)
             }
         }
+        if scalars.count > 80 { text += "…" }
         return text + "\""
     }
 }

@@ -28,7 +28,7 @@ import TokengateTokens
     private func rewritten(_ head: ClientRequestHead, clientAddress: String?) throws -> String {
         let forwarding = RequestRewriter.Forwarding(clientAddress: clientAddress, requestID: "rid", scheme: "https")
         let upstream = try #require(
-            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding)
+            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, withheldCookies: [], newBodyLength: nil, forwarding: forwarding)
         )
         return String(buffer: upstream.bytes)
     }

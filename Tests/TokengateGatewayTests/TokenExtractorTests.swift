@@ -253,6 +253,7 @@ import TokengateTokens
                 from: head,
                 identity: nil,
                 strip: .authorization,
+                withheldCookies: [],
                 newBodyLength: nil,
                 forwarding: .init(clientAddress: "127.0.0.1", requestID: "id1", scheme: "https")
             )
@@ -283,7 +284,7 @@ import TokengateTokens
         let head = ClientRequestHead(version: .http1_1, method: .POST, uri: "/x", headers: ["Host": "a", "Transfer-Encoding": "chunked"])
         let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "id", scheme: "https")
         let chunked = try #require(
-            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding)
+            RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, withheldCookies: [], newBodyLength: nil, forwarding: forwarding)
         )
         #expect(chunked.chunked && String(buffer: chunked.bytes).contains("transfer-encoding: chunked\r\n"))
         for subject in ["alice\r\nx-tokengate-user: admin", "alice\nx", "alice\u{0}"] {
@@ -293,6 +294,7 @@ import TokengateTokens
                     from: head,
                     identity: identity,
                     strip: nil,
+                    withheldCookies: [],
                     newBodyLength: nil,
                     forwarding: forwarding
                 ) == nil

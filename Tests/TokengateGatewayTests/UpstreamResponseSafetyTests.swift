@@ -273,7 +273,7 @@ final class ScriptedBackend: Sendable {
         let client = ClientRequestHead(version: .http1_1, method: .GET, uri: path, headers: ["host": "a"])
         let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "r", scheme: "https")
         // Plain values: the rewriter never refuses this head.
-        return RequestRewriter.upstreamHead(from: client, identity: nil, strip: nil, newBodyLength: nil, forwarding: forwarding)!
+        return RequestRewriter.upstreamHead(from: client, identity: nil, strip: nil, withheldCookies: [], newBodyLength: nil, forwarding: forwarding)!
     }
 
     /// Request heads are written into the connection's own buffer when they go out: the next request over the

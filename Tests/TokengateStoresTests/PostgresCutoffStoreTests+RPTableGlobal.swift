@@ -138,6 +138,16 @@ extension PostgresCutoffStoreTests {
                 refused?.message.contains("GRANT SELECT, UPDATE ON \(other.table)_global TO \(role)") == true,
                 "\(refused?.message ?? "")")
         }
+
+        // Read but not write (a read-only role for the gateways, on purpose): it starts, and the emergency switch
+        // says which GRANT it lacks, as a configuration to fix (revoke exits 78), not a database that is down.
+        try PostgresTestServer.psql("GRANT SELECT ON \(other.table)_global TO \(role); GRANT SELECT ON \(users) TO \(role)")
+        try await withRunningStore(other) { store in
+            _ = try await store.load()
+            let refused = await expectStoreError(.invalidStoreConfiguration) { try await store.revokeAll(at: 9) }
+            #expect(refused?.message.contains("may not write tokengate's cutoff tables") == true, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains("UPDATE ON \(other.table)_global") == true, "\(refused?.message ?? "")")
+        }
     }
 
     @Test("copy mode refuses a global table without its cutoff table (made in RP-table mode, or the table dropped)")

@@ -96,6 +96,41 @@ import Testing
         #expect(Array(written) == Array(expected.utf8), "\(String(decoding: written, as: UTF8.self))")
     }
 
+    /// A snapshot cache must read back whatever a store handed over: ids the rules refuse (an `rp_table` may hold
+    /// `"bob "` or a tab) are left out, times before 1970 become 0, `Int64.max` (an infinite timestamp) stays.
+    @Test func whatIsWrittenIsAlwaysReadBack() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ab é\u{301}\t\u{202e}\"\\x")
+        for _ in 0..<200 {
+            var users: [CutoffUserKey: UserCutoffs] = [:]
+            for _ in 0..<Int.random(in: 0...6, using: &generator) {
+                let id = String((0..<Int.random(in: 0...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+                let times: [Int64?] = [nil, 0, -5, 1_700_000_000, .max]
+                users[CutoffUserKey(id)] = UserCutoffs(
+                    revokedBefore: times.randomElement(using: &generator)!,
+                    apiRevokedBefore: times.randomElement(using: &generator)!
+                )
+            }
+            let global: Int64? = [nil, -1, 42, .max].randomElement(using: &generator)!
+            let contents = CutoffsJSON.Contents(globalRevokedBefore: global, users: users)
+            let written = CutoffsJSON.write(contents)
+            let read = try CutoffsJSON.parse(written)
+            #expect(read.globalRevokedBefore == global.map { max($0, 0) })
+            let kept = users.filter { UserIDRules.problem($0.key.id) == nil }
+            #expect(read.users.count == kept.count, "\(String(decoding: written, as: UTF8.self))")
+            for (user, cutoffs) in kept {
+                #expect(read.users[user]?.revokedBefore == cutoffs.revokedBefore.map { max($0, 0) })
+                #expect(read.users[user]?.apiRevokedBefore == cutoffs.apiRevokedBefore.map { max($0, 0) })
+            }
+        }
+    }
+
+    @Test func messagesQuoteNamesShortAndVisible() {
+        let long = "a" + String(repeating: "\u{301}", count: 100_000)
+        #expect(CutoffsJSON.quoted(long).unicodeScalars.count < 90, "cut by scalars, not by Characters")
+        #expect(CutoffsJSON.quoted("ab\u{202e}c\u{2066}\n\u{85}") == #""ab\u202ec\u2066\u000a\u0085""#)
+    }
+
     @Test func jsonDataRoundTrips() throws {
         let snapshot = CutoffSnapshot(
             globalRevokedBefore: 5,

@@ -76,6 +76,13 @@ extension HTTP2ServerCodec {
         self.markDirty(stream)
     }
 
+    /// nghttp2's window getters only read the session, so this may be asked at any time.
+    func streamReceiveWindowShut(_ id: Int32) -> Bool {
+        guard let session = self.session, self.stream(id) != nil else { return false }
+        return nghttp2_session_get_local_window_size(session) <= 0
+            || nghttp2_session_get_stream_local_window_size(session, id) <= 0
+    }
+
     func streamIsWritable(_ id: Int32) -> Bool {
         guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil else { return false }
         return stream.writable

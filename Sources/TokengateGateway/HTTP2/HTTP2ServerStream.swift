@@ -72,6 +72,12 @@ final class HTTP2ServerStream {
         self.codec?.streamConsumed(self.id, bytes: bytes)
     }
 
+    /// The client may send no more request body now: the stream's receive window or the connection's is
+    /// used up (bytes the gateway has not passed on yet, this stream's or others').
+    var isReceiveWindowShut: Bool {
+        self.codec?.streamReceiveWindowShut(self.id) ?? false
+    }
+
     /// False while more than the per-stream limit of response bytes waits for the client.
     var isWritable: Bool {
         self.codec?.streamIsWritable(self.id) ?? false

@@ -116,6 +116,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     var viaTrustedProxy: Bool { false }
     var closesConnectionOnAnswer: Bool { false }
     var isDraining: Bool { false }
+    var isRequestBodyHeldBack: Bool { self.stream.isReceiveWindowShut }
 
     func write(_ part: HTTPServerResponsePart) {
         switch part {
