@@ -69,6 +69,15 @@ int CTokengateShims_nghttp2_submit_response(nghttp2_session *session, int32_t st
     return rv;
 }
 
+int CTokengateShims_nghttp2_submit_continue(nghttp2_session *session, int32_t stream_id) {
+    static const char name[] = ":status";
+    static const char value[] = "100";
+    nghttp2_nv status = {(uint8_t *)name, (uint8_t *)value, sizeof(name) - 1, sizeof(value) - 1, NGHTTP2_NV_FLAG_NONE};
+    // Returns the stream id on success for a new stream; for an existing one 0 (or a negative error).
+    int32_t rv = nghttp2_submit_headers(session, NGHTTP2_FLAG_NONE, stream_id, NULL, &status, 1, NULL);
+    return rv < 0 ? rv : 0;
+}
+
 int CTokengateShims_nghttp2_submit_trailer(nghttp2_session *session, int32_t stream_id, const void *block,
                                            const size_t *lengths, const uint8_t *never_index, size_t count) {
     nghttp2_nv stack[TOKENGATE_STACK_NV];

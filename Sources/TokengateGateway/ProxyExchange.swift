@@ -80,7 +80,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     private var status: HTTPResponseStatus?
     /// Runs while the client is not writable during forwarding (see ``armStallTimer()``).
     private var stallTimer: Scheduled<Void>?
-    /// The client sent `Expect: 100-continue` over HTTP/1.1 and waits for a `100 Continue` before its body.
+    /// The client sent `Expect: 100-continue` (HTTP/1.1 or HTTP/2) and waits for a `100 Continue` before its body.
     private var continueExpected: Bool
     /// Connects that failed for this request so far; it gets ``UpstreamSettings/retries`` of them before the
     /// gateway answers 502.
@@ -115,7 +115,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.closeRequested = closeRequested
         self.start = .now()
         self.continueExpected =
-            head.version == .http1_1 && self.hasBody
+            (head.version == .http1_1 || head.version.major == 2) && self.hasBody
             && head.fields.withFirstValue(name: "expect") { FieldBytes.equalsIgnoringCase($0, "100-continue") } ?? false
     }
 

@@ -35,6 +35,11 @@ int CTokengateShims_nghttp2_submit_response(nghttp2_session *session, int32_t st
 int CTokengateShims_nghttp2_submit_trailer(nghttp2_session *session, int32_t stream_id, const void *block,
                                            const size_t *lengths, const uint8_t *never_index, size_t count);
 
+/// Submits the interim response `100 Continue` (a HEADERS frame with `:status: 100` and no END_STREAM) on
+/// `stream_id`: the answer to a request's `expect: 100-continue` once the gateway wants its body. Returns
+/// nghttp2_submit_headers's result (0 or a negative nghttp2 error code).
+int CTokengateShims_nghttp2_submit_continue(nghttp2_session *session, int32_t stream_id);
+
 /// Submits a request HEADERS frame on a new stream (the client side: the tokengate-bench load generator).
 ///
 /// - `block`, `lengths`, `never_index`, `count`: as for CTokengateShims_nghttp2_submit_response (pseudo-header

@@ -27,6 +27,15 @@ extension HTTP2ServerCodec {
         self.streamWriteHead(id, block)
     }
 
+    /// Queues `100 Continue` for a stream whose final head is not written yet and whose request still sends.
+    func streamWriteContinue(_ id: Int32) {
+        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.headWritten,
+            !stream.remoteEnded
+        else { return }
+        stream.continueDue = true
+        self.markDirty(stream)
+    }
+
     func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
         guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, buffer.readableBytes > 0
         else { return }

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import CTokengateNghttp2
+import CTokengateShims
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -516,6 +517,17 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
                 stream.queuedBytes = 0
                 nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, code.rawValue)
                 continue
+            }
+            if stream.continueDue {
+                stream.continueDue = false
+                // Pointless once the final head is on its way: the client reads that instead.
+                if !stream.headWritten {
+                    let result = CTokengateShims_nghttp2_submit_continue(session, id)
+                    if result != 0 {
+                        self.submitFailed(stream, session: session, result: result)
+                        continue
+                    }
+                }
             }
             if let head = stream.pendingHead {
                 stream.pendingHead = nil

@@ -45,6 +45,12 @@ final class HTTP2ServerStream {
         self.codec?.streamWriteHead(self.id, block)
     }
 
+    /// `100 Continue`, the answer to `expect: 100-continue` (the only interim response the gateway sends: a
+    /// backend's 1xx are not forwarded).
+    func writeContinue() {
+        self.codec?.streamWriteContinue(self.id)
+    }
+
     /// A backend's response head (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:hsts:)``); 1xx heads are dropped.
     func writeHead(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) {
         self.codec?.streamWriteHead(self.id, fromUpstream: head, close: close, hsts: hsts)

@@ -47,10 +47,19 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
 
     func received(_ part: ClientRequestPart) {
         switch part {
-        case .head(let head):
-            // Held until the next part says whether a body follows (HEADERS with END_STREAM has none): the
-            // exchange must know the body's framing before it writes the upstream head.
-            self.pendingHead = head
+        case .head(var head):
+            // The exchange must know the body's framing before it writes the upstream head. A `content-length`
+            // says it; so does `expect: 100-continue` (a body follows, of unknown length), whose client sends
+            // nothing more until the exchange answers `100 Continue`. Otherwise the head is held until the next
+            // part says whether a body follows (HEADERS with END_STREAM has none).
+            if head.fields.contains(name: "content-length") {
+                self.begin(head)
+            } else if head.fields.withFirstValue(name: "expect", { FieldBytes.equalsIgnoringCase($0, "100-continue") }) ?? false {
+                head.fields.add(name: "transfer-encoding", value: "chunked")
+                self.begin(head)
+            } else {
+                self.pendingHead = head
+            }
         case .body(let buffer):
             if var head = self.pendingHead {
                 self.pendingHead = nil
@@ -120,6 +129,8 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
 
     func write(_ part: HTTPServerResponsePart) {
         switch part {
+        case .head(let head) where head.status == .continue:
+            self.stream.writeContinue()
         case .head(let head):
             self.stream.writeHead(head)
         case .body(.byteBuffer(let buffer)):

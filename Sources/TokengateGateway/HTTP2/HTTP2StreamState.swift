@@ -44,6 +44,9 @@ final class HTTP2StreamState {
     /// HTTP/1.1's serializer drops them. A gateway answer (401, 404, …) comes with its JSON body whatever the
     /// method; sent as DATA on a `HEAD` stream, clients (curl, nghttp2) reset the stream as a protocol error.
     var answersWithoutContent = false
+    /// `100 Continue` to submit next round (the request said `expect: 100-continue` and the gateway wants its
+    /// body); dropped once the final head is written.
+    var continueDue = false
     /// A head was written (queued or submitted).
     var headWritten = false
     /// The head's block, until it is submitted.
