@@ -28,6 +28,16 @@ extension GatewayIntegrationTests {
             // Read for a form token: the gateway wants the body too.
             let form = try nghttp("/api/items", ["-H", "content-type: application/x-www-form-urlencoded"])
             #expect(form.contains(":status: 100"), "\(form)")
+            // Without the expectation, bodies of every size are forwarded whole, the exchange beginning with the
+            // head when `content-length` is there (an empty body's END_STREAM comes on a DATA frame of its own).
+            for size in [0, 1, 70_000] {
+                let sized = gateway.directory + "/body-\(size).bin"
+                try String(repeating: "s", count: size).write(toFile: sized, atomically: true, encoding: .utf8)
+                let result = try ChildProcess.run(
+                    "/usr/bin/nghttp", ["-d", sized, "-H", "authorization: Bearer \(token)", "\(gateway.baseURL)/upload"]
+                )
+                #expect(result.stdout.contains("\"body_bytes\":\(size)"), "\(size): \(result.stdout) \(result.stderr)")
+            }
             // Refused on its head (a token route without a token): no 100, the answer.
             let refused = try nghttp("/account/me")
             #expect(!refused.contains(":status: 100"), "\(refused)")
