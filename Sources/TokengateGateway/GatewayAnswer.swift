@@ -292,6 +292,17 @@ extension GatewayAnswer {
         )
     }
 
+    /// A request still under way when the drain ended (``ProxyExchange/drainEnded()``).
+    static func drainEnded() -> Self {
+        GatewayAnswer(
+            status: .serviceUnavailable,
+            error: "service_unavailable",
+            description: "the gateway shut down before the request was done; it may be sent again",
+            closeConnection: true,
+            reasonCode: "drain_timeout"
+        )
+    }
+
     static func shuttingDown() -> Self {
         GatewayAnswer(
             status: .serviceUnavailable,

@@ -29,6 +29,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         cutoffs: CutoffSnapshotHolder,
         metrics: GatewayMetrics?,
         registry: PrometheusCollectorRegistry,
+        tokenBodyMemory: TokenBodyMemory,
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)?
@@ -40,6 +41,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
             cutoffs: cutoffs,
             metrics: metrics,
             registry: registry,
+            tokenBodyMemory: tokenBodyMemory,
             now: now
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)

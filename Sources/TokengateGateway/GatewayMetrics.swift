@@ -28,6 +28,8 @@ public final class GatewayMetrics: Sendable {
     public let cutoffLastSync: CoreMetrics.Gauge
     public let cutoffLag: CoreMetrics.Gauge
     public let configGeneration: CoreMetrics.Gauge
+    /// Bytes of `limits.token_body_memory` held by bodies being read for a token.
+    let tokenBodyMemory: CoreMetrics.Gauge
     public let configReloads: CoreMetrics.Counter
     public let configReloadFailures: CoreMetrics.Counter
 
@@ -104,6 +106,7 @@ public final class GatewayMetrics: Sendable {
         self.cutoffLastSync = CoreMetrics.Gauge(label: "tokengate_cutoff_last_sync_timestamp_seconds", factory: factory)
         self.cutoffLag = CoreMetrics.Gauge(label: "tokengate_cutoff_sync_lag_seconds", factory: factory)
         self.configGeneration = CoreMetrics.Gauge(label: "tokengate_config_generation", factory: factory)
+        self.tokenBodyMemory = CoreMetrics.Gauge(label: "tokengate_token_body_memory_bytes", factory: factory)
         self.configReloads = CoreMetrics.Counter(label: "tokengate_config_reloads_total", factory: factory)
         self.configReloadFailures = CoreMetrics.Counter(label: "tokengate_config_reload_failures_total", factory: factory)
     }

@@ -29,6 +29,7 @@ extension GatewayRuntime {
         cutoffs: CutoffSnapshotHolder,
         metrics: GatewayMetrics? = nil,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        tokenBodyMemory: TokenBodyMemory? = nil,
         now: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
@@ -136,6 +137,7 @@ extension GatewayRuntime {
             accessLog: configuration.log.accessLog,
             metrics: metrics,
             hsts: configuration.hsts.headerValue,
+            tokenBodyMemory: tokenBodyMemory,
             now: now ?? { Int64(Date().timeIntervalSince1970) }
         )
     }

@@ -16,7 +16,7 @@ final class GatewayRuntime: Sendable {
     let cutoffs: CutoffSnapshotHolder
     let realm: String
     let limits: LimitsConfiguration
-    /// `limits.token_body_memory`, shared by this generation's exchanges.
+    /// `limits.token_body_memory`, shared by every generation's exchanges (``GatewayServer`` owns it).
     let tokenBodyMemory: TokenBodyMemory
     let accessLog: Bool
     let metrics: GatewayMetrics
@@ -35,6 +35,7 @@ final class GatewayRuntime: Sendable {
         accessLog: Bool,
         metrics: GatewayMetrics,
         hsts: String? = HSTSConfiguration().headerValue,
+        tokenBodyMemory: TokenBodyMemory? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     ) {
         self.routes = routes
@@ -43,7 +44,7 @@ final class GatewayRuntime: Sendable {
         self.cutoffs = cutoffs
         self.realm = realm
         self.limits = limits
-        self.tokenBodyMemory = TokenBodyMemory(limit: limits.tokenBodyMemory)
+        self.tokenBodyMemory = tokenBodyMemory ?? TokenBodyMemory(limit: limits.tokenBodyMemory)
         self.accessLog = accessLog
         self.metrics = metrics
         self.hsts = hsts

@@ -26,6 +26,8 @@ public final class GatewayServer: Sendable {
     private let registry: ConnectionRegistry
     private let logger: Logger
     private let metricsRegistry: PrometheusCollectorRegistry
+    /// `limits.token_body_memory` for the whole process, across reloads.
+    private let tokenBodyMemory: TokenBodyMemory
     private let now: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
     /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
@@ -48,12 +50,14 @@ public final class GatewayServer: Sendable {
         self.logger = logger
         self.now = now
         self.metricsRegistry = PrometheusCollectorRegistry()
+        self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
         let generation = try GatewayGeneration(
             number: 1,
             configuration: configuration,
             cutoffs: cutoffs,
             metrics: nil,
             registry: self.metricsRegistry,
+            tokenBodyMemory: self.tokenBodyMemory,
             group: group,
             logger: logger,
             now: now
@@ -114,6 +118,7 @@ public final class GatewayServer: Sendable {
                 cutoffs: self.cutoffs,
                 metrics: nil,
                 registry: self.metricsRegistry,
+                tokenBodyMemory: self.tokenBodyMemory,
                 group: self.group,
                 logger: self.logger,
                 now: self.now
@@ -123,6 +128,7 @@ public final class GatewayServer: Sendable {
             throw error
         }
         self.registry.limit = configuration.limits.maxConnections
+        self.tokenBodyMemory.limit = configuration.limits.tokenBodyMemory
         let previous = self.generations.exchange(next)
         previous.pools.closeAll()
         next.runtime.metrics.configReloads.increment()

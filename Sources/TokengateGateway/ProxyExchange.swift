@@ -267,11 +267,22 @@ final class ProxyExchange: UpstreamResponseReceiver {
     }
 
     /// The server's drain ended (`drain_timeout`, or a second signal) with this exchange under way, and the
-    /// connection is closed next. Logged as what it is, `503 drain_timeout` (the backend's status when the
-    /// client already has it): the closes that follow would log it as the client going away (`499
-    /// client_closed`) or the backend (`502 upstream_closed`), and every deploy would look like an outage.
+    /// connection is closed next. A client that has nothing of its response yet is answered `503` (reason
+    /// `drain_timeout`, `Connection: close`), which it or a load balancer may retry elsewhere, instead of a
+    /// connection that just closes; one whose response has begun gets it cut, logged with the backend's status
+    /// and `drain_timeout`. Either way the line says what happened: the closes that follow would log it as the
+    /// client going away (`499 client_closed`) or the backend (`502 upstream_closed`), and every deploy would
+    /// look like an outage.
     func drainEnded() {
-        self.cutShort(status: 503, reason: "drain_timeout")
+        let clientHasNothing = !self.responseStarted || self.heldHead != nil
+        switch self.state {
+        case .readingBody, .awaitingUpstream, .answerPending, .forwarding where clientHasNothing:
+            self.heldHead = nil
+            self.heldBody = nil
+            self.answer(.drainEnded())
+        case .forwarding, .answered, .finished:
+            self.cutShort(status: 503, reason: "drain_timeout")
+        }
     }
 
     /// Ends the exchange from outside, logging `status` (or the backend's, when the client has its head) with
@@ -941,6 +952,7 @@ extension ProxyExchange {
         guard bytes > self.tokenBodyBytesHeld else { return true }
         guard self.runtime.tokenBodyMemory.take(bytes - self.tokenBodyBytesHeld) else { return false }
         self.tokenBodyBytesHeld = bytes
+        self.runtime.metrics.tokenBodyMemory.record(self.runtime.tokenBodyMemory.inUse)
         return true
     }
 
@@ -948,6 +960,7 @@ extension ProxyExchange {
         guard self.tokenBodyBytesHeld > 0 else { return }
         self.runtime.tokenBodyMemory.giveBack(self.tokenBodyBytesHeld)
         self.tokenBodyBytesHeld = 0
+        self.runtime.metrics.tokenBodyMemory.record(self.runtime.tokenBodyMemory.inUse)
     }
 
     // MARK: Metrics and the access log: one line per request; never a token, never a query string.

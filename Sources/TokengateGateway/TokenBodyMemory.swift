@@ -13,20 +13,28 @@ import Atomics
 /// gigabytes. Bytes are taken here as they arrive and given back when the exchange ends; a body that does not
 /// fit gets `503` and its connection is closed, and the process's memory stays bounded.
 ///
-/// Shared by the event loops of one configuration generation (as ``WhoamiClient``'s in-flight count is).
+/// One for the whole process (``GatewayServer`` hands it to every configuration generation): a budget per
+/// generation would let every reload add a fresh one while the old generation's bodies are still held.
 final class TokenBodyMemory: Sendable {
-    let limit: Int
+    private let maximum: ManagedAtomic<Int>
     private let used = ManagedAtomic<Int>(0)
 
     init(limit: Int) {
-        self.limit = limit
+        self.maximum = ManagedAtomic(limit)
+    }
+
+    /// `limits.token_body_memory`; a reload sets it. Lowering it frees nothing: bodies already held stay, and
+    /// new ones are refused until they fit.
+    var limit: Int {
+        get { self.maximum.load(ordering: .relaxed) }
+        set { self.maximum.store(newValue, ordering: .relaxed) }
     }
 
     /// Takes `bytes` if they fit under the limit, and says whether they did.
     func take(_ bytes: Int) -> Bool {
         var current = self.used.load(ordering: .relaxed)
         while true {
-            guard current + bytes <= self.limit else { return false }
+            guard current + bytes <= self.maximum.load(ordering: .relaxed) else { return false }
             let (exchanged, original) = self.used.compareExchange(
                 expected: current,
                 desired: current + bytes,

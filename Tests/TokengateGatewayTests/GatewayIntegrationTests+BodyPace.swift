@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import TokengateGateway
 import Testing
 
 /// What a request body may hold while it arrives: a backend connection, a token body's buffer. A body that
@@ -73,6 +74,29 @@ extension GatewayIntegrationTests {
             let again = try self.curl(gateway, post)
             #expect(again.status == 200, "\(again.status) \(again.body)")
             #expect(gateway.logLines.all.contains { $0.contains("reason=token_body_memory_full") })
+
+            // A reload does not bring a fresh budget while the old configuration's bodies are still held.
+            let started = DispatchGroup()
+            let held = NSLock()
+            nonisolated(unsafe) var heldStatuses: [Int] = []
+            for _ in 0..<2 {
+                started.enter()
+                DispatchQueue.global().async {
+                    let status = (try? Curl.run(post, caFile: gateway.certificatePath, timeout: 20))?.status ?? -1
+                    held.lock()
+                    heldStatuses.append(status)
+                    held.unlock()
+                    started.leave()
+                }
+            }
+            try await Task.sleep(for: .seconds(1))
+            try gateway.server.reload(configurationPath: gateway.directory + "/tokengate.yaml")
+            let afterReload = try await self.concurrently(gateway, [post])
+            #expect(afterReload.map(\.status) == [503], "\(afterReload.map(\.body))")
+            while started.wait(timeout: .now()) == .timedOut {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(heldStatuses == [200, 200])
         }
     }
 }

@@ -248,6 +248,9 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             for stream in self.streams.values {
                 stream.handler?.drainEnded()
             }
+            // Now, not at the next tick: the server closes the connection right after this event, and the
+            // streams' 503s must be on the wire by then.
+            self.process()
             return
         }
         context.fireUserInboundEventTriggered(event)
