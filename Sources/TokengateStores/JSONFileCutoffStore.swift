@@ -44,6 +44,12 @@ public struct JSONFileCutoffStore: CutoffStore {
         }
     }
 
+    /// Reads and parses the file at `path` now, as ``load()`` does: `check-config` refuses what `serve` would.
+    /// - Throws: ``CutoffStoreError``.
+    public static func check(path: String, maxFileBytes: Int = 1 << 30) throws {
+        _ = try Self.parse(Self.read(path: path, maxFileBytes: maxFileBytes), fileDescription: "cutoffs file \(path)")
+    }
+
     public func changeMarker() async throws -> String? {
         var info = stat()
         guard stat(self.path, &info) == 0 else {

@@ -41,6 +41,8 @@ public enum CutoffsJSON {
     ///   naming the member at fault. The message quotes a user id only once the id passed ``UserIDRules`` (no
     ///   control characters), cut to 80 characters.
     public static func parse(_ json: [UInt8]) throws(CutoffFileError) -> Contents {
+        // RFC 8259 §8.1 lets a parser ignore a byte order mark, and editors on Windows write one.
+        let json = json.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(json.dropFirst(3)) : json
         let top: JSONTopLevelMembers
         do {
             top = try JSONTopLevelMembers(parsing: json)
@@ -155,9 +157,22 @@ public enum CutoffsJSON {
         return cutoffs
     }
 
-    /// `null`, or digits only (RFC 8259 already forbids leading zeros) that fit in an `Int64`.
+    /// `null`, or a whole number of seconds: digits (RFC 8259 already forbids leading zeros) that fit in an `Int64`,
+    /// or a number written another way whose value is whole (`1700000000.0`, what Python's `json` writes for a
+    /// float; `1.7e9`; `-0`), up to 2^53, where a `Double` still holds every integer.
     private static func time(_ value: ArraySlice<UInt8>, at location: String) throws(CutoffFileError) -> Int64? {
         if Self.isNull(value) { return nil }
+        if value.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "-") }),
+            value.first != UInt8(ascii: "\""), let number = Double(String(decoding: value, as: UTF8.self))
+        {
+            guard number == number.rounded(), number >= 0, number <= 9_007_199_254_740_992 else {
+                throw invalid(
+                    "\(location) must be a non-negative integer of UNIX seconds or null, not "
+                        + (number < 0 ? "a negative number" : number == number.rounded() ? "a number that large" : "a non-integer number")
+                )
+            }
+            return Int64(number)
+        }
         var seconds: Int64 = 0
         for byte in value {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {

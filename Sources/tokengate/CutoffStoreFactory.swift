@@ -105,8 +105,14 @@ enum CutoffStoreFactory {
     /// What `check-config` can say about the store without opening it, in the words `serve` uses: a SQLite path
     /// that names a directory or a file that is not a database is refused by both.
     static func check(_ configuration: CutoffStoreConfiguration) throws {
-        if case .sqlite(let path) = configuration {
+        switch configuration {
+        case .sqlite(let path):
             _ = try Self.checkSQLiteFile(path)
+        case .file(let path):
+            // `serve` refuses to start on a file it cannot parse: say so now, in the same words.
+            try JSONFileCutoffStore.check(path: path.path)
+        case .postgres:
+            break  // Not connected to here; see configuration.md.
         }
     }
 

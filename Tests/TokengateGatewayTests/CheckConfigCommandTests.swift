@@ -94,6 +94,26 @@ struct CheckConfigCommandTests {
         #expect(good.stdout.contains(": ok ("), "\(good.stdout)")
     }
 
+    /// A cutoffs file that `serve` would refuse to start on is refused by `check-config` too, in the same words and
+    /// with the same status (69). Before, `check-config` did not read the file and said ok.
+    @Test func checksTheCutoffsFileAsServeReadsIt() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup()
+        defer { setup.remove() }
+        try setup.write("cutoffs.json", #"{"users": {"alice": {"revoked_before": 5}, "alice": {}}}"#, mode: 0o600)
+        let refused = try setup.checkConfig()
+        #expect(refused.status == 69, "\(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.contains(#"users["alice"] appears twice"#), "\(refused.stderr)")
+        let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
+        #expect(serve.status == 69, "\(serve.stdout) \(serve.stderr)")
+        #expect(serve.stderr.contains(#"users["alice"] appears twice"#), "\(serve.stderr)")
+
+        // A BOM and a time Python's json wrote as a float are fine.
+        try setup.write("cutoffs.json", "\u{FEFF}" + #"{"users": {"alice": {"revoked_before": 1700000000.0}}}"#, mode: 0o600)
+        let good = try setup.checkConfig()
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+    }
+
     /// Private keys other users may read pass (Kubernetes mounts secrets 0644 by default) but are named in a
     /// warning, by `check-config` and in `serve`'s log; with mode 0600 there is no warning.
     @Test func warnsAboutPrivateKeysOthersMayRead() throws {
