@@ -542,7 +542,7 @@ extension SQLiteCutoffStore {
             return error
         }
         if let error = error as? SQLiteError {
-            return CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): \(error.message)")
+            return Self.storeError(error, description: self.storeDescription)
         }
         return CutoffStoreError(code: .storeUnavailable, message: "\(self.storeDescription): \(error)")
     }
@@ -568,6 +568,19 @@ extension SQLiteCutoffStore {
     }
 }
 
+extension SQLiteCutoffStore {
+    /// A damaged file does not mend by waiting: `serve` and `revoke` exit 69 on it, not 75 ("retry"), and /readyz
+    /// names it apart from a lock or an outage. Anything else SQLite says (busy, locked, I/O) may pass.
+    static func storeError(_ error: SQLiteError, description: String) -> CutoffStoreError {
+        switch error.reason {
+        case .corrupt, .notADatabase, .corruptIndex, .corruptSequenceSchema, .corruptVirtualTable:
+            return CutoffStoreError(code: .invalidStoreFile, message: "\(description): the database file is damaged: \(error.message)")
+        default:
+            return CutoffStoreError(code: .storeUnavailable, message: "\(description): \(error.message)")
+        }
+    }
+}
+
 // MARK: Opening a connection and creating the schema.
 
 extension SQLiteCutoffStore {
@@ -584,7 +597,7 @@ extension SQLiteCutoffStore {
         do {
             _ = try SQLiteDatabaseFile.check(path: path)
         } catch {
-            throw unavailable(error.reason)
+            throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): \(error.reason)")
         }
         let before = FileIdentity(path: path)
         if before == nil {
@@ -600,7 +613,7 @@ extension SQLiteCutoffStore {
         do {
             sqlite = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
         } catch let error as SQLiteError {
-            throw unavailable(error.message)
+            throw Self.storeError(error, description: description)
         }
         do {
             try await Self.configure(sqlite, description: description)
@@ -610,7 +623,7 @@ extension SQLiteCutoffStore {
                 throw error
             }
             if let error = error as? SQLiteError {
-                throw unavailable(error.message)
+                throw Self.storeError(error, description: description)
             }
             throw unavailable("\(error)")
         }

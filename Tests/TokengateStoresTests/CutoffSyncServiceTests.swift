@@ -172,15 +172,16 @@ struct CutoffSyncServiceTests {
         clock.advance(by: 10)
         await service.poll()
         #expect(published.latest === before, "nothing may be published while the store is down")
-        #expect(await service.lastError?.code == .storeUnavailable)
+        // Garbage in the file's place is named as a damaged file (`serve` and `revoke` exit 69 on it, not 75).
+        #expect(await service.lastError?.code == .invalidStoreFile)
         #expect(await service.lastSyncAt == Self.start)
         #expect(await !service.isStale(now: clock.now))
         clock.advance(by: 25)
         await service.poll()
         #expect(await service.isStale(now: clock.now))
         #expect(published.latest === before)
-        await expectStoreError(.storeUnavailable) { try await service.passwordChanged(user: "alice", at: 2_000) }
-        await expectStoreError(.storeUnavailable) { try await service.cutoffs(for: "alice") }
+        await expectStoreError(.invalidStoreFile) { try await service.passwordChanged(user: "alice", at: 2_000) }
+        await expectStoreError(.invalidStoreFile) { try await service.cutoffs(for: "alice") }
         #expect(published.latest === before)
 
         try FileManager.default.removeItem(atPath: path)

@@ -64,7 +64,7 @@ import TokengateTokens
             await service.poll()
         }
         let error = await service.lastError
-        #expect(error?.code == .storeUnavailable, "the damage must be seen: \(String(describing: error))")
+        #expect(error?.code == .invalidStoreFile, "the damage must be seen, as damage: \(String(describing: error))")
         #expect(error?.message.contains(path) == true, "\(String(describing: error))")
         #expect(await service.lastSyncAt == syncedAt, "a poll on a damaged file is not a sync")
         #expect(await service.isStale(now: clock.now), "40 s without a sync is stale (stale_after 30 s): /readyz says 503")

@@ -50,7 +50,8 @@ struct SQLiteCutoffStoreTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [], "nothing created")
 
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        let isDirectory = await expectStoreError(.storeUnavailable) { try await SQLiteCutoffStore.open(path: path) }
+        // Permanent, unlike a missing file (a volume not mounted yet): `revoke` exits 69 on it, not 75.
+        let isDirectory = await expectStoreError(.invalidStoreFile) { try await SQLiteCutoffStore.open(path: path) }
         #expect(isDirectory?.message.contains("is a directory") == true, "\(String(describing: isDirectory))")
         try FileManager.default.removeItem(atPath: path)
 
@@ -221,7 +222,7 @@ struct SQLiteCutoffStoreTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("cutoffs.db")
         try writeFile(path, String(repeating: "this is not sqlite\n", count: 100))
-        await expectStoreError(.storeUnavailable) { try await SQLiteCutoffStore.open(path: path) }
+        await expectStoreError(.invalidStoreFile) { try await SQLiteCutoffStore.open(path: path) }
     }
 
     @Test("a file replaced under an open store fails instead of writing to the old inode, and works again once back")
@@ -235,8 +236,9 @@ struct SQLiteCutoffStoreTests {
         try moveDatabase(from: path, to: directory.file("moved.db"))
         await expectStoreError(.storeUnavailable) { try await store.passwordChanged(user: "alice", at: 2_000) }
         try writeFile(path, String(repeating: "garbage", count: 1000))
-        await expectStoreError(.storeUnavailable) { try await store.load() }
-        await expectStoreError(.storeUnavailable) { try await store.passwordChanged(user: "alice", at: 2_000) }
+        // Garbage in its place is named as a damaged file, apart from one that is missing.
+        await expectStoreError(.invalidStoreFile) { try await store.load() }
+        await expectStoreError(.invalidStoreFile) { try await store.passwordChanged(user: "alice", at: 2_000) }
 
         try FileManager.default.removeItem(atPath: path)
         try moveDatabase(from: directory.file("moved.db"), to: path)
