@@ -14,9 +14,12 @@ import TokengateTokens
 /// prints key material.
 public struct GatewayStartupError: Error, CustomStringConvertible {
     public var description: String
+    /// The operating system's error number when a system call refused (a listener's `bind`), else `nil`.
+    public var errnoCode: Int32?
 
-    init(_ description: String) {
+    init(_ description: String, errnoCode: Int32? = nil) {
         self.description = description
+        self.errnoCode = errnoCode
     }
 }
 

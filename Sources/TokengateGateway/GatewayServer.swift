@@ -205,8 +205,10 @@ public final class GatewayServer: Sendable {
     public func start() async throws -> [SocketAddress] {
         var bound: [SocketAddress] = []
         let configuration = self.generations.load().configuration
+        var current: SocketAddressSpec?
         do {
             for (index, listener) in configuration.listeners.enumerated() {
+                current = listener.address
                 let channel: any Channel
                 switch listener.mode {
                 case .tls:
@@ -220,7 +222,8 @@ public final class GatewayServer: Sendable {
             }
         } catch {
             for channel in self.serverChannels.withLockedValue({ $0 }) { try? await channel.close() }
-            throw GatewayStartupError("cannot listen: \(error)")
+            let address = current.map { " on \($0)" } ?? ""
+            throw GatewayStartupError("cannot listen\(address): \(error)", errnoCode: (error as? IOError)?.errnoCode)
         }
         return bound
     }

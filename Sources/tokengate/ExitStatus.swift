@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import NIOCore
 import TokengateGateway
 import TokengateStores
 
@@ -41,6 +42,18 @@ enum ExitStatus: Int32 {
     /// asked to write (the JSON file; PostgreSQL's `rp_table` mode for a user's cutoff), or a store setting is
     /// refused (a role that may not create or use tokengate's table included).
     case configuration = 78
+
+    /// The status for a listener that cannot bind: 71 (`EX_OSERR`) while the address may come free (in use,
+    /// often by the previous process still draining: a restart may succeed), 78 when only a configuration or a
+    /// deployment change helps (`EADDRNOTAVAIL`: not an address of this host; `EACCES`/`EPERM`: a port below 1024
+    /// without the capability), so that a service manager does not restart it for ever.
+    init(forBindError error: any Error) {
+        let code = (error as? GatewayStartupError)?.errnoCode ?? (error as? IOError)?.errnoCode
+        switch code {
+        case EADDRNOTAVAIL, EACCES, EPERM: self = .configuration
+        default: self = .osError
+        }
+    }
 
     /// The status for an error from opening the cutoff store or from using it (`revoke`, and `serve` or `dev`
     /// at start).

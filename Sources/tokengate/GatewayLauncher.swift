@@ -109,9 +109,9 @@ struct GatewayLauncher {
         } catch {
             // Close the store before leaving: a store dropped open is an unclean end for its database.
             try? await store.close()
-            // A listener that cannot bind (address in use or not on this host, a port below 1024 without the
-            // capability): the operating system's refusal, told apart from the configuration and the store.
-            fail("\(error)", status: .osError)
+            // A listener that cannot bind: the operating system's refusal, told apart from the configuration and
+            // the store (``ExitStatus/init(forBindError:)``).
+            fail("\(error)", status: ExitStatus(forBindError: error))
         }
 
         let configurationPath = self.configuration.sourcePath
@@ -136,7 +136,10 @@ struct GatewayLauncher {
             } catch {
                 await server.shutdown(drainTimeout: .zero)
                 try? await store.close()
-                fail("cannot listen on the admin address \(adminConfiguration.address): \(error)", status: .osError)
+                fail(
+                    "cannot listen on the admin address \(adminConfiguration.address): \(error)",
+                    status: ExitStatus(forBindError: error)
+                )
             }
         }
         try await onStarted(addresses, sync)

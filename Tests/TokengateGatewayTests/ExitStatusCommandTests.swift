@@ -137,6 +137,21 @@ struct ExitStatusCommandTests {
         #expect(try Self.tokengate(["check-config", setup.path]).status == 0)
     }
 
+    /// An address that is not this host's can never be bound by restarting: 78, which the systemd unit does not
+    /// restart (71 would be restarted for ever).
+    @Test func aListenerOnAnAddressNotOfThisHostExits78() throws {
+        try Self.requireBinary()
+        let setup = try Setup()
+        defer { setup.remove() }
+        let yaml = try String(contentsOfFile: setup.path, encoding: .utf8)
+        // 192.0.2.0/24 is TEST-NET-1 (RFC 5737): never an address of this host.
+        try yaml.replacingOccurrences(of: "- address: 127.0.0.1:\(setup.port)", with: "- address: 192.0.2.1:\(setup.port)")
+            .write(toFile: setup.path, atomically: true, encoding: .utf8)
+        let result = try Self.tokengate(["serve", "--config", setup.path])
+        #expect(result.status == 78, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.contains("192.0.2.1"), "\(result.stderr)")
+    }
+
     /// `token verify`: 1 for every token it finds invalid, a malformed one included (the token is what is judged,
     /// and the JSON line says why); 66 for a key or cutoffs file that is not there, 65 for one whose content is
     /// wrong. `token mint` says the same of its key file. Before, the files' failures were all 2.
