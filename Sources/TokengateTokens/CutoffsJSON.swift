@@ -52,22 +52,12 @@ public enum CutoffsJSON {
             throw CutoffFileError(code: "invalid_json", message: "not valid JSON (\(error))")
         }
         var contents = Contents()
-        var seen: Set<String> = []
-        for member in top.members {
-            guard seen.insert(member.name).inserted else {
-                throw invalid("\(Self.quoted(member.name)) appears twice at the top level")
-            }
-            let value = json[member.valueRange]
-            switch member.name {
-            case "global_revoked_before":
+        let allowed = ["global_revoked_before", "users"]
+        for (name, value) in try Self.members(top, of: json, allowed: allowed, place: "at the top level") {
+            if name == "global_revoked_before" {
                 contents.globalRevokedBefore = try Self.time(value, at: "global_revoked_before")
-            case "users":
-                if Self.isNull(value) { continue }
+            } else if !Self.isNull(value) {
                 contents.users = try Self.users(Array(value))
-            default:
-                throw invalid(
-                    "unknown key \(Self.quoted(member.name)) at the top level (expected \"global_revoked_before\" and \"users\")"
-                )
             }
         }
         return contents
@@ -136,25 +126,38 @@ public enum CutoffsJSON {
             throw invalid("\(location) must be an object")
         }
         var cutoffs = UserCutoffs()
-        var seen: Set<String> = []
-        for member in members.members {
-            guard seen.insert(member.name).inserted else {
-                throw invalid("\(Self.quoted(member.name)) appears twice in \(location)")
-            }
-            let value = object[member.valueRange]
-            switch member.name {
-            case "revoked_before":
+        let allowed = ["revoked_before", "api_revoked_before"]
+        for (name, value) in try Self.members(members, of: object, allowed: allowed, place: "in \(location)") {
+            if name == "revoked_before" {
                 cutoffs.revokedBefore = try Self.time(value, at: "\(location).revoked_before")
-            case "api_revoked_before":
+            } else {
                 cutoffs.apiRevokedBefore = try Self.time(value, at: "\(location).api_revoked_before")
-            default:
-                throw invalid(
-                    "unknown key \(Self.quoted(member.name)) in \(location) "
-                        + "(expected \"revoked_before\" and \"api_revoked_before\")"
-                )
             }
         }
         return cutoffs
+    }
+
+    /// The members of an object of this format, each a name of `allowed` named once; `place` ends the messages
+    /// ("at the top level", `in users["alice"]`).
+    private static func members(
+        _ members: JSONTopLevelMembers,
+        of bytes: [UInt8],
+        allowed: [String],
+        place: String
+    ) throws(CutoffFileError) -> [(name: String, value: ArraySlice<UInt8>)] {
+        var seen: Set<String> = []
+        var found: [(name: String, value: ArraySlice<UInt8>)] = []
+        for member in members.members {
+            guard allowed.contains(member.name) else {
+                let expected = allowed.map { "\"\($0)\"" }.joined(separator: " and ")
+                throw invalid("unknown key \(Self.quoted(member.name)) \(place) (expected \(expected))")
+            }
+            guard seen.insert(member.name).inserted else {
+                throw invalid("\(Self.quoted(member.name)) appears twice \(place)")
+            }
+            found.append((member.name, bytes[member.valueRange]))
+        }
+        return found
     }
 
     /// `null`, or a whole number of seconds: digits (RFC 8259 already forbids leading zeros) that fit in an `Int64`,
