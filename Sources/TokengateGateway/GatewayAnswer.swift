@@ -186,6 +186,18 @@ extension GatewayAnswer {
         )
     }
 
+    /// A path whose segments end in dots or spaces that, trimmed as some backends trim them, is another route's
+    /// (``RequestTargetCheck/withSegmentTailsTrimmed(_:)``).
+    static func ambiguousPath() -> Self {
+        GatewayAnswer(
+            status: .badRequest,
+            error: "bad_request",
+            description: "the request target has a segment ending in dots or spaces, which some backends trim into "
+                + "another route's path",
+            reasonCode: "ambiguous_path"
+        )
+    }
+
     static func headersTooLarge() -> Self {
         GatewayAnswer(
             status: .requestHeaderFieldsTooLarge,

@@ -38,7 +38,7 @@ public final class GatewayMetrics: Sendable {
         "no_token", "token_in_url", "multiple_tokens", "malformed_authorization", "malformed_body", "cross_site_cookie",
         "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "upstream_timeout",
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
-        "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "method_not_allowed", "cross_site_token_page",
+        "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
     ]
 
     static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]

@@ -169,10 +169,18 @@ final class ProxyExchange: UpstreamResponseReceiver {
             return
         }
         let routeIndex = self.matchRoute(path: self.head.uri)
-        if let trimmed = RequestTargetCheck.withSegmentTailsTrimmed(self.head.uri), self.matchRoute(path: trimmed) != routeIndex {
-            // A backend that trims them would read another route's path (`/api./x`, `/api%20/x` as `/api/x`).
-            self.answer(.malformedHTTP("the request target has a segment ending in dots or spaces, which some backends trim into another route's path"))
-            return
+        if let trimmed = RequestTargetCheck.withSegmentTailsTrimmed(self.head.uri) {
+            let trimmedRoute = self.matchRoute(path: trimmed)
+            if trimmedRoute != routeIndex {
+                // A backend that trims them would read another route's path (`/api./x`, `/api%20/x` as `/api/x`).
+                // Counted under the route that backend would serve: the one such a request aims at.
+                if let aimed = trimmedRoute ?? routeIndex {
+                    self.routeIndex = aimed
+                    self.routeName = self.runtime.routes[aimed].name
+                }
+                self.answer(.ambiguousPath())
+                return
+            }
         }
         guard let routeIndex else {
             self.answer(.noRoute())

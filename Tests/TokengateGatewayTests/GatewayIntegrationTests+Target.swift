@@ -78,6 +78,9 @@ extension GatewayIntegrationTests {
                     #expect(result.body.contains("segment ending in dots or spaces"), "\(result.body)")
                 }
             }
+            let refusals = gateway.logLines.all.filter { $0.contains("reason=ambiguous_path") }
+            #expect(refusals.count == 10, "\(refusals)")
+            #expect(refusals.allSatisfy { $0.contains("route=/api/") }, "counted under the route aimed at: \(refusals)")
             // Where trimming changes nothing about the route, the path goes through as sent.
             let open = try self.curl(gateway, ["--path-as-is", "\(gateway.baseURL)/wiki/U.S."])
             #expect(open.status == 200)
