@@ -88,6 +88,47 @@ import Testing
         #expect(body.utf8.count == "POST /noconsume example.test\n".utf8.count + 1_004)
     }
 
+    /// What the body's pace asks (``ExchangeClient/isRequestBodyHeldBack``): whether the client may send no more
+    /// on a stream, by its own window or the connection's. Other streams' unread bytes can use up the connection's
+    /// window, and then a stream that has sent nothing is held back too, by no fault of its client.
+    @Test func aStreamKnowsWhenItsWindowOrTheConnectionsIsShut() throws {
+        var configuration = HTTP2ServerConfiguration()
+        configuration.initialWindowSize = 1_000
+        configuration.connectionWindowSize = 65_535  // The protocol's initial window: no WINDOW_UPDATE raises it.
+        let client = try H2EmbeddedClient(configuration: configuration)
+        defer { client.finish() }
+        try client.handshake()
+        try client.read()
+        // 65 streams fill their windows (1,000 bytes each) and are never read.
+        for index in 0..<65 {
+            let id = Int32(2 * index + 1)
+            try client.send(.request(id, method: "POST", path: "/noconsume", endStream: false), .data(id, [UInt8](repeating: 1, count: 1_000)))
+        }
+        _ = try client.read()
+        let full = try #require(client.log.streams[1])
+        #expect(full.isReceiveWindowShut, "its own window is used up")
+        // A stream that has sent 500 bytes of its 1,000: its window is open, the connection's still has 535 bytes.
+        try client.send(.request(131, method: "POST", path: "/noconsume", endStream: false), .data(131, [UInt8](repeating: 2, count: 500)))
+        _ = try client.read()
+        let open = try #require(client.log.streams[131])
+        #expect(!open.isReceiveWindowShut)
+        // The connection's last 35 bytes go to another stream: now 131 is held back by the others.
+        try client.send(.request(133, method: "POST", path: "/noconsume", endStream: false), .data(133, [UInt8](repeating: 3, count: 35)))
+        _ = try client.read()
+        #expect(open.isReceiveWindowShut, "the connection's window is used up by other streams")
+        // Bytes passed on give window back, once nghttp2 sends the WINDOW_UPDATE: for a stream when half its window
+        // is passed on, for the connection likewise, so one stream's 1,000 bytes reopen its own window only.
+        full.consumed(bytes: 1_000)
+        _ = try client.read()
+        #expect(open.isReceiveWindowShut, "the connection's window is still shut: the client may not send yet")
+        for index in 1..<65 {
+            try #require(client.log.streams[Int32(2 * index + 1)]).consumed(bytes: 1_000)
+        }
+        _ = try client.read()
+        #expect(!open.isReceiveWindowShut)
+        #expect(!full.isReceiveWindowShut)
+    }
+
     @Test func bodyBeyondTheWindowIsAFlowControlError() throws {
         var configuration = HTTP2ServerConfiguration()
         configuration.initialWindowSize = 100
