@@ -115,8 +115,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.closeRequested = closeRequested
         self.start = .now()
         self.continueExpected =
-            (head.version == .http1_1 || head.version.major == 2) && self.hasBody
-            && head.fields.withFirstValue(name: "expect") { FieldBytes.equalsIgnoringCase($0, "100-continue") } ?? false
+            (head.version == .http1_1 || head.version.major == 2) && self.hasBody && head.fields.expectsContinue
     }
 
     /// Answers `Expect: 100-continue` hop by hop, as nginx does, once the gateway wants the body: when it must

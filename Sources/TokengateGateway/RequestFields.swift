@@ -141,6 +141,12 @@ struct RequestFields: Equatable, Sendable {
         self.firstValueRange(name: name)?.count ?? 0
     }
 
+    /// The request says `Expect: 100-continue` (the only expectation there is, RFC 9110 §10.1.1): its client waits
+    /// for a `100 Continue` before it sends the body.
+    var expectsContinue: Bool {
+        self.withFirstValue(name: "expect") { FieldBytes.equalsIgnoringCase($0, "100-continue") } ?? false
+    }
+
     func contains(name: StaticString) -> Bool {
         self.firstValueRange(name: name) != nil
     }

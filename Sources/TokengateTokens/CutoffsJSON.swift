@@ -165,30 +165,32 @@ public enum CutoffsJSON {
     /// float; `1.7e9`; `-0`), up to 2^53, where a `Double` still holds every integer.
     private static func time(_ value: ArraySlice<UInt8>, at location: String) throws(CutoffFileError) -> Int64? {
         if Self.isNull(value) { return nil }
-        if value.contains(where: { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") || $0 == UInt8(ascii: "-") }),
-            value.first != UInt8(ascii: "\""), let number = Double(String(decoding: value, as: UTF8.self))
-        {
-            guard number == number.rounded(), number >= 0, number <= 9_007_199_254_740_992 else {
-                throw invalid(
-                    "\(location) must be a non-negative integer of UNIX seconds or null, not "
-                        + (number < 0 ? "a negative number" : number == number.rounded() ? "a number that large" : "a non-integer number")
-                )
-            }
-            return Int64(number)
+        func refused(_ what: String) -> CutoffFileError {
+            invalid("\(location) must be a non-negative integer of UNIX seconds or null, not \(what)")
         }
-        var seconds: Int64 = 0
-        for byte in value {
-            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
-                throw invalid("\(location) must be a non-negative integer of UNIX seconds or null, not \(Self.kind(of: value))")
-            }
-            let (times10, overflow) = seconds.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
-            guard !overflow, !overflow2 else {
-                throw invalid("\(location) must be a non-negative integer of UNIX seconds or null, not a number that large")
-            }
-            seconds = sum
+        guard let first = value.first, first == UInt8(ascii: "-") || Self.isDigit(first) else {
+            throw refused(Self.kind(of: value))  // A string, a boolean, an array or an object.
         }
-        return seconds
+        if value.allSatisfy(Self.isDigit) {
+            var seconds: Int64 = 0
+            for byte in value {
+                let (times10, overflow) = seconds.multipliedReportingOverflow(by: 10)
+                let (sum, overflowed) = times10.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+                guard !overflow, !overflowed else { throw refused("a number that large") }
+                seconds = sum
+            }
+            return seconds
+        }
+        // The scan checked the number's syntax, so `Double` reads it.
+        let number = Double(String(decoding: value, as: UTF8.self)) ?? .nan
+        guard number == number.rounded() else { throw refused("a non-integer number") }
+        guard number >= 0 else { throw refused("a negative number") }
+        guard number <= 9_007_199_254_740_992 else { throw refused("a number that large") }
+        return Int64(number)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
     }
 
     /// Whether the first byte after white space can begin a JSON value other than an object (`[1]`, `42`, `"x"`),
@@ -204,15 +206,13 @@ public enum CutoffsJSON {
         value.elementsEqual("null".utf8)
     }
 
-    /// What a JSON value that is not a time is, for the message (the scan already checked its syntax).
+    /// What a JSON value that is not a number is, for the message (the scan already checked its syntax).
     private static func kind(of value: ArraySlice<UInt8>) -> String {
         switch value.first {
         case UInt8(ascii: "\""): "a string"
-        case UInt8(ascii: "t"), UInt8(ascii: "f"): "a boolean"
         case UInt8(ascii: "["): "an array"
         case UInt8(ascii: "{"): "an object"
-        case UInt8(ascii: "-"): "a negative number"
-        default: "a non-integer number"
+        default: "a boolean"
         }
     }
 

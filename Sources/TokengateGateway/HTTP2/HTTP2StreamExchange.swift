@@ -54,7 +54,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             // part says whether a body follows (HEADERS with END_STREAM has none).
             if head.fields.contains(name: "content-length") {
                 self.begin(head)
-            } else if head.fields.withFirstValue(name: "expect", { FieldBytes.equalsIgnoringCase($0, "100-continue") }) ?? false {
+            } else if head.fields.expectsContinue {
                 head.fields.add(name: "transfer-encoding", value: "chunked")
                 self.begin(head)
             } else {
