@@ -54,7 +54,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                         accessLog: configuration.log.accessLog,
                         hsts: configuration.hsts
                     ),
-                    logger: logger
+                    logger: logger,
+                    countAnswer: { generations.load().runtime.metrics.recordUnrouted(reason: $0) }
                 ) { stream in
                     HTTP2StreamExchange(
                         stream: stream,

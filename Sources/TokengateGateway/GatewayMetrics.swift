@@ -32,6 +32,9 @@ public final class GatewayMetrics: Sendable {
     let tokenBodyMemory: CoreMetrics.Gauge
     public let configReloads: CoreMetrics.Counter
     public let configReloadFailures: CoreMetrics.Counter
+    /// Answers given before a route matched, by reason (see ``recordUnrouted(reason:)``).
+    let unrouted: [String: CoreMetrics.Counter]
+    let unroutedOther: CoreMetrics.Counter
 
     /// Reason codes the gateway answers with, besides the token ones.
     static let gatewayReasons = [
@@ -39,6 +42,12 @@ public final class GatewayMetrics: Sendable {
         "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "upstream_timeout",
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
         "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
+    ]
+
+    /// The reasons a request is answered for before it has a route: no route matched, or the request (its head,
+    /// target or framing) was refused as it was read. Any other reason is counted as `other`.
+    static let unroutedReasons = [
+        "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "tls_required",
     ]
 
     static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]
@@ -109,11 +118,22 @@ public final class GatewayMetrics: Sendable {
         self.tokenBodyMemory = CoreMetrics.Gauge(label: "tokengate_token_body_memory_bytes", factory: factory)
         self.configReloads = CoreMetrics.Counter(label: "tokengate_config_reloads_total", factory: factory)
         self.configReloadFailures = CoreMetrics.Counter(label: "tokengate_config_reload_failures_total", factory: factory)
+        self.unrouted = Dictionary(
+            uniqueKeysWithValues: Self.unroutedReasons.map {
+                ($0, CoreMetrics.Counter(label: "tokengate_unrouted_answers_total", dimensions: [("reason", $0)], factory: factory))
+            }
+        )
+        self.unroutedOther = CoreMetrics.Counter(
+            label: "tokengate_unrouted_answers_total", dimensions: [("reason", "other")], factory: factory)
     }
 
-    /// Records one finished request. `route` is `nil` when no route matched.
+    /// Records one finished request. `route` is `nil` when no route matched: the request is counted by
+    /// ``recordUnrouted(reason:)`` instead.
     func recordRequest(route: Int?, unsafeMethod: Bool, status: UInt, reason: String, nanoseconds: Int64) {
-        guard let route, route < self.routes.count else { return }
+        guard let route, route < self.routes.count else {
+            self.recordUnrouted(reason: reason)
+            return
+        }
         let metrics = self.routes[route]
         let statusClass = min(max(Int(status / 100), 1), 5) - 1
         metrics.requests[unsafeMethod ? 1 : 0][statusClass].increment()
@@ -121,6 +141,14 @@ public final class GatewayMetrics: Sendable {
             counter.increment()
         }
         metrics.latency.recordNanoseconds(nanoseconds)
+    }
+
+    /// Counts an answer given before any route matched: by the exchange (no route, a target or `Host` it refuses),
+    /// or by the protocol layer itself (a head that does not parse or is too large, an HTTP/2 stream the codec
+    /// refuses). None of these reach the per-route metrics, so without this counter a route table that stopped
+    /// matching after a reload, or a flood of malformed requests, would show in the logs only.
+    func recordUnrouted(reason: String) {
+        (self.unrouted[reason] ?? self.unroutedOther).increment()
     }
 
     func recordTLSFailure(_ code: String) {

@@ -356,7 +356,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.write(.body(.byteBuffer(context.channel.allocator.buffer(string: body))))
         self.writeEnd(nil, closing: false)
         context.flush()
-        if self.generations.load().runtime.accessLog {
+        let runtime = self.generations.load().runtime
+        runtime.metrics.recordUnrouted(reason: answer.reasonCode)
+        if runtime.accessLog {
             self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
         }
         self.state = .closed

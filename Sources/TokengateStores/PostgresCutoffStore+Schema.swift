@@ -68,13 +68,15 @@ extension PostgresCutoffStore {
                 }
                 return
             }
-            logger.info(
-                "creating the cutoff schema", metadata: ["store": "\(description)", "table": "\(layout.global)"])
             try refused.mapping(.creating) {
                 for statement in layout.schemaStatements(now: CutoffSyncService.systemNow(), tables: tables) {
                     try session.execute(statement)
                 }
             }
+            // Logged once the tables exist, not before trying: a refused attempt is retried (and its error is
+            // logged by the caller), so a line per attempt would read as if the tables were made again and again.
+            logger.info(
+                "created the cutoff schema", metadata: ["store": "\(description)", "table": "\(layout.global)"])
         }
     }
 

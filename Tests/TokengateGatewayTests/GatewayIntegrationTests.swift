@@ -345,6 +345,29 @@ struct GatewayIntegrationTests {
         }
     }
 
+    /// Requests answered before a route matched are counted by reason, over both protocols: by the exchange (no
+    /// route), by HTTP/1.1's connection handler and by the HTTP/2 codec (a head over the limit). Without this a
+    /// route table that stopped matching, or a flood of refused heads, would show in the logs only.
+    @Test func metricsCountAnswersGivenBeforeARouteMatched() async throws {
+        let routes = "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [authorization] }"
+        try await self.withGateway(routes: routes, limits: "limits: { max_header_bytes: 4KiB, max_uri_bytes: 1KiB }") { gateway in
+            let big = "X-Big: \(String(repeating: "a", count: 6000))"
+            for protocolFlag in ["--http1.1", "--http2"] {
+                let unrouted = try self.curl(gateway, [protocolFlag, "\(gateway.baseURL)/elsewhere"])
+                #expect(unrouted.status == 404, "\(protocolFlag)")
+                let tooLarge = try self.curl(gateway, [protocolFlag, "-H", big, "\(gateway.baseURL)/api/x"])
+                #expect(tooLarge.status == 431, "\(protocolFlag)")
+            }
+            let text = gateway.server.metrics.render()
+            #expect(text.contains(#"tokengate_unrouted_answers_total{reason="no_route"} 2"#), "\(text)")
+            #expect(text.contains(#"tokengate_unrouted_answers_total{reason="headers_too_large"} 2"#), "\(text)")
+            #expect(text.contains(#"tokengate_unrouted_answers_total{reason="other"} 0"#), "\(text)")
+            // Not counted under the route they would have reached.
+            #expect(!text.contains(#"tokengate_rejections_total{route="/api/",reason="headers_too_large"} 1"#))
+            #expect(gateway.backend.requestsReceived == 0)
+        }
+    }
+
     // MARK: One request model, two codecs: the same outcomes over HTTP/2 as over HTTP/1.1.
 
     @Test(arguments: ["--http1.1", "--http2"])

@@ -64,6 +64,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     let configuration: HTTP2ServerConfiguration
     let logger: Logger
     private let makeHandler: HTTP2StreamHandlerFactory
+    /// Counts a stream the codec answers itself, by reason code (``GatewayMetrics/recordUnrouted(reason:)``).
+    private let countAnswer: (String) -> Void
     private var state: State = .idle
 
     /// The nghttp2 session; created when the channel is active, deleted in `handlerRemoved` or `deinit`.
@@ -136,14 +138,17 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var bodyCheckAt: NIODeadline?
 
     /// - Parameters:
+    ///   - countAnswer: counts each stream the codec answers itself (a 400 or 431), by reason code.
     ///   - makeHandler: called once per stream whose request head is complete and valid.
     init(
         configuration: HTTP2ServerConfiguration = HTTP2ServerConfiguration(),
         logger: Logger,
+        countAnswer: @escaping (String) -> Void = { _ in },
         makeHandler: @escaping HTTP2StreamHandlerFactory
     ) {
         self.configuration = configuration
         self.logger = logger
+        self.countAnswer = countAnswer
         self.makeHandler = makeHandler
         self.heuristics = HTTP2DoSHeuristics(limits: configuration.dos, now: .now())
     }
@@ -475,6 +480,7 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// query string, a token) may be anything.
     private func answer(_ answer: GatewayAnswer, on stream: HTTP2StreamState) {
         stream.answeredByCodec = true
+        self.countAnswer(answer.reasonCode)
         if self.configuration.accessLog {
             self.logger.info(
                 "request",
