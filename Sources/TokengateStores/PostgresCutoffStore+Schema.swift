@@ -30,13 +30,18 @@ extension PostgresCutoffStore {
     ///   ``CutoffStoreError/Code/invalidStoreFile`` without the global row; in copy mode,
     ///   ``CutoffStoreError/Code/invalidStoreConfiguration`` when `<table>_global` exists without `<table>` (made by
     ///   an RP-table instance, or `<table>` was dropped: an empty table would accept every revoked token).
+    /// - Parameter creating: `false` for `check-config --connect`, which must change nothing: a missing table is
+    ///   not created, and only whether the role may create it is checked.
+    /// - Returns: whether `<table>_global` existed.
+    @discardableResult
     static func createOrCheckSchema(
         _ layout: CopyLayout,
         tables: OwnTables,
         in session: PostgresSession,
         logger: Logger,
-        description: String
-    ) throws {
+        description: String,
+        creating: Bool = true
+    ) throws -> Bool {
         try session.transaction {
             try session.execute(
                 "SELECT pg_advisory_xact_lock(hashtext($1))", [.text("tokengate schema \(layout.global)")])
@@ -66,7 +71,17 @@ extension PostgresCutoffStore {
                             + "Restore \(layout.users), or choose another `table`"
                     )
                 }
-                return
+                return true
+            }
+            guard creating else {
+                let schema = refused.schema
+                let mayCreate = try session.query(
+                    "SELECT has_schema_privilege(current_user, $1, 'CREATE')", [.text(schema)])
+                try mayCreate.expectColumns(1)
+                guard mayCreate.count > 0, try mayCreate.bool(0, 0) == true else {
+                    throw CutoffStoreError(code: .invalidStoreConfiguration, message: refused.message(.creating))
+                }
+                return false
             }
             try refused.mapping(.creating) {
                 for statement in layout.schemaStatements(now: CutoffSyncService.systemNow(), tables: tables) {
@@ -77,6 +92,7 @@ extension PostgresCutoffStore {
             // logged by the caller), so a line per attempt would read as if the tables were made again and again.
             logger.info(
                 "created the cutoff schema", metadata: ["store": "\(description)", "table": "\(layout.global)"])
+            return false
         }
     }
 
@@ -123,7 +139,7 @@ extension PostgresCutoffStore {
             }
         }
 
-        private func message(_ step: Step) -> String {
+        func message(_ step: Step) -> String {
             let why: String
             switch self.tables {
             case .globalOnly:

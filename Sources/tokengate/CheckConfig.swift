@@ -3,11 +3,14 @@
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser
+import Logging
 import TokengateConfig
 import TokengateGateway
+import TokengateStores
 
-/// `tokengate check-config FILE`: everything `serve` checks before it binds a port.
-struct CheckConfig: ParsableCommand {
+/// `tokengate check-config FILE`: everything `serve` checks before it binds a port; with `--connect`, also what
+/// only a PostgreSQL cutoff store's server can say.
+struct CheckConfig: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Validate a configuration file, its keys and certificates, without starting anything."
@@ -16,7 +19,15 @@ struct CheckConfig: ParsableCommand {
     @Argument(help: "The configuration file (YAML).")
     var file: String
 
-    func run() throws {
+    @Flag(
+        help: """
+            Also connect to a PostgreSQL cutoff store: the login, TLS, the tables and the role's privileges, as \
+            `serve` needs them. Nothing is created or written.
+            """
+    )
+    var connect = false
+
+    func run() async throws {
         // Run where the gateway will: a host whose libraries are too old would refuse to serve.
         do {
             try LibraryVersionCheck.verify()
@@ -41,7 +52,27 @@ struct CheckConfig: ParsableCommand {
         } catch {
             fail("\(self.file): cutoff store: \(error)", status: ExitStatus(forStoreError: error))
         }
-        for warning in GatewayServer.warnings(for: configuration) {
+        var warnings = GatewayServer.warnings(for: configuration)
+        if self.connect {
+            do {
+                let logger = Logger(label: "tokengate.check-config")
+                if let report = try await CutoffStoreFactory.probe(configuration.cutoffs, logger: logger) {
+                    print(
+                        "\(self.file): cutoff store: connected; "
+                            + (report.createsTables
+                                ? "tokengate's tables do not exist yet, and the role may create them at the first start"
+                                : "its tables are there and readable")
+                    )
+                    warnings += report.missingWritePrivileges.map {
+                        "cutoff store: the role may not write everything `revoke` and the admin API write (the "
+                            + "gateway serves without it): \($0)"
+                    }
+                }
+            } catch {
+                fail("\(self.file): cutoff store: \(error)", status: ExitStatus(forStoreError: error))
+            }
+        }
+        for warning in warnings {
             FileOutput.standardError("tokengate: \(self.file): warning: \(warning)\n")
         }
         print(

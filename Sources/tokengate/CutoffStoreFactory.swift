@@ -116,6 +116,27 @@ enum CutoffStoreFactory {
         }
     }
 
+    /// `check-config --connect`: connects to a PostgreSQL store and checks it as ``PostgresCutoffStore/probe()``
+    /// does, changing nothing; `nil` for the other stores, which ``check(_:)`` has read already.
+    static func probe(_ configuration: CutoffStoreConfiguration, logger: Logger) async throws
+        -> PostgresCutoffStore.ProbeReport?
+    {
+        guard case .postgres = configuration else { return nil }
+        // No LISTEN connection: nothing here would act on a notification.
+        let opened = try await Self.open(configuration, logger: logger, for: .oneShotWrite)
+        let storeTask = opened.run.map { run in Task { await run() } }
+        defer { storeTask?.cancel() }
+        guard let store = opened.store as? PostgresCutoffStore else { return nil }
+        do {
+            let report = try await store.probe()
+            try await store.close()
+            return report
+        } catch {
+            try? await store.close()
+            throw error
+        }
+    }
+
     /// Whether the SQLite file exists; throws when the path names something SQLite cannot open as a database.
     private static func checkSQLiteFile(_ path: ConfigPath) throws(CutoffStoreFactoryError) -> Bool {
         do {

@@ -54,8 +54,8 @@ struct CheckConfigCommandTests {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         }
 
-        func checkConfig() throws -> ChildProcess.Result {
-            try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "check-config", self.path])
+        func checkConfig(_ options: [String] = []) throws -> ChildProcess.Result {
+            try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "check-config"] + options + [self.path])
         }
 
         func remove() {
@@ -284,4 +284,34 @@ struct CheckConfigCommandTests {
         #expect(check.stderr.contains(expected), "\(check.stderr)")
         #expect(serve.stderr.contains(expected), "\(serve.stderr)")
     }
+
+    /// `--connect` asks the PostgreSQL server what only it can say (here: that it is not there, 75, as `serve` would
+    /// exit), and without the flag nothing is connected to (0, as before).
+    @Test func connectReachesThePostgresStoreOnlyWhenAsked() throws {
+        let port = try GatewayIntegrationTests.unusedPort()
+        let setup = try Setup(cutoffs: "cutoffs: { postgres: \"postgres://tokengate@127.0.0.1:\(port)/tokengate?sslmode=disable\" }")
+        defer { setup.remove() }
+        let offline = try setup.checkConfig()
+        #expect(offline.status == 0, "\(offline.stdout) \(offline.stderr)")
+        let connected = try setup.checkConfig(["--connect"])
+        #expect(connected.status == 75, "\(connected.stdout) \(connected.stderr)")
+        #expect(connected.stderr.contains("cutoff store") && connected.stderr.contains("store_unavailable"), "\(connected.stderr)")
+    }
+
+    /// With a real server (`TOKENGATE_TEST_POSTGRES_URL`): a fresh table name passes, saying the first start will
+    /// create the tables, and nothing is created by the check.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["TOKENGATE_TEST_POSTGRES_URL"]?.isEmpty == false))
+    func connectReportsTablesTheFirstStartWillCreate() throws {
+        let url = try #require(ProcessInfo.processInfo.environment["TOKENGATE_TEST_POSTGRES_URL"])
+        let table = "tg_check_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        let setup = try Setup(cutoffs: "cutoffs: { postgres: \"\(url)\", table: \(table), channel: \(table) }")
+        defer { setup.remove() }
+        let result = try setup.checkConfig(["--connect"])
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains("cutoff store: connected; tokengate's tables do not exist yet"), "\(result.stdout)")
+        let exists = try ChildProcess.run(
+            "/usr/bin/env", ["psql", url, "-X", "-q", "-At", "-c", "SELECT to_regclass('\(table)_global') IS NULL"])
+        #expect(exists.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "t", "check-config created a table")
+    }
+
 }
