@@ -30,6 +30,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         metrics: GatewayMetrics?,
         registry: PrometheusCollectorRegistry,
         tokenBodyMemory: TokenBodyMemory,
+        whoamiCallsInFlight: ManagedAtomic<Int>,
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)?
@@ -42,6 +43,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
             metrics: metrics,
             registry: registry,
             tokenBodyMemory: tokenBodyMemory,
+            whoamiCallsInFlight: whoamiCallsInFlight,
             now: now
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)

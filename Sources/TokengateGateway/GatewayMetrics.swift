@@ -42,6 +42,9 @@ public final class GatewayMetrics: Sendable {
         "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "upstream_timeout",
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
         "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
+        // The token page's refusals and failures (its 2xx and 3xx answers are not rejections).
+        "token_page_method", "token_page_bad_query", "token_page_unknown_app", "token_page_bad_return_address",
+        "token_page_ambiguous_session", "token_page_whoami_failed", "token_page_whoami_busy", "token_page_mint_failed",
     ]
 
     /// The reasons a request is answered for before it has a route: no route matched, or the request (its head,
@@ -55,6 +58,7 @@ public final class GatewayMetrics: Sendable {
     struct RouteMetrics: Sendable {
         let requests: [[CoreMetrics.Counter]]
         let rejections: [String: CoreMetrics.Counter]
+        let rejectionsOther: CoreMetrics.Counter
         let latency: CoreMetrics.Timer
     }
 
@@ -91,6 +95,9 @@ public final class GatewayMetrics: Sendable {
                         )
                     }
                 ),
+                rejectionsOther: CoreMetrics.Counter(
+                    label: "tokengate_rejections_total", dimensions: [("route", route), ("reason", "other")],
+                    factory: factory),
                 latency: CoreMetrics.Timer(label: "tokengate_request_duration_seconds", dimensions: [("route", route)], factory: factory)
             )
         }
@@ -137,8 +144,9 @@ public final class GatewayMetrics: Sendable {
         let metrics = self.routes[route]
         let statusClass = min(max(Int(status / 100), 1), 5) - 1
         metrics.requests[unsafeMethod ? 1 : 0][statusClass].increment()
-        if status >= 400, let counter = metrics.rejections[reason] {
-            counter.increment()
+        if status >= 400 {
+            // A reason missing from the list is still a rejection: counted as `other` rather than not at all.
+            (metrics.rejections[reason] ?? metrics.rejectionsOther).increment()
         }
         metrics.latency.recordNanoseconds(nanoseconds)
     }

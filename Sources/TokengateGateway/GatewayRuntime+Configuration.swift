@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Atomics
 import Foundation
 import NIOCore
 import Prometheus
@@ -33,6 +34,7 @@ extension GatewayRuntime {
         metrics: GatewayMetrics? = nil,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
+        whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         now: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
@@ -112,7 +114,9 @@ extension GatewayRuntime {
                             + "verification key"
                     )
                 }
-                tokenPage = try Self.tokenPageRoute(page, configuration: configuration, policy: policy, verifier: verifier)
+                tokenPage = try Self.tokenPageRoute(
+                    page, configuration: configuration, policy: policy, verifier: verifier,
+                    whoamiCallsInFlight: whoamiCallsInFlight)
             }
             routes.append(
                 GatewayRoute(
@@ -216,7 +220,8 @@ extension GatewayRuntime {
         _ page: TokenPageConfiguration,
         configuration: GatewayConfiguration,
         policy: VerificationPolicy,
-        verifier: TokenVerifier?
+        verifier: TokenVerifier?,
+        whoamiCallsInFlight: ManagedAtomic<Int>
     ) throws -> TokenPageRoute {
         guard let signingKey = configuration.signingKey else {
             throw GatewayStartupError("a token_page route needs signing_key")
@@ -244,7 +249,7 @@ extension GatewayRuntime {
         }
         var whoami: WhoamiClient?
         if case .whoami(let settings) = page.login {
-            whoami = try WhoamiClient(configuration: settings)
+            whoami = try WhoamiClient(configuration: settings, callsInFlight: whoamiCallsInFlight)
         }
         return TokenPageRoute(
             responder: TokenPageResponder(

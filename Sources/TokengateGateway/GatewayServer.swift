@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Atomics
 import CoreMetrics
 import Foundation
 import Logging
@@ -28,6 +29,9 @@ public final class GatewayServer: Sendable {
     private let metricsRegistry: PrometheusCollectorRegistry
     /// `limits.token_body_memory` for the whole process, across reloads.
     private let tokenBodyMemory: TokenBodyMemory
+    /// Token page login checks under way, for the process: `login.whoami.max_in_flight` caps them across routes
+    /// and across reloads (a reload's new clients count the old ones' calls still under way).
+    private let whoamiCallsInFlight = ManagedAtomic<Int>(0)
     private let now: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
     /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
@@ -58,6 +62,7 @@ public final class GatewayServer: Sendable {
             metrics: nil,
             registry: self.metricsRegistry,
             tokenBodyMemory: self.tokenBodyMemory,
+            whoamiCallsInFlight: self.whoamiCallsInFlight,
             group: group,
             logger: logger,
             now: now
@@ -119,6 +124,7 @@ public final class GatewayServer: Sendable {
                 metrics: nil,
                 registry: self.metricsRegistry,
                 tokenBodyMemory: self.tokenBodyMemory,
+                whoamiCallsInFlight: self.whoamiCallsInFlight,
                 group: self.group,
                 logger: self.logger,
                 now: self.now

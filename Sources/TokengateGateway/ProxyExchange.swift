@@ -858,7 +858,11 @@ extension ProxyExchange {
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 result in
                 guard case .answerPending = self.state else { return }  // The client went away meanwhile.
-                self.writeTokenPage(page.responder.respond(to: head, whoami: result, now: self.runtime.now()))
+                let answer = page.responder.respond(to: head, whoami: result, now: self.runtime.now())
+                if let diagnostic = answer.diagnostic {
+                    whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
+                }
+                self.writeTokenPage(answer)
             }
         }
     }

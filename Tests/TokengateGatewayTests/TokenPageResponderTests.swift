@@ -286,12 +286,27 @@ import TokengateTokens
             .answered(status: 200, userHeaderValues: []), .answered(status: 200, userHeaderValues: [""]),
             .answered(status: 200, userHeaderValues: ["bob", "alice"]), .answered(status: 200, userHeaderValues: ["bo\u{1}b"]),
             .answered(status: 200, userHeaderValues: [String(repeating: "u", count: 257)]),
+            // Ids the signer would refuse (a 500 before): NBSP around it, a line separator, a C1 control; and one
+            // that was not UTF-8 on the wire (NIO's decoder puts U+FFFD where it was not).
+            .answered(status: 200, userHeaderValues: ["\u{A0}bob"]), .answered(status: 200, userHeaderValues: ["bo\u{2028}b"]),
+            .answered(status: 200, userHeaderValues: ["bo\u{85}b"]), .answered(status: 200, userHeaderValues: ["al\u{FFFD}ice"]),
         ]
         for result in failures {
             let answer = responder.respond(to: head, whoami: result, now: Self.now)
             #expect(answer.status == .badGateway, "\(result)")
             #expect(answer.headers["set-cookie"].isEmpty)
+            // Why, for the log: never the value the RP sent.
+            if case .answered = result {
+                #expect(answer.diagnostic != nil, "\(result)")
+                #expect(answer.diagnostic?.contains("bob") != true && answer.diagnostic?.contains("ice") != true)
+            }
         }
+        #expect(
+            responder.respond(to: head, whoami: .answered(status: 200, userHeaderValues: ["al\u{FFFD}ice"]), now: Self.now)
+                .diagnostic == "its X-User-Id value is not UTF-8")
+        #expect(
+            responder.respond(to: head, whoami: .answered(status: 500, userHeaderValues: []), now: Self.now).diagnostic
+                == "it answered 500")
         let app = responder.respond(to: self.head("/token?app=ios", cookie: "sid=abc"), whoami: .answered(status: 204, userHeaderValues: ["carol"]), now: Self.now)
         #expect(app.headers["location"].first?.hasPrefix("myapp://token#access_token=") == true)
     }

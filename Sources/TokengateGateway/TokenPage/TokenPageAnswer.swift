@@ -23,6 +23,9 @@ struct TokenPageAnswer: Sendable, Equatable {
     var reasonCode: String
     /// The user a token was minted for, when one was.
     var user: String?
+    /// Why the RP's login check could not be used, for the operator's log (never sent, never a value from the
+    /// RP's answer): the status it gave, or the rule its user header broke.
+    var diagnostic: String?
 
     func responseHead(version: HTTPVersion) -> HTTPResponseHead {
         HTTPResponseHead(version: version, status: self.status, headers: self.headers)

@@ -125,15 +125,25 @@ struct TokenPageResponder: Sendable {
         case .busy:
             return Self.loginCheckBusy
         case .answered(let status, let values):
+            var header = "user"
+            if case .whoami(let whoami) = self.configuration.login { header = whoami.userHeader }
             switch status {
             case 200...299:
                 // A 2xx without a usable user id is a broken endpoint, not a login: fail closed.
-                guard values.count == 1, let user = Self.userID(values[0]) else { return Self.loginCheckFailed }
-                return self.deliver(to: user, request: request, now: now)
+                guard values.count == 1 else {
+                    return Self.loginCheckFailed(
+                        because: "it answered \(status) with \(values.count) \(header) fields; one is needed")
+                }
+                switch Self.userID(values[0]) {
+                case .success(let user):
+                    return self.deliver(to: user, request: request, now: now)
+                case .failure(let problem):
+                    return Self.loginCheckFailed(because: "its \(header) value \(problem.description)")
+                }
             case 300...399, 401, 403:
                 return self.loginRedirect(request)
             default:
-                return Self.loginCheckFailed
+                return Self.loginCheckFailed(because: "it answered \(status)")
             }
         }
     }
@@ -217,6 +227,13 @@ struct TokenPageResponder: Sendable {
         reasonCode: "token_page_whoami_failed"
     )
 
+    /// ``loginCheckFailed`` for an answer that came but cannot be used, with why for the log.
+    static func loginCheckFailed(because diagnostic: String) -> TokenPageAnswer {
+        var answer = Self.loginCheckFailed
+        answer.diagnostic = diagnostic
+        return answer
+    }
+
     static let loginCheckBusy = TokenPageAnswer.error(
         .serviceUnavailable,
         error: "temporarily_unavailable",
@@ -267,12 +284,32 @@ struct TokenPageResponder: Sendable {
         }
     }
 
-    /// The RP's user id, trimmed; `nil` when empty, longer than 256 bytes or holding control characters.
-    static func userID(_ value: String) -> String? {
-        let trimmed = Substring(value).trimmingOWS()
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 256,
-            !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        else { return nil }
-        return String(trimmed)
+    /// Why a user header value is no user id (completes "its X-User value …"). Never repeats the value.
+    enum UserIDProblem: Error, Equatable, CustomStringConvertible {
+        /// Not UTF-8 (NIO's decoder put U+FFFD where the bytes were not): Latin-1 from an RP would become a
+        /// lossy id, under which `josé` and `josè` are one user whose cutoffs match neither.
+        case notUTF8
+        case rule(UserIDRules.Problem)
+
+        var description: String {
+            switch self {
+            case .notUTF8: "is not UTF-8"
+            case .rule(let problem): "\(problem)"
+            }
+        }
+    }
+
+    /// The RP's user id, trimmed of HTTP's optional white space, if it is one tokens can carry: UTF-8, and within
+    /// the rules the signer and the verifier hold every id to (``UserIDRules``), so that a bad header fails the
+    /// login check (502) instead of the minting (500).
+    static func userID(_ value: String) -> Result<String, UserIDProblem> {
+        let trimmed = String(Substring(value).trimmingOWS())
+        if trimmed.unicodeScalars.contains("\u{FFFD}") {
+            return .failure(.notUTF8)
+        }
+        if let problem = UserIDRules.problem(trimmed) {
+            return .failure(.rule(problem))
+        }
+        return .success(trimmed)
     }
 }

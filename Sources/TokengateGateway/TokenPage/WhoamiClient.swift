@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOConcurrencyHelpers
 import NIOPosix
 import TokengateConfig
 import TokengateTLS
@@ -22,10 +23,16 @@ struct WhoamiClient: Sendable {
     let timeout: TimeAmount
     let tlsContext: TLSClientContext?
     let maxInFlight: Int
-    /// Calls under way across every event loop (the client is shared by the generation's loops).
-    private let inFlight = ManagedAtomic<Int>(0)
+    /// Calls under way: one count for the whole process (every event loop, every token page route, every
+    /// configuration generation), which `max_in_flight` caps. The server owns it, so that a reload, which makes new
+    /// clients while calls of the old ones are still under way, does not start a fresh count.
+    private let inFlight: ManagedAtomic<Int>
+    /// Why calls failed, at most a line a second with the count (a dead RP fails every token page request).
+    private let failures = NIOLockedValueBox(FailureLogThrottle())
 
-    init(configuration: WhoamiConfiguration) throws {
+    /// - Parameter callsInFlight: the process's count of whoami calls under way (``GatewayServer`` keeps one).
+    init(configuration: WhoamiConfiguration, callsInFlight: ManagedAtomic<Int> = ManagedAtomic(0)) throws {
+        self.inFlight = callsInFlight
         guard let url = URLComponents(string: configuration.url), let scheme = url.scheme, url.host != nil,
             scheme == "http" || scheme == "https"
         else {
@@ -62,6 +69,10 @@ struct WhoamiClient: Sendable {
         let tlsContext = self.tlsContext
         let userHeader = self.userHeader
         let timeout = self.timeout
+        // One deadline for the whole call, the connect (and TLS handshake) included: `timeout` is what the
+        // browser waits at most, not a connect timeout plus a response timeout after it.
+        let deadline = NIODeadline.now() + timeout
+        let report: @Sendable (String) -> Void = { cause in self.reportFailure(cause, logger: logger) }
         ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelInitializer { channel in
@@ -71,7 +82,7 @@ struct WhoamiClient: Sendable {
                         try sync.addHandler(TLSHandler(context: tlsContext, serverHostname: host, logger: logger))
                     }
                     try sync.addHTTPClientHandlers()
-                    try sync.addHandler(WhoamiResponseHandler(userHeader: userHeader, promise: promise))
+                    try sync.addHandler(WhoamiResponseHandler(userHeader: userHeader, promise: promise, report: report))
                 }
             }
             .connect(host: host, port: port)
@@ -84,33 +95,54 @@ struct WhoamiClient: Sendable {
                     headers.add(name: "connection", value: "close")
                     channel.write(HTTPClientRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)), promise: nil)
                     channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-                    let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+                    let timer = channel.eventLoop.scheduleTask(deadline: deadline) {
+                        channel.pipeline.fireUserInboundEventTriggered(WhoamiResponseHandler.TimedOut(timeout: timeout))
+                    }
                     promise.futureResult.whenComplete { _ in
-                        deadline.cancel()
+                        timer.cancel()
                         channel.close(promise: nil)
                     }
-                case .failure:
+                case .failure(let error):
+                    report("cannot connect to \(host):\(port): \(error)")
                     promise.succeed(.failed)
                 }
             }
         return promise.futureResult
     }
+
+    /// Logs why a call failed, or why its answer could not be used (``TokenPageAnswer/diagnostic``): a warning
+    /// with the cause and the number of failures since the last line, at most one a second. Never a cookie, a
+    /// header value or a user id: the cause names the rule broken only.
+    func reportFailure(_ cause: String, logger: Logger, now: NIODeadline = .now()) {
+        guard let count = self.failures.withLockedValue({ $0.failed(now: now) }) else { return }
+        logger.warning(
+            "token page login check failed",
+            metadata: ["whoami": "\(self.url.host ?? "?")", "error": "\(cause)", "failures": "\(count)"]
+        )
+    }
 }
 
 /// Collects the whoami response's status and user header; anything else (EOF before the end, a parse
-/// error, the timeout closing the channel) is `.failed`.
+/// error, the deadline) is `.failed`, with its cause reported.
 final class WhoamiResponseHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPClientResponsePart
 
+    /// Fired down the pipeline when the call's deadline passes.
+    struct TimedOut: Sendable {
+        var timeout: TimeAmount
+    }
+
     private let userHeader: String
     private let promise: EventLoopPromise<TokenPageWhoamiResult>
+    private let report: @Sendable (String) -> Void
     private var head: HTTPResponseHead?
     private var bodyBytes = 0
     private var completed = false
 
-    init(userHeader: String, promise: EventLoopPromise<TokenPageWhoamiResult>) {
+    init(userHeader: String, promise: EventLoopPromise<TokenPageWhoamiResult>, report: @escaping @Sendable (String) -> Void) {
         self.userHeader = userHeader
         self.promise = promise
+        self.report = report
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -120,7 +152,7 @@ final class WhoamiResponseHandler: ChannelInboundHandler {
         case .body(let buffer):
             self.bodyBytes += buffer.readableBytes
             if self.bodyBytes > 64 * 1024 {
-                self.complete(.failed)
+                self.fail("the response body is larger than 64 KiB")
                 context.close(promise: nil)
             }
         case .end:
@@ -129,14 +161,29 @@ final class WhoamiResponseHandler: ChannelInboundHandler {
         }
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let timedOut = event as? TimedOut {
+            self.fail("no complete answer within \(timedOut.timeout.nanoseconds / 1_000_000) ms")
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
-        self.complete(.failed)
+        self.fail("the connection closed before the response ended")
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.complete(.failed)
+        self.fail("\(error)")
         context.close(promise: nil)
+    }
+
+    private func fail(_ cause: String) {
+        guard !self.completed else { return }
+        self.report(cause)
+        self.complete(.failed)
     }
 
     /// The promise is completed once: the first of end, error, close or timeout decides.
