@@ -399,6 +399,15 @@ extension ConfigurationDecoder {
             guard ValueSyntax.isToken(name) else {
                 throw cookieNode.error(.invalidValue, "'\(name)' is not a valid cookie name")
             }
+            // The api token would be delivered over the browser's login: the next visit of the page would find no
+            // session (an api token is not one) and send the user to log in again, and the session cookie would be
+            // withheld from every backend under the page's path.
+            if case .sessionCookie(let session) = login, session == name {
+                throw cookieNode.error(
+                    .invalidValue,
+                    "'\(name)' is login.session_cookie too: the api token would overwrite the browser's login; "
+                        + "choose another cookie_name (the default is auth_token)")
+            }
             page.cookieName = name
         }
         if let pathNode = map["cookie_path"] {
@@ -433,6 +442,11 @@ extension ConfigurationDecoder {
         return page
     }
 
+    /// The parameters the token page puts into a callback, in its fragment or its query.
+    static let callbackParameters = [
+        "access_token", "token_type", "expires_in", "expires_at", "state", "status", "message", "code", "error",
+    ]
+
     /// A callback is a custom-scheme URL (`myapp://token`) or an https URL (a claimed link); never a scheme a
     /// browser would run or render (`javascript:`, `data:`), never plain http, and without a fragment, since the
     /// token is delivered in the fragment.
@@ -450,7 +464,11 @@ extension ConfigurationDecoder {
         guard validScheme else {
             throw ValueSyntaxError("'\(scheme)' is not a URL scheme")
         }
-        guard !["javascript", "data", "vbscript", "file", "blob", "about", "http", "ws", "wss", "ftp"].contains(scheme)
+        guard
+            ![
+                "javascript", "data", "vbscript", "file", "blob", "about", "http", "ws", "wss", "ftp", "view-source",
+                "filesystem", "mhtml", "jar",
+            ].contains(scheme)
         else {
             throw ValueSyntaxError("callback scheme \(scheme) is not allowed (use a custom scheme or https)")
         }
@@ -459,6 +477,17 @@ extension ConfigurationDecoder {
         }
         guard !url.contains("#") else {
             throw ValueSyntaxError("callbacks must not have a fragment (the token is delivered in it)")
+        }
+        // The page adds its own parameters to the callback; one already in it would be there twice (`state` from
+        // the configuration and the app's own), which the client library refuses and other parsers read either way.
+        if let question = url.firstIndex(of: "?") {
+            for pair in url[url.index(after: question)...].split(separator: "&") {
+                let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0].lowercased()
+                if Self.callbackParameters.contains(name) {
+                    throw ValueSyntaxError(
+                        "the callback's query must not hold \(name): the token page sets it (\(Self.callbackParameters.joined(separator: ", ")))")
+                }
+            }
         }
         if scheme == "https" {
             try ValueSyntax.httpURL(url, requireHTTPS: true)

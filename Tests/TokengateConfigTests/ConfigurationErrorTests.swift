@@ -582,6 +582,12 @@ struct ConfigurationErrorTests {
             "test.yaml:10:127: routes[1].apps[0].callback: callback scheme javascript is not allowed (use a custom "
                 + "scheme or https)"
         )
+        // The api token must not be delivered in the login's own cookie (a review found it accepted).
+        self.expectError(
+            withPage.replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, cookie_name: s"),
+            "test.yaml:10:108: routes[1].cookie_name: 's' is login.session_cookie too: the api token would overwrite "
+                + "the browser's login; choose another cookie_name (the default is auth_token)"
+        )
         let whoami = try parse(
             withPage.replacingOccurrences(
                 of: "session_cookie: s",

@@ -228,9 +228,15 @@ struct ValueSyntaxTests {
         try ConfigurationDecoder.checkCallback("myapp://token")
         try ConfigurationDecoder.checkCallback("com.example.app:/oauth")
         try ConfigurationDecoder.checkCallback("https://app.example.com/callback")
+        try ConfigurationDecoder.checkCallback("myapp://token?flow=login&v=2")
         for bad in [
             "javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,x", "http://app.example.com/cb",
             "myapp://token#x", "myapp:", "1app://x", "my app://x", "noscheme",
+            // Schemes that show or wrap another URL's content (a review found view-source: accepted).
+            "view-source:https://app.example.com/cb", "filesystem:https://x/temporary/a", "jar:https://x/a.jar!/",
+            // Parameters the page sets itself would be there twice.
+            "myapp://token?state=fixed", "myapp://token?v=1&access_token=x", "https://app.example.com/cb?STATE=1",
+            "myapp://token?code", "myapp://token?expires_in=1",
         ] {
             #expect(throws: ValueSyntaxError.self, "\(bad)") {
                 try ConfigurationDecoder.checkCallback(bad)
