@@ -145,6 +145,10 @@ public final class GatewayServer: Sendable {
             ProcessLogLevel.set(configuration.log.level)
         }
         self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
+        // As at start: a reload that brings in a mistake `check-config` would warn about says so in the log too.
+        for warning in Self.warnings(for: configuration) {
+            self.logger.warning("configuration: \(warning)", metadata: ["generation": "\(next.number)"])
+        }
     }
 
     /// What `check-config` prints and `serve` logs as warnings: the configuration's own

@@ -422,10 +422,15 @@ struct ServeCommandTests {
         }
         #expect(try metrics("old-secret-0123456789abcdef-test-only") == 200)
         try writeSecret("new-secret-0123456789abcdef-test-only\n")
+        // Written readable by every user: the reload warns, as start and check-config do (it did not before).
+        chmod(secretPath, 0o644)
         kill(process.processIdentifier, SIGHUP)
         _ = try await self.awaitOutputLine(output, containing: "configuration reloaded")
         #expect(try metrics("old-secret-0123456789abcdef-test-only") == 401, "the rotated-out secret still works")
         #expect(try metrics("new-secret-0123456789abcdef-test-only") == 200)
+        let warning = try await self.awaitOutputLine(output, containing: "\"level\":\"warning\"", "admin.secret_file")
+        #expect(warning?.contains("\"generation\":\"2\"") == true, "\(warning ?? "no warning after the reload")")
+        chmod(secretPath, 0o600)
 
         try writeSecret("short\n")
         kill(process.processIdentifier, SIGHUP)
