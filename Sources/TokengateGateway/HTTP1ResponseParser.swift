@@ -197,7 +197,9 @@ struct HTTP1ResponseParser {
             guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { throw .malformed("status code") }
             code = code * 10 + Int(digit - UInt8(ascii: "0"))
         }
-        guard code >= 100 else { throw .malformed("status code") }
+        // RFC 9110 §15: codes outside 100–599 are invalid. Passed on, a `999` (sent by some bot-blocking
+        // front ends) is a status HTTP/2 clients and many libraries refuse or misread; it is the backend's fault.
+        guard code >= 100, code <= 599 else { throw .malformed("status code") }
         var reason = ""
         if end > 12 {
             guard block[12] == UInt8(ascii: " ") else { throw .malformed("status code") }

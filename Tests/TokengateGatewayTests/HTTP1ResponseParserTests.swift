@@ -210,6 +210,8 @@ import Testing
         ("101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"),
         ("HTTP/2 status line", "HTTP/2 200 OK\r\nContent-Length: 0\r\n\r\n"),
         ("a short status", "HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n"),
+        ("a status over 599", "HTTP/1.1 999 Request denied\r\nContent-Length: 0\r\n\r\n"),
+        ("a status of 600", "HTTP/1.1 600 X\r\nContent-Length: 0\r\n\r\n"),
         ("a chunk size that overflows", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1000000000000000\r\n"),
         ("a chunk size that is not hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n"),
         ("a negative chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n"),
