@@ -84,10 +84,17 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         self.answered = true
         switch self.mode {
         case .redirect where self.isBrowserRoute(head):
+            // Where to send the browser is the host it asked for; without one that can go into `Location`
+            // (none, two, or not a host name) there is nowhere to send it, and a made-up one would be wrong.
+            let hosts = head.fields.values(name: "host")
+            guard hosts.count == 1, let host = Self.hostWithoutPort(hosts[0]) else {
+                let answer = GatewayAnswer.malformedHTTP("a request needs exactly one Host header naming a host")
+                self.writeAndClose(answer, version: head.version, method: head.method, context: context)
+                return
+            }
             var serializer = HTTP1ResponseSerializer()
             var buffer = context.channel.allocator.buffer(capacity: 512)
             var headers = HTTPHeaders()
-            let host = head.fields.first(name: "host").map { Self.hostWithoutPort($0) } ?? "localhost"
             let port = self.httpsPort.map { $0 == 443 ? "" : ":\($0)" } ?? ""
             let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "/"
             headers.add(name: "location", value: "https://\(host)\(port)\(path.hasPrefix("/") ? String(path) : "/")")
@@ -140,7 +147,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
 
     /// The host part of a Host header, only if it is a plausible host name: a redirect must not send a
     /// browser to whatever a hostile Host header says with characters that break the Location header.
-    static func hostWithoutPort(_ host: String) -> String {
+    static func hostWithoutPort(_ host: String) -> String? {
         var name = Substring(host)
         if name.hasPrefix("[") {
             if let end = name.firstIndex(of: "]") { name = name[...end] }
@@ -152,7 +159,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
                 || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".")
                 || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]") || $0 == UInt8(ascii: ":")
         }
-        return allowed && !name.isEmpty ? String(name) : "localhost"
+        return allowed && !name.isEmpty ? String(name) : nil
     }
 }
 

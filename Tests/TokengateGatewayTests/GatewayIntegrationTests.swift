@@ -268,6 +268,24 @@ struct GatewayIntegrationTests {
             let session = try Curl.run(["\(plain)/account/me"], caFile: nil)
             #expect(session.status == 308)
             #expect(session.header("location") == "https://127.0.0.1:0/account/me")
+            // No Host that names a host, or two: a 400, not a redirect to a made-up `localhost` (a review found that).
+            for hostArguments in [["-H", "Host: a b"], ["-H", "Host:"]] {
+                let refused = try Curl.run(hostArguments + ["\(plain)/pub/page"], caFile: nil)
+                #expect(refused.status == 400, "\(hostArguments)")
+                #expect(refused.header("location") == nil, "\(hostArguments)")
+            }
+            let twoHosts = try Curl.process(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import socket; s = socket.create_connection(('127.0.0.1', \(gateway.plainPort)), timeout=5); "
+                        + "s.sendall(b'GET /pub/page HTTP/1.1\\r\\nHost: a.example\\r\\nHost: b.example\\r\\n\\r\\n'); "
+                        + "print(s.recv(4096).decode())",
+                ]
+            ).1
+            #expect(twoHosts.hasPrefix("HTTP/1.1 400"), "\(twoHosts)")
+            let named = try Curl.run(["-H", "Host: www.example.com:8080", "\(plain)/pub/page"], caFile: nil)
+            #expect(named.header("location") == "https://www.example.com:0/pub/page", "\(named.headers)")
             for path in ["/api/items", "/both/x", "/elsewhere"] {
                 let refused = try Curl.run(["-X", "POST", "-H", "Authorization: Bearer \(token)", "\(plain)\(path)"], caFile: nil)
                 #expect(refused.status == 426, "\(path)")
