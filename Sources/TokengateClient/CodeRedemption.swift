@@ -45,7 +45,8 @@ public enum CodeRedemption {
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         let fields = [
-            ("grant_type", "authorization_code"), ("code", code.value), ("code_verifier", verifier.verifier), ("app", app),
+            ("grant_type", "authorization_code"), ("code", code.value), ("code_verifier", verifier.verifier),
+            ("app", app),
         ]
         request.httpBody = Data(fields.map { $0.0 + "=" + PercentEncoding.encode($0.1) }.joined(separator: "&").utf8)
         return request
@@ -80,7 +81,8 @@ public enum CodeRedemption {
         }
         var expiry: Date?
         if let expiresIn = object["expires_in"] {
-            guard let number = expiresIn as? NSNumber, let seconds = Int64(exactly: number.doubleValue), seconds >= 0, seconds <= 100 * 365 * 86_400
+            guard let number = expiresIn as? NSNumber, let seconds = Int64(exactly: number.doubleValue),
+                seconds >= 0, seconds <= 100 * 365 * 86_400
             else {
                 throw TokengateClientError(.malformedResponse, "expires_in is not a number of seconds")
             }

@@ -29,13 +29,16 @@ enum SHA256 {
         data.append(0x80)
         while data.count % 64 != 56 { data.append(0) }
         let bits = UInt64(message.count) &* 8
-        for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            data.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
 
         var w = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: data.count, by: 64) {
             for i in 0..<16 {
                 let j = block + i * 4
-                w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8 | UInt32(data[j + 3])
+                w[i] = UInt32(data[j]) << 24 | UInt32(data[j + 1]) << 16 | UInt32(data[j + 2]) << 8
+                    | UInt32(data[j + 3])
             }
             for i in 16..<64 {
                 let s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3)

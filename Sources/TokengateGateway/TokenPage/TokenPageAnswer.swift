@@ -58,7 +58,13 @@ struct TokenPageAnswer: Sendable, Equatable {
         var headers = Self.securityHeaders()
         headers.add(name: "content-type", value: "application/json")
         headers.add(name: "content-length", value: String(json.utf8.count))
-        return TokenPageAnswer(status: status, headers: headers, body: Array(json.utf8), reasonCode: reasonCode, user: user)
+        return TokenPageAnswer(
+            status: status,
+            headers: headers,
+            body: Array(json.utf8),
+            reasonCode: reasonCode,
+            user: user
+        )
     }
 
     /// A JSON error in the gateway's usual shape: `{"error":"…","error_description":"…"}`. The description is

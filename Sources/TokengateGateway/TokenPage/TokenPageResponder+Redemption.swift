@@ -46,7 +46,12 @@ extension TokenPageResponder {
         case .success(let parsed):
             request = parsed
         case .failure(.invalidRequest(let description)):
-            return Self.redemptionError(.badRequest, "invalid_request", description, reason: "token_page_redeem_bad_request")
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_request",
+                description,
+                reason: "token_page_redeem_bad_request"
+            )
         case .failure(.unsupportedGrantType):
             return Self.redemptionError(
                 .badRequest,
@@ -57,7 +62,12 @@ extension TokenPageResponder {
         }
         guard self.configuration.apps.contains(where: { $0.name == request.app }) else {
             // An app removed from the configuration since the code was issued gets no more tokens.
-            return Self.redemptionError(.badRequest, "invalid_client", "unknown app", reason: "token_page_redeem_unknown_app")
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_client",
+                "unknown app",
+                reason: "token_page_redeem_unknown_app"
+            )
         }
         let code: TokenPageCode
         switch self.codeKey.redeem(request.code, app: request.app, verifier: request.verifier, now: now) {

@@ -10,7 +10,8 @@ import TokengateTokens
 /// The token page (DESIGN §8): decides, without any I/O, what a `token_page` route answers.
 ///
 /// ### Overview
-/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only; `app`, `cancel`, `state` at most once
+/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only (the gateway hands a `POST`, a PKCE code
+///    redemption, to ``redeem(body:cutoffs:now:)`` instead); `app`, `cancel`, `state` at most once
 ///    each; `app` must name a configured app exactly. Refusals are fixed JSON errors.
 /// 2. `?app=NAME&cancel=1` redirects to that app's callback with `status=unauthorized&message=…` at once; no
 ///    login is needed to decline.
@@ -29,7 +30,7 @@ import TokengateTokens
 ///      [&state=…]` in the fragment, never the query (a fragment is not sent to servers or in `Referer`);
 ///    - with `app` and a PKCE challenge: nothing is minted yet; the callback gets `#code=…[&state=…]`, a sealed
 ///      code (``TokenPageCodeKey``) that the app redeems with its verifier by `POST` to the page
-///      (``redeem(contentType:body:cutoffs:now:)``), which mints then;
+///      (``redeem(body:cutoffs:now:)``), which mints then;
 ///    - otherwise: `200` with `Set-Cookie: <cookie_name>=…; HttpOnly; Secure; SameSite=Strict; Path=…
 ///      [; Max-Age=…]`, the title `tokengate-token:<token>` (``titlePrefix``) and the token in the page body.
 ///
@@ -184,7 +185,9 @@ struct TokenPageResponder: Sendable {
         }
         if let app = request.app, let challenge = request.challenge {
             // PKCE: the callback gets a code only; the token is minted when the verifier comes with it.
-            let code = self.codeKey.seal(TokenPageCode(subject: user, app: app.name, challenge: challenge, issuedAt: now))
+            let code = self.codeKey.seal(
+                TokenPageCode(subject: user, app: app.name, challenge: challenge, issuedAt: now)
+            )
             var location = app.callback + "#code=" + code
             if let state = request.state { location += "&state=" + state }
             return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
