@@ -154,3 +154,12 @@ int CTokengateShims_hmac_verify(const CTokengateShims_hmac_key *key, const void 
     return equal ? 1 : 0;
 }
 
+
+void CTokengateShims_sha256(const void *data, size_t data_len, void *out) {
+    // The one-shot function: no context to allocate, and not among OpenSSL 3's deprecations.
+    SHA256(data, data_len, out);
+}
+
+int CTokengateShims_equal_constant_time(const void *a, const void *b, size_t len) {
+    return CRYPTO_memcmp(a, b, len) == 0 ? 1 : 0;
+}

@@ -24,12 +24,39 @@ extension TokenCapture {
     /// query when the fragment has none of them (the Geni form). Values are percent-decoded once, `+` as
     /// space. `expires_in` is seconds from `now`; `expires_at` is UNIX seconds or a UTC date
     /// (`2014-01-05T11:57:26Z`, or OCLC's `2014-01-05 11:57:26Z`).
+    ///   - `codeNeedsRedemption` when the callback holds a PKCE code: use
+    ///     ``deliveryFromCallback(_:callback:expectedState:now:)``, which returns it.
     public static func fromCallback(
         _ url: URL,
         callback: String,
         expectedState: String? = nil,
         now: Date = Date()
     ) throws -> StoredToken? {
+        switch try Self.deliveryFromCallback(url, callback: callback, expectedState: expectedState, now: now) {
+        case nil:
+            return nil
+        case .token(let token):
+            return token
+        case .code:
+            throw TokengateClientError(
+                .codeNeedsRedemption,
+                "the callback holds a PKCE code; read it with deliveryFromCallback and redeem it"
+            )
+        }
+    }
+
+    /// Like ``fromCallback(_:callback:expectedState:now:)``, for an app that may use PKCE: a callback with
+    /// `code=…` gives ``CallbackDelivery/code(_:)``, to redeem with the verifier (``CodeRedemption``); one with
+    /// `access_token=…` gives ``CallbackDelivery/token(_:)``. A callback with both is malformed.
+    ///
+    /// - Throws: as ``fromCallback(_:callback:expectedState:now:)``; `malformedCallback` also for a code that
+    ///   is not base64url and dots.
+    public static func deliveryFromCallback(
+        _ url: URL,
+        callback: String,
+        expectedState: String? = nil,
+        now: Date = Date()
+    ) throws -> CallbackDelivery? {
         guard Self.matches(url, callback: callback) else { return nil }
         let text = url.absoluteString
         var fragment: Substring?
@@ -61,6 +88,15 @@ extension TokenCapture {
                 serverMessage: message.map(Self.printable)
             )
         }
+        if let code = parameters["code"] {
+            guard parameters["access_token"] == nil else {
+                throw TokengateClientError(.malformedCallback, "the callback holds both a code and a token")
+            }
+            guard let parsed = AuthorizationCode(code) else {
+                throw TokengateClientError(.malformedCallback, "the callback's code is not a tokengate code")
+            }
+            return .code(parsed)
+        }
         guard let token = parameters["access_token"] else {
             throw TokengateClientError(.malformedCallback, "the callback holds neither a token nor an error")
         }
@@ -82,11 +118,11 @@ extension TokenCapture {
             }
             expiry = date
         }
-        return .captured(token, deliveredExpiry: expiry)
+        return .token(.captured(token, deliveredExpiry: expiry))
     }
 
     /// The parameters this function reads; the fragment is used when it holds any of them.
-    private static let interesting = ["access_token", "status", "error", "state"]
+    private static let interesting = ["access_token", "code", "status", "error", "state"]
 
     /// Whether `url` is for `callback`: the same scheme (case-insensitive), and the same text up to the query or
     /// fragment (host and path compared exactly, as registered).
@@ -134,7 +170,7 @@ extension TokenCapture {
     }
 
     /// Printable text only, at most 200 characters: the message came from a URL anyone can craft.
-    private static func printable(_ text: String) -> String {
+    static func printable(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F && !(0x80..<0xA0).contains($0.value) }).prefix(200))
     }
 }

@@ -20,8 +20,17 @@ public struct TokenPageURL: Sendable, Hashable {
     ///     callback flow.
     ///   - state: with `app`, a value the app checks in the callback (``randomState()``); 1–256 characters of
     ///     `A-Z a-z 0-9 - . _ ~`.
+    ///   - pkce: with `app`, PKCE (RFC 7636): the page sends `code_challenge` and `code_challenge_method=S256`,
+    ///     and the callback then holds a code to redeem with the verifier (``CodeRedemption``) instead of the
+    ///     token. Use a fresh ``PKCEVerifier/random()`` for each visit.
     /// - Throws: ``TokengateClientError`` `insecureURL` or `invalidURL`.
-    public init(site: URL, path: String = "/token", app: String? = nil, state: String? = nil) throws {
+    public init(
+        site: URL,
+        path: String = "/token",
+        app: String? = nil,
+        state: String? = nil,
+        pkce: PKCEVerifier? = nil
+    ) throws {
         try TokenPageURL.checkSite(site)
         guard path.hasPrefix("/"), !path.hasPrefix("//"), path.utf8.count <= 1024,
             path.utf8.allSatisfy({ byte in
@@ -47,6 +56,10 @@ public struct TokenPageURL: Sendable, Hashable {
             }
             query.append("state=" + state)
         }
+        if let pkce {
+            guard app != nil else { throw TokengateClientError(.invalidURL, "a code challenge needs an app") }
+            query.append("code_challenge=" + pkce.challenge + "&code_challenge_method=" + PKCEVerifier.method)
+        }
         var text = site.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
         text += path
@@ -57,7 +70,7 @@ public struct TokenPageURL: Sendable, Hashable {
         self.url = url
     }
 
-    /// 32 random characters of base64url (192 bits) for ``init(site:path:app:state:)``'s `state`.
+    /// 32 random characters of base64url (192 bits) for ``init(site:path:app:state:pkce:)``'s `state`.
     public static func randomState() -> String {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")

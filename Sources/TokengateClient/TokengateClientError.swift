@@ -34,11 +34,20 @@ public struct TokengateClientError: Error, Hashable, Sendable, CustomStringConve
         public static let alreadyAttached = Code("already_attached")
         /// The stored token has expired: start over at the token page.
         public static let tokenExpired = Code("token_expired")
+        /// The callback holds a PKCE code, not a token: read it with
+        /// ``TokenCapture/deliveryFromCallback(_:callback:expectedState:now:)`` and redeem it (``CodeRedemption``).
+        public static let codeNeedsRedemption = Code("code_needs_redemption")
+        /// The site refused to redeem a PKCE code (`invalid_grant` and the like: expired, wrong verifier,
+        /// revoked). The site's `error_description` is in ``TokengateClientError/serverMessage``. Start over at
+        /// the token page with a new verifier.
+        public static let redemptionRefused = Code("redemption_refused")
+        /// The site's answer to a redemption is not the JSON token answer it should be.
+        public static let malformedResponse = Code("malformed_response")
     }
 
     public let code: Code
     public let message: String
-    /// For ``Code/unauthorized``: the site's own message (`message` or `error_description`), printable and at
+    /// For ``Code/unauthorized`` and ``Code/redemptionRefused``: the site's own message (`message` or `error_description`), printable and at
     /// most 200 characters. Text from a URL: show it, never interpret it.
     public let serverMessage: String?
 

@@ -420,7 +420,7 @@ extension ConfigurationDecoder {
         page.tokenLifetime = try map["token_lifetime"]?.duration(in: .seconds(60)...(.seconds(3650 * 86_400)))
         if let appsNode = map["apps"] {
             for appNode in try appsNode.sequence(maximumCount: 100) {
-                let app = try appNode.mapping(allowed: ["name", "callback"])
+                let app = try appNode.mapping(allowed: ["name", "callback", "pkce"])
                 let nameNode = try app.required("name")
                 let name = try nameNode.string(maximumLength: 64)
                 guard ValueSyntax.isSimpleName(name) else {
@@ -436,7 +436,15 @@ extension ConfigurationDecoder {
                 } catch {
                     throw callbackNode.error(error)
                 }
-                page.apps.append(TokenPageApp(name: name, callback: callback))
+                var pkce = TokenPagePKCE.optional
+                if let pkceNode = app["pkce"] {
+                    let value = try pkceNode.string(maximumLength: 64)
+                    guard let parsed = TokenPagePKCE(rawValue: value) else {
+                        throw pkceNode.error(.invalidValue, "pkce is optional or required, got '\(value)'")
+                    }
+                    pkce = parsed
+                }
+                page.apps.append(TokenPageApp(name: name, callback: callback, pkce: pkce))
             }
         }
         return page

@@ -69,9 +69,26 @@ public struct WhoamiConfiguration: Sendable, Equatable {
 public struct TokenPageApp: Sendable, Equatable {
     public var name: String
     public var callback: String
+    /// Whether the app must use PKCE (RFC 7636). Default ``TokenPagePKCE/optional``.
+    public var pkce: TokenPagePKCE
 
-    public init(name: String, callback: String) {
+    public init(name: String, callback: String, pkce: TokenPagePKCE = .optional) {
         self.name = name
         self.callback = callback
+        self.pkce = pkce
     }
+}
+
+/// An app's `pkce` setting: whether the token page insists on a code challenge.
+///
+/// Any app can claim a custom scheme on Android, and one that does receives whatever the page puts in the
+/// callback. With PKCE the callback holds only a code that is useless without the verifier the real app kept
+/// (RFC 8252 §8.1).
+public enum TokenPagePKCE: String, Sendable, Equatable, CaseIterable {
+    /// A request with `code_challenge` gets a code, one without gets the token in the fragment as before: for
+    /// the time old app versions that send no challenge are still in use.
+    case optional
+    /// A request without `code_challenge` is refused (`400 code_challenge_required`): the token never goes
+    /// into the callback.
+    case required
 }

@@ -45,7 +45,9 @@ public final class GatewayMetrics: Sendable {
         // The token page's refusals and failures (its 2xx and 3xx answers are not rejections).
         "token_page_method", "token_page_bad_query", "token_page_unknown_app", "token_page_bad_return_address",
         "token_page_ambiguous_session", "token_page_whoami_failed", "token_page_whoami_busy", "token_page_mint_failed",
-    ]
+        "token_page_invalid_code_challenge", "token_page_code_challenge_required", "token_page_redeem_bad_request",
+        "token_page_redeem_too_large", "token_page_redeem_unknown_app", "token_page_redeem_revoked",
+    ] + TokenPageCodeKey.Refusal.allCases.map { "token_page_redeem_" + $0.rawValue }
 
     /// The reasons a request is answered for before it has a route: no route matched, or the request (its head,
     /// target or framing) was refused as it was read. Any other reason is counted as `other`.

@@ -169,6 +169,7 @@ public final class GatewayServer: Sendable {
                     + "one for signing_key"
             )
         }
+        warnings += Self.tokenPageWarnings(configuration)
         var tlsListeners = configuration.listeners.enumerated().compactMap { index, listener in
             listener.tls.map { ("listen[\(index)].tls", $0) }
         }
@@ -185,6 +186,43 @@ public final class GatewayServer: Sendable {
                         + "for \(missing.count == 1 ? "it" : "one of them") gets this certificate and fails its name check"
                 )
             }
+        }
+        return warnings
+    }
+
+    /// A token page whose tokens no route of this gateway accepts: its `signing_key` is not among `keys` (or
+    /// a route's `algorithms`, `issuer` or `audience` refuse what it mints). The apps would get tokens that every
+    /// API call answers `401`, and send their users back to the page in a loop. Found by minting a token as the
+    /// page would and verifying it as each route that takes api tokens would; a configuration that does not
+    /// build gets no warning here (`check` and `serve` say what is wrong with it).
+    static func tokenPageWarnings(_ configuration: GatewayConfiguration) -> [String] {
+        guard let runtime = try? GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty)) else {
+            return []
+        }
+        let now = runtime.now()
+        let apiRoutes = runtime.routes.compactMap { route -> (String, TokenVerifier)? in
+            guard let tokens = route.tokens, tokens.accept.contains(.api) else { return nil }
+            return (route.name, tokens.verifier)
+        }
+        var warnings: [String] = []
+        for (index, route) in runtime.routes.enumerated() {
+            guard let page = route.tokenPage, !apiRoutes.isEmpty,
+                let token = page.responder.mint(for: "tokengate-check-config", now: now)
+            else { continue }
+            var refusals: [String] = []
+            for (name, verifier) in apiRoutes {
+                guard case .invalid(let reason) = verifier.verify(token, accept: .api, cutoffs: .empty, now: now) else {
+                    refusals = []
+                    break
+                }
+                refusals.append("\(name): \(reason.code)")
+            }
+            guard !refusals.isEmpty else { continue }
+            warnings.append(
+                "routes[\(index)] (token page \(route.name)) mints tokens that no route accepting api tokens accepts "
+                    + "(\(refusals.joined(separator: ", "))): its apps would be answered 401 on every call; list "
+                    + "the public key of signing_key in keys (or check the routes' algorithms, issuer and audience)"
+            )
         }
         return warnings
     }

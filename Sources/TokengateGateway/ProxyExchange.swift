@@ -200,6 +200,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.answer(.crossSiteTokenPage())
                 return
             }
+            if self.head.method == .POST {
+                self.readTokenPageRedemption(route: routeIndex)
+                return
+            }
             self.serveTokenPage(tokenPage)
             return
         }
@@ -240,6 +244,17 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.cancelBodyDeadline()
         switch self.state {
         case .readingBody(let route, let body, _):
+            if let page = self.runtime.routes[route].tokenPage {
+                // A PKCE code redemption's form body (``readTokenPageRedemption(route:)``).
+                self.state = .answerPending
+                let answer = page.responder.redeem(
+                    body: Array(body.readableBytesView),
+                    cutoffs: self.runtime.cutoffs.load(),
+                    now: self.runtime.now()
+                )
+                self.writeTokenPage(answer)
+                return
+            }
             self.state = .awaitingUpstream
             self.authorize(route: route, body: body)
         case .awaitingUpstream:
@@ -865,6 +880,30 @@ extension ProxyExchange {
                 self.writeTokenPage(answer)
             }
         }
+    }
+
+    /// `POST` to the token page: a PKCE code redemption. Its form body is read like a body searched for a token
+    /// (the same pace, the same memory budget), but capped at ``TokenPageRedemptionRequest/maximumBody``; at its
+    /// end ``receivedEnd(_:)`` hands it to the responder.
+    private func readTokenPageRedemption(route routeIndex: Int) {
+        let length = self.head.fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil
+        if let problem = TokenPageResponder.redemptionHeadProblem(
+            contentType: TokenExtractor.contentType(self.head.fields),
+            contentLength: length
+        ) {
+            self.state = .answerPending
+            self.writeTokenPage(problem)
+            return
+        }
+        let limit = TokenPageRedemptionRequest.maximumBody
+        let initial = min(length ?? 0, limit)
+        guard self.holdTokenBodyMemory(initial) else {
+            self.answer(.tokenBodyMemoryFull())
+            return
+        }
+        self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: initial), limit: limit)
+        self.startBodyDeadline()
+        self.sendContinueIfExpected()
     }
 
     /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the

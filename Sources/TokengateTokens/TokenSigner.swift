@@ -14,6 +14,9 @@ public struct TokenSigner: Sendable {
     /// The `kid` put in every header (the key's own).
     public var keyID: String? { self.key.keyID }
     public let claimNames: ClaimNames
+    /// Seals the token page's PKCE authorization codes: derived from this key's secret under its own label, so
+    /// every gateway sharing the signing key opens the others' codes and no verification key equals it.
+    public var tokenPageCodeKey: TokenPageCodeKey { self.key.codeKey }
     private let key: SigningKey
 
     /// - Parameters:
@@ -129,12 +132,31 @@ final class SigningKey: @unchecked Sendable {
 
     let algorithm: TokenAlgorithm
     let keyID: String?
+    /// See ``TokenSigner/tokenPageCodeKey``.
+    let codeKey: TokenPageCodeKey
     private let storage: Storage
 
     init(_ jwk: JWK) throws(KeyLoadingError) {
         let algorithm = jwk.declaredAlgorithm ?? jwk.algorithms[0]
         self.algorithm = algorithm
         self.keyID = jwk.keyID
+        // The code key comes from the private part: the HMAC secret, or the private scalar or exponent `d`,
+        // which only the holders of the signing key know (a public key would let anyone seal codes).
+        let secret: [UInt8]?
+        switch jwk.material {
+        case .octet(let bytes): secret = bytes
+        case .okp(_, let d), .ec(_, _, let d): secret = d
+        case .rsa(_, _, let privateParts): secret = privateParts?.first
+        }
+        guard let secret, let codeKey = TokenPageCodeKey.derive(fromSecret: secret) else {
+            throw KeyLoadingError(
+                code: "invalid_key",
+                message: "cannot derive the token page code key from the private key",
+                keyIndex: jwk.index,
+                keyID: jwk.keyID
+            )
+        }
+        self.codeKey = codeKey
         switch jwk.material {
         case .octet(let secret):
             guard let check = SignatureCheck(hmacBits: algorithm.hmacBits!, secret: secret) else {

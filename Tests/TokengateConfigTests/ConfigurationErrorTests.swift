@@ -607,6 +607,37 @@ struct ConfigurationErrorTests {
         #expect(whoamiPage.apps == [TokenPageApp(name: "ios", callback: "myapp://token")])
     }
 
+    @Test("an app's pkce is optional (the default) or required; anything else is refused at load, naming the key")
+    func tokenPagePKCE() throws {
+        let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"
+        let withPage = (minimalYAML + "signing_key: { jwks: private.jwks }\n").replacingOccurrences(
+            of: "  - { path_prefix: /, upstream: api, accept: none }",
+            with: page
+        )
+        func apps(_ list: String) -> String {
+            withPage.replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, apps: [ \(list) ]")
+        }
+        let parsed = try parse(
+            apps(
+                "{ name: ios, callback: \"myapp://token\" }, { name: android, callback: \"myapp://a\", pkce: required }, "
+                    + "{ name: old, callback: \"myapp://o\", pkce: optional }"
+            )
+        )
+        guard case .tokenPage(let settings) = parsed.routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(settings.apps.map(\.pkce) == [.optional, .required, .optional])
+        self.expectError(
+            apps("{ name: ios, callback: \"myapp://token\", pkce: plain }"),
+            "test.yaml:10:149: routes[1].apps[0].pkce: pkce is optional or required, got 'plain'"
+        )
+        self.expectError(
+            apps("{ name: ios, callback: \"myapp://token\", pkce: Required }"),
+            "test.yaml:10:149: routes[1].apps[0].pkce: pkce is optional or required, got 'Required'"
+        )
+    }
+
     @Test("YAML-level problems: syntax, duplicate keys, wrong types, emptiness")
     func yamlProblems() {
         let syntax = parseError("listen: [\n")

@@ -162,6 +162,28 @@ struct CheckConfigCommandTests {
         #expect(!result.stderr.contains("keys[0]"), "the public set is fine: \(result.stderr)")
     }
 
+    /// A token page whose signing key the verification keys do not hold mints tokens every API call refuses
+    /// (`unknown_key`); the apps would loop back to the page. `check-config` warns (a review found it silent),
+    /// and says nothing once the public key is listed.
+    @Test func warnsAboutATokenPageWhoseTokensNoRouteAccepts() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let routes = "{ path_prefix: /api/, upstream: api, accept: [api] }\n"
+            + "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"
+        let setup = try Setup(route: routes)
+        defer { setup.remove() }
+        let listed = try setup.checkConfig()
+        #expect(listed.status == 0, "\(listed.stdout) \(listed.stderr)")
+        #expect(!listed.stderr.contains("token page"), "\(listed.stderr)")
+
+        let other = try KeyGenerator.generate(algorithm: .edDSA, keyID: "other")
+        try setup.write("public.jwks", other.publicJWKS, mode: 0o644)
+        let result = try setup.checkConfig()
+        #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
+        #expect(
+            result.stderr.contains("warning: routes[1] (token page /token) mints tokens that no route accepting api tokens accepts (/api/: unknown_key)"),
+            "\(result.stderr)")
+    }
+
     /// `server_names` that the certificate does not hold only choose which certificate a client with that SNI
     /// gets; the client then fails its name check. `check-config` names each such name and the certificate,
     /// and stays quiet about the names the certificate covers (its own, and one under its wildcard).

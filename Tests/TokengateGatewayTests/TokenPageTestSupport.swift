@@ -53,6 +53,8 @@ final class TokenPageHarness: @unchecked Sendable {
     var tlsPort = 0
 
     static let callback = "tokengate-demo://token"
+    /// An app with `pkce: required`.
+    static let androidCallback = "tokengate-demo://android"
 
     var baseURL: String { "https://localhost:\(self.tlsPort)" }
     var certificatePath: String { self.directory + "/cert.pem" }
@@ -92,7 +94,9 @@ final class TokenPageHarness: @unchecked Sendable {
               - path_prefix: /token
                 kind: token_page
                 login: { session_cookie: session, login_url: /login }
-                apps: [ { name: ios, callback: "\(Self.callback)" } ]
+                apps:
+                  - { name: ios, callback: "\(Self.callback)" }
+                  - { name: android, callback: "\(Self.androidCallback)", pkce: required }
               - { path_prefix: /, upstream: rp, accept: none }
             """
         try "{}".write(toFile: self.directory + "/cutoffs.json", atomically: true, encoding: .utf8)

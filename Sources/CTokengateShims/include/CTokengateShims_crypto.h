@@ -55,6 +55,13 @@ void CTokengateShims_hmac_compute(const CTokengateShims_hmac_key *key, const voi
 int CTokengateShims_hmac_verify(const CTokengateShims_hmac_key *key, const void *data, size_t data_len,
                                 const void *tag, size_t tag_len);
 
+/// SHA-256 of `data` into `out` (32 bytes). For PKCE (RFC 7636 S256): the token page compares a verifier's
+/// digest with the challenge it sealed into an authorization code.
+void CTokengateShims_sha256(const void *data, size_t data_len, void *out);
+/// 1 when the `len` bytes at `a` and `b` are equal, else 0, in time that depends on `len` only
+/// (`CRYPTO_memcmp`, the comparison `CTokengateShims_hmac_verify` uses).
+int CTokengateShims_equal_constant_time(const void *a, const void *b, size_t len);
+
 // MARK: Asymmetric verification with a prepared context
 
 /// A public key plus a digest-verify context initialised once (algorithm fetch, padding, salt length).

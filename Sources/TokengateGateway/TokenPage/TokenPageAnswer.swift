@@ -55,6 +55,21 @@ struct TokenPageAnswer: Sendable, Equatable {
         return TokenPageAnswer(status: .found, headers: headers, body: [], reasonCode: reasonCode, user: user)
     }
 
+    /// A JSON answer (the redemption's token). `json` must be a complete JSON text built from fixed parts and
+    /// quoted values.
+    static func json(_ status: HTTPResponseStatus, _ json: String, reasonCode: String, user: String? = nil) -> Self {
+        var headers = Self.securityHeaders()
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(json.utf8.count))
+        return TokenPageAnswer(
+            status: status,
+            headers: headers,
+            body: Array(json.utf8),
+            reasonCode: reasonCode,
+            user: user
+        )
+    }
+
     /// A JSON error in the gateway's usual shape: `{"error":"…","error_description":"…"}`. The description is
     /// always a fixed text chosen here, never text from the request.
     static func error(

@@ -5,6 +5,7 @@
 import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
+import TokengateTokens
 
 /// A token page request, read and checked: the method, the same-site return address and the query
 /// parameters the page understands.
@@ -13,7 +14,11 @@ import TokengatePercentEncoding
 /// - `app=NAME`: deliver the token by a redirect to that registered app's callback instead of the page;
 /// - `cancel=1` (with `app`): the user declined; redirect to the callback with `status=unauthorized`;
 /// - `state=…` (with `app`): an opaque value the app chose, echoed in the callback so the app can tell its own
-///   request from one it never made (1–256 characters of `A-Z a-z 0-9 - . _ ~`).
+///   request from one it never made (1–256 characters of `A-Z a-z 0-9 - . _ ~`);
+/// - `code_challenge=C&code_challenge_method=S256` (with `app`): PKCE (RFC 7636); the callback then gets a code
+///   to redeem with the verifier instead of the token. Only `S256` is accepted, and it must be said: RFC 7636
+///   reads a missing method as `plain`, which would put the verifier itself through the browser. An app with
+///   `pkce: required` must send a challenge (a cancel needs none).
 struct TokenPageRequest: Sendable, Equatable {
     static let maximumStateLength = 256
     static let maximumQueryLength = 4096
@@ -25,6 +30,8 @@ struct TokenPageRequest: Sendable, Equatable {
     var app: TokenPageApp?
     var cancel: Bool
     var state: String?
+    /// PKCE: present when the app sent a valid `S256` challenge.
+    var challenge: CodeChallenge?
 
     /// Why a request cannot be served; each maps to a fixed answer.
     enum Refusal: Sendable, Equatable {
@@ -34,6 +41,12 @@ struct TokenPageRequest: Sendable, Equatable {
         case cancelWithoutApp
         case stateWithoutApp
         case badState
+        /// `code_challenge` or `code_challenge_method` without `app`.
+        case challengeWithoutApp
+        /// A method other than `S256` (or none), or a challenge that is not 43 characters of base64url.
+        case badChallenge
+        /// The app has `pkce: required` and the request has no challenge.
+        case challengeRequired
     }
 
     enum Parsed: Sendable, Equatable {
@@ -68,6 +81,8 @@ struct TokenPageRequest: Sendable, Equatable {
         let appName = seen["app"]
         let cancel = seen["cancel"]
         let state = seen["state"]
+        let challengeText = seen["code_challenge"]
+        let challengeMethod = seen["code_challenge_method"]
 
         var app: TokenPageApp?
         if let appName {
@@ -88,16 +103,27 @@ struct TokenPageRequest: Sendable, Equatable {
                 state.utf8.allSatisfy(PercentEncoding.isUnreserved)
             else { return .refused(.badState) }
         }
+        var challenge: CodeChallenge?
+        if challengeText != nil || challengeMethod != nil {
+            guard app != nil else { return .refused(.challengeWithoutApp) }
+            guard challengeMethod == "S256", let text = challengeText, let parsed = CodeChallenge(text) else {
+                return .refused(.badChallenge)
+            }
+            challenge = parsed
+        } else if let app, app.pkce == .required, !isCancel {
+            return .refused(.challengeRequired)
+        }
         return .request(
             TokenPageRequest(
                 isHead: isHead,
                 returnAddress: SameSiteReturnPath.validate(uri),
                 app: app,
                 cancel: isCancel,
-                state: state
+                state: state,
+                challenge: challenge
             )
         )
     }
 
-    private static let parameters: Set<String> = ["app", "cancel", "state"]
+    private static let parameters: Set<String> = ["app", "cancel", "state", "code_challenge", "code_challenge_method"]
 }

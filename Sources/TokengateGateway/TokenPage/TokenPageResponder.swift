@@ -10,7 +10,8 @@ import TokengateTokens
 /// The token page (DESIGN §8): decides, without any I/O, what a `token_page` route answers.
 ///
 /// ### Overview
-/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only; `app`, `cancel`, `state` at most once
+/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only (the gateway hands a `POST`, a PKCE code
+///    redemption, to ``redeem(body:cutoffs:now:)`` instead); `app`, `cancel`, `state` at most once
 ///    each; `app` must name a configured app exactly. Refusals are fixed JSON errors.
 /// 2. `?app=NAME&cancel=1` redirects to that app's callback with `status=unauthorized&message=…` at once; no
 ///    login is needed to decline.
@@ -27,6 +28,9 @@ import TokengateTokens
 ///    `iss`/`aud` when the verification policy requires them) and delivered:
 ///    - with `app`: `302` to the configured callback with `#access_token=…&token_type=bearer[&expires_in=…]
 ///      [&state=…]` in the fragment, never the query (a fragment is not sent to servers or in `Referer`);
+///    - with `app` and a PKCE challenge: nothing is minted yet; the callback gets `#code=…[&state=…]`, a sealed
+///      code (``TokenPageCodeKey``) that the app redeems with its verifier by `POST` to the page
+///      (``redeem(body:cutoffs:now:)``), which mints then;
 ///    - otherwise: `200` with `Set-Cookie: <cookie_name>=…; HttpOnly; Secure; SameSite=Strict; Path=…
 ///      [; Max-Age=…]`, the title `tokengate-token:<token>` (``titlePrefix``) and the token in the page body.
 ///
@@ -41,6 +45,8 @@ struct TokenPageResponder: Sendable {
     let configuration: TokenPageConfiguration
     /// Never exposed: the responder is the only code on the request path that mints.
     private let signer: TokenSigner
+    /// Seals and opens PKCE codes; derived from the signing key (``TokenSigner/tokenPageCodeKey``).
+    let codeKey: TokenPageCodeKey
     /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
     private let sessionVerifier: TokenVerifier?
     /// The gateway's token policy: its issuer and first audience go into minted tokens.
@@ -66,6 +72,7 @@ struct TokenPageResponder: Sendable {
     ) {
         self.configuration = configuration
         self.signer = signer
+        self.codeKey = signer.tokenPageCodeKey
         self.sessionVerifier = sessionVerifier
         self.policy = policy
     }
@@ -186,27 +193,17 @@ struct TokenPageResponder: Sendable {
         if request.isHead {
             return self.pageFieldsWithoutToken()
         }
-        let lifetime = self.configuration.tokenLifetime.map { $0.components.seconds }
-        let claims = TokenClaims(
-            subject: user,
-            issuedAt: now,
-            apiOnly: true,
-            expiresAt: lifetime.map { now + $0 },
-            issuer: self.policy.issuer,
-            audience: self.policy.audiences.first
-        )
-        let token: String
-        do {
-            token = try self.signer.mint(claims)
-        } catch {
-            // The error says nothing secret, but the answer stays fixed text anyway.
-            return .error(
-                .internalServerError,
-                error: "server_error",
-                description: "cannot issue a token",
-                reasonCode: "token_page_mint_failed"
+        if let app = request.app, let challenge = request.challenge {
+            // PKCE: the callback gets a code only; the token is minted when the verifier comes with it.
+            let code = self.codeKey.seal(
+                TokenPageCode(subject: user, app: app.name, challenge: challenge, issuedAt: now)
             )
+            var location = app.callback + "#code=" + code
+            if let state = request.state { location += "&state=" + state }
+            return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
         }
+        let lifetime = self.tokenLifetime
+        guard let token = self.mint(for: user, now: now) else { return Self.mintFailed }
         if let app = request.app {
             var location = app.callback + "#access_token=" + PercentEncoding.encode(token) + "&token_type=bearer"
             if let lifetime { location += "&expires_in=\(lifetime)" }
@@ -216,9 +213,34 @@ struct TokenPageResponder: Sendable {
         return self.page(token: token, user: user, lifetime: lifetime)
     }
 
+    /// `token_lifetime` in seconds, or nil.
+    var tokenLifetime: Int64? { self.configuration.tokenLifetime.map { $0.components.seconds } }
+
+    /// Mints the page's api token for `user`: `iat` now, `exp` after `token_lifetime`, the policy's `iss` and
+    /// first audience. Nil when libcrypto fails or the user id cannot go into a token (answer ``mintFailed``).
+    func mint(for user: String, now: Int64) -> String? {
+        let claims = TokenClaims(
+            subject: user,
+            issuedAt: now,
+            apiOnly: true,
+            expiresAt: self.tokenLifetime.map { now + $0 },
+            issuer: self.policy.issuer,
+            audience: self.policy.audiences.first
+        )
+        // The error says nothing secret, but the answer stays fixed text anyway.
+        return try? self.signer.mint(claims)
+    }
+
     // MARK: Fixed answers
 
     static let cancelMessage = "user canceled"
+
+    static let mintFailed = TokenPageAnswer.error(
+        .internalServerError,
+        error: "server_error",
+        description: "cannot issue a token",
+        reasonCode: "token_page_mint_failed"
+    )
 
     static let loginCheckFailed = TokenPageAnswer.error(
         .badGateway,
@@ -247,9 +269,9 @@ struct TokenPageResponder: Sendable {
             .error(
                 .methodNotAllowed,
                 error: "method_not_allowed",
-                description: "the token page answers GET only",
+                description: "the token page answers GET, and POST to redeem a code",
                 reasonCode: "token_page_method",
-                extraHeaders: [("allow", "GET, HEAD")]
+                extraHeaders: [("allow", "GET, HEAD, POST")]
             )
         case .badQuery:
             .error(
@@ -280,6 +302,27 @@ struct TokenPageResponder: Sendable {
                 error: "invalid_request",
                 description: "state must be 1 to 256 characters of A-Z a-z 0-9 - . _ ~",
                 reasonCode: "token_page_bad_query"
+            )
+        case .challengeWithoutApp:
+            .error(
+                .badRequest,
+                error: "invalid_request",
+                description: "code_challenge needs an app",
+                reasonCode: "token_page_bad_query"
+            )
+        case .badChallenge:
+            .error(
+                .badRequest,
+                error: "invalid_code_challenge",
+                description: "code_challenge_method must be S256 and code_challenge 43 characters of base64url",
+                reasonCode: "token_page_invalid_code_challenge"
+            )
+        case .challengeRequired:
+            .error(
+                .badRequest,
+                error: "code_challenge_required",
+                description: "this app must send code_challenge and code_challenge_method=S256 (PKCE)",
+                reasonCode: "token_page_code_challenge_required"
             )
         }
     }

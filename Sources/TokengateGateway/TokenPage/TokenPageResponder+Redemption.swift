@@ -1,0 +1,128 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import TokengateConfig
+import TokengateTokens
+
+// MARK: PKCE code redemption: `POST` to the token page (RFC 7636 §4.5).
+
+extension TokenPageResponder {
+    /// The refusal of a redemption before its body is read: anything but a form body, or one announced larger
+    /// than ``TokenPageRedemptionRequest/maximumBody``. Nil when the body should be read.
+    static func redemptionHeadProblem(contentType: String?, contentLength: Int?) -> TokenPageAnswer? {
+        guard contentType == "application/x-www-form-urlencoded" else {
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_request",
+                "the body must be application/x-www-form-urlencoded",
+                reason: "token_page_redeem_bad_request"
+            )
+        }
+        if let contentLength, contentLength > TokenPageRedemptionRequest.maximumBody {
+            return Self.redemptionError(
+                .payloadTooLarge,
+                "invalid_request",
+                "the body is larger than \(TokenPageRedemptionRequest.maximumBody) bytes",
+                reason: "token_page_redeem_too_large"
+            )
+        }
+        return nil
+    }
+
+    /// Redeems a code: `200 {"access_token":…,"token_type":"bearer"[,"expires_in":…]}` with a token minted
+    /// now, or `400` with an RFC 6749 §5.2 error.
+    ///
+    /// Needs no cookie and no login: the code is the proof that the user logged in, and only the app holding
+    /// the verifier can use it. The code's `iat` is checked against the user's cutoffs as a token minted by
+    /// the page at that moment would be: a password change or "disable mobile apps" between the page and the
+    /// redemption kills the code, though the token it would mint carries a later `iat`.
+    ///
+    /// Neither the code, the verifier nor the token goes into the answer's reason code or a log.
+    func redeem(body: [UInt8], cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAnswer {
+        let request: TokenPageRedemptionRequest
+        switch TokenPageRedemptionRequest.parse(body) {
+        case .success(let parsed):
+            request = parsed
+        case .failure(.invalidRequest(let description)):
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_request",
+                description,
+                reason: "token_page_redeem_bad_request"
+            )
+        case .failure(.unsupportedGrantType):
+            return Self.redemptionError(
+                .badRequest,
+                "unsupported_grant_type",
+                "grant_type must be authorization_code",
+                reason: "token_page_redeem_bad_request"
+            )
+        }
+        guard self.configuration.apps.contains(where: { $0.name == request.app }) else {
+            // An app removed from the configuration since the code was issued gets no more tokens.
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_client",
+                "unknown app",
+                reason: "token_page_redeem_unknown_app"
+            )
+        }
+        let code: TokenPageCode
+        switch self.codeKey.redeem(request.code, app: request.app, verifier: request.verifier, now: now) {
+        case .success(let redeemed):
+            code = redeemed
+        case .failure(let refusal):
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_grant",
+                Self.description(of: refusal),
+                reason: "token_page_redeem_" + refusal.rawValue
+            )
+        }
+        if Self.isRevoked(subject: code.subject, issuedAt: code.issuedAt, cutoffs: cutoffs) {
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_grant",
+                "the user's tokens were revoked after the code was issued",
+                reason: "token_page_redeem_revoked"
+            )
+        }
+        guard let token = self.mint(for: code.subject, now: now) else { return Self.mintFailed }
+        var json = "{\"access_token\":" + JSONString.quote(token) + ",\"token_type\":\"bearer\""
+        if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(lifetime)" }
+        json += "}"
+        return .json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
+    }
+
+    /// Whether a cutoff kills what the page handed over at `issuedAt`: the global one, the user's, or the
+    /// user's api cutoff (the page only ever mints api tokens). The same comparisons as the verifier's.
+    static func isRevoked(subject: String, issuedAt: Int64, cutoffs: CutoffSnapshot) -> Bool {
+        if let global = cutoffs.globalRevokedBefore, issuedAt < global { return true }
+        guard let user = cutoffs.users[CutoffUserKey(subject)] else { return false }
+        if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return true }
+        if let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore { return true }
+        return false
+    }
+
+    /// Which check failed, in words that hold nothing of the code or the verifier.
+    static func description(of refusal: TokenPageCodeKey.Refusal) -> String {
+        switch refusal {
+        case .malformed: "the code is malformed"
+        case .badSignature: "the code was not issued by this site"
+        case .expired: "the code has expired"
+        case .wrongApp: "the code was issued to another app"
+        case .wrongVerifier: "the code_verifier does not match the code_challenge"
+        }
+    }
+
+    static func redemptionError(
+        _ status: HTTPResponseStatus,
+        _ error: String,
+        _ description: String,
+        reason: String
+    ) -> TokenPageAnswer {
+        .error(status, error: error, description: description, reasonCode: reason)
+    }
+}
