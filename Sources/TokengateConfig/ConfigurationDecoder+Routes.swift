@@ -119,6 +119,15 @@ extension ConfigurationDecoder {
                 try map["sources"].map { node throws(ConfigurationError) in try self.sources(node) }
                 ?? [.authorization]
             forwardToken = try map["forward_token"]?.choice(ForwardTokenMode.self) ?? .strip
+            if forwardToken == .keep {
+                // `keep` would silently forward nothing: the gateway removes these headers on every route.
+                for case .header(let name) in sources where Self.isRemovedBeforeForwarding(header: name) {
+                    throw map.keyNode("forward_token").error(
+                        .conflict,
+                        "keep cannot forward the token of header:\(name): the gateway removes that header before "
+                            + "forwarding on every route; carry the token in another header, or strip it")
+                }
+            }
             if let algorithmsNode = map["algorithms"] {
                 let list = try self.algorithmList(algorithmsNode)
                 if let outside = list.first(where: { !environment.tokens.algorithms.contains($0) }) {
@@ -223,6 +232,24 @@ extension ConfigurationDecoder {
         "authorization", "cookie", "host", "content-length", "transfer-encoding", "connection", "upgrade", "te",
         "content-type", "forwarded", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "x-request-id",
     ]
+
+    /// Request headers the gateway removes before forwarding, whatever the route (operations.md, "What the
+    /// backend receives"): hop-by-hop fields, `Expect`, and the fields that say where a request came from. Kept
+    /// equal to the request rewriter's lists by `RequestRewriterTests`. Besides these, every `X-Tokengate-*` field
+    /// and every name holding `_` is removed.
+    static let headersRemovedBeforeForwarding: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization",
+        "proxy-authenticate", "http2-settings", "expect", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
+        "x-forwarded-port", "x-forwarded-prefix", "x-forwarded-server", "forwarded", "x-request-id", "x-real-ip",
+        "true-client-ip", "x-client-ip", "x-original-url", "x-rewrite-url",
+    ]
+
+    /// Whether the gateway removes a request header of this name before forwarding.
+    static func isRemovedBeforeForwarding(header name: String) -> Bool {
+        let lowered = name.lowercased()
+        return Self.headersRemovedBeforeForwarding.contains(lowered) || lowered.hasPrefix("x-tokengate-")
+            || lowered.contains("_")
+    }
 
     static func tokenSource(_ text: String) throws(ValueSyntaxError) -> TokenSource {
         if text == "authorization" {

@@ -74,16 +74,22 @@ extension GatewayConfiguration {
     private var readableSecretFileWarnings: [String] {
         var reported: Set<String> = []
         var warnings: [String] = []
-        for (key, file) in self.secretFiles {
-            guard let mode = FileCheck.permissionsExposingSecret(file.path), reported.insert(file.path).inserted else { continue }
-            let who = mode & 0o004 != 0 ? "every user on the machine" : "its group, which is not one of the gateway's groups,"
-            warnings.append(
-                "\(key): \(file) holds a secret but has mode \(String(mode, radix: 8).leftPadded(to: 4)), so \(who) can read it; "
-                    + "make it readable by the gateway only (chmod 600 when the gateway's user owns it, or 640 with the gateway's "
-                    + "group; defaultMode: 0440 with the pod's fsGroup on a Kubernetes secret volume)"
-            )
+        for (key, file) in self.secretFiles where reported.insert(file.path).inserted {
+            if let warning = Self.readableSecretWarning(key: key, file: file) {
+                warnings.append(warning)
+            }
         }
         return warnings
+    }
+
+    /// The warning for a file holding a secret that others may read (see ``warnings``), or `nil`. Public for the
+    /// files only their content shows to be secret: a `keys:` JWK Set of HMAC keys, which verify and sign alike.
+    public static func readableSecretWarning(key: String, file: ConfigPath) -> String? {
+        guard let mode = FileCheck.permissionsExposingSecret(file.path) else { return nil }
+        let who = mode & 0o004 != 0 ? "every user on the machine" : "its group, which is not one of the gateway's groups,"
+        return "\(key): \(file) holds a secret but has mode \(String(mode, radix: 8).leftPadded(to: 4)), so \(who) can read it; "
+            + "make it readable by the gateway only (chmod 600 when the gateway's user owns it, or 640 with the gateway's "
+            + "group; defaultMode: 0440 with the pod's fsGroup on a Kubernetes secret volume)"
     }
 }
 

@@ -161,6 +161,11 @@ public final class GatewayServer: Sendable {
             guard case .jwks(let path) = key.source,
                 let data = FileManager.default.contents(atPath: path.path), data.count <= 1 << 20
             else { continue }
+            if KeySet.holdsSymmetricKeys(jwks: data),
+                let warning = GatewayConfiguration.readableSecretWarning(key: "keys[\(index)].jwks", file: path)
+            {
+                warnings.append(warning)
+            }
             let privateKeys = KeySet.keysWithPrivateMembers(jwks: data)
             guard !privateKeys.isEmpty else { continue }
             warnings.append(

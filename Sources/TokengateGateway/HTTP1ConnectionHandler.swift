@@ -351,12 +351,17 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// broken request body (400), then closes.
     private func answer(_ answer: GatewayAnswer, context: ChannelHandlerContext) {
         let body = answer.jsonBody
+        let runtime = self.generations.load().runtime
         self.requestMethod = .GET
-        self.write(.head(answer.responseHead(version: .http1_1, contentLength: body.utf8.count)))
+        var head = answer.responseHead(version: .http1_1, contentLength: body.utf8.count)
+        // Like every answer over TLS (the exchange's, and the HTTP/2 codec's own).
+        if let hsts = runtime.hsts {
+            head.headers.add(name: "strict-transport-security", value: hsts)
+        }
+        self.write(.head(head))
         self.write(.body(.byteBuffer(context.channel.allocator.buffer(string: body))))
         self.writeEnd(nil, closing: false)
         context.flush()
-        let runtime = self.generations.load().runtime
         runtime.metrics.recordUnrouted(reason: answer.reasonCode)
         if runtime.accessLog {
             self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])

@@ -437,13 +437,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             // a copy), and that memory is taken before it is allocated; beyond it, memory is taken as bytes arrive,
             // so a body announced large and never sent holds little.
             let initial = min(size, 16 * 1024)
-            guard self.holdTokenBodyMemory(initial) else {
-                self.answer(.tokenBodyMemoryFull())
-                return
-            }
-            self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: initial), limit: limit)
-            self.startBodyDeadline()
-            self.sendContinueIfExpected()
+            self.beginReadingBody(route: routeIndex, initial: initial, limit: limit)
         case .forward(let identity, let strip):
             if body == nil, self.hasBody,
                 let length = self.head.fields.withFirstValue(name: "content-length", { FieldBytes.decimal($0) }) ?? nil,
@@ -897,6 +891,13 @@ extension ProxyExchange {
         }
         let limit = TokenPageRedemptionRequest.maximumBody
         let initial = min(length ?? 0, limit)
+        self.beginReadingBody(route: routeIndex, initial: initial, limit: limit)
+    }
+
+    /// Starts reading a body the gateway needs whole (a token in a form or JSON body, a code redemption): takes
+    /// `initial` bytes of the token-body memory for its buffer first (`503` when they are not there), then
+    /// reads at the body's pace, answering an `Expect: 100-continue` now that the body is wanted.
+    private func beginReadingBody(route routeIndex: Int, initial: Int, limit: Int) {
         guard self.holdTokenBodyMemory(initial) else {
             self.answer(.tokenBodyMemoryFull())
             return

@@ -117,6 +117,13 @@ public final class KeySet: Sendable {
         return found
     }
 
+    /// Whether a JWK Set (or one JWK) holds an HMAC key (`kty: oct`): such a set is a secret wherever it is, since
+    /// the key that verifies also signs. `false` for a document that does not parse (loading says why).
+    public static func holdsSymmetricKeys(jwks: some Collection<UInt8>) -> Bool {
+        guard let objects = try? Self.parseKeyObjects(Data(jwks)) else { return false }
+        return objects.contains { ($0 as? [String: Any])?["kty"] as? String == "oct" }
+    }
+
     /// The key objects of a JWK Set or single-JWK document.
     static func parseKeyObjects(_ data: Data) throws(KeyLoadingError) -> [Any] {
         let root: Any

@@ -423,6 +423,25 @@ struct ConfigurationErrorTests {
             ]
         )
         #expect(config.routes[0].forwardToken == .keep)
+        // `keep` for a header the gateway removes before forwarding would forward nothing (a review found it
+        // accepted); `strip` reads it and removes it, which works.
+        for header in ["X-Real-IP", "X_Token", "Expect", "Proxy-Authorization"] {
+            self.expectError(
+                self.replacing(
+                    line: 9,
+                    with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:\(header)\"], "
+                        + "forward_token: keep }"
+                ),
+                "test.yaml:9:\(79 + header.count): routes[0].forward_token: keep cannot forward the token of header:\(header): the "
+                    + "gateway removes that header before forwarding on every route; carry the token in another header, "
+                    + "or strip it",
+                code: .conflict
+            )
+        }
+        _ = try parse(
+            self.replacing(
+                line: 9, with: "  - { path_prefix: /api/, upstream: api, accept: [api], sources: [\"header:X-Real-IP\"] }")
+        )
     }
 
     @Test("the cutoff store is exactly one of file, sqlite or postgres")

@@ -146,6 +146,24 @@ struct CheckConfigCommandTests {
         #expect(!readable.stderr.contains("BEGIN"), "no key material in a warning")
     }
 
+    /// An HMAC JWK Set under `keys` is a secret (the key that verifies also signs): readable by others, it is
+    /// named in a warning like the other secret files. A review found it passed silently.
+    @Test func warnsAboutAnHMACKeySetOthersMayRead() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup(keys: "keys: [ { jwks: hmac.jwks } ]\nsigning_key: { jwks: hmac.jwks }")
+        defer { setup.remove() }
+        let hmac = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only-hmac")
+        try setup.write("hmac.jwks", hmac.privateJWKS, mode: 0o600)
+        let clean = try setup.checkConfig()
+        #expect(clean.status == 0, "\(clean.stdout) \(clean.stderr)")
+        #expect(!clean.stderr.contains("warning"), "\(clean.stderr)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: setup.directory + "/hmac.jwks")
+        let readable = try setup.checkConfig()
+        #expect(readable.status == 0, "\(readable.stdout) \(readable.stderr)")
+        #expect(
+            readable.stderr.contains("warning: keys[0].jwks") && readable.stderr.contains("mode 0644"), "\(readable.stderr)")
+    }
+
     /// A verification key set with private keys in it works, but copies the signing key to wherever
     /// verification keys go: `check-config` says so.
     @Test func warnsAboutPrivateKeysInTheVerificationKeySet() throws {

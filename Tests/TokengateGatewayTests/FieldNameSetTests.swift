@@ -4,6 +4,7 @@
 
 import Testing
 
+@testable import TokengateConfig
 @testable import TokengateGateway
 
 @Suite struct FieldNameSetTests {
@@ -68,5 +69,15 @@ import Testing
     ])
     func theRequestRewritersDropListUsesIt(_ name: String, _ dropped: Bool) {
         #expect(Array(name.utf8).withUnsafeBytes { RequestRewriter.isDroppedFromRequest($0) } == dropped)
+    }
+
+    /// The configuration refuses `forward_token: keep` for a `header:` source the rewriter removes (keep would
+    /// forward nothing): its list must be the rewriter's, name for name.
+    @Test func theConfigurationKnowsWhatTheRewriterDrops() {
+        let rewriter = Set((RequestRewriter.hopByHopFieldNames + RequestRewriter.forwardingFieldNames).map(\.description) + ["expect"])
+        #expect(ConfigurationDecoder.headersRemovedBeforeForwarding == rewriter)
+        for name in rewriter {
+            #expect(Array(name.utf8).withUnsafeBytes { RequestRewriter.isDroppedFromRequest($0) }, "\(name)")
+        }
     }
 }

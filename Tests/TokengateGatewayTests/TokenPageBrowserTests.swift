@@ -160,18 +160,6 @@ struct TokenPageBrowserTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/browser/cdp_token_page.py").path
 
-    private func withHarness(_ body: (TokenPageHarness) async throws -> Void) async throws {
-        let harness = TokenPageHarness()
-        do {
-            try await harness.start()
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
-    }
-
     /// Runs the browser once. The script bounds itself (`--timeout`); `timeout` is the backstop (TERM, which the
     /// script turns into killing the browser, then KILL, which the browser follows through PR_SET_PDEATHSIG).
     ///
@@ -204,7 +192,7 @@ struct TokenPageBrowserTests {
 
     @Test(.enabled(if: Tools.found.missing.isEmpty, Tools.skipReason), .timeLimit(.minutes(3)))
     func chromiumLogsInAndGetsTheTokenFromTheTokenPage() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let (result, report) = try await self.browse(gateway, pinning: gateway.certificatePath)
             #expect(result.status == 0, "the browser run failed: \(report.error ?? "?")\n\(result.stderr)")
             #expect(report.error == nil)
@@ -307,7 +295,7 @@ struct TokenPageBrowserTests {
     /// key, the same browser refuses the gateway's certificate and never gets past the first request.
     @Test(.enabled(if: Tools.found.missing.isEmpty, Tools.skipReason), .timeLimit(.minutes(3)))
     func chromiumRefusesTheGatewayWhenItTrustsAnotherKey() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let other = try SelfSignedCertificate.generate(hostnames: ["localhost", "127.0.0.1"])
             let path = gateway.directory + "/other-cert.pem"
             try other.certificatePEM.write(toFile: path, atomically: true, encoding: .utf8)

@@ -17,18 +17,6 @@ import FoundationNetworking
 /// the token never appears in a URL or a log.
 @Suite(.serialized)
 struct TokenPageEndToEndTests {
-    private func withHarness(_ body: (TokenPageHarness) async throws -> Void) async throws {
-        let harness = TokenPageHarness()
-        do {
-            try await harness.start()
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
-    }
-
     /// What the embedded web view does: open the token page, be sent to the login, log in, come back, and get
     /// the token. Returns the captured token, the browser's session cookie, and every URL the browser saw.
     private func browserLogin(
@@ -87,7 +75,7 @@ struct TokenPageEndToEndTests {
 
     @Test
     func theSeedFlowEndToEnd() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             var seen: [String] = []
             var tokens: [String] = []
 
@@ -161,7 +149,7 @@ struct TokenPageEndToEndTests {
     /// the login redirect would otherwise carry on.
     @Test
     func crossSiteSubresourcesAndTokensInTheURLAreRefused() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let login = try self.browserLogin(gateway, user: "alice", password: "pw")
             let cookie = "Cookie: session=\(login.session)"
             func page(_ headers: [String]) throws -> Curl.Result {

@@ -20,18 +20,6 @@ struct TokenPagePKCETests {
     static let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
     static let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
-    private func withHarness(_ body: (TokenPageHarness) async throws -> Void) async throws {
-        let harness = TokenPageHarness()
-        do {
-            try await harness.start()
-            try await body(harness)
-        } catch {
-            await harness.stop()
-            throw error
-        }
-        await harness.stop()
-    }
-
     /// Logs alice in at the demo RP; returns the session cookie's value.
     private func login(_ gateway: TokenPageHarness) throws -> String {
         let posted = try gateway.curl([
@@ -59,7 +47,7 @@ struct TokenPagePKCETests {
 
     @Test(arguments: ["--http1.1", "--http2"])
     func theCodeFlowEndToEnd(_ version: String) async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let session = try self.login(gateway)
             let page = try gateway.curl([
                 version, "-H", "Cookie: session=\(session)",
@@ -111,7 +99,7 @@ struct TokenPagePKCETests {
     /// The app's side with the client library: a fresh verifier, the page URL with its challenge, the code from
     /// the callback, the redemption request as built, and the answer read into a stored token.
     @Test func theClientLibraryRedeemsTheCode() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let session = try self.login(gateway)
             let site = URL(string: gateway.baseURL)!
             let pkce = PKCEVerifier.random()
@@ -150,7 +138,7 @@ struct TokenPagePKCETests {
     }
 
     @Test func requiredRefusesAPageRequestWithoutAChallenge() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let session = try self.login(gateway)
             let refused = try gateway.curl(["-H", "Cookie: session=\(session)", gateway.baseURL + "/token?app=android&state=S"])
             #expect(refused.status == 400)
@@ -171,7 +159,7 @@ struct TokenPagePKCETests {
     }
 
     @Test func redemptionBodiesAreFormsOfAFewKilobytes() async throws {
-        try await self.withHarness { gateway in
+        try await TokenPageHarness.with { gateway in
             let asJSON = try gateway.curl(["-H", "Content-Type: application/json", "--data", "{}", gateway.baseURL + "/token"])
             #expect(asJSON.status == 400)
             let large = "grant_type=authorization_code&code=" + String(repeating: "a", count: 5000)

@@ -59,6 +59,19 @@ final class TokenPageHarness: @unchecked Sendable {
     var baseURL: String { "https://localhost:\(self.tlsPort)" }
     var certificatePath: String { self.directory + "/cert.pem" }
 
+    /// A started harness for `body`, stopped afterwards whatever happens.
+    static func with(_ body: (TokenPageHarness) async throws -> Void) async throws {
+        let harness = TokenPageHarness()
+        do {
+            try await harness.start()
+            try await body(harness)
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
+
     func start() async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         let certificate = try SelfSignedCertificate.generate(hostnames: ["localhost", "127.0.0.1"])
