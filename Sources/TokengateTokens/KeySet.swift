@@ -150,8 +150,8 @@ public final class KeySet: Sendable {
     /// Loads one PEM public key (SubjectPublicKeyInfo, `-----BEGIN PUBLIC KEY-----`): RSA (2048–8192 bits),
     /// EC P-256 or Ed25519.
     /// - Parameters:
-    ///   - algorithm: binds the key to one algorithm; nil means the algorithms its type allows (RSA: RS256
-    ///     and PS256; P-256: ES256; Ed25519: EdDSA).
+    ///   - algorithm: binds the key to one algorithm; required for RSA (RS256 or PS256), optional for the key
+    ///     types that serve one (P-256: ES256; Ed25519: EdDSA).
     ///   - keyID: the `kid` tokens must carry to select this key (optional for a one-key set).
     /// - Throws: ``KeyLoadingError``.
     public convenience init(pem: String, algorithm: TokenAlgorithm? = nil, keyID: String? = nil) throws {
@@ -208,6 +208,13 @@ public final class KeySet: Sendable {
                 throw fail("unsupported_key", "algorithm \(algorithm.rawValue) does not fit this key type")
             }
             algorithms = [algorithm]
+        } else if candidates.count > 1 {
+            // As for a JWK without `alg`: a key is bound to one algorithm, never to what a token's header picks.
+            throw fail(
+                "missing_alg",
+                "an RSA key serves \(candidates.map(\.rawValue).joined(separator: " and ")): name the one it is for "
+                    + "(alg: in the configuration, --alg for token verify)"
+            )
         }
         let checks = try VerificationKey.publicKeyChecks(pkey, algorithms: algorithms, index: nil, keyID: keyID)
         return VerificationKey(keyID: keyID, checks: checks, isSymmetric: false)

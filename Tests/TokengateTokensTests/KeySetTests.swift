@@ -162,10 +162,18 @@ import Testing
             ("test-only-rs256-public.pem", .rs256),
         ] {
             let text = String(decoding: try TestSupport.fixture(file), as: UTF8.self)
-            let keys = try KeySet(pem: text)
+            let path = TestSupport.fixtures.appendingPathComponent(file).path
+            // An RSA key serves RS256 and PS256: it must be told which, as a JWK without `alg` must.
+            let bound: TokenAlgorithm? = algorithm == .rs256 ? .rs256 : nil
+            if bound != nil {
+                let unbound = #expect(throws: KeyLoadingError.self) { try KeySet(pem: text) }
+                #expect(unbound?.code == "missing_alg", "\(String(describing: unbound))")
+                #expect(throws: KeyLoadingError.self) { try KeySet.load(path: path) }
+            }
+            let keys = try KeySet(pem: text, algorithm: bound)
             #expect(keys.count == 1 && keys.keyIDs == [nil])
-            #expect(keys.algorithms[0].contains(algorithm))
-            let loaded = try KeySet.load(path: TestSupport.fixtures.appendingPathComponent(file).path)
+            #expect(keys.algorithms == [[algorithm]])
+            let loaded = try KeySet.load(path: path, algorithm: bound)
             #expect(loaded.algorithms == keys.algorithms)
             #expect(throws: KeyLoadingError.self) { try KeySet(pem: text, algorithm: .hs256) }
         }
