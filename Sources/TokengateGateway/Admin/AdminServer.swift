@@ -106,6 +106,9 @@ public final class AdminServer: Sendable {
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(backoff.handler()) }
             }
+            // As the public listeners: with NIO's default of 128, a burst of connections fills the accept queue
+            // and the kernel drops further SYNs, a probe's among them, which is then retried after a second.
+            .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard backoff.admit(channel) else {
