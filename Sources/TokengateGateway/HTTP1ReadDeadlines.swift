@@ -11,8 +11,8 @@ import NIOCore
 /// each read, rather than a channel handler of its own in front of it: every read, read-complete, write,
 /// flush and read request of every request crossed that handler's context (≈ 0.7 % of the gateway's CPU per
 /// HTTP/1.1 request), and every connection held the handler and its context.
-/// The admin listener is not on that path and uses NIO's HTTP/1.1 codec, so there a small handler in front
-/// of the codec keeps them (``AdminReadDeadlineHandler``), with the same limits.
+/// The admin listener is not on that path: it uses NIO's HTTP/1.1 codec and deadlines of its own
+/// (``AdminConnectionPhase``).
 ///
 /// **Idle.** No bytes from the client for `idleTimeout` runs the owner's `onIdle` (again after every further
 /// idle period, as NIO's `IdleStateHandler` fires its event). The deadline is a ``DeadlineTimer`` moved at the

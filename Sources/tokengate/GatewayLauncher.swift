@@ -123,8 +123,6 @@ struct GatewayLauncher {
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
                     credentials: adminCredentials,
-                    requestHeaderTimeout: self.configuration.limits.requestHeaderTimeout,
-                    idleTimeout: self.configuration.limits.idleTimeout,
                     group: group,
                     logger: logger,
                     handler: Self.adminHandler(

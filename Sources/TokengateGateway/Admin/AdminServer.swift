@@ -18,16 +18,24 @@ import TokengateTLS
 /// request must carry `Authorization: Bearer <secret>`, compared in constant time; `/healthz` stays open
 /// and `/readyz` stay open so probes need no secret (they say nothing that needs one).
 ///
-/// The listener is reachable by whoever can reach its port (off loopback that is the network), so it keeps
-/// the public listener's transport limits too: the request-head deadline and the idle timeout
-/// (``HTTP1ReadDeadlines``, with the configured `limits` values), a close after NIO's 400 answer to bytes that
-/// are not HTTP/1.1, and a cap on open connections (``defaultMaxConnections``). Without them every idle or
-/// half-sent connection held a file descriptor, and a buffer, for as long as its client pleased.
+/// The listener is reachable by whoever can reach its port (off loopback that is the network), so it has
+/// transport limits of its own: short deadlines for a request and between requests (``AdminConnectionPhase``),
+/// a close after NIO's 400 answer to bytes that are not HTTP/1.1, and a cap on open connections
+/// (``defaultMaxConnections``) that makes room for a new connection by closing the one that has waited longest
+/// for a request (``AdminConnectionSlots``), so a flood of silent connections cannot keep the probes out.
 public final class AdminServer: Sendable {
-    /// Open admin connections at most; more are closed as they arrive. Probes, a metrics scraper and an
-    /// operator need a handful: the cap only keeps a flood from taking the file descriptors the public
-    /// listeners need.
+    /// Open admin connections at most. Probes, a metrics scraper and an operator need a handful: the cap only
+    /// keeps a flood from taking the file descriptors the public listeners need.
     public static let defaultMaxConnections = 256
+
+    /// How long a request (head and body) may take to arrive: from the connection's start, TLS handshake
+    /// included, or from a later request's first byte. Admin requests are small and sent at once; a few
+    /// seconds is ample even over a slow link, and short enough that silent connections do not pile up.
+    public static let defaultRequestTimeout = Duration.seconds(5)
+
+    /// How long a kept-alive connection may wait for its next request after an answer. A scraper that comes
+    /// back less often reconnects, which costs it a millisecond.
+    public static let defaultIdleTimeout = Duration.seconds(10)
 
     /// One admin request, read whole (bodies are small and bounded).
     public struct Request: Sendable {
@@ -76,38 +84,50 @@ public final class AdminServer: Sendable {
     /// - Parameters:
     ///   - credentials: the bearer secret (`nil` when the listener is on loopback and needs none) and the
     ///     server context when the admin listener speaks TLS.
-    ///   - requestHeaderTimeout: once the first byte of a request arrives, its whole head must arrive within
-    ///     this, or the connection is closed (the gateway passes `limits.request_header_timeout`).
-    ///   - idleTimeout: a connection that sends nothing for this long is closed (`limits.idle_timeout`).
-    ///   - maxConnections: open admin connections at most; further ones are closed at once.
+    ///   - requestTimeout: a request must arrive whole within this (``defaultRequestTimeout``).
+    ///   - idleTimeout: after an answer, the next request must begin within this (``defaultIdleTimeout``).
+    ///     Neither is the public listeners' `limits` value: see ``AdminConnectionPhase``.
+    ///   - maxConnections: open admin connections at most (``AdminConnectionSlots``).
     public static func start(
         host: String,
         port: Int,
         credentials: AdminCredentials,
-        requestHeaderTimeout: Duration = .seconds(10),
-        idleTimeout: Duration = .seconds(60),
+        requestTimeout: Duration = AdminServer.defaultRequestTimeout,
+        idleTimeout: Duration = AdminServer.defaultIdleTimeout,
         maxConnections: Int = AdminServer.defaultMaxConnections,
         group: any EventLoopGroup,
         logger: Logger,
         handler: @escaping Handler
     ) async throws -> AdminServer {
         let overTLS = credentials.files.tls != nil
-        let registry = ConnectionRegistry(limit: maxConnections)
+        let slots = AdminConnectionSlots(limit: maxConnections)
         let backoff = AcceptBackoff(listener: "admin \(host):\(port)", logger: logger)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(backoff.handler()) }
             }
+            // As the public listeners: with NIO's default of 128, a burst of connections fills the accept queue
+            // and the kernel drops further SYNs, a probe's among them, which is then retried after a second.
+            .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 guard backoff.admit(channel) else {
                     return channel.eventLoop.makeSucceededVoidFuture()
                 }
-                guard registry.add(channel) else {
-                    if let refused = registry.refusalsToReport() {
-                        // At most one line a second under a flood, with the count since the last one.
-                        logger.warning("admin connection limit reached", metadata: ["limit": "\(registry.limit)", "refused": "\(refused)"])
-                    }
+                let admission = slots.admit(channel)
+                if let overflow = slots.overflowToReport() {
+                    // At most one line a second under a flood, with the counts since the last one.
+                    logger.warning(
+                        "admin connection limit reached",
+                        metadata: ["limit": "\(slots.limit)", "evicted": "\(overflow.evicted)", "refused": "\(overflow.refused)"]
+                    )
+                }
+                switch admission {
+                case .admitted:
+                    break
+                case .admittedInPlaceOf(let waiting):
+                    waiting.close(promise: nil)
+                case .refused:
                     return channel.close()
                 }
                 return channel.eventLoop.makeCompletedFuture {
@@ -115,14 +135,15 @@ public final class AdminServer: Sendable {
                     if overTLS, let tls = credentials.files.tls {
                         try sync.addHandler(TLSHandler(context: tls, logger: logger))
                     }
-                    let deadlines = HTTP1ReadDeadlines(
-                        headTimeout: TimeAmount(requestHeaderTimeout),
-                        idleTimeout: TimeAmount(idleTimeout)
+                    let phase = AdminConnectionPhase(
+                        requestTimeout: TimeAmount(requestTimeout),
+                        idleTimeout: TimeAmount(idleTimeout),
+                        slots: slots
                     )
-                    try sync.addHandler(AdminReadDeadlineHandler(deadlines: deadlines))
+                    try sync.addHandler(AdminReadDeadlineHandler(phase: phase))
                     try sync.configureHTTPServerPipeline(withErrorHandling: true)
                     try sync.addHandler(
-                        AdminConnectionHandler(credentials: credentials, overTLS: overTLS, deadlines: deadlines, handler: handler)
+                        AdminConnectionHandler(credentials: credentials, overTLS: overTLS, phase: phase, handler: handler)
                     )
                 }
             }
@@ -148,19 +169,19 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     /// Over TLS a rebinding name fails the browser's certificate check, so any `Host` may be used.
     private let overTLS: Bool
     private let handler: AdminServer.Handler
-    /// Shared with the ``AdminReadDeadlineHandler`` in front of the codec: this handler says when a head has
+    /// Shared with the ``AdminReadDeadlineHandler`` in front of the codec: this handler says when a request has
     /// arrived and when its answer is written.
-    private let deadlines: HTTP1ReadDeadlines
+    private let phase: AdminConnectionPhase
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     /// The request was answered before its body was read (``refusal(for:)``, or a body over the limit): the rest
     /// of it is ignored and the connection closes once the answer is out.
     private var answeredEarly = false
 
-    init(credentials: AdminCredentials, overTLS: Bool, deadlines: HTTP1ReadDeadlines, handler: @escaping AdminServer.Handler) {
+    init(credentials: AdminCredentials, overTLS: Bool, phase: AdminConnectionPhase, handler: @escaping AdminServer.Handler) {
         self.credentials = credentials
         self.overTLS = overTLS
-        self.deadlines = deadlines
+        self.phase = phase
         self.handler = handler
     }
 
@@ -171,7 +192,7 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch self.unwrapInboundIn(data) {
         case .head(let head):
-            self.deadlines.headReceived()
+            self.phase.headArrived()
             self.head = head
             self.body = []
             self.answeredEarly = false
@@ -188,18 +209,25 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         case .end:
             guard let head = self.head else { return }
             self.head = nil
-            if !self.answeredEarly {
-                self.respond(to: head, context: context)
+            guard !self.answeredEarly else { return }
+            guard self.phase.requestReceived() else {
+                // Evicted at the cap while the request was arriving: the connection is being closed.
+                context.close(promise: nil)
+                return
             }
+            self.respond(to: head, context: context)
         }
     }
 
     private static let tooLarge = AdminServer.Response(status: 413, body: error("payload_too_large", "the request body is too large"))
 
-    /// What is refused on the head alone, in this order: a request from a web page (403, ``AdminBrowserGuard``),
-    /// a missing or wrong secret (401: a client without it learns nothing else), a declared body over the
-    /// limit (413).
+    /// What is refused on the head alone, in this order: more than one `Host`, or an empty one (400), a request
+    /// from a web page (403, ``AdminBrowserGuard``), a missing or wrong secret (401: a client without it learns
+    /// nothing else), a declared body over the limit (413).
     private func refusal(for head: HTTPRequestHead) -> AdminServer.Response? {
+        if let problem = Self.hostProblem(head.headers) {
+            return .init(status: 400, body: Self.error("invalid_request", problem))
+        }
         let secret = self.credentials.files.secret
         if let refusal = AdminBrowserGuard.refusal(for: head.headers, anyHostAllowed: secret != nil || self.overTLS) {
             return .init(status: 403, body: Self.error(refusal.error, refusal.description))
@@ -213,6 +241,20 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         }
         if let length = head.headers.first(name: "content-length").flatMap(Int.init), length > Self.maxBodyBytes {
             return Self.tooLarge
+        }
+        return nil
+    }
+
+    /// A repeated `Host` (RFC 9112 §3.2: a server answers 400, as the public listeners do) or an empty one.
+    /// The rebinding check reads the first `Host` only, so a second one that a proxy or a tool might take
+    /// instead must not pass; and an empty `Host` names no host that check could judge.
+    static func hostProblem(_ headers: HTTPHeaders) -> String? {
+        let hosts = headers["host"]
+        if hosts.count > 1 {
+            return "a request needs exactly one Host header"
+        }
+        if let host = hosts.first, host.allSatisfy({ $0 == " " || $0 == "\t" }) {
+            return "the Host header is empty"
         }
         return nil
     }
@@ -247,8 +289,8 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         context.write(self.wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: response.body)))), promise: nil)
         // Before the end is written: NIO's pipelining handler may hand over a request it held back while
-        // this one was answered from within that write, and that head must find the deadline waiting for it.
-        if !closing { self.deadlines.awaitNextHead() }
+        // this one was answered from within that write, and that head must find the connection idle.
+        self.phase.answered(closing: closing)
         let done = context.writeAndFlush(self.wrapOutboundOut(.end(nil)))
         if closing {
             done.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
@@ -287,65 +329,6 @@ final class AdminConnectionHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension AdminConnectionHandler: Sendable {}
-
-/// Keeps an admin connection's read deadlines (``HTTP1ReadDeadlines``): it sits in front of NIO's HTTP/1.1
-/// decoder, where it sees the connection's bytes (after TLS), and ``AdminConnectionHandler`` behind the
-/// decoder reports the decoded heads and the written answers to the same deadlines object.
-///
-/// The order inside ``channelRead(context:data:)`` is what makes the head deadline right: the bytes are
-/// counted, passed to the decoder (which hands a completed head to ``AdminConnectionHandler`` before the call
-/// returns), and only then is a head still incomplete given its deadline. A deadline that passes, or an idle
-/// period, closes the connection without an answer, as on the public listener.
-final class AdminReadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
-
-    private let deadlines: HTTP1ReadDeadlines
-
-    init(deadlines: HTTP1ReadDeadlines) {
-        self.deadlines = deadlines
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive {
-            self.start(context: context)
-        }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        self.start(context: context)
-        context.fireChannelActive()
-    }
-
-    private func start(context: ChannelHandlerContext) {
-        self.deadlines.start(context: context) {
-            context.close(promise: nil)
-        }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.deadlines.bytesArrived(self.unwrapInboundIn(data).readableBytes)
-        context.fireChannelRead(data)
-        self.deadlines.bytesParsed(context: context)
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        self.deadlines.readBatchEnded(context: context)
-        context.fireChannelReadComplete()
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.deadlines.stop()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.deadlines.stop()
-    }
-}
-
-@available(*, unavailable)
-extension AdminReadDeadlineHandler: Sendable {}
 
 extension AdminServer {
     /// The shortest admin secret accepted: a guessable secret on a listener that revokes every token would be
