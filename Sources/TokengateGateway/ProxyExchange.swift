@@ -25,7 +25,7 @@ import TokengateTokens
 /// request is still at hand); one that fails after the response started makes the client side abort, so the
 /// client sees a truncated response and never a clean end.
 final class ProxyExchange: UpstreamResponseReceiver {
-    private enum State {
+    enum State {
         /// Reading a form or JSON body to look for the token in it.
         case readingBody(route: Int, body: ByteBuffer, limit: Int)
         case awaitingUpstream
@@ -37,62 +37,62 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case finished
     }
 
-    private var state: State = .awaitingUpstream
-    private unowned let client: any ExchangeClient
-    private let runtime: GatewayRuntime
-    private let pools: LoopUpstreamPools
-    private let logger: Logger
-    private let closeRequested: Bool
+    var state: State = .awaitingUpstream
+    unowned let client: any ExchangeClient
+    let runtime: GatewayRuntime
+    let pools: LoopUpstreamPools
+    let logger: Logger
+    let closeRequested: Bool
 
     /// The request's head; its target is replaced once by its normalized form (``RequestTargetCheck``).
-    private var head: ClientRequestHead
+    var head: ClientRequestHead
     /// The head announces a body (read once: several steps of the exchange ask).
-    private let hasBody: Bool
-    private let requestID: String
-    private let start: NIODeadline
-    private var routeName = "-"
-    private var routeIndex: Int?
+    let hasBody: Bool
+    let requestID: String
+    let start: NIODeadline
+    var routeName = "-"
+    var routeIndex: Int?
     /// Where the first `Host` value lies in the head's field lines: found once, by ``checkLimits()``, for its
     /// check and for routing.
-    private var hostRange: Range<Int>?
-    private var upstreamSentAt: NIODeadline?
-    private var upstreamIndex = 0
-    private var upstreamHead: UpstreamRequestHead?
-    private var identity: VerifiedToken?
+    var hostRange: Range<Int>?
+    var upstreamSentAt: NIODeadline?
+    var upstreamIndex = 0
+    var upstreamHead: UpstreamRequestHead?
+    var identity: VerifiedToken?
     /// Request body parts received while no upstream connection was ready yet.
-    private var queued: [HTTPServerRequestPart] = []
-    private var requestEnded = false
+    var queued: [HTTPServerRequestPart] = []
+    var requestEnded = false
     /// Body bytes received so far, for `limits.max_body_bytes`.
-    private var bodyBytes = 0
+    var bodyBytes = 0
     /// The whole request body while it is still at hand (no body, or one read to look for a token), so a
     /// retry can send it again.
-    private var replayableBody: ByteBuffer?
+    var replayableBody: ByteBuffer?
     /// The backend's response head arrived (it may still be held, see ``heldHead``).
-    private var responseStarted = false
+    var responseStarted = false
     /// The backend's head, and the body bytes that came with it, held until the response's end or the end of
     /// the read batch that brought them, whichever comes first: nothing of the response reaches the client
     /// before then. A response that turns out broken within that first batch (a head and a malformed chunk
     /// in one segment, or a close right after the head) is then answered `502` — until the client was sent
     /// nothing at all, its connection closed without a status line. The common response (head, body and end
     /// in one read) is written at its end, as before.
-    private var heldHead: UpstreamResponseHead?
-    private var heldBody: ByteBuffer?
-    private var status: HTTPResponseStatus?
+    var heldHead: UpstreamResponseHead?
+    var heldBody: ByteBuffer?
+    var status: HTTPResponseStatus?
     /// Runs while the client is not writable during forwarding (see ``armStallTimer()``).
-    private var stallTimer: Scheduled<Void>?
+    var stallTimer: Scheduled<Void>?
     /// The client sent `Expect: 100-continue` (HTTP/1.1 or HTTP/2) and waits for a `100 Continue` before its body.
-    private var continueExpected: Bool
+    var continueExpected: Bool
     /// Connects that failed for this request so far; it gets ``UpstreamSettings/retries`` of them before the
     /// gateway answers 502.
-    private var failedConnects = 0
+    var failedConnects = 0
     /// The target whose connect failed last: the retry looks at every other target first.
-    private var failedTarget: Int?
+    var failedTarget: Int?
     /// The request body's pace, for a request with a body while the check is on (``startBodyDeadline()``).
-    private var bodyPace: RequestBodyPace?
+    var bodyPace: RequestBodyPace?
     /// Scheduled at the pace's deadline while the body is under way.
-    private var bodyDeadline: Scheduled<Void>?
+    var bodyDeadline: Scheduled<Void>?
     /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
-    private var tokenBodyBytesHeld = 0
+    var tokenBodyBytesHeld = 0
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -123,7 +123,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// never gets a 100 (its answer closes the connection instead), and the backend never sees the
     /// expectation (``RequestRewriter`` drops `Expect`), so clients such as curl do not wait a second for a
     /// 100 that would otherwise never come.
-    private func sendContinueIfExpected() {
+    func sendContinueIfExpected() {
         guard self.continueExpected, !self.requestEnded else { return }
         self.continueExpected = false
         self.client.write(.head(HTTPResponseHead(version: self.head.version, status: .continue)))
@@ -357,7 +357,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         }
     }
 
-    private func cancelStallTimer() {
+    func cancelStallTimer() {
         self.stallTimer?.cancel()
         self.stallTimer = nil
     }
@@ -566,489 +566,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
             return .malformedHTTP("the request target \(why)")
         }
         return nil
-    }
-}
-
-// MARK: The upstream side.
-
-extension ProxyExchange {
-    private var pool: UpstreamPool { self.pools.pools[self.upstreamIndex] }
-
-    private func connectUpstream() {
-        let pool = self.pool
-        // A retry after a failed connect skips the round-robin's idle pick, which could be the failed target.
-        if self.failedTarget == nil, let connection = pool.acquireIdle() {
-            self.upstreamConnected(connection)
-            return
-        }
-        pool.acquire(after: self.failedTarget, requestID: self.requestID).assumeIsolated().whenComplete { result in
-            guard case .awaitingUpstream = self.state else {
-                // The client went away while we connected: the connection is fresh and clean, keep it.
-                if case .success(let connection) = result { pool.release(connection, reusable: true) }
-                return
-            }
-            switch result {
-            case .success(let connection):
-                self.upstreamConnected(connection)
-            case .failure(let error):
-                // No connection, so nothing of the request reached a backend: sending it again is safe whatever
-                // the method, and its body is all still here (queued, or not read yet).
-                if let failure = error as? UpstreamPool.ConnectFailure, self.failedConnects < pool.settings.retries {
-                    self.failedConnects += 1
-                    self.failedTarget = failure.targetIndex
-                    self.connectUpstream()
-                    return
-                }
-                if error as? UpstreamError == .noTargetAvailable {
-                    self.answer(.serviceUnavailable("no backend is available", reason: UpstreamError.noTargetAvailable.code))
-                } else {
-                    self.answer(.badGateway("the backend could not be reached", reason: UpstreamError.connectFailed.code))
-                }
-            }
-        }
-    }
-
-    private func upstreamConnected(_ connection: UpstreamConnection) {
-        guard let head = self.upstreamHead else {
-            preconditionFailure("an upstream connection arrived for a request that is not forwarded")
-        }
-        connection.handler.receiver = self
-        // A pooled connection comes back with reads flowing (``UpstreamResponseHandler/detach()``).
-        if !self.client.isWritable {
-            connection.handler.pauseReading()
-        }
-        let queued = self.queued
-        self.queued = []
-        self.state = .forwarding(connection)
-        self.sendContinueIfExpected()
-        connection.handler.send(head)
-        let now = NIODeadline.now()
-        self.upstreamSentAt = now
-        if let body = self.replayableBody, self.requestEnded {
-            connection.handler.sendBody(body)
-            if queued.isEmpty {
-                connection.handler.sendEnd()
-            }
-        }
-        for part in queued {
-            switch part {
-            case .head: preconditionFailure("a queued request part was a head")
-            case .body(let buffer): connection.handler.sendBody(buffer)
-            case .end: connection.handler.sendEnd()
-            }
-        }
-        // A request without a body whose end has not been read yet is about to get it in this same read
-        // batch (the common keep-alive GET): leave the flush to ``clientReadComplete()`` so the head and the
-        // end leave in one write. Anything else goes out now.
-        if self.requestEnded || self.hasBody {
-            connection.handler.flush()
-        }
-        if self.requestEnded {
-            self.startResponseTimer(now: now)
-        }
-        self.setReadingPaused(!connection.handler.isWritable)
-    }
-
-    private func release(_ connection: UpstreamConnection, reusable: Bool) {
-        self.pool.release(connection, reusable: reusable)  // Detaches the handler from this exchange.
-    }
-
-    /// The response timeout lives on the upstream connection (``DeadlineTimer``), so back-to-back requests
-    /// over one connection do not schedule a task each.
-    /// `now`, when the caller has just read the clock (each read is a system call's worth of time under a VM).
-    private func startResponseTimer(now: NIODeadline? = nil) {
-        guard case .forwarding(let connection) = self.state else { return }
-        let timeout = self.runtime.upstreams[self.upstreamIndex].responseTimeout
-        connection.responseTimer.arm(at: (now ?? connection.channel.eventLoop.now) + timeout)
-    }
-
-    private func cancelResponseTimer() {
-        if case .forwarding(let connection) = self.state {
-            connection.responseTimer.disarm()
-        }
-    }
-
-    func upstreamTimedOut() {
-        guard case .forwarding(let connection) = self.state else { return }
-        self.release(connection, reusable: false)
-        if self.responseStarted {
-            self.log(status: self.status?.code ?? 0, reason: "upstream_timeout")
-            self.state = .finished
-            self.client.abort()
-        } else {
-            self.answer(.gatewayTimeout())
-        }
-    }
-
-    func upstreamReceived(_ part: UpstreamResponsePart) {
-        guard case .forwarding(let connection) = self.state else { return }
-        switch part {
-        case .head(let head):
-            if head.status.code < 200 {
-                return  // 1xx from the backend: interim, not forwarded (100-continue is handled hop by hop).
-            }
-            // From here on the same timeout bounds the backend's silence between reads of the body (as nginx's
-            // `proxy_read_timeout` does): a backend that sends a head and stops would otherwise hold both
-            // connections for ever.
-            let now = NIODeadline.now()
-            self.startResponseTimer(now: now)
-            if let sent = self.upstreamSentAt {
-                self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((now - sent).nanoseconds)
-            }
-            self.responseStarted = true
-            self.status = head.status
-            self.heldHead = head
-            // The backend answered, so the request is never sent again: its body need not be kept for a retry,
-            // and what a token body held of ``GatewayRuntime/tokenBodyMemory`` goes back now, not after a long
-            // response.
-            self.replayableBody = nil
-            self.releaseTokenBodyMemory()
-        case .body(let buffer):
-            guard self.heldHead != nil else {
-                self.client.write(.body(.byteBuffer(buffer)))
-                return
-            }
-            if self.heldBody == nil {
-                self.heldBody = buffer
-            } else {
-                var buffer = buffer
-                self.heldBody!.writeBuffer(&buffer)  // Several chunks in the first read: copied, once.
-            }
-        case .end(let trailers):
-            self.writeHeldResponse()
-            // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
-            // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
-            self.release(connection, reusable: self.requestEnded && connection.handler.keepsConnection)
-            self.cancelStallTimer()
-            self.state = .finished
-            self.log(status: self.status?.code ?? 0, reason: "-")
-            self.client.writeEnd(trailers, closing: self.closesAfterResponse)
-            // No flush here: `exchangeCompleted` flushes once the codec is ready for the next request, because
-            // a flush can hand over the next pipelined request at once.
-            self.client.exchangeCompleted(closeConnection: self.closesAfterResponse, requestEnded: self.requestEnded)
-        }
-    }
-
-    /// Writes what ``heldHead`` and ``heldBody`` hold to the client.
-    private func writeHeldResponse() {
-        guard let head = self.heldHead else { return }
-        self.heldHead = nil
-        self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse, hsts: self.runtime.hsts)
-        if let body = self.heldBody {
-            self.heldBody = nil
-            self.client.write(.body(.byteBuffer(body)))
-        }
-    }
-
-    func upstreamReadComplete() {
-        self.writeHeldResponse()
-        if self.responseStarted, case .forwarding = self.state, self.client.isWritable {
-            self.startResponseTimer()  // Moves the deadline; no task per read (``DeadlineTimer``).
-        }
-        self.client.flush()
-    }
-
-    func upstreamFailed(_ error: any Error) {
-        guard case .forwarding(let connection) = self.state else { return }
-        self.cancelResponseTimer()
-        self.release(connection, reusable: false)
-        if self.responseStarted, self.heldHead == nil {
-            // The client has the head (and maybe some of the body): all it can be told now is that the response
-            // is cut off. Its line carries the backend's status, which the client got.
-            self.logger.warning("upstream failed mid-response", metadata: ["request_id": "\(self.requestID)", "error": "\(error)"])
-            self.log(status: self.status?.code ?? 0, reason: "upstream_aborted")
-            self.state = .finished
-            self.client.abort()
-            return
-        }
-        // Nothing reached the client yet: a held head (the backend answered, so the request is not sent again)
-        // is dropped and the gateway answers instead.
-        self.heldHead = nil
-        self.heldBody = nil
-        // A reused connection the backend had closed while idle: nothing of the response arrived, and with
-        // the whole request still at hand it is safe to send again on a fresh connection.
-        let malformed = error is HTTP1ResponseParser.Failure
-        if !self.responseStarted, connection.reused, self.replayableBody != nil, Self.isIdempotent(self.head.method), !malformed {
-            self.state = .awaitingUpstream
-            self.connectUpstream()
-            return
-        }
-        if malformed {
-            self.logger.warning("upstream sent a malformed response", metadata: ["request_id": "\(self.requestID)", "error": "\(error)"])
-        }
-        self.answer(
-            malformed
-                ? .badGateway("the backend sent a malformed response", reason: UpstreamError.malformedResponse.code)
-                : .badGateway("the backend closed the connection", reason: UpstreamError.connectionClosed.code)
-        )
-    }
-
-    func upstreamWritabilityChanged(isWritable: Bool) {
-        if case .forwarding = self.state {
-            self.setReadingPaused(!isWritable)
-        }
-    }
-
-    /// RFC 9110 §9.2.2: the methods a retry may repeat.
-    static func isIdempotent(_ method: HTTPMethod) -> Bool {
-        switch method {
-        case .GET, .HEAD, .OPTIONS, .PUT, .DELETE: true
-        default: false
-        }
-    }
-
-    /// HTTP/1.1 closes after this response when the client asked, or when the request was not read to its
-    /// end before the backend answered.
-    private var closesAfterResponse: Bool {
-        self.client.closesConnectionOnAnswer && (self.closeRequested || self.client.isDraining || !self.requestEnded)
-    }
-}
-
-// MARK: Answers written by the gateway itself.
-
-extension ProxyExchange {
-    /// Whether the last answer asked the connection to close.
-    private var answerClosed: Bool {
-        self.client.closesConnectionOnAnswer && (self.closeRequested || self.client.isDraining || self.answerForcedClose)
-    }
-
-    private var answerForcedClose: Bool {
-        // An answer before the request ended, with body bytes still to come, closes: the gateway will not
-        // read an unbounded body it has already refused.
-        !self.requestEnded && self.hasBody
-    }
-
-    /// Writes `answer` and finishes the exchange (or waits for the request's end, which the codec drops).
-    private func answer(_ answer: GatewayAnswer) {
-        self.cancelResponseTimer()
-        if case .forwarding(let connection) = self.state {
-            self.release(connection, reusable: false)
-        }
-        var answer = answer
-        if self.answerClosed {
-            answer.closeConnection = true
-        }
-        if !self.client.closesConnectionOnAnswer {
-            answer.closeConnection = false
-        }
-        let body = answer.jsonBody
-        var head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count)
-        if let hsts = self.runtime.hsts {
-            head.headers.add(name: "strict-transport-security", value: hsts)
-        }
-        self.client.write(.head(head))
-        self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
-        self.client.writeEnd(nil, closing: answer.closeConnection)
-        self.log(status: answer.status.code, reason: answer.reasonCode)
-        self.client.setRequestReadingPaused(false)
-        if self.requestEnded {
-            self.state = .finished
-            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: true)
-        } else {
-            self.state = .answered
-            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: false)
-        }
-    }
-
-    // MARK: The token page: answered here, never forwarded.
-
-    private func serveTokenPage(_ page: TokenPageRoute) {
-        self.state = .answerPending
-        // NIO's head, made once (a `String` per field) for the page's two steps.
-        let head = self.head.nioHead
-        switch page.responder.respond(to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
-        case .answer(let answer):
-            self.writeTokenPage(answer)
-        case .askWhoami(_, let cookies):
-            guard let whoami = page.whoami else {
-                self.writeTokenPage(page.responder.respond(to: head, whoami: .failed, now: self.runtime.now()))
-                return
-            }
-            whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
-                result in
-                guard case .answerPending = self.state else { return }  // The client went away meanwhile.
-                let answer = page.responder.respond(to: head, whoami: result, now: self.runtime.now())
-                if let diagnostic = answer.diagnostic {
-                    whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
-                }
-                self.writeTokenPage(answer)
-            }
-        }
-    }
-
-    /// `POST` to the token page: a PKCE code redemption. Its form body is read like a body searched for a token
-    /// (the same pace, the same memory budget), but capped at ``TokenPageRedemptionRequest/maximumBody``; at its
-    /// end ``receivedEnd(_:)`` hands it to the responder.
-    private func readTokenPageRedemption(route routeIndex: Int) {
-        let length = self.head.fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil
-        if let problem = TokenPageResponder.redemptionHeadProblem(
-            contentType: TokenExtractor.contentType(self.head.fields),
-            contentLength: length
-        ) {
-            self.state = .answerPending
-            self.writeTokenPage(problem)
-            return
-        }
-        let limit = TokenPageRedemptionRequest.maximumBody
-        let initial = min(length ?? 0, limit)
-        self.beginReadingBody(route: routeIndex, initial: initial, limit: limit)
-    }
-
-    /// Starts reading a body the gateway needs whole (a token in a form or JSON body, a code redemption): takes
-    /// `initial` bytes of the token-body memory for its buffer first (`503` when they are not there), then
-    /// reads at the body's pace, answering an `Expect: 100-continue` now that the body is wanted.
-    private func beginReadingBody(route routeIndex: Int, initial: Int, limit: Int) {
-        guard self.holdTokenBodyMemory(initial) else {
-            self.answer(.tokenBodyMemoryFull())
-            return
-        }
-        self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: initial), limit: limit)
-        self.startBodyDeadline()
-        self.sendContinueIfExpected()
-    }
-
-    /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the
-    /// page): only the reason code and the user go to the log.
-    private func writeTokenPage(_ answer: TokenPageAnswer) {
-        var head = answer.responseHead(version: self.head.version)
-        let close = self.answerClosed
-        if close {
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-        }
-        if let hsts = self.runtime.hsts {
-            head.headers.replaceOrAdd(name: "strict-transport-security", value: hsts)
-        }
-        self.client.write(.head(head))
-        if !answer.body.isEmpty {
-            self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
-        }
-        self.client.writeEnd(nil, closing: close)
-        if let user = answer.user {
-            self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
-        }
-        self.log(status: answer.status.code, reason: answer.reasonCode)
-        self.state = self.requestEnded ? .finished : .answered
-        self.client.exchangeCompleted(closeConnection: close, requestEnded: self.requestEnded)
-    }
-
-    // MARK: The request body's pace and memory.
-
-    /// Pauses or resumes reading the client's body, and keeps the time the gateway held it back (a connect under
-    /// way, a backend that takes the body slowly) out of the body's pace. A request without a body, or whose
-    /// body has ended, reads no clock here.
-    private func setReadingPaused(_ paused: Bool) {
-        self.client.setRequestReadingPaused(paused)
-        guard self.bodyPace != nil, !self.requestEnded else { return }
-        if paused {
-            self.bodyPace?.pause(at: .now())
-        } else {
-            self.bodyPace?.resume(at: .now())
-        }
-    }
-
-    /// Starts the body's pace (``RequestBodyPace``) when the gateway begins to take a body: past its deadline an
-    /// unfinished body is answered `408` and its connection closed (``bodyDeadlinePassed()``). One task per
-    /// request with a body, scheduled here and moved only when it fires.
-    private func startBodyDeadline() {
-        guard self.hasBody, !self.requestEnded, self.bodyDeadline == nil else { return }
-        let limits = self.runtime.limits
-        if self.bodyPace == nil {
-            self.bodyPace = RequestBodyPace(
-                start: self.start,
-                timeout: TimeAmount(limits.requestBodyTimeout),
-                minimumRate: limits.requestBodyMinRate
-            )
-        }
-        guard let pace = self.bodyPace else { return }  // `request_body_min_rate: 0`.
-        self.scheduleBodyDeadline(at: pace.deadline(at: .now()))
-    }
-
-    private func scheduleBodyDeadline(at deadline: NIODeadline) {
-        self.bodyDeadline = self.client.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
-            self.bodyDeadlinePassed()
-        }
-    }
-
-    private func bodyDeadlinePassed() {
-        self.bodyDeadline = nil
-        // A backend that has answered already decides how the exchange ends.
-        guard !self.requestEnded, !self.responseStarted, var pace = self.bodyPace else { return }
-        switch self.state {
-        case .readingBody, .awaitingUpstream, .forwarding:
-            break
-        case .answerPending, .answered, .finished:
-            return
-        }
-        let now = NIODeadline.now()
-        if pace.deadline(at: now) <= now, self.client.isRequestBodyHeldBack {
-            pace.heldBack(at: now)
-            self.bodyPace = pace
-        }
-        let deadline = pace.deadline(at: now)
-        if deadline > now {
-            self.scheduleBodyDeadline(at: deadline)
-            return
-        }
-        self.answer(.requestBodyTooSlow())
-    }
-
-    private func cancelBodyDeadline() {
-        self.bodyDeadline?.cancel()
-        self.bodyDeadline = nil
-    }
-
-    /// Takes from ``GatewayRuntime/tokenBodyMemory`` what this exchange's token body needs beyond what it holds,
-    /// up to `bytes` in all; false when that does not fit.
-    private func holdTokenBodyMemory(_ bytes: Int) -> Bool {
-        guard bytes > self.tokenBodyBytesHeld else { return true }
-        guard self.runtime.tokenBodyMemory.take(bytes - self.tokenBodyBytesHeld) else { return false }
-        self.tokenBodyBytesHeld = bytes
-        self.runtime.metrics.tokenBodyMemory.record(self.runtime.tokenBodyMemory.inUse)
-        return true
-    }
-
-    private func releaseTokenBodyMemory() {
-        guard self.tokenBodyBytesHeld > 0 else { return }
-        self.runtime.tokenBodyMemory.giveBack(self.tokenBodyBytesHeld)
-        self.tokenBodyBytesHeld = 0
-        self.runtime.metrics.tokenBodyMemory.record(self.runtime.tokenBodyMemory.inUse)
-    }
-
-    // MARK: Metrics and the access log: one line per request; never a token, never a query string.
-
-    private func log(status: UInt, reason: String) {
-        // The exchange is over: what it held for its request body goes back.
-        self.cancelBodyDeadline()
-        self.releaseTokenBodyMemory()
-        let nanoseconds = (NIODeadline.now() - self.start).nanoseconds
-        self.runtime.metrics.recordRequest(
-            route: self.routeIndex,
-            unsafeMethod: TokenExtractor.isUnsafe(self.head.method),
-            status: status,
-            reason: reason,
-            nanoseconds: nanoseconds
-        )
-        guard self.runtime.accessLog else { return }
-        let path = AccessLogPath.text(for: self.head.uri)
-        let latency = nanoseconds / 1000
-        // Plain `.string` values: an interpolated one goes through `DefaultStringInterpolation` per member.
-        var metadata: Logger.Metadata = [
-            "request_id": .string(self.requestID),
-            "route": .string(self.routeName),
-            "method": .string(self.head.method.rawValue),
-            "path": .string(path),
-            "status": .string(String(status)),
-            "reason": .string(reason),
-            "latency_us": .string(String(latency)),
-        ]
-        if let identity = self.identity {
-            metadata["user"] = .string(identity.subject)
-            metadata["token_kind"] = .string(identity.kind.rawValue)
-        }
-        if self.upstreamHead != nil {
-            metadata["upstream"] = .string(self.runtime.upstreams[self.upstreamIndex].name)
-        }
-        self.logger.info("request", metadata: metadata)
     }
 }
 

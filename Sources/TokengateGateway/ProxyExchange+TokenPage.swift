@@ -1,0 +1,92 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import CoreMetrics
+import Logging
+import NIOCore
+import NIOHTTP1
+import TokengateConfig
+import TokengateTokens
+// MARK: The token page: answered here, never forwarded.
+
+extension ProxyExchange {
+    func serveTokenPage(_ page: TokenPageRoute) {
+        self.state = .answerPending
+        // NIO's head, made once (a `String` per field) for the page's two steps.
+        let head = self.head.nioHead
+        switch page.responder.respond(to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
+        case .answer(let answer):
+            self.writeTokenPage(answer)
+        case .askWhoami(_, let cookies):
+            guard let whoami = page.whoami else {
+                self.writeTokenPage(page.responder.respond(to: head, whoami: .failed, now: self.runtime.now()))
+                return
+            }
+            whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
+                result in
+                guard case .answerPending = self.state else { return }  // The client went away meanwhile.
+                let answer = page.responder.respond(to: head, whoami: result, now: self.runtime.now())
+                if let diagnostic = answer.diagnostic {
+                    whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
+                }
+                self.writeTokenPage(answer)
+            }
+        }
+    }
+
+    /// `POST` to the token page: a PKCE code redemption. Its form body is read like a body searched for a token
+    /// (the same pace, the same memory budget), but capped at ``TokenPageRedemptionRequest/maximumBody``; at its
+    /// end ``receivedEnd(_:)`` hands it to the responder.
+    func readTokenPageRedemption(route routeIndex: Int) {
+        let length = self.head.fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil
+        if let problem = TokenPageResponder.redemptionHeadProblem(
+            contentType: TokenExtractor.contentType(self.head.fields),
+            contentLength: length
+        ) {
+            self.state = .answerPending
+            self.writeTokenPage(problem)
+            return
+        }
+        let limit = TokenPageRedemptionRequest.maximumBody
+        let initial = min(length ?? 0, limit)
+        self.beginReadingBody(route: routeIndex, initial: initial, limit: limit)
+    }
+
+    /// Starts reading a body the gateway needs whole (a token in a form or JSON body, a code redemption): takes
+    /// `initial` bytes of the token-body memory for its buffer first (`503` when they are not there), then
+    /// reads at the body's pace, answering an `Expect: 100-continue` now that the body is wanted.
+    func beginReadingBody(route routeIndex: Int, initial: Int, limit: Int) {
+        guard self.holdTokenBodyMemory(initial) else {
+            self.answer(.tokenBodyMemoryFull())
+            return
+        }
+        self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: initial), limit: limit)
+        self.startBodyDeadline()
+        self.sendContinueIfExpected()
+    }
+
+    /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the
+    /// page): only the reason code and the user go to the log.
+    func writeTokenPage(_ answer: TokenPageAnswer) {
+        var head = answer.responseHead(version: self.head.version)
+        let close = self.answerClosed
+        if close {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+        }
+        if let hsts = self.runtime.hsts {
+            head.headers.replaceOrAdd(name: "strict-transport-security", value: hsts)
+        }
+        self.client.write(.head(head))
+        if !answer.body.isEmpty {
+            self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
+        }
+        self.client.writeEnd(nil, closing: close)
+        if let user = answer.user {
+            self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
+        }
+        self.log(status: answer.status.code, reason: answer.reasonCode)
+        self.state = self.requestEnded ? .finished : .answered
+        self.client.exchangeCompleted(closeConnection: close, requestEnded: self.requestEnded)
+    }
+}
