@@ -1,0 +1,27 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+public import Logging
+import NIOConcurrencyHelpers
+internal import SQLiteNIO
+import TokengateTokens
+
+/// Connections whose close failed even after retries (see ``SQLiteCutoffStore/closeCompletely(_:logger:)``).
+///
+/// Holding them for the life of the process is deliberate: releasing an open `SQLiteConnection` asserts in debug
+/// builds and leaks its handle in release builds, so the only choice left is to leak it visibly and on purpose.
+enum UnclosableSQLiteConnections {
+    private static let kept = NIOLockedValueBox<[SQLiteConnection]>([])
+
+    static func keep(_ sqlite: SQLiteConnection) {
+        self.kept.withLockedValue { $0.append(sqlite) }
+    }
+}
