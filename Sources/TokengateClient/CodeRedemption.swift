@@ -16,7 +16,7 @@ import FoundationNetworking
 /// let pkce = PKCEVerifier.random()
 /// let page = try TokenPageURL(site: site, app: "android", state: state, pkce: pkce)
 /// // … the web view reaches the callback …
-/// if case .code(let code) = try TokenCapture.deliveryFromCallback(url, callback: callback, expectedState: state) {
+/// if let code = try TokenCapture.codeFromCallback(url, callback: callback, expectedState: state) {
 ///     let (data, response) = try await URLSession.shared.data(
 ///         for: CodeRedemption.request(site: site, app: "android", code: code, verifier: pkce))
 ///     let token = try CodeRedemption.token(status: (response as! HTTPURLResponse).statusCode, body: data)

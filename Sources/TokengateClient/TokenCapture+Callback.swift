@@ -45,7 +45,35 @@ extension TokenCapture {
         }
     }
 
-    /// Like ``fromCallback(_:callback:expectedState:now:)``, for an app that may use PKCE: a callback with
+    /// For an app that sent a PKCE challenge: the code the callback carries, to redeem with the verifier
+    /// (``CodeRedemption``); `nil` when `url` is not for `callback`.
+    ///
+    /// A callback that carries a token instead is refused (`malformedCallback`): the site answers a challenge
+    /// with a code, always, so a token there was put in by someone else. An app that intercepted the login's
+    /// callback knows its `state`, and could open this app with its own account's token, logging the user into
+    /// the attacker's account; a code it cannot make, and one it intercepted fails without the verifier.
+    ///
+    /// - Throws: as ``deliveryFromCallback(_:callback:expectedState:now:)``.
+    public static func codeFromCallback(
+        _ url: URL,
+        callback: String,
+        expectedState: String? = nil
+    ) throws -> AuthorizationCode? {
+        switch try Self.deliveryFromCallback(url, callback: callback, expectedState: expectedState) {
+        case nil:
+            return nil
+        case .code(let code):
+            return code
+        case .token:
+            throw TokengateClientError(
+                .malformedCallback,
+                "the callback holds a token where this login (PKCE) expects a code: refused, it was not the site's"
+            )
+        }
+    }
+
+    /// Like ``fromCallback(_:callback:expectedState:now:)``, for an app that may use PKCE or not (prefer
+    /// ``codeFromCallback(_:callback:expectedState:)`` when it sent a challenge): a callback with
     /// `code=…` gives ``CallbackDelivery/code(_:)``, to redeem with the verifier (``CodeRedemption``); one with
     /// `access_token=…` gives ``CallbackDelivery/token(_:)``. A callback with both is malformed.
     ///

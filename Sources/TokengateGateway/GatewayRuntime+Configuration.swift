@@ -115,7 +115,7 @@ extension GatewayRuntime {
                     )
                 }
                 tokenPage = try Self.tokenPageRoute(
-                    page, configuration: configuration, policy: policy, verifier: verifier,
+                    page, name: name, configuration: configuration, policy: policy, verifier: verifier,
                     whoamiCallsInFlight: whoamiCallsInFlight)
             }
             routes.append(
@@ -218,6 +218,7 @@ extension GatewayRuntime {
     /// The responder of a token page: the signing key (a private JWK Set; never exposed) and the login mode.
     static func tokenPageRoute(
         _ page: TokenPageConfiguration,
+        name: String,
         configuration: GatewayConfiguration,
         policy: VerificationPolicy,
         verifier: TokenVerifier?,
@@ -256,7 +257,8 @@ extension GatewayRuntime {
                 configuration: page,
                 signer: signer,
                 sessionVerifier: verifier,
-                policy: policy
+                policy: policy,
+                page: name
             ),
             whoami: whoami
         )

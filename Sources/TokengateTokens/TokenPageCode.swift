@@ -5,14 +5,14 @@
 import Foundation
 
 /// What a token page authorization code (PKCE, RFC 7636) carries: enough to mint, at redemption, the token
-/// the page would have put in the callback, and to check who redeems it.
+/// the page would have put in the callback, and to check who redeems it and where.
 ///
 /// The code travels through the browser to the app's callback, where any app that claimed the scheme can read
 /// it; it is worth nothing without the verifier only the real app holds. It is sealed, not encrypted
-/// (``TokenPageCodeKey``): its payload is readable, and holds nothing secret (the user id, the app name, the
-/// challenge, two times).
+/// (``TokenPageCodeKey``): its payload is readable, and holds nothing secret (the user id, the app and page
+/// names, the challenge, two times).
 ///
-/// Payload: `{"v":1,"sub":…,"app":…,"cc":…,"iat":…,"exp":…}`.
+/// Payload: `{"v":2,"sub":…,"app":…,"page":…,"cc":…,"iat":…,"exp":…}`.
 public struct TokenPageCode: Sendable, Equatable {
     /// How long a code lives: long enough for a phone to switch apps and make one request, short enough that a
     /// leaked code and verifier pair is soon useless.
@@ -22,15 +22,28 @@ public struct TokenPageCode: Sendable, Equatable {
     public var subject: String
     /// The registered app the code was issued to (the callback it went to).
     public var app: String
+    /// The token page that issued it (its host and path prefix): only that page redeems it, with its own
+    /// `token_lifetime`, so a code cannot be taken to a page with a looser policy.
+    public var page: String
     public var challenge: CodeChallenge
-    /// When the page issued the code: cutoffs are checked against this at redemption, as they would have been
-    /// against the `iat` of a token minted by the page itself.
+    /// When the page issued the code; the code expires ``lifetime`` seconds later. It is the `iat` of the token
+    /// minted at redemption, as if the page had minted it then: a password change or "disable mobile apps" after
+    /// this moment kills that token, however late in the 60 seconds the code is redeemed and however late the
+    /// gateway learns of the cutoff (a redemption checked against a snapshot that does not have it yet).
     public var issuedAt: Int64
     public var expiresAt: Int64
 
-    public init(subject: String, app: String, challenge: CodeChallenge, issuedAt: Int64, expiresAt: Int64? = nil) {
+    public init(
+        subject: String,
+        app: String,
+        page: String,
+        challenge: CodeChallenge,
+        issuedAt: Int64,
+        expiresAt: Int64? = nil
+    ) {
         self.subject = subject
         self.app = app
+        self.page = page
         self.challenge = challenge
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt ?? issuedAt + Self.lifetime
@@ -38,8 +51,9 @@ public struct TokenPageCode: Sendable, Equatable {
 
     /// The JSON payload, built with the same string escaping as tokens.
     var payload: [UInt8] {
-        var json = "{\"v\":1,\"sub\":" + TokenSigner.jsonString(self.subject)
+        var json = "{\"v\":2,\"sub\":" + TokenSigner.jsonString(self.subject)
         json += ",\"app\":" + TokenSigner.jsonString(self.app)
+        json += ",\"page\":" + TokenSigner.jsonString(self.page)
         json += ",\"cc\":" + TokenSigner.jsonString(self.challenge.text)
         json += ",\"iat\":\(self.issuedAt),\"exp\":\(self.expiresAt)}"
         return Array(json.utf8)
@@ -49,14 +63,16 @@ public struct TokenPageCode: Sendable, Equatable {
     /// not parse is a bug or another version's code; either way it is refused, never guessed at.
     init?(payload: [UInt8]) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
-            (object["v"] as? NSNumber)?.int64Value == 1,
+            (object["v"] as? NSNumber)?.int64Value == 2,
             let subject = object["sub"] as? String,
             let app = object["app"] as? String,
+            let page = object["page"] as? String,
             let challengeText = object["cc"] as? String,
             let challenge = CodeChallenge(challengeText),
             let issuedAt = (object["iat"] as? NSNumber)?.int64Value,
             let expiresAt = (object["exp"] as? NSNumber)?.int64Value
         else { return nil }
-        self.init(subject: subject, app: app, challenge: challenge, issuedAt: issuedAt, expiresAt: expiresAt)
+        self.init(
+            subject: subject, app: app, page: page, challenge: challenge, issuedAt: issuedAt, expiresAt: expiresAt)
     }
 }

@@ -27,8 +27,12 @@ public struct TokenPageCodeKey: Sendable {
         /// The MAC does not match: altered, or sealed with another signing key.
         case badSignature = "bad_signature"
         case expired
+        /// Issued later than now (beyond the clock skew allowed): a gateway instance whose clock runs ahead.
+        case issuedInFuture = "issued_in_future"
         /// Issued to another app than the one redeeming it.
         case wrongApp = "wrong_app"
+        /// Issued by another token page than the one redeeming it.
+        case wrongPage = "wrong_page"
         /// The verifier's SHA-256 is not the challenge (or the verifier is malformed).
         case wrongVerifier = "wrong_verifier"
     }
@@ -37,7 +41,7 @@ public struct TokenPageCodeKey: Sendable {
 
     /// The label that separates the code key from every other use of the signing key's secret. A new code
     /// format gets a new label, so old codes stop opening.
-    static let label = Array("tokengate token page code v1".utf8)
+    static let label = Array("tokengate token page code v2".utf8)
 
     init(mac: SignatureCheck) {
         self.mac = mac
@@ -58,13 +62,19 @@ public struct TokenPageCodeKey: Sendable {
         return Base64URL.encode(payload) + "." + Base64URL.encode(self.mac.hmacTag(payload)!)
     }
 
-    /// Opens `text` and checks it for a redemption, in this order: shape, MAC, expiry, app, verifier. The MAC
-    /// comes first so that nothing of a forged payload is ever looked at.
+    /// Opens `text` and checks it for a redemption, in this order: shape, MAC, times, app, page, verifier. The
+    /// MAC comes first so that nothing of a forged payload is ever looked at.
+    ///
+    /// - Parameters:
+    ///   - page: the redeeming token page (its host and path prefix), which must be the one that issued the code.
+    ///   - clockSkew: how far ahead of `now` an issue time may be (another instance's clock), as for tokens' `iat`.
     public func redeem(
         _ text: String,
         app: String,
+        page: String,
         verifier: String,
-        now: Int64
+        now: Int64,
+        clockSkew: Int64
     ) -> Result<TokenPageCode, Refusal> {
         let code: TokenPageCode
         switch self.open(text) {
@@ -72,7 +82,9 @@ public struct TokenPageCodeKey: Sendable {
         case .failure(let refusal): return .failure(refusal)
         }
         guard now < code.expiresAt else { return .failure(.expired) }
+        guard code.issuedAt <= now + clockSkew else { return .failure(.issuedInFuture) }
         guard code.app == app else { return .failure(.wrongApp) }
+        guard code.page == page else { return .failure(.wrongPage) }
         guard code.challenge.isAnswered(by: verifier) else { return .failure(.wrongVerifier) }
         return .success(code)
     }

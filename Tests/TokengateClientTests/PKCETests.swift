@@ -96,6 +96,14 @@ import FoundationNetworking
             return
         }
         #expect(try TokenCapture.fromCallback(tokenURL, callback: callback) == token)
+        // An app that sent a challenge takes a code only: a token in its callback was put there by someone else
+        // (an app that intercepted the login knows the state), so it is refused (a review found it stored).
+        #expect(try TokenCapture.codeFromCallback(url, callback: callback, expectedState: "s1") == AuthorizationCode(Self.code))
+        #expect(try TokenCapture.codeFromCallback(URL(string: "other://x#code=a")!, callback: callback) == nil)
+        let injected = URL(string: "myapp://token#access_token=\(TestTokens.jwt())&token_type=bearer&state=s1")!
+        #expect(throws: TokengateClientError(.malformedCallback, "")) {
+            try TokenCapture.codeFromCallback(injected, callback: callback, expectedState: "s1")
+        }
         #expect(!"\(try #require(AuthorizationCode(Self.code)))".contains(Self.code))
     }
 

@@ -24,7 +24,7 @@ import TokengateTokens
         self.verifier = TokenVerifier(keys: try KeySet(jwks: Array(keys.publicJWKS.utf8)))
     }
 
-    private func responder(lifetime: Duration? = nil) -> TokenPageResponder {
+    private func responder(lifetime: Duration? = nil, page: String = "/token") -> TokenPageResponder {
         var configuration = TokenPageConfiguration(
             login: .sessionCookie("session"),
             loginURL: "/login",
@@ -34,7 +34,7 @@ import TokengateTokens
             ]
         )
         configuration.tokenLifetime = lifetime
-        return TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier)
+        return TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: page)
     }
 
     private func get(_ uri: String, loggedIn: Bool = true) throws -> TokenPageAnswer {
@@ -92,7 +92,7 @@ import TokengateTokens
         #expect(redeemed.headers["content-type"] == ["application/json"])
         let object = try self.json(redeemed)
         #expect(object["token_type"] as? String == "bearer")
-        #expect((object["expires_in"] as? NSNumber)?.intValue == 3600)
+        #expect((object["expires_in"] as? NSNumber)?.intValue == 3595, "what is left of the lifetime")
         let token = try #require(object["access_token"] as? String)
         guard case .valid(let verified) = self.verifier.verify(token, accept: .api, cutoffs: .empty, now: Self.now + 5)
         else {
@@ -100,8 +100,8 @@ import TokengateTokens
             return
         }
         #expect(verified.subject == "alice")
-        #expect(verified.issuedAt == Self.now + 5, "minted at redemption")
-        #expect(verified.expiresAt == Self.now + 5 + 3600)
+        #expect(verified.issuedAt == Self.now, "minted as of the code's issue")
+        #expect(verified.expiresAt == Self.now + 3600)
         // The code itself is no token.
         guard case .invalid = self.verifier.verify(code, accept: .any, cutoffs: .empty, now: Self.now) else {
             Issue.record("the code verified as a token")
@@ -182,6 +182,28 @@ import TokengateTokens
         // A cutoff from before the code does not.
         let earlier = CutoffSnapshot(users: [CutoffUserKey("alice"): UserCutoffs(revokedBefore: Self.now)])
         #expect(responder.redeem(body: Array(good.utf8), cutoffs: earlier, now: Self.now + 2).status == .ok)
+    }
+
+    /// A password change just after the code was issued, redeemed before the gateway has the cutoff (its snapshot
+    /// is up to a poll behind): the redemption passes, but the token carries the code's issue time as its `iat`,
+    /// so the cutoff kills it as soon as the gateway has it. A review found it minted with `iat` now, which
+    /// outlived the password change by the token's whole lifetime.
+    @Test func aTokenRedeemedBeforeTheGatewayLearnsOfACutoffDiesWithIt() throws {
+        let code = try self.code(from: try self.get("/token?app=ios&\(self.pkceQuery)"))
+        let redeemed = self.responder().redeem(body: self.body(code: code), cutoffs: .empty, now: Self.now + 2)
+        #expect(redeemed.status == .ok)
+        let token = try #require(try self.json(redeemed)["access_token"] as? String)
+        let changed = CutoffSnapshot(users: [CutoffUserKey("alice"): UserCutoffs(revokedBefore: Self.now + 1)])
+        #expect(self.verifier.verify(token, accept: .api, cutoffs: changed, now: Self.now + 3) == .invalid(.revoked))
+    }
+
+    /// Only the page that issued a code redeems it: another page may have a longer `token_lifetime`, or none.
+    @Test func anotherTokenPageRefusesTheCode() throws {
+        let code = try self.code(from: try self.get("/token?app=ios&\(self.pkceQuery)"))
+        let other = self.responder(page: "other.example/token").redeem(
+            body: self.body(code: code), cutoffs: .empty, now: Self.now + 1)
+        #expect(other.status == .badRequest)
+        #expect(other.reasonCode == "token_page_redeem_wrong_page")
     }
 
     @Test func redemptionHeadChecks() {

@@ -19,8 +19,9 @@ struct TokenPageCodeTests {
         return (try TokenSigner(privateJWKS: Array(generated.privateJWKS.utf8)), generated.privateJWKS)
     }
 
-    static func code(app: String = "ios", issuedAt: Int64 = now) -> TokenPageCode {
-        TokenPageCode(subject: "alice", app: app, challenge: CodeChallenge(Self.rfcChallenge)!, issuedAt: issuedAt)
+    static func code(app: String = "ios", page: String = "/token", issuedAt: Int64 = now) -> TokenPageCode {
+        TokenPageCode(
+            subject: "alice", app: app, page: page, challenge: CodeChallenge(Self.rfcChallenge)!, issuedAt: issuedAt)
     }
 
     @Test("S256 is SHA-256 in base64url: RFC 7636 Appendix B")
@@ -102,6 +103,27 @@ struct TokenPageCodeTests {
         #expect(key.redeem(text, app: "ios", verifier: Self.rfcVerifier, now: Self.now + 3600) == .failure(.expired))
     }
 
+    /// A code is redeemed by the page that issued it only: another page may have a longer `token_lifetime` or
+    /// none (a review redeemed a 30-day page's code at a page without `exp`). And one issued later than now
+    /// (another instance's clock ahead by more than the skew) would outlive its 60 s.
+    @Test("the page must be the one that issued the code, and its issue time not ahead of the clock")
+    func pageAndClock() throws {
+        let key = try Self.signer().0.tokenPageCodeKey
+        let text = key.seal(Self.code())
+        #expect(
+            key.redeem(text, app: "ios", page: "/other-token", verifier: Self.rfcVerifier, now: Self.now, clockSkew: 60)
+                == .failure(.wrongPage))
+        #expect(
+            (try? key.redeem(text, app: "ios", page: "/token", verifier: Self.rfcVerifier, now: Self.now, clockSkew: 60)
+                .get()) == Self.code())
+        #expect(
+            key.redeem(text, app: "ios", page: "/token", verifier: Self.rfcVerifier, now: Self.now - 61, clockSkew: 60)
+                == .failure(.issuedInFuture))
+        #expect(
+            (try? key.redeem(text, app: "ios", page: "/token", verifier: Self.rfcVerifier, now: Self.now - 60, clockSkew: 60)
+                .get()) != nil)
+    }
+
     @Test("the app and the verifier must be the ones the code was issued for")
     func appAndVerifier() throws {
         let key = try Self.signer().0.tokenPageCodeKey
@@ -139,5 +161,12 @@ struct TokenPageCodeTests {
             Issue.record("a code verified as a token")
             return
         }
+    }
+}
+
+extension TokenPageCodeKey {
+    /// A redemption at the page the tests' codes come from (`/token`), with a minute of clock skew.
+    fileprivate func redeem(_ text: String, app: String, verifier: String, now: Int64) -> Result<TokenPageCode, Refusal> {
+        self.redeem(text, app: app, page: "/token", verifier: verifier, now: now, clockSkew: 60)
     }
 }

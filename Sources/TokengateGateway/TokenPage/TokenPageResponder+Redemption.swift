@@ -70,7 +70,10 @@ extension TokenPageResponder {
             )
         }
         let code: TokenPageCode
-        switch self.codeKey.redeem(request.code, app: request.app, verifier: request.verifier, now: now) {
+        switch self.codeKey.redeem(
+            request.code, app: request.app, page: self.page, verifier: request.verifier, now: now,
+            clockSkew: self.policy.clockSkew)
+        {
         case .success(let redeemed):
             code = redeemed
         case .failure(let refusal):
@@ -89,9 +92,11 @@ extension TokenPageResponder {
                 reason: "token_page_redeem_revoked"
             )
         }
-        guard let token = self.mint(for: code.subject, now: now) else { return Self.mintFailed }
+        // Minted as of the code's issue: its `iat` is the code's, so a cutoff after the code was issued kills the
+        // token even when this snapshot does not have the cutoff yet (the gateway learns of it within a poll).
+        guard let token = self.mint(for: code.subject, now: code.issuedAt) else { return Self.mintFailed }
         var json = "{\"access_token\":" + JSONString.quote(token) + ",\"token_type\":\"bearer\""
-        if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(lifetime)" }
+        if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(max(0, lifetime - (now - code.issuedAt)))" }
         json += "}"
         return .json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
     }
@@ -112,7 +117,9 @@ extension TokenPageResponder {
         case .malformed: "the code is malformed"
         case .badSignature: "the code was not issued by this site"
         case .expired: "the code has expired"
+        case .issuedInFuture: "the code was issued later than now"
         case .wrongApp: "the code was issued to another app"
+        case .wrongPage: "the code was issued by another token page"
         case .wrongVerifier: "the code_verifier does not match the code_challenge"
         }
     }

@@ -43,6 +43,8 @@ struct TokenPageResponder: Sendable {
     static let titlePrefix = "tokengate-token:"
 
     let configuration: TokenPageConfiguration
+    /// The page's route (host and path prefix): its codes are redeemed here only (``TokenPageCode/page``).
+    let page: String
     /// Never exposed: the responder is the only code on the request path that mints.
     private let signer: TokenSigner
     /// Seals and opens PKCE codes; derived from the signing key (``TokenSigner/tokenPageCodeKey``).
@@ -50,14 +52,15 @@ struct TokenPageResponder: Sendable {
     /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
     private let sessionVerifier: TokenVerifier?
     /// The gateway's token policy: its issuer and first audience go into minted tokens.
-    private let policy: VerificationPolicy
+    let policy: VerificationPolicy
 
     /// - Parameters:
     ///   - signer: built from `signing_key`, with the configuration's claim names.
     ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss` and first audience
     ///     are put into minted tokens so that they pass the gateway's own checks.
-    init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier) {
-        self.init(configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy)
+    init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier, page: String = "/token") {
+        self.init(
+            configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page)
     }
 
     /// - Parameters:
@@ -68,9 +71,11 @@ struct TokenPageResponder: Sendable {
         configuration: TokenPageConfiguration,
         signer: TokenSigner,
         sessionVerifier: TokenVerifier?,
-        policy: VerificationPolicy
+        policy: VerificationPolicy,
+        page: String
     ) {
         self.configuration = configuration
+        self.page = page
         self.signer = signer
         self.codeKey = signer.tokenPageCodeKey
         self.sessionVerifier = sessionVerifier
@@ -196,7 +201,7 @@ struct TokenPageResponder: Sendable {
         if let app = request.app, let challenge = request.challenge {
             // PKCE: the callback gets a code only; the token is minted when the verifier comes with it.
             let code = self.codeKey.seal(
-                TokenPageCode(subject: user, app: app.name, challenge: challenge, issuedAt: now)
+                TokenPageCode(subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now)
             )
             var location = app.callback + "#code=" + code
             if let state = request.state { location += "&state=" + state }
