@@ -426,16 +426,23 @@ extension ConfigurationDecoder {
             guard ValueSyntax.isToken(name) else {
                 throw cookieNode.error(.invalidValue, "'\(name)' is not a valid cookie name")
             }
-            // The api token would be delivered over the browser's login: the next visit of the page would find no
-            // session (an api token is not one) and send the user to log in again, and the session cookie would be
-            // withheld from every backend under the page's path.
-            if case .sessionCookie(let session) = login, session == name {
+            page.cookieName = name
+        }
+        // The api token would be delivered over the browser's login: the next visit of the page would find no
+        // session (an api token is not one) and send the user to log in again, and the session cookie would be
+        // withheld from every backend under the page's path. Checked after the default (`auth_token`) applies:
+        // a site whose login cookie is `auth_token` meets it without writing `cookie_name` at all.
+        if case .sessionCookie(let session) = login, session == page.cookieName {
+            if let cookieNode = map["cookie_name"] {
                 throw cookieNode.error(
                     .invalidValue,
-                    "'\(name)' is login.session_cookie too: the api token would overwrite the browser's login; "
+                    "'\(session)' is login.session_cookie too: the api token would overwrite the browser's login; "
                         + "choose another cookie_name (the default is auth_token)")
             }
-            page.cookieName = name
+            throw (loginMap["session_cookie"] ?? loginNode).error(
+                .invalidValue,
+                "'\(session)' is also the cookie the token is delivered in (cookie_name, default auth_token): the api "
+                    + "token would overwrite the browser's login; set another cookie_name")
         }
         if let pathNode = map["cookie_path"] {
             let path = try pathNode.string(maximumLength: 1024)

@@ -49,10 +49,15 @@ public final class GatewayMetrics: Sendable {
         "token_page_redeem_too_large", "token_page_redeem_unknown_app", "token_page_redeem_revoked",
     ] + TokenPageCodeKey.Refusal.allCases.map { "token_page_redeem_" + $0.rawValue }
 
+    /// Error statuses the gateway did not decide: the backend's own answer (logged with reason `-`), and a client
+    /// that went away or stopped reading. Counted in `requests_total` by status, never as rejections.
+    static let notRejections: Set<String> = ["-", "client_closed", "client_stalled"]
+
     /// The reasons a request is answered for before it has a route: no route matched, or the request (its head,
     /// target or framing) was refused as it was read. Any other reason is counted as `other`.
     static let unroutedReasons = [
         "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "tls_required",
+        "method_not_allowed",
     ]
 
     static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]
@@ -140,13 +145,15 @@ public final class GatewayMetrics: Sendable {
     /// ``recordUnrouted(reason:)`` instead.
     func recordRequest(route: Int?, unsafeMethod: Bool, status: UInt, reason: String, nanoseconds: Int64) {
         guard let route, route < self.routes.count else {
-            self.recordUnrouted(reason: reason)
+            if !Self.notRejections.contains(reason) {
+                self.recordUnrouted(reason: reason)
+            }
             return
         }
         let metrics = self.routes[route]
         let statusClass = min(max(Int(status / 100), 1), 5) - 1
         metrics.requests[unsafeMethod ? 1 : 0][statusClass].increment()
-        if status >= 400 {
+        if status >= 400, !Self.notRejections.contains(reason) {
             // A reason missing from the list is still a rejection: counted as `other` rather than not at all.
             (metrics.rejections[reason] ?? metrics.rejectionsOther).increment()
         }

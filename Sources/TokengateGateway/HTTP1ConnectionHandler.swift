@@ -334,7 +334,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             // to cut it short.
             exchange.clientClosed()
             if !self.responseHeadWritten {
-                self.answer(.bodyParseFailure(failure), context: context)
+                // The exchange logged and counted the request under its route (`client_closed`); this answer to
+                // it is not one more request, and not an unrouted one.
+                self.answer(.bodyParseFailure(failure), counted: false, context: context)
                 return
             }
             self.state = .closed
@@ -349,7 +351,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     /// Answers bytes that are not HTTP/1.1 (400), a head over its limit (431, or 414 for the target) or a
     /// broken request body (400), then closes.
-    private func answer(_ answer: GatewayAnswer, context: ChannelHandlerContext) {
+    /// - Parameter counted: whether this answer is a request of its own for the metrics (an unrouted answer);
+    ///   `false` for the 400 to a request whose exchange already counted it.
+    private func answer(_ answer: GatewayAnswer, counted: Bool = true, context: ChannelHandlerContext) {
         let body = answer.jsonBody
         let runtime = self.generations.load().runtime
         self.requestMethod = .GET
@@ -362,7 +366,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.write(.body(.byteBuffer(context.channel.allocator.buffer(string: body))))
         self.writeEnd(nil, closing: false)
         context.flush()
-        runtime.metrics.recordUnrouted(reason: answer.reasonCode)
+        if counted {
+            runtime.metrics.recordUnrouted(reason: answer.reasonCode)
+        }
         if runtime.accessLog {
             self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
         }

@@ -215,7 +215,12 @@ final class ProxyExchange: UpstreamResponseReceiver {
         switch self.state {
         case .readingBody(let route, var body, let limit):
             if body.readableBytes + buffer.readableBytes > limit {
-                self.answer(.payloadTooLarge())
+                if self.runtime.routes[route].tokenPage != nil {
+                    self.state = .answerPending
+                    self.writeTokenPage(TokenPageResponder.redemptionTooLarge)
+                } else {
+                    self.answer(.payloadTooLarge())
+                }
                 return
             }
             guard self.holdTokenBodyMemory(body.readableBytes + buffer.readableBytes) else {

@@ -45,20 +45,17 @@ extension PostgresCutoffStore {
                 let existed = try Self.createOrCheckSchema(
                     layout.own, tables: .globalOnly, in: session, logger: logger, description: description,
                     creating: false)
-                guard existed else { return ProbeReport(createsTables: true, missingWritePrivileges: []) }
+                guard existed else {
+                    // The first start creates the global table; the RP's table must be readable already, and the
+                    // catalog read above checked no privilege on it.
+                    try Self.requireSelect(on: [layout.table], in: session, description: description)
+                    return ProbeReport(createsTables: true, missingWritePrivileges: [])
+                }
                 readTables = [layout.table, layout.own.global]
                 ownTables = [(layout.own.global, "UPDATE")]
             }
+            try Self.requireSelect(on: readTables, in: session, description: description)
             let role = try Self.currentRole(in: session)
-            let unreadable = try readTables.filter { try !Self.has("SELECT", on: $0, in: session) }
-            guard unreadable.isEmpty else {
-                let names = unreadable.map(\.description).joined(separator: ", ")
-                throw CutoffStoreError(
-                    code: .invalidStoreConfiguration,
-                    message: "\(description): the role \(role) may not read \(names), which the gateway reads; "
-                        + "GRANT SELECT ON \(names) TO \(role)"
-                )
-            }
             // The reads themselves, as the sync service makes them: what a privilege check cannot see (a column
             // the role may not read, a policy) fails here as it would at the first sync.
             do {
@@ -80,6 +77,23 @@ extension PostgresCutoffStore {
             }
             return ProbeReport(createsTables: false, missingWritePrivileges: missing)
         }
+    }
+
+    /// Refuses, naming the `GRANT`, when the role may not read one of `tables`.
+    private static func requireSelect(
+        on tables: [PostgresIdentifier],
+        in session: PostgresSession,
+        description: String
+    ) throws {
+        let unreadable = try tables.filter { try !Self.has("SELECT", on: $0, in: session) }
+        guard !unreadable.isEmpty else { return }
+        let role = try Self.currentRole(in: session)
+        let names = unreadable.map(\.description).joined(separator: ", ")
+        throw CutoffStoreError(
+            code: .invalidStoreConfiguration,
+            message: "\(description): the role \(role) may not read \(names), which the gateway reads; "
+                + "GRANT SELECT ON \(names) TO \(role)"
+        )
     }
 
     private static func currentRole(in session: PostgresSession) throws -> String {

@@ -607,6 +607,13 @@ struct ConfigurationErrorTests {
             "test.yaml:10:108: routes[1].cookie_name: 's' is login.session_cookie too: the api token would overwrite "
                 + "the browser's login; choose another cookie_name (the default is auth_token)"
         )
+        // Also when the login cookie is the default delivery cookie and cookie_name is left out.
+        self.expectError(
+            withPage.replacingOccurrences(of: "session_cookie: s,", with: "session_cookie: auth_token,"),
+            "test.yaml:10:71: routes[1].login.session_cookie: 'auth_token' is also the cookie the token is delivered "
+                + "in (cookie_name, default auth_token): the api token would overwrite the browser's login; set another "
+                + "cookie_name"
+        )
         let whoami = try parse(
             withPage.replacingOccurrences(
                 of: "session_cookie: s",

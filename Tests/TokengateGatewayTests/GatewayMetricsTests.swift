@@ -18,6 +18,11 @@ import TokengateTokens
         }
         metrics.recordRequest(route: 0, unsafeMethod: false, status: 502, reason: "token_page_whoami_failed", nanoseconds: 1)
         metrics.recordRequest(route: 0, unsafeMethod: false, status: 400, reason: "a_reason_nobody_listed", nanoseconds: 1)
+        // Nor is an error the gateway did not decide: the backend's (`-`), a client gone or stalled.
+        for reason in ["-", "client_closed", "client_stalled"] {
+            metrics.recordRequest(route: 0, unsafeMethod: false, status: 499, reason: reason, nanoseconds: 1)
+            metrics.recordRequest(route: nil, unsafeMethod: false, status: 499, reason: reason, nanoseconds: 1)
+        }
         // A 2xx or 3xx is not a rejection, whatever its reason code.
         metrics.recordRequest(route: 0, unsafeMethod: false, status: 302, reason: "token_page_login_required", nanoseconds: 1)
         let text = metrics.render()
@@ -27,6 +32,7 @@ import TokengateTokens
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="token_page_whoami_failed"} 1"#))
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="other"} 1"#), "\(text)")
         #expect(!text.contains("a_reason_nobody_listed"))
+        #expect(text.contains(#"tokengate_unrouted_answers_total{reason="other"} 0"#), "\(text)")
         #expect(!text.contains(#"reason="token_page_login_required""#))
     }
 }

@@ -167,6 +167,13 @@ struct TokenPagePKCETests {
             #expect(tooLarge.status == 413)
             let chunked = try gateway.curl(["-H", "Transfer-Encoding: chunked", "--data", large, gateway.baseURL + "/token"])
             #expect(chunked.status == 413)
+            // Found while reading as when announced: the page's answer, with its headers (a review found the
+            // gateway's generic one).
+            for answer in [tooLarge, chunked] {
+                #expect(try self.json(answer)["error"] as? String == "invalid_request")
+                #expect(answer.header("cache-control") == "no-store")
+                #expect(answer.header("content-security-policy") != nil)
+            }
             let empty = try gateway.curl(["-X", "POST", "-H", "Content-Type: application/x-www-form-urlencoded", gateway.baseURL + "/token"])
             #expect(empty.status == 400)
             #expect(try self.json(empty)["error"] as? String == "invalid_request")

@@ -89,10 +89,18 @@ extension PostgresCutoffStoreTests {
             _ = try? PostgresTestServer.psql(
                 "DROP TABLE IF EXISTS \(users), \(global); DROP OWNED BY \(role); DROP ROLE \(role)")
         }
-        try await withRunningStore(owner) { store in _ = try await store.load() }
-        try PostgresTestServer.psql("GRANT SELECT, UPDATE ON \(global) TO \(role)")
         var configuration = owner
         configuration.user = role
+        // The first run, before the global table exists (the role may create it): the RP table is checked all
+        // the same (a review found this path returned before it).
+        try PostgresTestServer.psql("GRANT CREATE ON SCHEMA public TO \(role)")
+        try await withRunningStore(configuration) { store in
+            let refused = await expectStoreError(.invalidStoreConfiguration) { try await store.probe() }
+            #expect(refused?.message.contains("GRANT SELECT ON \(users) TO \(role)") == true, "\(refused?.message ?? "")")
+        }
+        try PostgresTestServer.psql("REVOKE CREATE ON SCHEMA public FROM \(role)")
+        try await withRunningStore(owner) { store in _ = try await store.load() }
+        try PostgresTestServer.psql("GRANT SELECT, UPDATE ON \(global) TO \(role)")
         try await withRunningStore(configuration) { store in
             let refused = await expectStoreError(.invalidStoreConfiguration) { try await store.probe() }
             #expect(refused?.message.contains("GRANT SELECT ON \(users) TO \(role)") == true, "\(refused?.message ?? "")")

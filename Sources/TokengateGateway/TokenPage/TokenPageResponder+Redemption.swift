@@ -21,15 +21,19 @@ extension TokenPageResponder {
             )
         }
         if let contentLength, contentLength > TokenPageRedemptionRequest.maximumBody {
-            return Self.redemptionError(
-                .payloadTooLarge,
-                "invalid_request",
-                "the body is larger than \(TokenPageRedemptionRequest.maximumBody) bytes",
-                reason: "token_page_redeem_too_large"
-            )
+            return Self.redemptionTooLarge
         }
         return nil
     }
+
+    /// A redemption body over ``TokenPageRedemptionRequest/maximumBody``, announced or found while reading it
+    /// (chunked): the same answer, with the page's headers, either way.
+    static let redemptionTooLarge = Self.redemptionError(
+        .payloadTooLarge,
+        "invalid_request",
+        "the body is larger than \(TokenPageRedemptionRequest.maximumBody) bytes",
+        reason: "token_page_redeem_too_large"
+    )
 
     /// Redeems a code: `200 {"access_token":…,"token_type":"bearer"[,"expires_in":…]}` with a token minted
     /// now, or `400` with an RFC 6749 §5.2 error.
@@ -92,11 +96,11 @@ extension TokenPageResponder {
                 reason: "token_page_redeem_revoked"
             )
         }
-        // Minted as of the code's issue: its `iat` is the code's, so a cutoff after the code was issued kills the
-        // token even when this snapshot does not have the cutoff yet (the gateway learns of it within a poll).
-        guard let token = self.mint(for: code.subject, now: code.issuedAt) else { return Self.mintFailed }
+        // Its `iat` is the code's issue time, so a cutoff after the code was issued kills the token even when this
+        // snapshot does not have the cutoff yet (the gateway learns of it within a poll).
+        guard let token = self.mint(for: code.subject, now: now, issuedAt: code.issuedAt) else { return Self.mintFailed }
         var json = "{\"access_token\":" + JSONString.quote(token) + ",\"token_type\":\"bearer\""
-        if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(max(0, lifetime - (now - code.issuedAt)))" }
+        if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(lifetime)" }
         json += "}"
         return .json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
     }

@@ -58,7 +58,7 @@ struct TokenPageResponder: Sendable {
     ///   - signer: built from `signing_key`, with the configuration's claim names.
     ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss` and first audience
     ///     are put into minted tokens so that they pass the gateway's own checks.
-    init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier, page: String = "/token") {
+    init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier, page: String) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page)
     }
@@ -223,10 +223,13 @@ struct TokenPageResponder: Sendable {
 
     /// Mints the page's api token for `user`: `iat` now, `exp` after `token_lifetime`, the policy's `iss` and
     /// first audience. Nil when libcrypto fails or the user id cannot go into a token (answer ``mintFailed``).
-    func mint(for user: String, now: Int64) -> String? {
+    /// - Parameter issuedAt: the token's `iat` when it is not `now`: a PKCE code's issue time, so that a cutoff
+    ///   after the code kills the token (``TokenPageCode/issuedAt``). `exp` counts from `now` all the same: a
+    ///   code redeemed late in its 60 seconds gives a token of the whole `token_lifetime`.
+    func mint(for user: String, now: Int64, issuedAt: Int64? = nil) -> String? {
         let claims = TokenClaims(
             subject: user,
-            issuedAt: now,
+            issuedAt: issuedAt ?? now,
             apiOnly: true,
             expiresAt: self.tokenLifetime.map { now + $0 },
             issuer: self.policy.issuer,
