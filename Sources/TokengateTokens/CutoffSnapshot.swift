@@ -37,4 +37,20 @@ public final class CutoffSnapshot: Sendable {
 
     /// The snapshot with no cutoffs at all.
     public static let empty = CutoffSnapshot()
+
+    /// Why a token of `kind` for `subject`, issued at `issuedAt`, is dead, or `nil`: issued before the global
+    /// cutoff or the user's (`revoked`), or, for an api token, before the user's api cutoff (`api_revoked`). A
+    /// token issued at a cutoff's very second lives. The one rule for every check: the verifier's, and the token
+    /// page's redemption of a PKCE code (which is as good as a token issued when the code was).
+    @inline(__always)
+    public func revocation(subject: String, issuedAt: Int64, kind: TokenKind) -> RejectionReason? {
+        if let global = self.globalRevokedBefore, issuedAt < global { return .revoked }
+        // Most snapshots of a small site hold no user at all: no hashing then.
+        guard !self.users.isEmpty, let user = self.users[CutoffUserKey(subject)] else { return nil }
+        if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return .revoked }
+        if kind == .api, let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore {
+            return .apiRevoked
+        }
+        return nil
+    }
 }

@@ -72,16 +72,12 @@ extension TokenVerifier {
             if nowMinusSkew >= expiry { return .invalid(.expired) }
         }
 
-        if let global = cutoffs.globalRevokedBefore, issuedAt < global { return .invalid(.revoked) }
         let subject = String(
             decoding: UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count),
             as: UTF8.self
         )
-        if !cutoffs.users.isEmpty, let user = cutoffs.users[CutoffUserKey(subject)] {
-            if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return .invalid(.revoked) }
-            if kind == .api, let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore {
-                return .invalid(.apiRevoked)
-            }
+        if let revocation = cutoffs.revocation(subject: subject, issuedAt: issuedAt, kind: kind) {
+            return .invalid(revocation)
         }
         guard accept.accepts(kind) else { return .invalid(.wrongKind) }
         return .valid(

@@ -88,7 +88,7 @@ extension TokenPageResponder {
                 reason: "token_page_redeem_" + refusal.rawValue
             )
         }
-        if Self.isRevoked(subject: code.subject, issuedAt: code.issuedAt, cutoffs: cutoffs) {
+        if cutoffs.revocation(subject: code.subject, issuedAt: code.issuedAt, kind: .api) != nil {
             return Self.redemptionError(
                 .badRequest,
                 "invalid_grant",
@@ -103,16 +103,6 @@ extension TokenPageResponder {
         if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(lifetime)" }
         json += "}"
         return .json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
-    }
-
-    /// Whether a cutoff kills what the page handed over at `issuedAt`: the global one, the user's, or the
-    /// user's api cutoff (the page only ever mints api tokens). The same comparisons as the verifier's.
-    static func isRevoked(subject: String, issuedAt: Int64, cutoffs: CutoffSnapshot) -> Bool {
-        if let global = cutoffs.globalRevokedBefore, issuedAt < global { return true }
-        guard let user = cutoffs.users[CutoffUserKey(subject)] else { return false }
-        if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return true }
-        if let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore { return true }
-        return false
     }
 
     /// Which check failed, in words that hold nothing of the code or the verifier.
