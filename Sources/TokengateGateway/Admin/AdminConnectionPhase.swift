@@ -21,26 +21,13 @@ import NIOCore
 /// A deadline that passes closes the connection without an answer. Event-loop bound; kept by
 /// ``AdminReadDeadlineHandler`` (bytes, start, stop) and ``AdminConnectionHandler`` (decoded requests, answers).
 final class AdminConnectionPhase {
-    private enum State {
-        case receiving
-        case serving
-        case idle
-        /// The answer says `Connection: close`: the connection goes once it is written. Nothing read counts
-        /// any more, and the idle deadline bounds a client that does not take the answer.
-        case closing
-        case stopped
-    }
-
-    private let requestTimeout: TimeAmount
-    private let idleTimeout: TimeAmount
+    private var deadlines: AdminConnectionDeadlines
     private let slots: AdminConnectionSlots
-    private var state = State.receiving
     private var timer: Scheduled<Void>?
     private var channel: (any Channel)?
 
     init(requestTimeout: TimeAmount, idleTimeout: TimeAmount, slots: AdminConnectionSlots) {
-        self.requestTimeout = requestTimeout
-        self.idleTimeout = idleTimeout
+        self.deadlines = AdminConnectionDeadlines(requestTimeout: requestTimeout, idleTimeout: idleTimeout)
         self.slots = slots
     }
 
@@ -49,61 +36,61 @@ final class AdminConnectionPhase {
     /// The timer holds this object and the channel until ``stop()``, which the owner calls when the channel
     /// goes inactive or the owner is removed.
     func start(context: ChannelHandlerContext) {
-        guard self.channel == nil, case .receiving = self.state else { return }
-        self.channel = context.channel
-        self.arm(self.requestTimeout)
+        if self.channel == nil {
+            self.channel = context.channel
+        }
+        self.perform(self.deadlines.start())
     }
 
-    /// A read brought `count` bytes. On an idle connection they begin a request, which now has
-    /// `requestTimeout`; an empty read (a TLS record without data) begins nothing.
+    /// A read brought `count` bytes (``AdminConnectionDeadlines/bytesArrived(_:)``).
     func bytesArrived(_ count: Int) {
-        if count > 0, case .idle = self.state {
-            self.beginRequest()
-        }
+        self.perform(self.deadlines.bytesArrived(count))
     }
 
-    /// A decoded head. One the pipelining handler held back while the previous request was served arrives
-    /// on an idle connection without new bytes: it begins a request too.
+    /// A decoded head (``AdminConnectionDeadlines/headArrived()``).
     func headArrived() {
-        if case .idle = self.state {
-            self.beginRequest()
-        }
+        self.perform(self.deadlines.headArrived())
     }
 
     /// The whole request is read and is to be served: no deadline while it is, and no eviction. `false` when
     /// the connection was evicted before (it is being closed): the request must not be served.
     func requestReceived() -> Bool {
-        guard case .receiving = self.state, let channel = self.channel else { return false }
-        self.state = .serving
-        self.cancelTimer()
-        return self.slots.serving(channel)
+        self.perform(self.deadlines.requestReceived())
     }
 
     /// An answer is being handed to the connection; `closing` when the connection goes once it is written.
     /// Called before the answer's end is written: NIO's pipelining handler may hand over a request it held
     /// back from within that write, and that request must find the connection idle.
     func answered(closing: Bool) {
-        switch self.state {
-        case .receiving, .serving, .idle:
-            self.state = closing ? .closing : .idle
-            if let channel = self.channel { self.slots.waiting(channel) }
-            self.arm(self.idleTimeout)
-        case .closing, .stopped:
-            break
-        }
+        self.perform(self.deadlines.answered(closing: closing))
     }
 
     /// The connection is going: no timer fires any more, and none holds the channel.
     func stop() {
-        self.state = .stopped
-        self.cancelTimer()
-        self.channel = nil
+        self.perform(self.deadlines.stop())
     }
 
-    private func beginRequest() {
-        self.state = .receiving
-        if let channel = self.channel { self.slots.waiting(channel) }
-        self.arm(self.requestTimeout)
+    /// Does what the rules said; `false` for a request that must not be served.
+    @discardableResult
+    private func perform(_ action: AdminConnectionDeadlines.Action) -> Bool {
+        switch action {
+        case .none:
+            return true
+        case .arm(let timeout, let markWaiting):
+            if markWaiting, let channel = self.channel { self.slots.waiting(channel) }
+            self.arm(timeout)
+            return true
+        case .serve:
+            self.cancelTimer()
+            guard let channel = self.channel else { return false }
+            return self.slots.serving(channel)
+        case .refuse:
+            return false
+        case .stop:
+            self.cancelTimer()
+            self.channel = nil
+            return true
+        }
     }
 
     private func arm(_ timeout: TimeAmount) {

@@ -1,0 +1,92 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+
+/// The rules of an admin connection's phases and deadlines (see ``AdminConnectionPhase`` for why they are what
+/// they are), as a value: each event returns what to do, and ``AdminConnectionPhase`` does it (arms or cancels
+/// the timer, tells ``AdminConnectionSlots``). So the rules are tested without a channel or a clock.
+struct AdminConnectionDeadlines {
+    enum Phase: Equatable {
+        case receiving
+        case serving
+        case idle
+        /// The answer says `Connection: close`: the connection goes once it is written. Nothing read counts
+        /// any more, and the idle deadline bounds a client that does not take the answer.
+        case closing
+        case stopped
+    }
+
+    enum Action: Equatable {
+        case none
+        /// Arm the deadline (replacing any), and tell the slots the connection waits (`markWaiting`: not at the
+        /// connection's start, when it was registered as waiting already).
+        case arm(TimeAmount, markWaiting: Bool)
+        /// The request is to be served: cancel the deadline, and tell the slots (which may say it was evicted).
+        case serve
+        /// The request must not be served: the connection was evicted, or the request came in another phase.
+        case refuse
+        /// Cancel the deadline and let the channel go.
+        case stop
+    }
+
+    let requestTimeout: TimeAmount
+    let idleTimeout: TimeAmount
+    private(set) var phase = Phase.receiving
+    private var started = false
+
+    init(requestTimeout: TimeAmount, idleTimeout: TimeAmount) {
+        self.requestTimeout = requestTimeout
+        self.idleTimeout = idleTimeout
+    }
+
+    /// The connection is active: the first request's deadline starts. Again is a no-op.
+    mutating func start() -> Action {
+        guard !self.started, self.phase == .receiving else { return .none }
+        self.started = true
+        return .arm(self.requestTimeout, markWaiting: false)
+    }
+
+    /// A read brought `count` bytes. On an idle connection they begin a request; an empty read (a TLS record
+    /// without data) begins nothing.
+    mutating func bytesArrived(_ count: Int) -> Action {
+        count > 0 ? self.beginRequestIfIdle() : .none
+    }
+
+    /// A decoded head. One the pipelining handler held back while the previous request was served arrives on an
+    /// idle connection without new bytes: it begins a request too.
+    mutating func headArrived() -> Action {
+        self.beginRequestIfIdle()
+    }
+
+    /// The whole request is read.
+    mutating func requestReceived() -> Action {
+        guard self.started, self.phase == .receiving else { return .refuse }
+        self.phase = .serving
+        return .serve
+    }
+
+    /// An answer is being handed to the connection; `closing` when the connection goes once it is written.
+    mutating func answered(closing: Bool) -> Action {
+        switch self.phase {
+        case .receiving, .serving, .idle:
+            self.phase = closing ? .closing : .idle
+            return .arm(self.idleTimeout, markWaiting: true)
+        case .closing, .stopped:
+            return .none
+        }
+    }
+
+    /// The connection is going.
+    mutating func stop() -> Action {
+        self.phase = .stopped
+        return .stop
+    }
+
+    private mutating func beginRequestIfIdle() -> Action {
+        guard self.phase == .idle else { return .none }
+        self.phase = .receiving
+        return .arm(self.requestTimeout, markWaiting: true)
+    }
+}
