@@ -9,26 +9,3 @@ public enum CallbackDelivery: Sendable, Hashable {
     case token(StoredToken)
     case code(AuthorizationCode)
 }
-
-/// A token page authorization code from the callback: worth a token within 60 seconds, to whoever also holds
-/// the verifier. Its `description` and mirror never show the value.
-public struct AuthorizationCode: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
-    /// The longest code accepted (tokengate's are a few hundred bytes).
-    static let maximumLength = 4096
-
-    public let value: String
-
-    /// Nil unless `value` looks like tokengate's code: base64url and dots, at most 4096 bytes.
-    public init?(_ value: String) {
-        guard (1...Self.maximumLength).contains(value.utf8.count),
-            value.utf8.allSatisfy({ byte in
-                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-            })
-        else { return nil }
-        self.value = value
-    }
-
-    public var description: String { "AuthorizationCode(<redacted>)" }
-    public var customMirror: Mirror { Mirror(self, children: ["value": "<redacted>"]) }
-}

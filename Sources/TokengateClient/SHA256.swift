@@ -7,7 +7,7 @@
 /// Why here: the client library builds on Linux and Apple platforms with Foundation alone; CryptoKit is
 /// Apple-only, swift-crypto would be the package's first dependency for the client, and libcrypto is what the
 /// app does not link. A verifier is at most 128 bytes, hashed once per login, so speed does not matter; the
-/// FIPS and RFC 7636 test vectors check it (`SHA256Tests`).
+/// FIPS and RFC 7636 test vectors check it (`PKCETests`).
 enum SHA256 {
     private static let k: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,

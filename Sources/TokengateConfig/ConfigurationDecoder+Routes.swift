@@ -235,7 +235,7 @@ extension ConfigurationDecoder {
 
     /// Request headers the gateway removes before forwarding, whatever the route (operations.md, "What the
     /// backend receives"): hop-by-hop fields, `Expect`, and the fields that say where a request came from. Kept
-    /// equal to the request rewriter's lists by `RequestRewriterTests`. Besides these, every `X-Tokengate-*` field
+    /// equal to the request rewriter's lists by `FieldNameSetTests.theConfigurationKnowsWhatTheRewriterDrops`. Besides these, every `X-Tokengate-*` field
     /// and every name holding `_` is removed.
     static let headersRemovedBeforeForwarding: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization",

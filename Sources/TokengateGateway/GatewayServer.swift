@@ -146,7 +146,7 @@ public final class GatewayServer: Sendable {
         }
         self.logger.info("configuration reloaded", metadata: ["generation": "\(next.number)"])
         // As at start: a reload that brings in a mistake `check-config` would warn about says so in the log too.
-        for warning in Self.warnings(for: configuration) {
+        for warning in Self.warnings(for: configuration, runtime: next.runtime) {
             self.logger.warning("configuration: \(warning)", metadata: ["generation": "\(next.number)"])
         }
     }
@@ -156,6 +156,12 @@ public final class GatewayServer: Sendable {
     /// verification key set (`keys:`) that holds private keys; and what only the certificates show: configured
     /// `server_names` a certificate does not hold (``TLSServerContext/serverNamesNotCovered(_:certificatePath:)``).
     public static func warnings(for configuration: GatewayConfiguration) -> [String] {
+        Self.warnings(for: configuration, runtime: nil)
+    }
+
+    /// ``warnings(for:)``; `runtime` is the one built from `configuration` when there is one (a reload), which the
+    /// token page check then uses instead of building its own.
+    static func warnings(for configuration: GatewayConfiguration, runtime: GatewayRuntime?) -> [String] {
         var warnings = configuration.warnings
         for (index, key) in configuration.keys.enumerated() {
             guard case .jwks(let path) = key.source,
@@ -174,7 +180,7 @@ public final class GatewayServer: Sendable {
                     + "one for signing_key"
             )
         }
-        warnings += Self.tokenPageWarnings(configuration)
+        warnings += Self.tokenPageWarnings(configuration, runtime: runtime)
         var tlsListeners = configuration.listeners.enumerated().compactMap { index, listener in
             listener.tls.map { ("listen[\(index)].tls", $0) }
         }
@@ -200,8 +206,10 @@ public final class GatewayServer: Sendable {
     /// API call answers `401`, and send their users back to the page in a loop. Found by minting a token as the
     /// page would and verifying it as each route that takes api tokens would; a configuration that does not
     /// build gets no warning here (`check` and `serve` say what is wrong with it).
-    static func tokenPageWarnings(_ configuration: GatewayConfiguration) -> [String] {
-        guard let runtime = try? GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty)) else {
+    static func tokenPageWarnings(_ configuration: GatewayConfiguration, runtime: GatewayRuntime? = nil) -> [String] {
+        guard configuration.routes.contains(where: { $0.tokenPage != nil }),
+            let runtime = runtime ?? (try? GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty)))
+        else {
             return []
         }
         let now = runtime.now()

@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import TokengateConfig
 import TokengateTokens
+
 // MARK: Metrics and the access log: one line per request; never a token, never a query string.
 
 extension ProxyExchange {

@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import TokengateConfig
 import TokengateTokens
+
 // MARK: The upstream side.
 
 extension ProxyExchange {

@@ -59,6 +59,7 @@ public struct TokenPageCodeKey: Sendable {
     /// The code, ready for the callback's fragment (base64url and one dot only).
     public func seal(_ code: TokenPageCode) -> String {
         let payload = code.payload
+        // `hmacTag` fails only when libcrypto cannot allocate a context; the key was tested when it was derived.
         return Base64URL.encode(payload) + "." + Base64URL.encode(self.mac.hmacTag(payload)!)
     }
 

@@ -79,5 +79,10 @@ import Testing
         for name in rewriter {
             #expect(Array(name.utf8).withUnsafeBytes { RequestRewriter.isDroppedFromRequest($0) }, "\(name)")
         }
+        // And the two rules beside the list: the gateway's own prefix, and any name with `_`.
+        for name in ["X-Tokengate-User", "x-tokengate-anything", "X_Token", "a_b"] {
+            #expect(ConfigurationDecoder.isRemovedBeforeForwarding(header: name), "\(name)")
+        }
+        #expect(!ConfigurationDecoder.isRemovedBeforeForwarding(header: "X-Api-Token"))
     }
 }

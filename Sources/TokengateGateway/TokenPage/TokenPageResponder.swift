@@ -11,8 +11,10 @@ import TokengateTokens
 ///
 /// ### Overview
 /// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only (the gateway hands a `POST`, a PKCE code
-///    redemption, to ``redeem(body:cutoffs:now:)`` instead); `app`, `cancel`, `state` at most once
-///    each; `app` must name a configured app exactly. Refusals are fixed JSON errors.
+///    redemption, to ``redeem(body:cutoffs:now:)`` instead); `app`, `cancel`, `state`, `code_challenge` and
+///    `code_challenge_method` at most once each; `app` must name a configured app exactly, and a challenge
+///    needs `app`, `S256` and 43 base64url characters (an app with `pkce: required` needs one). Refusals are
+///    fixed JSON errors.
 /// 2. `?app=NAME&cancel=1` redirects to that app's callback with `status=unauthorized&message=…` at once; no
 ///    login is needed to decline.
 /// 3. Who is logged in:
