@@ -2,17 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-public import Logging
 import NIOConcurrencyHelpers
 internal import SQLiteNIO
-import TokengateTokens
 
 /// Connections whose close failed even after retries (see ``SQLiteCutoffStore/closeCompletely(_:logger:)``).
 ///
