@@ -235,7 +235,8 @@ extension ConfigurationDecoder {
 
     /// Request headers the gateway removes before forwarding, whatever the route (operations.md, "What the
     /// backend receives"): hop-by-hop fields, `Expect`, and the fields that say where a request came from. Kept
-    /// equal to the request rewriter's lists by `FieldNameSetTests.theConfigurationKnowsWhatTheRewriterDrops`. Besides these, every `X-Tokengate-*` field
+    /// equal to the request rewriter's lists by
+    /// `FieldNameSetTests.theConfigurationKnowsWhatTheRewriterDrops`. Besides these, every `X-Tokengate-*` field
     /// and every name holding `_` is removed.
     static let headersRemovedBeforeForwarding: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization",
@@ -526,8 +527,8 @@ extension ConfigurationDecoder {
             for pair in url[url.index(after: question)...].split(separator: "&") {
                 let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0].lowercased()
                 if Self.callbackParameters.contains(name) {
-                    throw ValueSyntaxError(
-                        "the callback's query must not hold \(name): the token page sets it (\(Self.callbackParameters.joined(separator: ", ")))")
+                    let all = Self.callbackParameters.joined(separator: ", ")
+                    throw ValueSyntaxError("the callback's query must not hold \(name): the token page sets it (\(all))")
                 }
             }
         }

@@ -143,7 +143,13 @@ public final class GatewayMetrics: Sendable {
 
     /// Records one finished request. `route` is `nil` when no route matched: the request is counted by
     /// ``recordUnrouted(reason:)`` instead.
-    func recordRequest(route: Int?, unsafeMethod: Bool, status: UInt, reason: String, nanoseconds: Int64) {
+    ///
+    /// - Parameter statusIsTheGateways: `false` when the client got the backend's status (its response head was
+    ///   forwarded), even if the exchange then ended badly (`upstream_aborted`, `drain_timeout` mid-response): an
+    ///   error status the backend chose is not one of the gateway's rejections.
+    func recordRequest(
+        route: Int?, unsafeMethod: Bool, status: UInt, reason: String, nanoseconds: Int64, statusIsTheGateways: Bool = true
+    ) {
         guard let route, route < self.routes.count else {
             if !Self.notRejections.contains(reason) {
                 self.recordUnrouted(reason: reason)
@@ -153,7 +159,7 @@ public final class GatewayMetrics: Sendable {
         let metrics = self.routes[route]
         let statusClass = min(max(Int(status / 100), 1), 5) - 1
         metrics.requests[unsafeMethod ? 1 : 0][statusClass].increment()
-        if status >= 400, !Self.notRejections.contains(reason) {
+        if status >= 400, statusIsTheGateways, !Self.notRejections.contains(reason) {
             // A reason missing from the list is still a rejection: counted as `other` rather than not at all.
             (metrics.rejections[reason] ?? metrics.rejectionsOther).increment()
         }

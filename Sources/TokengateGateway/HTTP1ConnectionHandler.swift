@@ -332,9 +332,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             // the exchange ends, its upstream connection is closed (it saw part of a request), and the client
             // gets the 400 that names the rule unless a response has begun already, when all that is left is
             // to cut it short.
-            exchange.clientClosed()
+            exchange.requestBodyBroken()
             if !self.responseHeadWritten {
-                // The exchange logged and counted the request under its route (`client_closed`); this answer to
+                // The exchange logged and counted the request under its route (`malformed_http`); this answer to
                 // it is not one more request, and not an unrouted one.
                 self.answer(.bodyParseFailure(failure), counted: false, context: context)
                 return

@@ -22,7 +22,8 @@ extension ProxyExchange {
             unsafeMethod: TokenExtractor.isUnsafe(self.head.method),
             status: status,
             reason: reason,
-            nanoseconds: nanoseconds
+            nanoseconds: nanoseconds,
+            statusIsTheGateways: !(self.responseStarted && self.heldHead == nil)
         )
         guard self.runtime.accessLog else { return }
         let path = AccessLogPath.text(for: self.head.uri)

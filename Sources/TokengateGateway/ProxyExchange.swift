@@ -293,6 +293,13 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.cutShort(status: 499, reason: "client_closed")
     }
 
+    /// The request body broke HTTP/1.1 (a bad chunk line, oversized trailers) after the exchange began: the
+    /// connection handler answers `400` (unless the response has begun) and closes. Logged and counted once, here,
+    /// under the route, as what it is: the gateway's refusal, not a client that went away.
+    func requestBodyBroken() {
+        self.cutShort(status: 400, reason: "malformed_http")
+    }
+
     /// The server's drain ended (`drain_timeout`, or a second signal) with this exchange under way, and the
     /// connection is closed next. A client that has nothing of its response yet is answered `503` (reason
     /// `drain_timeout`, `Connection: close`), which it or a load balancer may retry elsewhere, instead of a

@@ -48,30 +48,26 @@ extension PostgresCutoffStore {
                 guard existed else {
                     // The first start creates the global table; the RP's table must be readable already, and the
                     // catalog read above checked no privilege on it.
-                    try Self.requireSelect(on: [layout.table], in: session, description: description)
+                    try Self.probeRPColumns(layout, in: session, description: description)
                     return ProbeReport(createsTables: true, missingWritePrivileges: [])
                 }
-                readTables = [layout.table, layout.own.global]
+                // The RP's table is read by its columns (a role may have SELECT on those only): the reads below
+                // check it; tokengate's own table by the table privilege.
+                try Self.probeRPColumns(layout, in: session, description: description)
+                readTables = [layout.own.global]
                 ownTables = [(layout.own.global, "UPDATE")]
             }
             try Self.requireSelect(on: readTables, in: session, description: description)
             let role = try Self.currentRole(in: session)
             // The reads themselves, as the sync service makes them: what a privilege check cannot see (a column
             // the role may not read, a policy) fails here as it would at the first sync.
-            do {
-                _ = try session.query(statements.marker)
-                switch statements.lookupUserID {
-                case .text: _ = try session.query(statements.lookup, [.text("")])
-                case .integer: _ = try session.query(statements.lookup, [.int8(0)])
-                }
-            } catch let failure as PostgresFailure where failure.sqlState == "42501" {
-                throw CutoffStoreError(
-                    code: .invalidStoreConfiguration,
-                    message: "\(description): the role \(role) may read \(readTables.map(\.description).joined(separator: ", ")) "
-                        + "but not everything the gateway reads there (permission denied, SQLSTATE 42501: a column "
-                        + "privilege or a row security policy)"
-                )
+            try Self.probeRead(statements.marker, tables: readTables, in: session, description: description)
+            let someone: PostgresValue
+            switch statements.lookupUserID {
+            case .text: someone = .text("")
+            case .integer: someone = .int8(0)
             }
+            try Self.probeRead(statements.lookup, [someone], tables: readTables, in: session, description: description)
             let missing = try ownTables.filter { try !Self.has($0.1, on: $0.0, in: session) }.map {
                 "GRANT \($0.1) ON \($0.0) TO \(role)"
             }
@@ -96,13 +92,49 @@ extension PostgresCutoffStore {
         )
     }
 
+    /// The RP table's columns the gateway reads, read as it reads them: by the role's privilege on the table or on
+    /// those columns, whichever it has.
+    private static func probeRPColumns(_ layout: RPLayout, in session: PostgresSession, description: String) throws {
+        let columns = [layout.userID, layout.passwordChanged] + (layout.apiDisabled.map { [$0] } ?? [])
+        try Self.probeRead(
+            "SELECT \(columns.map(\.quoted).joined(separator: ", ")) FROM \(layout.table.quoted) WHERE false",
+            tables: [layout.table], in: session, description: description)
+    }
+
+    /// Runs one read as the sync service would; a refusal a privilege check cannot see (a column privilege, a row
+    /// security policy: SQLSTATE 42501) is a configuration to fix, said as such.
+    private static func probeRead(
+        _ sql: String,
+        _ parameters: [PostgresValue] = [],
+        tables: [PostgresIdentifier],
+        in session: PostgresSession,
+        description: String
+    ) throws {
+        do {
+            _ = try session.query(sql, parameters)
+        } catch {
+            guard error.sqlState == "42501" else { throw error }
+            let role = try Self.currentRole(in: session)
+            let names = tables.map(\.description).joined(separator: ", ")
+            throw CutoffStoreError(
+                code: .invalidStoreConfiguration,
+                message: "\(description): the role \(role) may not read what the gateway reads in \(names) (permission "
+                    + "denied, SQLSTATE 42501); GRANT SELECT ON \(names) TO \(role) (or on the columns it reads)"
+            )
+        }
+    }
+
     private static func currentRole(in session: PostgresSession) throws -> String {
         let rows = try session.query("SELECT current_user::text")
         try rows.expectColumns(1)
         return rows.count > 0 ? rows.text(0, 0) ?? "?" : "?"
     }
 
-    private static func has(_ privilege: String, on table: PostgresIdentifier, in session: PostgresSession) throws -> Bool {
+    private static func has(
+        _ privilege: String,
+        on table: PostgresIdentifier,
+        in session: PostgresSession
+    ) throws -> Bool {
         let rows = try session.query(
             "SELECT has_table_privilege(current_user, $1, $2)", [.text(table.quoted), .text(privilege)])
         try rows.expectColumns(1)

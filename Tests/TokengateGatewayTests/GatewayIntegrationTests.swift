@@ -870,6 +870,12 @@ struct GatewayIntegrationTests {
             #expect(!output.contains("/second"), "\(name): the request after the broken body was served")
             let after = try self.curl(gateway, ["-H", "Authorization: Bearer \(token)", "\(gateway.baseURL)/api/after"])
             #expect(after.status == 200, "\(name): \(after.status)")
+            // Counted once, under its route, as the gateway's refusal (it was a client gone, then an unrouted
+            // answer too; then, for a moment, nothing).
+            let metrics = gateway.server.metrics.render()
+            #expect(metrics.contains(#"tokengate_rejections_total{route="/api/",reason="malformed_http"} 1"#), "\(name): \(metrics)")
+            #expect(metrics.contains(#"tokengate_requests_total{route="/api/",method_class="unsafe",status="4xx"} 1"#), "\(name)")
+            #expect(metrics.contains(#"tokengate_unrouted_answers_total{reason="malformed_http"} 0"#), "\(name)")
         }
     }
 
@@ -905,6 +911,7 @@ struct GatewayIntegrationTests {
             }
             let trace = try self.curl(gateway, ["-X", "TRACE", "\(gateway.baseURL)/open"])
             #expect(trace.status == 405)
+            #expect(gateway.server.metrics.render().contains(#"tokengate_unrouted_answers_total{reason="method_not_allowed"} 1"#))
             let trailers = try OpenSSLClient.exchange(
                 port: gateway.tlsPort,
                 send: "POST /api/a HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer \(token)\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3\r\nabc\r\n0\r\nX-Tokengate-User: admin\r\n\r\n"

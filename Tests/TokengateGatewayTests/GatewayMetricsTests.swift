@@ -23,6 +23,9 @@ import TokengateTokens
             metrics.recordRequest(route: 0, unsafeMethod: false, status: 499, reason: reason, nanoseconds: 1)
             metrics.recordRequest(route: nil, unsafeMethod: false, status: 499, reason: reason, nanoseconds: 1)
         }
+        // Nor a backend's status whose response the gateway then cut: its head was the client's already.
+        metrics.recordRequest(
+            route: 0, unsafeMethod: false, status: 500, reason: "upstream_aborted", nanoseconds: 1, statusIsTheGateways: false)
         // A 2xx or 3xx is not a rejection, whatever its reason code.
         metrics.recordRequest(route: 0, unsafeMethod: false, status: 302, reason: "token_page_login_required", nanoseconds: 1)
         let text = metrics.render()
@@ -32,6 +35,8 @@ import TokengateTokens
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="token_page_whoami_failed"} 1"#))
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="other"} 1"#), "\(text)")
         #expect(!text.contains("a_reason_nobody_listed"))
+        #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="upstream_aborted"} 0"#), "\(text)")
+        #expect(text.contains(#"tokengate_requests_total{route="/token",method_class="safe",status="5xx"} 2"#), "\(text)")
         #expect(text.contains(#"tokengate_unrouted_answers_total{reason="other"} 0"#), "\(text)")
         #expect(!text.contains(#"reason="token_page_login_required""#))
     }

@@ -170,7 +170,7 @@ import TokengateTokens
         #expect(try refusal(good.replacingOccurrences(of: "app=ios", with: "app=web")).0 == "invalid_client")
         #expect(try refusal(good, now: Self.now + 60).2 == "token_page_redeem_expired")
         #expect(try refusal(good.replacingOccurrences(of: code, with: "x" + code.dropFirst())).0 == "invalid_grant")
-        // A cutoff after the code was issued kills it, though the token would be minted later.
+        // A cutoff after the code was issued kills it (the token would carry the code's issue time as its `iat`).
         for cutoff in [
             UserCutoffs(revokedBefore: Self.now + 1),
             UserCutoffs(apiRevokedBefore: Self.now + 1),

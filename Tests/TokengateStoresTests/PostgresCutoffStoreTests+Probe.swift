@@ -105,6 +105,13 @@ extension PostgresCutoffStoreTests {
             let refused = await expectStoreError(.invalidStoreConfiguration) { try await store.probe() }
             #expect(refused?.message.contains("GRANT SELECT ON \(users) TO \(role)") == true, "\(refused?.message ?? "")")
         }
+        // SELECT on the columns the gateway reads is enough, as it is for `serve` (a table-level check would
+        // have refused it).
+        try PostgresTestServer.psql("GRANT SELECT (id, password_changed_at) ON \(users) TO \(role)")
+        try await withRunningStore(configuration) { store in
+            let report = try await store.probe()
+            #expect(report == .init(createsTables: false, missingWritePrivileges: []))
+        }
         try PostgresTestServer.psql("GRANT SELECT ON \(users) TO \(role)")
         try await withRunningStore(configuration) { store in
             let report = try await store.probe()

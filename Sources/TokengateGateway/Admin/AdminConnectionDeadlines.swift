@@ -9,6 +9,8 @@ import NIOCore
 /// the timer, tells ``AdminConnectionSlots``). So the rules are tested without a channel or a clock.
 struct AdminConnectionDeadlines {
     enum Phase: Equatable {
+        /// Not active yet: nothing is timed.
+        case notStarted
         case receiving
         case serving
         case idle
@@ -33,8 +35,7 @@ struct AdminConnectionDeadlines {
 
     let requestTimeout: TimeAmount
     let idleTimeout: TimeAmount
-    private(set) var phase = Phase.receiving
-    private var started = false
+    private(set) var phase = Phase.notStarted
 
     init(requestTimeout: TimeAmount, idleTimeout: TimeAmount) {
         self.requestTimeout = requestTimeout
@@ -43,8 +44,8 @@ struct AdminConnectionDeadlines {
 
     /// The connection is active: the first request's deadline starts. Again is a no-op.
     mutating func start() -> Action {
-        guard !self.started, self.phase == .receiving else { return .none }
-        self.started = true
+        guard self.phase == .notStarted else { return .none }
+        self.phase = .receiving
         return .arm(self.requestTimeout, markWaiting: false)
     }
 
@@ -62,7 +63,7 @@ struct AdminConnectionDeadlines {
 
     /// The whole request is read.
     mutating func requestReceived() -> Action {
-        guard self.started, self.phase == .receiving else { return .refuse }
+        guard self.phase == .receiving else { return .refuse }
         self.phase = .serving
         return .serve
     }
@@ -73,7 +74,7 @@ struct AdminConnectionDeadlines {
         case .receiving, .serving, .idle:
             self.phase = closing ? .closing : .idle
             return .arm(self.idleTimeout, markWaiting: true)
-        case .closing, .stopped:
+        case .notStarted, .closing, .stopped:
             return .none
         }
     }

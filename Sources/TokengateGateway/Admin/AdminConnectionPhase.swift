@@ -36,10 +36,11 @@ final class AdminConnectionPhase {
     /// The timer holds this object and the channel until ``stop()``, which the owner calls when the channel
     /// goes inactive or the owner is removed.
     func start(context: ChannelHandlerContext) {
-        if self.channel == nil {
-            self.channel = context.channel
+        let action = self.deadlines.start()
+        if case .arm = action {
+            self.channel = context.channel  // Only at the start: a start after the stop must not hold it again.
         }
-        self.perform(self.deadlines.start())
+        self.perform(action)
     }
 
     /// A read brought `count` bytes (``AdminConnectionDeadlines/bytesArrived(_:)``).

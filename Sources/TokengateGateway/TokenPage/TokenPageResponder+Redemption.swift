@@ -35,13 +35,14 @@ extension TokenPageResponder {
         reason: "token_page_redeem_too_large"
     )
 
-    /// Redeems a code: `200 {"access_token":…,"token_type":"bearer"[,"expires_in":…]}` with a token minted
-    /// now, or `400` with an RFC 6749 §5.2 error.
+    /// Redeems a code: `200 {"access_token":…,"token_type":"bearer"[,"expires_in":…]}`, or `400` with an RFC 6749
+    /// §5.2 error.
     ///
     /// Needs no cookie and no login: the code is the proof that the user logged in, and only the app holding
-    /// the verifier can use it. The code's `iat` is checked against the user's cutoffs as a token minted by
-    /// the page at that moment would be: a password change or "disable mobile apps" between the page and the
-    /// redemption kills the code, though the token it would mint carries a later `iat`.
+    /// the verifier can use it. The code's issue time is checked against the user's cutoffs as a token minted by
+    /// the page at that moment would be, and it is the minted token's `iat` (its `exp` counts from now): a
+    /// password change or "disable mobile apps" after the code was issued kills the code, and the token too once
+    /// the gateway has the cutoff, if the redemption came first.
     ///
     /// Neither the code, the verifier nor the token goes into the answer's reason code or a log.
     func redeem(body: [UInt8], cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAnswer {
