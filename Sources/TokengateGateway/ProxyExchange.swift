@@ -308,13 +308,17 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// client going away (`499 client_closed`) or the backend (`502 upstream_closed`), and every deploy would
     /// look like an outage.
     func drainEnded() {
-        let clientHasNothing = !self.responseStarted || self.heldHead != nil
+        let clientHasNothing: Bool
         switch self.state {
-        case .readingBody, .awaitingUpstream, .answerPending, .forwarding where clientHasNothing:
+        case .readingBody, .awaitingUpstream, .answerPending: clientHasNothing = true
+        case .forwarding: clientHasNothing = !self.responseStarted || self.heldHead != nil
+        case .answered, .finished: clientHasNothing = false
+        }
+        if clientHasNothing {
             self.heldHead = nil
             self.heldBody = nil
             self.answer(.drainEnded())
-        case .forwarding, .answered, .finished:
+        } else {
             self.cutShort(status: 503, reason: "drain_timeout")
         }
     }
