@@ -41,10 +41,9 @@ extension ProxyExchange {
     /// end ``receivedEnd(_:)`` hands it to the responder.
     func readTokenPageRedemption(route routeIndex: Int) {
         let length = self.head.fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil
-        if let problem = TokenPageResponder.redemptionHeadProblem(
-            contentType: TokenExtractor.contentType(self.head.fields),
-            contentLength: length
-        ) {
+        // Two `Content-Type` fields are two readings of one body: refused, not the first one taken.
+        let contentType = self.head.fields.count(name: "content-type") == 1 ? TokenExtractor.contentType(self.head.fields) : nil
+        if let problem = TokenPageResponder.redemptionHeadProblem(contentType: contentType, contentLength: length) {
             self.state = .answerPending
             self.writeTokenPage(problem)
             return

@@ -162,6 +162,14 @@ struct TokenPagePKCETests {
         try await TokenPageHarness.with { gateway in
             let asJSON = try gateway.curl(["-H", "Content-Type: application/json", "--data", "{}", gateway.baseURL + "/token"])
             #expect(asJSON.status == 400)
+            // Two types, the form first: refused, not read as the first (the PKCE review found it read).
+            let twoTypes = try OpenSSLClient.exchange(
+                port: gateway.tlsPort,
+                send: "POST /token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    + "Content-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\na=b"
+            )
+            #expect(twoTypes.hasPrefix("HTTP/1.1 400"), "\(twoTypes.prefix(200))")
+            #expect(twoTypes.contains("application/x-www-form-urlencoded"), "\(twoTypes.prefix(600))")
             let large = "grant_type=authorization_code&code=" + String(repeating: "a", count: 5000)
             let tooLarge = try gateway.curl(["--data", large, gateway.baseURL + "/token"])
             #expect(tooLarge.status == 413)
