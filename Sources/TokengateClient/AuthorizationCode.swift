@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengatePercentEncoding
+
 /// A token page authorization code from the callback: worth a token within 60 seconds, to whoever also holds
 /// the verifier. Its `description` and mirror never show the value.
 public struct AuthorizationCode: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
@@ -13,10 +15,8 @@ public struct AuthorizationCode: Sendable, Hashable, CustomStringConvertible, Cu
     /// Nil unless `value` looks like tokengate's code: base64url and dots, at most 4096 bytes.
     public init?(_ value: String) {
         guard (1...Self.maximumLength).contains(value.utf8.count),
-            value.utf8.allSatisfy({ byte in
-                (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-            })
+            // base64url and dots: RFC 3986's unreserved characters without `~`.
+            value.utf8.allSatisfy({ PercentEncoding.isUnreserved($0) && $0 != UInt8(ascii: "~") })
         else { return nil }
         self.value = value
     }

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import TokengatePercentEncoding
 
 /// A PKCE (RFC 7636) code verifier and its `S256` challenge, for one login.
 ///
@@ -23,7 +24,7 @@ public struct PKCEVerifier: Sendable, Hashable {
     /// - Throws: ``TokengateClientError`` `invalidURL` unless `verifier` is 43 to 128 characters of
     ///   `A-Z a-z 0-9 - . _ ~` (RFC 7636 §4.1).
     public init(verifier: String) throws {
-        guard (43...128).contains(verifier.utf8.count), verifier.utf8.allSatisfy(Self.isUnreserved) else {
+        guard (43...128).contains(verifier.utf8.count), verifier.utf8.allSatisfy(PercentEncoding.isUnreserved) else {
             throw TokengateClientError(.invalidURL, "a code verifier is 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
         }
         self.verifier = verifier
@@ -46,12 +47,6 @@ public struct PKCEVerifier: Sendable, Hashable {
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-            || byte == UInt8(ascii: "~")
     }
 }
 

@@ -23,7 +23,7 @@ extension ProxyExchange {
             status: status,
             reason: reason,
             nanoseconds: nanoseconds,
-            statusIsTheGateways: !(self.responseStarted && self.heldHead == nil)
+            statusIsTheGateways: !self.clientHasBackendHead
         )
         guard self.runtime.accessLog else { return }
         let path = AccessLogPath.text(for: self.head.uri)

@@ -173,6 +173,7 @@ extension ProxyExchange {
     private func writeHeldResponse() {
         guard let head = self.heldHead else { return }
         self.heldHead = nil
+        self.clientHasBackendHead = true
         self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: self.closesAfterResponse, hsts: self.runtime.hsts)
         if let body = self.heldBody {
             self.heldBody = nil
@@ -192,7 +193,7 @@ extension ProxyExchange {
         guard case .forwarding(let connection) = self.state else { return }
         self.cancelResponseTimer()
         self.release(connection, reusable: false)
-        if self.responseStarted, self.heldHead == nil {
+        if self.clientHasBackendHead {
             // The client has the head (and maybe some of the body): all it can be told now is that the response
             // is cut off. Its line carries the backend's status, which the client got.
             self.logger.warning("upstream failed mid-response", metadata: ["request_id": "\(self.requestID)", "error": "\(error)"])

@@ -69,6 +69,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var replayableBody: ByteBuffer?
     /// The backend's response head arrived (it may still be held, see ``heldHead``).
     var responseStarted = false
+    /// The backend's head was written to the client: from here on the client's status is the backend's, and the
+    /// exchange can only end it or cut it. Kept apart from ``heldHead``, which a dropped response clears too.
+    var clientHasBackendHead = false
     /// The backend's head, and the body bytes that came with it, held until the response's end or the end of
     /// the read batch that brought them, whichever comes first: nothing of the response reaches the client
     /// before then. A response that turns out broken within that first batch (a head and a malformed chunk
@@ -311,7 +314,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         let clientHasNothing: Bool
         switch self.state {
         case .readingBody, .awaitingUpstream, .answerPending: clientHasNothing = true
-        case .forwarding: clientHasNothing = !self.responseStarted || self.heldHead != nil
+        case .forwarding: clientHasNothing = !self.clientHasBackendHead
         case .answered, .finished: clientHasNothing = false
         }
         if clientHasNothing {
@@ -332,7 +335,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case .forwarding(let connection):
             // Mid-exchange the upstream connection is in an unknown state: never reuse it.
             self.release(connection, reusable: false)
-            self.log(status: self.status?.code ?? status, reason: reason)
+            self.log(status: self.clientHasBackendHead ? self.status?.code ?? status : status, reason: reason)
         case .readingBody, .awaitingUpstream, .answerPending:
             self.log(status: status, reason: reason)
         case .answered, .finished:

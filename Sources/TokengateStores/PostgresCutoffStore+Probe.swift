@@ -42,18 +42,13 @@ extension PostgresCutoffStore {
                 ownTables = [(layout.global, "UPDATE"), (layout.users, "INSERT"), (layout.users, "UPDATE")]
             case .rpTable(let layout):
                 statements = try layout.resolve(in: session, description: description)
+                // The RP's table first, as `serve` reads it: by its columns (a role may have SELECT on those only;
+                // the catalog read above checked no privilege). Its own global table may not exist yet.
+                try Self.probeRPColumns(layout, in: session, description: description)
                 let existed = try Self.createOrCheckSchema(
                     layout.own, tables: .globalOnly, in: session, logger: logger, description: description,
                     creating: false)
-                guard existed else {
-                    // The first start creates the global table; the RP's table must be readable already, and the
-                    // catalog read above checked no privilege on it.
-                    try Self.probeRPColumns(layout, in: session, description: description)
-                    return ProbeReport(createsTables: true, missingWritePrivileges: [])
-                }
-                // The RP's table is read by its columns (a role may have SELECT on those only): the reads below
-                // check it; tokengate's own table by the table privilege.
-                try Self.probeRPColumns(layout, in: session, description: description)
+                guard existed else { return ProbeReport(createsTables: true, missingWritePrivileges: []) }
                 readTables = [layout.own.global]
                 ownTables = [(layout.own.global, "UPDATE")]
             }

@@ -20,8 +20,9 @@
 /// ``JSONTopLevelMembers``, which keeps each name's bytes; writing goes through the same rules by hand.
 ///
 /// ### Rules
-/// Every member is optional, and `null` means none. A time is a non-negative integer of UNIX seconds written as
-/// digits (no fraction, exponent or sign) that fits in 64 bits. Anything else — an unknown member, a member twice,
+/// Every member is optional, and `null` means none. A time is a non-negative whole number of UNIX seconds that fits
+/// in 64 bits, in any JSON spelling of one (`1700000000`, `1700000000.0`, `1.7e9`; what Python and other writers
+/// produce); a fraction or a negative time is refused. Anything else — an unknown member, a member twice,
 /// the same user twice, a user id ``UserIDRules`` refuses, a boolean, a string — is an error naming the member,
 /// because a typo that silently dropped a cutoff would let revoked tokens in.
 public enum CutoffsJSON {
@@ -83,7 +84,8 @@ public enum CutoffsJSON {
             .sorted { $0.key.id.utf8.lexicographicallyPrecedes($1.key.id.utf8) }
         for (index, (user, cutoffs)) in users.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            Self.appendString(user.id, to: &out)
+            // Tokens' escaping: a valid id holds no control character, so only `"` and `\` are escaped.
+            out += Array(TokenSigner.jsonString(user.id).utf8)
             var fields: [String] = []
             if let revoked = cutoffs.revokedBefore { fields.append("\"revoked_before\":\(max(revoked, 0))") }
             if let apiRevoked = cutoffs.apiRevokedBefore { fields.append("\"api_revoked_before\":\(max(apiRevoked, 0))") }
@@ -221,27 +223,6 @@ public enum CutoffsJSON {
     }
 
     // MARK: Writing.
-
-    /// A JSON string literal: `"` and `\` escaped, C0 controls and DEL as `\u00XX` (a valid user id holds none),
-    /// everything else as its UTF-8 bytes.
-    private static func appendString(_ string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                out.append(UInt8(ascii: "\\"))
-                out.append(byte)
-            case 0..<0x20, 0x7F:
-                let hex = Array("0123456789abcdef".utf8)
-                out += Array("\\u00".utf8)
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default:
-                out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
 
     /// A name for a message: JSON-quoted, cut at 80 scalars (a `Character` can hold any number of combining
     /// marks), with every control and format character (C0, DEL, C1, the line and paragraph separators, bidi

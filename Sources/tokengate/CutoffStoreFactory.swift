@@ -126,7 +126,10 @@ enum CutoffStoreFactory {
         let opened = try await Self.open(configuration, logger: logger, for: .oneShotWrite)
         let storeTask = opened.run.map { run in Task { await run() } }
         defer { storeTask?.cancel() }
-        guard let store = opened.store as? PostgresCutoffStore else { return nil }
+        guard let store = opened.store as? PostgresCutoffStore else {
+            try? await opened.store.close()  // Not reached: `.postgres` opens a PostgresCutoffStore.
+            return nil
+        }
         do {
             let report = try await store.probe()
             try await store.close()

@@ -164,6 +164,9 @@ final class ScriptedBackend: Sendable {
             let access = gateway.logLines.all.filter { $0.hasPrefix("info request ") && $0.contains("request_id=broken-chunk") }
             #expect(access.count == 1, "\(version): \(access)")
             #expect(access.first?.contains("status=502") == true && access.first?.contains("reason=upstream_malformed_response") == true, "\(access)")
+            // The gateway's own 502 (the backend's head was held, never sent): one of its rejections.
+            let metrics = gateway.server.metrics.render()
+            #expect(metrics.contains(#"tokengate_rejections_total{route="/",reason="upstream_malformed_response"} 1"#), "\(metrics)")
         }
     }
 
