@@ -525,7 +525,11 @@ extension ConfigurationDecoder {
         // the configuration and the app's own), which the client library refuses and other parsers read either way.
         if let question = url.firstIndex(of: "?") {
             for pair in url[url.index(after: question)...].split(separator: "&") {
-                let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0].lowercased()
+                let raw = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                // Compared as a parser reads it: `st%61te` is `state`. A name that does not decode is refused too.
+                guard let name = PercentEncoding.decode(raw.utf8)?.lowercased() else {
+                    throw ValueSyntaxError("the callback's query holds a malformed escape in \(raw)")
+                }
                 if Self.callbackParameters.contains(name) {
                     let all = Self.callbackParameters.joined(separator: ", ")
                     throw ValueSyntaxError("the callback's query must not hold \(name): the token page sets it (\(all))")

@@ -30,6 +30,8 @@ extension ProxyExchange {
                 let answer = page.responder.respond(to: head, whoami: result, now: self.runtime.now())
                 if let diagnostic = answer.diagnostic {
                     whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
+                } else if case .answered = result {
+                    whoami.reportAnswered(logger: self.logger)
                 }
                 self.writeTokenPage(answer)
             }

@@ -236,7 +236,7 @@ struct ValueSyntaxTests {
             "view-source:https://app.example.com/cb", "filesystem:https://x/temporary/a", "jar:https://x/a.jar!/",
             // Parameters the page sets itself would be there twice.
             "myapp://token?state=fixed", "myapp://token?v=1&access_token=x", "https://app.example.com/cb?STATE=1",
-            "myapp://token?code", "myapp://token?expires_in=1",
+            "myapp://token?code", "myapp://token?expires_in=1", "myapp://token?st%61te=x", "myapp://token?a%zz=1",
         ] {
             #expect(throws: ValueSyntaxError.self, "\(bad)") {
                 try ConfigurationDecoder.checkCallback(bad)

@@ -122,6 +122,21 @@ import TokengateTestSupport
         #expect(lines.allSatisfy { $0.level == .warning && !$0.text.contains("secret-session") })
     }
 
+    /// After failures were logged, the first usable answer says the login check works again, once: the last
+    /// warning must not stand as if the RP were still failing (a review found no such line).
+    @Test func aUsableAnswerAfterFailuresIsLoggedOnce() throws {
+        let recorded = RecordedLogLines()
+        let client = try WhoamiClient(configuration: WhoamiConfiguration(url: "http://rp.example/whoami", userHeader: "x-user"))
+        let start = NIODeadline.now()
+        client.reportAnswered(logger: recorded.logger(), now: start)
+        #expect(recorded.all.isEmpty, "nothing failed: nothing to say")
+        client.reportFailure("cannot connect", logger: recorded.logger(), now: start)
+        client.reportAnswered(logger: recorded.logger(), now: start + .seconds(2))
+        client.reportAnswered(logger: recorded.logger(), now: start + .seconds(4))
+        let lines = recorded.all.map(\.message)
+        #expect(lines == ["token page login check failed", "token page login check works again"], "\(lines)")
+    }
+
     /// `max_in_flight` is for the whole gateway: clients of two token page routes, or of two configuration
     /// generations (a reload while calls are under way), share one count. Before, each had its own.
     @Test func clientsSharingTheProcessCountShareTheCap() async throws {

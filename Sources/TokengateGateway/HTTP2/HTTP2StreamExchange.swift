@@ -63,10 +63,8 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         case .body(let buffer):
             if var head = self.pendingHead {
                 self.pendingHead = nil
-                if !head.fields.contains(name: "content-length") {
-                    // A body of unknown length: in HTTP/1.1 terms, chunked.
-                    head.fields.add(name: "transfer-encoding", value: "chunked")
-                }
+                // A body of unknown length (a head with `content-length` began at once): in HTTP/1.1 terms, chunked.
+                head.fields.add(name: "transfer-encoding", value: "chunked")
                 self.begin(head)
             }
             let bytes = buffer.readableBytes

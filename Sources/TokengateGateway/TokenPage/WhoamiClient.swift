@@ -120,6 +120,16 @@ struct WhoamiClient: Sendable {
             metadata: ["whoami": "\(self.url.host ?? "?")", "error": "\(cause)", "failures": "\(count)"]
         )
     }
+
+    /// A usable answer: after failures were logged, one line says the login check works again (with the failures
+    /// not yet in a line), so the last warning does not stand as if the RP were still failing.
+    func reportAnswered(logger: Logger, now: NIODeadline = .now()) {
+        guard let unreported = self.failures.withLockedValue({ $0.succeeded(now: now) }) else { return }
+        logger.notice(
+            "token page login check works again",
+            metadata: ["whoami": "\(self.url.host ?? "?")", "failures": "\(unreported)"]
+        )
+    }
 }
 
 /// Collects the whoami response's status and user header; anything else (EOF before the end, a parse
