@@ -21,6 +21,9 @@ let package = Package(
         .executable(name: "tokengate", targets: ["tokengate"]),
         .library(name: "TokengateTokens", targets: ["TokengateTokens"]),
         .library(name: "TokengateClient", targets: ["TokengateClient"]),
+        // For the benchmarks' floor proxy (Benchmarks/Sources/NIOFloorProxy), which must use the gateway's own
+        // TLS handler to measure what the gateway's construction costs.
+        .library(name: "TokengateTLS", targets: ["TokengateTLS"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),

@@ -16,6 +16,10 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         // The comparison peer, pinned so that figures stay comparable between runs.
         .package(url: "https://github.com/vapor/jwt-kit.git", exact: "5.8.0"),
+        // The floor proxy's own needs, at the product's versions.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
     ],
     targets: [
         // The system libcrypto through pkg-config, for the bare-verify floor.
@@ -43,6 +47,23 @@ let package = Package(
                 .enableUpcomingFeature("MemberImportVisibility"),
             ],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The load benchmark's floor (docs/load.md, "The floor"): the cheapest TLS-terminating HTTP/1.1 proxy on
+        // SwiftNIO with the gateway's TLS handler, run beside the gateway by scripts/bench-compare.sh.
+        .executableTarget(
+            name: "nio-floor-proxy",
+            dependencies: [
+                .product(name: "TokengateTLS", package: "tokengate"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/NIOFloorProxy",
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
         ),
     ]
 )

@@ -1,0 +1,44 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOCore
+
+/// Reads the backend's responses on a floor proxy's upstream connection and hands each whole one, as the
+/// bytes it came in, to the client connection it belongs to.
+///
+/// Framing is the least a keep-alive proxy can do: the head ends at the first empty line and the body is
+/// `Content-Length` bytes (the bench backend always sends one). No field is checked or rewritten.
+final class FloorUpstreamHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    /// Where each whole response goes; cleared when the client connection closes.
+    var deliver: ((ByteBuffer) -> Void)?
+    private var pending: ByteBuffer?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = Self.unwrapInboundIn(data)
+        if var pending = self.pending {
+            pending.writeBuffer(&bytes)
+            bytes = pending
+            self.pending = nil
+        }
+        while let length = Self.responseLength(bytes), let response = bytes.readSlice(length: length) {
+            self.deliver?(response)
+        }
+        if bytes.readableBytes > 0 { self.pending = bytes }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.deliver = nil
+    }
+
+    /// The length of the response at the front of `bytes`, head and body, or nil until its head is whole.
+    static func responseLength(_ bytes: ByteBuffer) -> Int? {
+        bytes.withUnsafeReadableBytes { raw -> Int? in
+            guard let headEnd = FloorHeadScan.headLength(raw) else { return nil }
+            let body = FloorHeadScan.contentLength(raw[..<headEnd]) ?? 0
+            return headEnd + body
+        }
+    }
+}
