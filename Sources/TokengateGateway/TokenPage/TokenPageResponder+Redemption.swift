@@ -80,7 +80,7 @@ extension TokenPageResponder {
             clockSkew: self.policy.clockSkew)
         {
         case .success(let redeemed):
-            code = redeemed
+            code = redeemed.code
         case .failure(let refusal):
             return Self.redemptionError(
                 .badRequest,

@@ -30,9 +30,9 @@ import TokengateTokens
 ///    `iss`/`aud` when the verification policy requires them) and delivered:
 ///    - with `app`: `302` to the configured callback with `#access_token=…&token_type=bearer[&expires_in=…]
 ///      [&state=…]` in the fragment, never the query (a fragment is not sent to servers or in `Referer`);
-///    - with `app` and a PKCE challenge: nothing is minted yet; the callback gets `#code=…[&state=…]`, a sealed
-///      code (``TokenPageCodeKey``) that the app redeems with its verifier by `POST` to the page
-///      (``redeem(body:cutoffs:now:)``), which mints then;
+///    - with `app` and a PKCE challenge: nothing is minted yet; the callback gets `#code=…[&state=…]`, an
+///      encrypted and authenticated code (``TokenPageCodeKey``) that the app redeems with its verifier by `POST`
+///      to the page (``redeem(body:cutoffs:now:)``), which mints then;
 ///    - otherwise: `200` with `Set-Cookie: <cookie_name>=…; HttpOnly; Secure; SameSite=Strict; Path=…
 ///      [; Max-Age=…]`, the title `tokengate-token:<token>` (``titlePrefix``) and the token in the page body.
 ///
@@ -202,9 +202,12 @@ struct TokenPageResponder: Sendable {
         }
         if let app = request.app, let challenge = request.challenge {
             // PKCE: the callback gets a code only; the token is minted when the verifier comes with it.
-            let code = self.codeKey.seal(
-                TokenPageCode(subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now)
-            )
+            // Nil only when libcrypto fails (its random number generator included): no code, as no token.
+            guard
+                let code = self.codeKey.seal(
+                    TokenPageCode(subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now)
+                )
+            else { return Self.mintFailed }
             var location = app.callback + "#code=" + code
             if let state = request.state { location += "&state=" + state }
             return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
