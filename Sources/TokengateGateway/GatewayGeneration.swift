@@ -31,6 +31,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         registry: PrometheusCollectorRegistry,
         tokenBodyMemory: TokenBodyMemory,
         whoamiCallsInFlight: ManagedAtomic<Int>,
+        redeemedCodes: RedeemedCodeMemory,
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)?
@@ -44,6 +45,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
             registry: registry,
             tokenBodyMemory: tokenBodyMemory,
             whoamiCallsInFlight: whoamiCallsInFlight,
+            redeemedCodes: redeemedCodes,
             now: now
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)

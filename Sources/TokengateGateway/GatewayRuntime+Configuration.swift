@@ -4,6 +4,7 @@
 
 import Atomics
 import Foundation
+import Logging
 import NIOCore
 import Prometheus
 import TokengateConfig
@@ -35,6 +36,7 @@ extension GatewayRuntime {
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
+        redeemedCodes: RedeemedCodeMemory? = nil,
         now: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
@@ -89,6 +91,9 @@ extension GatewayRuntime {
             )
         }
 
+        // The process's, from the server; a fresh one for `check-config` and tests, which redeem nothing (or
+        // nothing that must outlive this runtime).
+        let redeemedCodes = redeemedCodes ?? RedeemedCodeMemory(logger: Logger(label: "tokengate"))
         let deliveryCookies = Self.tokenPageDeliveryCookies(configuration.routes)
         var routes: [GatewayRoute] = []
         for (index, route) in configuration.routes.enumerated() {
@@ -116,7 +121,7 @@ extension GatewayRuntime {
                 }
                 tokenPage = try Self.tokenPageRoute(
                     page, name: name, configuration: configuration, policy: policy, verifier: verifier,
-                    whoamiCallsInFlight: whoamiCallsInFlight)
+                    whoamiCallsInFlight: whoamiCallsInFlight, redeemedCodes: redeemedCodes)
             }
             routes.append(
                 GatewayRoute(
@@ -222,7 +227,8 @@ extension GatewayRuntime {
         configuration: GatewayConfiguration,
         policy: VerificationPolicy,
         verifier: TokenVerifier?,
-        whoamiCallsInFlight: ManagedAtomic<Int>
+        whoamiCallsInFlight: ManagedAtomic<Int>,
+        redeemedCodes: RedeemedCodeMemory
     ) throws -> TokenPageRoute {
         guard let signingKey = configuration.signingKey else {
             throw GatewayStartupError("a token_page route needs signing_key")
@@ -258,7 +264,8 @@ extension GatewayRuntime {
                 signer: signer,
                 sessionVerifier: verifier,
                 policy: policy,
-                page: name
+                page: name,
+                redeemedCodes: redeemedCodes
             ),
             whoami: whoami
         )

@@ -32,6 +32,9 @@ public final class GatewayServer: Sendable {
     /// Token page login checks under way, for the process: `login.whoami.max_in_flight` caps them across routes
     /// and across reloads (a reload's new clients count the old ones' calls still under way).
     private let whoamiCallsInFlight = ManagedAtomic<Int>(0)
+    /// The PKCE codes the token pages redeemed, for the process: a code redeemed before a reload is still
+    /// refused after it (a memory per generation would forget them all at each SIGHUP).
+    private let redeemedCodes: RedeemedCodeMemory
     private let now: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
     /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
@@ -55,6 +58,7 @@ public final class GatewayServer: Sendable {
         self.now = now
         self.metricsRegistry = PrometheusCollectorRegistry()
         self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
+        self.redeemedCodes = RedeemedCodeMemory(logger: logger)
         let generation = try GatewayGeneration(
             number: 1,
             configuration: configuration,
@@ -63,6 +67,7 @@ public final class GatewayServer: Sendable {
             registry: self.metricsRegistry,
             tokenBodyMemory: self.tokenBodyMemory,
             whoamiCallsInFlight: self.whoamiCallsInFlight,
+            redeemedCodes: self.redeemedCodes,
             group: group,
             logger: logger,
             now: now
@@ -125,6 +130,7 @@ public final class GatewayServer: Sendable {
                 registry: self.metricsRegistry,
                 tokenBodyMemory: self.tokenBodyMemory,
                 whoamiCallsInFlight: self.whoamiCallsInFlight,
+                redeemedCodes: self.redeemedCodes,
                 group: self.group,
                 logger: self.logger,
                 now: self.now

@@ -7,12 +7,13 @@ import Foundation
 /// What a token page authorization code (PKCE, RFC 7636) carries: enough to mint, at redemption, the token
 /// the page would have put in the callback, and to check who redeems it and where.
 ///
-/// The code travels through the browser to the app's callback, where any app that claimed the scheme can read
-/// it; it is worth nothing without the verifier only the real app holds. It is sealed, not encrypted
-/// (``TokenPageCodeKey``): its payload is readable, and holds nothing secret (the user id, the app and page
-/// names, the challenge, two times).
+/// The code travels through the browser to the app's callback, where any app that claimed the scheme receives
+/// it; it is worth nothing without the verifier only the real app holds. It is encrypted and authenticated
+/// (``TokenPageCodeKey``): such an app cannot read who logged in (the user id is often an e-mail address), nor
+/// change anything in it.
 ///
-/// Payload: `{"v":2,"sub":…,"app":…,"page":…,"cc":…,"iat":…,"exp":…}`.
+/// Payload, before encryption: `{"v":3,"sub":…,"app":…,"page":…,"cc":…,"iat":…,"exp":…}` (`v` is the code
+/// format's version, the same as the code's first byte).
 public struct TokenPageCode: Sendable, Equatable {
     /// How long a code lives: long enough for a phone to switch apps and make one request, short enough that a
     /// leaked code and verifier pair is soon useless.
@@ -51,7 +52,7 @@ public struct TokenPageCode: Sendable, Equatable {
 
     /// The JSON payload, built with the same string escaping as tokens.
     var payload: [UInt8] {
-        var json = "{\"v\":2,\"sub\":" + TokenSigner.jsonString(self.subject)
+        var json = "{\"v\":\(TokenPageCodeKey.version),\"sub\":" + TokenSigner.jsonString(self.subject)
         json += ",\"app\":" + TokenSigner.jsonString(self.app)
         json += ",\"page\":" + TokenSigner.jsonString(self.page)
         json += ",\"cc\":" + TokenSigner.jsonString(self.challenge.text)
@@ -59,11 +60,11 @@ public struct TokenPageCode: Sendable, Equatable {
         return Array(json.utf8)
     }
 
-    /// Reads a payload this type wrote. Only ever called on bytes whose MAC checked out, so a payload that does
+    /// Reads a payload this type wrote. Only ever called on bytes whose tag checked out, so a payload that does
     /// not parse is a bug or another version's code; either way it is refused, never guessed at.
     init?(payload: [UInt8]) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
-            (object["v"] as? NSNumber)?.int64Value == 2,
+            (object["v"] as? NSNumber)?.int64Value == Int64(TokenPageCodeKey.version),
             let subject = object["sub"] as? String,
             let app = object["app"] as? String,
             let page = object["page"] as? String,

@@ -14,8 +14,9 @@ public struct TokenSigner: Sendable {
     /// The `kid` put in every header (the key's own).
     public var keyID: String? { self.key.keyID }
     public let claimNames: ClaimNames
-    /// Seals the token page's PKCE authorization codes: derived from this key's secret under its own label, so
-    /// every gateway sharing the signing key opens the others' codes and no verification key equals it.
+    /// Encrypts and authenticates the token page's PKCE authorization codes: derived from this key's secret under
+    /// its own label, so every gateway sharing the signing key opens the others' codes and no verification key
+    /// equals it.
     public var tokenPageCodeKey: TokenPageCodeKey { self.key.codeKey }
     private let key: SigningKey
 

@@ -16,6 +16,8 @@ import TokengateTokens
             metrics.recordRequest(
                 route: 0, unsafeMethod: true, status: 400, reason: "token_page_redeem_" + refusal.rawValue, nanoseconds: 1)
         }
+        metrics.recordRequest(route: 0, unsafeMethod: true, status: 400, reason: "token_page_redeem_reused", nanoseconds: 1)
+        metrics.recordRequest(route: 0, unsafeMethod: true, status: 503, reason: "token_page_redeem_busy", nanoseconds: 1)
         metrics.recordRequest(route: 0, unsafeMethod: false, status: 502, reason: "token_page_whoami_failed", nanoseconds: 1)
         metrics.recordRequest(route: 0, unsafeMethod: false, status: 400, reason: "a_reason_nobody_listed", nanoseconds: 1)
         // Nor is an error the gateway did not decide: the backend's (`-`), a client gone or stalled.
@@ -33,6 +35,8 @@ import TokengateTokens
             #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="token_page_redeem_\#(refusal.rawValue)"} 1"#))
         }
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="token_page_whoami_failed"} 1"#))
+        #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="token_page_redeem_reused"} 1"#))
+        #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="token_page_redeem_busy"} 1"#))
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="other"} 1"#), "\(text)")
         #expect(!text.contains("a_reason_nobody_listed"))
         #expect(text.contains(#"tokengate_rejections_total{route="/token",reason="upstream_aborted"} 0"#), "\(text)")

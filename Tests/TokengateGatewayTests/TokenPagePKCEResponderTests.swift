@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import Logging
 import NIOHTTP1
 import Testing
 import TokengateConfig
@@ -24,7 +25,11 @@ import TokengateTokens
         self.verifier = TokenVerifier(keys: try KeySet(jwks: Array(keys.publicJWKS.utf8)))
     }
 
-    private func responder(lifetime: Duration? = nil, page: String = "/token") -> TokenPageResponder {
+    private func responder(
+        lifetime: Duration? = nil,
+        page: String = "/token",
+        redeemedCodes: RedeemedCodeMemory = RedeemedCodeMemory(logger: Logger(label: "test"))
+    ) -> TokenPageResponder {
         var configuration = TokenPageConfiguration(
             login: .sessionCookie("session"),
             loginURL: "/login",
@@ -34,7 +39,8 @@ import TokengateTokens
             ]
         )
         configuration.tokenLifetime = lifetime
-        return TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: page)
+        return TokenPageResponder(
+            configuration: configuration, signer: self.signer, verifier: self.verifier, page: page, redeemedCodes: redeemedCodes)
     }
 
     private func get(_ uri: String, loggedIn: Bool = true) throws -> TokenPageAnswer {
@@ -204,6 +210,61 @@ import TokengateTokens
             body: self.body(code: code), cutoffs: .empty, now: Self.now + 1)
         #expect(other.status == .badRequest)
         #expect(other.reasonCode == "token_page_redeem_wrong_page")
+    }
+
+    /// RFC 6749 §4.1.2: a code used twice must be refused. The memory is the process's: a responder of the next
+    /// configuration generation, built with the same memory, refuses it too.
+    @Test func aCodeIsRedeemedOnce() throws {
+        let memory = RedeemedCodeMemory(logger: Logger(label: "test"))
+        let responder = self.responder(redeemedCodes: memory)
+        let code = try self.code(from: try self.get("/token?app=ios&\(self.pkceQuery)"))
+        // Refusals before it do not use the code up: an app without the verifier cannot spoil the real app's login.
+        let thief = responder.redeem(
+            body: self.body(code: code, verifier: String(repeating: "b", count: 43)), cutoffs: .empty, now: Self.now + 1)
+        #expect(thief.reasonCode == "token_page_redeem_wrong_verifier")
+        #expect(responder.redeem(body: self.body(code: code, app: "android"), cutoffs: .empty, now: Self.now + 1).status == .badRequest)
+        let first = responder.redeem(body: self.body(code: code), cutoffs: .empty, now: Self.now + 2)
+        #expect(first.status == .ok)
+        for again in [
+            responder.redeem(body: self.body(code: code), cutoffs: .empty, now: Self.now + 3),
+            self.responder(lifetime: .seconds(60), redeemedCodes: memory).redeem(body: self.body(code: code), cutoffs: .empty, now: Self.now + 59),
+        ] {
+            #expect(again.status == .badRequest)
+            #expect(again.reasonCode == "token_page_redeem_reused")
+            let object = try self.json(again)
+            #expect(object["error"] as? String == "invalid_grant")
+            #expect(object["error_description"] as? String == "the code was already redeemed")
+            #expect(object["access_token"] == nil)
+            let text = String(decoding: again.body, as: UTF8.self)
+            #expect(!text.contains(code) && !text.contains(Self.verifier))
+        }
+        // Expired, it is refused as expired, not as reused: expiry is checked first.
+        #expect(responder.redeem(body: self.body(code: code), cutoffs: .empty, now: Self.now + 60).reasonCode == "token_page_redeem_expired")
+        // Another process (a memory of its own) knows nothing of it: instances do not share the memory.
+        #expect(self.responder().redeem(body: self.body(code: code), cutoffs: .empty, now: Self.now + 3).status == .ok)
+    }
+
+    /// A memory full of codes that have not expired refuses the redemption (503) rather than letting it through
+    /// unremembered; the code is not used up, and once room comes back it is redeemed.
+    @Test func aFullMemoryRefusesRedemptionsUntilCodesExpire() throws {
+        let responder = self.responder(redeemedCodes: RedeemedCodeMemory(capacity: 1, logger: Logger(label: "test")))
+        let first = try self.code(from: try self.get("/token?app=ios&\(self.pkceQuery)"))
+        let later = try #require(
+            self.signer.tokenPageCodeKey.seal(
+                TokenPageCode(
+                    subject: "alice", app: "ios", page: "/token", challenge: CodeChallenge(Self.challenge)!,
+                    issuedAt: Self.now + 30)
+            )
+        )
+        #expect(responder.redeem(body: self.body(code: first), cutoffs: .empty, now: Self.now + 31).status == .ok)
+        let busy = responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 31)
+        #expect(busy.status == .serviceUnavailable)
+        #expect(busy.reasonCode == "token_page_redeem_busy")
+        #expect(try self.json(busy)["error"] as? String == "temporarily_unavailable")
+        #expect(busy.headers["cache-control"] == ["no-store"])
+        // The first code expired at now + 60: room for the later one.
+        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 60).status == .ok)
+        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 61).reasonCode == "token_page_redeem_reused")
     }
 
     @Test func redemptionHeadChecks() {

@@ -96,6 +96,60 @@ struct TokenPagePKCETests {
         }
     }
 
+    /// The code the page puts in the callback for a logged-in browser.
+    private func issueCode(_ gateway: TokenPageHarness, session: String, version: String) throws -> String {
+        let page = try gateway.curl([
+            version, "-H", "Cookie: session=\(session)",
+            gateway.baseURL + "/token?app=ios&code_challenge=\(Self.challenge)&code_challenge_method=S256",
+        ])
+        #expect(page.status == 302, "\(page.body)")
+        let location = try #require(page.header("location"))
+        return String(location.dropFirst((TokenPageHarness.callback + "#code=").count).prefix { $0 != "&" })
+    }
+
+    /// RFC 6749 §4.1.2: a code used twice must be refused. A review found a code redeemable again and again
+    /// within its 60 seconds, each time for a new token. The memory of redeemed codes is the process's, so a
+    /// reload (a new configuration generation) between the two redemptions does not make it forget.
+    @Test(arguments: ["--http1.1", "--http2"])
+    func aCodeIsRedeemedOnceAcrossAReload(_ version: String) async throws {
+        try await TokenPageHarness.with { gateway in
+            let session = try self.login(gateway)
+            let code = try self.issueCode(gateway, session: session, version: version)
+            let first = try self.redeem(gateway, code: code, extra: [version])
+            #expect(first.status == 200, "\(first.body)")
+            let token = try #require(try self.json(first)["access_token"] as? String)
+
+            func expectRefused(_ code: String) throws {
+                let again = try self.redeem(gateway, code: code, extra: [version])
+                #expect(again.status == 400, "\(again.body)")
+                #expect(again.header("cache-control") == "no-store")
+                let object = try self.json(again)
+                #expect(object["error"] as? String == "invalid_grant")
+                #expect(object["error_description"] as? String == "the code was already redeemed")
+                #expect(object["access_token"] == nil)
+            }
+            try expectRefused(code)
+
+            // Another code redeemed, then a reload: both stay used.
+            let other = try self.issueCode(gateway, session: session, version: version)
+            #expect(try self.redeem(gateway, code: other, extra: [version]).status == 200)
+            try gateway.server.reload(configurationPath: gateway.directory + "/tokengate.yaml")
+            #expect(gateway.server.generation == 2)
+            try expectRefused(code)
+            try expectRefused(other)
+            // The page still works after the reload: a new code is redeemed once.
+            let fresh = try self.issueCode(gateway, session: session, version: version)
+            #expect(try self.redeem(gateway, code: fresh, extra: [version]).status == 200)
+            try expectRefused(fresh)
+
+            // The reason is in the access log; the code, the verifier and the token are not.
+            #expect(gateway.logLines.all.filter { $0.contains("token_page_redeem_reused") }.count == 4)
+            for line in gateway.logLines.all {
+                #expect(!line.contains(code) && !line.contains(other) && !line.contains(Self.verifier) && !line.contains(token))
+            }
+        }
+    }
+
     /// The app's side with the client library: a fresh verifier, the page URL with its challenge, the code from
     /// the callback, the redemption request as built, and the answer read into a stored token.
     @Test func theClientLibraryRedeemsTheCode() async throws {

@@ -62,6 +62,33 @@ void CTokengateShims_sha256(const void *data, size_t data_len, void *out);
 /// (`CRYPTO_memcmp`, the comparison `CTokengateShims_hmac_verify` uses).
 int CTokengateShims_equal_constant_time(const void *a, const void *b, size_t len);
 
+// MARK: AES-256-GCM (the token page's PKCE codes)
+
+/// Key, nonce and tag lengths in bytes: a 256-bit key, the 96-bit nonce GCM is built for (NIST SP 800-38D
+/// §5.2.1.1), and the full 128-bit tag (never truncated).
+enum {
+    CTokengateShims_AES256GCM_KEY_LENGTH = 32,
+    CTokengateShims_AES256GCM_NONCE_LENGTH = 12,
+    CTokengateShims_AES256GCM_TAG_LENGTH = 16,
+};
+
+/// Encrypts `plaintext` and authenticates it with `aad`: writes `plaintext_len` bytes to `ciphertext` and
+/// the 16-byte tag to `tag`. Returns 1 on success, 0 on any failure (the error queue is cleared, and
+/// `ciphertext` is wiped). The caller owns every buffer and keeps it alive for the call; nothing is
+/// retained. A nonce must never be used twice with one key: the caller draws a fresh random one per call.
+/// Safe on any number of threads at once (each call has its own context).
+int CTokengateShims_aes256gcm_seal(const void *key, const void *nonce, const void *aad, size_t aad_len,
+                                   const void *plaintext, size_t plaintext_len, void *ciphertext, void *tag);
+/// Checks `tag` over `aad` and `ciphertext` and decrypts: 1 when the tag matches, with `ciphertext_len`
+/// bytes of plaintext in `plaintext`; 0 otherwise, with `plaintext` wiped (GCM decrypts before it knows
+/// whether the tag matches; those bytes never reach the caller). The same ownership and threading rules as
+/// `CTokengateShims_aes256gcm_seal`.
+int CTokengateShims_aes256gcm_open(const void *key, const void *nonce, const void *aad, size_t aad_len,
+                                   const void *ciphertext, size_t ciphertext_len, const void *tag, void *plaintext);
+/// Overwrites `len` bytes with zeros in a way the compiler may not drop (`OPENSSL_cleanse`): for key bytes a
+/// Swift object held.
+void CTokengateShims_cleanse(void *data, size_t len);
+
 // MARK: Asymmetric verification with a prepared context
 
 /// A public key plus a digest-verify context initialised once (algorithm fetch, padding, salt length).

@@ -36,13 +36,16 @@ extension TokenPageResponder {
     )
 
     /// Redeems a code: `200 {"access_token":…,"token_type":"bearer"[,"expires_in":…]}`, or `400` with an RFC 6749
-    /// §5.2 error.
+    /// §5.2 error (`503` when the memory of redeemed codes is full, ``redemptionBusy``).
     ///
     /// Needs no cookie and no login: the code is the proof that the user logged in, and only the app holding
     /// the verifier can use it. The code's issue time is checked against the user's cutoffs as a token minted by
     /// the page at that moment would be, and it is the minted token's `iat` (its `exp` counts from now): a
     /// password change or "disable mobile apps" after the code was issued kills the code, and the token too once
     /// the gateway has the cutoff, if the redemption came first.
+    ///
+    /// A code is redeemed once per gateway process (``RedeemedCodeMemory``): a second redemption is refused
+    /// (`invalid_grant`, reason `token_page_redeem_reused`), after a reload too.
     ///
     /// Neither the code, the verifier nor the token goes into the answer's reason code or a log.
     func redeem(body: [UInt8], cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAnswer {
@@ -74,13 +77,13 @@ extension TokenPageResponder {
                 reason: "token_page_redeem_unknown_app"
             )
         }
-        let code: TokenPageCode
+        let redeemable: TokenPageCodeKey.Redeemable
         switch self.codeKey.redeem(
             request.code, app: request.app, page: self.page, verifier: request.verifier, now: now,
             clockSkew: self.policy.clockSkew)
         {
         case .success(let redeemed):
-            code = redeemed
+            redeemable = redeemed
         case .failure(let refusal):
             return Self.redemptionError(
                 .badRequest,
@@ -89,6 +92,7 @@ extension TokenPageResponder {
                 reason: "token_page_redeem_" + refusal.rawValue
             )
         }
+        let code = redeemable.code
         if cutoffs.revocation(subject: code.subject, issuedAt: code.issuedAt, kind: .api) != nil {
             return Self.redemptionError(
                 .badRequest,
@@ -96,6 +100,22 @@ extension TokenPageResponder {
                 "the user's tokens were revoked after the code was issued",
                 reason: "token_page_redeem_revoked"
             )
+        }
+        // Last, once the code passed every check: an app that intercepted the callback, without the verifier,
+        // cannot use the code up before the real app redeems it. Remembered before the token is minted, so two
+        // redemptions at once get one token between them (and a failed mint uses the code up: fail closed).
+        switch self.redeemedCodes.admit(redeemable.nonce, expiresAt: code.expiresAt, now: now) {
+        case .first:
+            break
+        case .reused:
+            return Self.redemptionError(
+                .badRequest,
+                "invalid_grant",
+                "the code was already redeemed",
+                reason: "token_page_redeem_reused"
+            )
+        case .full:
+            return Self.redemptionBusy
         }
         // Its `iat` is the code's issue time, so a cutoff after the code was issued kills the token even when this
         // snapshot does not have the cutoff yet (the gateway learns of it within a poll).
@@ -105,6 +125,16 @@ extension TokenPageResponder {
         json += "}"
         return .json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
     }
+
+    /// The memory of redeemed codes is full of codes that have not expired (``RedeemedCodes``): the redemption is
+    /// refused rather than let through unremembered. The code is not used up; within its 60 seconds a retry may
+    /// pass.
+    static let redemptionBusy = Self.redemptionError(
+        .serviceUnavailable,
+        "temporarily_unavailable",
+        "too many codes were redeemed in the last minute; try again shortly",
+        reason: "token_page_redeem_busy"
+    )
 
     /// Which check failed, in words that hold nothing of the code or the verifier.
     static func description(of refusal: TokenPageCodeKey.Refusal) -> String {

@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Logging
 import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
@@ -30,9 +31,9 @@ import TokengateTokens
 ///    `iss`/`aud` when the verification policy requires them) and delivered:
 ///    - with `app`: `302` to the configured callback with `#access_token=…&token_type=bearer[&expires_in=…]
 ///      [&state=…]` in the fragment, never the query (a fragment is not sent to servers or in `Referer`);
-///    - with `app` and a PKCE challenge: nothing is minted yet; the callback gets `#code=…[&state=…]`, a sealed
-///      code (``TokenPageCodeKey``) that the app redeems with its verifier by `POST` to the page
-///      (``redeem(body:cutoffs:now:)``), which mints then;
+///    - with `app` and a PKCE challenge: nothing is minted yet; the callback gets `#code=…[&state=…]`, an
+///      encrypted and authenticated code (``TokenPageCodeKey``) that the app redeems once with its verifier by
+///      `POST` to the page (``redeem(body:cutoffs:now:)``), which mints then;
 ///    - otherwise: `200` with `Set-Cookie: <cookie_name>=…; HttpOnly; Secure; SameSite=Strict; Path=…
 ///      [; Max-Age=…]`, the title `tokengate-token:<token>` (``titlePrefix``) and the token in the page body.
 ///
@@ -51,6 +52,8 @@ struct TokenPageResponder: Sendable {
     private let signer: TokenSigner
     /// Seals and opens PKCE codes; derived from the signing key (``TokenSigner/tokenPageCodeKey``).
     let codeKey: TokenPageCodeKey
+    /// The codes redeemed in the last minute: the process's, shared by every page and every generation.
+    let redeemedCodes: RedeemedCodeMemory
     /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
     private let sessionVerifier: TokenVerifier?
     /// The gateway's token policy: its issuer and first audience go into minted tokens.
@@ -60,26 +63,37 @@ struct TokenPageResponder: Sendable {
     ///   - signer: built from `signing_key`, with the configuration's claim names.
     ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss` and first audience
     ///     are put into minted tokens so that they pass the gateway's own checks.
-    init(configuration: TokenPageConfiguration, signer: TokenSigner, verifier: TokenVerifier, page: String) {
+    ///   - redeemedCodes: the memory of redeemed codes; a fresh one by default (tests).
+    init(
+        configuration: TokenPageConfiguration,
+        signer: TokenSigner,
+        verifier: TokenVerifier,
+        page: String,
+        redeemedCodes: RedeemedCodeMemory = RedeemedCodeMemory(logger: Logger(label: "tokengate"))
+    ) {
         self.init(
-            configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page)
+            configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
+            redeemedCodes: redeemedCodes)
     }
 
     /// - Parameters:
     ///   - sessionVerifier: checks session cookies; nil when no keys are configured (a session cookie then never
     ///     logs anyone in).
     ///   - policy: the gateway's token policy, for the `iss` and `aud` of minted tokens.
+    ///   - redeemedCodes: the process's memory of redeemed codes (``GatewayServer`` keeps one across reloads).
     init(
         configuration: TokenPageConfiguration,
         signer: TokenSigner,
         sessionVerifier: TokenVerifier?,
         policy: VerificationPolicy,
-        page: String
+        page: String,
+        redeemedCodes: RedeemedCodeMemory
     ) {
         self.configuration = configuration
         self.page = page
         self.signer = signer
         self.codeKey = signer.tokenPageCodeKey
+        self.redeemedCodes = redeemedCodes
         self.sessionVerifier = sessionVerifier
         self.policy = policy
     }
@@ -202,9 +216,12 @@ struct TokenPageResponder: Sendable {
         }
         if let app = request.app, let challenge = request.challenge {
             // PKCE: the callback gets a code only; the token is minted when the verifier comes with it.
-            let code = self.codeKey.seal(
-                TokenPageCode(subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now)
-            )
+            // Nil only when libcrypto fails (its random number generator included): no code, as no token.
+            guard
+                let code = self.codeKey.seal(
+                    TokenPageCode(subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now)
+                )
+            else { return Self.mintFailed }
             var location = app.callback + "#code=" + code
             if let state = request.state { location += "&state=" + state }
             return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
