@@ -33,7 +33,7 @@ final class AES256GCMKey: @unchecked Sendable {
     init?(_ bytes: [UInt8]) {
         guard bytes.count == Self.keyLength else { return nil }
         self.key = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.keyLength, alignment: 16)
-        self.key.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: bytes.count))
+        bytes.withUnsafeBytes { self.key.copyMemory(from: $0) }
     }
 
     deinit {
