@@ -36,9 +36,9 @@ public enum CodeRedemption {
         code: AuthorizationCode,
         verifier: PKCEVerifier
     ) throws -> URLRequest {
-        // The app name is checked by the page URL's rules; the URL itself has no query.
-        _ = try TokenPageURL(site: site, path: path, app: app)
+        // The app name is held to the page URL's rules; the URL itself has no query.
         let page = try TokenPageURL(site: site, path: path)
+        try TokenPageURL.checkApp(app)
         var request = URLRequest(url: page.url, cachePolicy: .reloadIgnoringLocalAndRemoteCacheData)
         request.httpMethod = "POST"
         request.httpShouldHandleCookies = false
@@ -81,12 +81,7 @@ public enum CodeRedemption {
         }
         var expiry: Date?
         if let expiresIn = object["expires_in"] {
-            guard let number = expiresIn as? NSNumber, let seconds = Int64(exactly: number.doubleValue),
-                seconds >= 0, seconds <= 100 * 365 * 86_400
-            else {
-                throw TokengateClientError(.malformedResponse, "expires_in is not a number of seconds")
-            }
-            expiry = now.addingTimeInterval(TimeInterval(seconds))
+            expiry = try ExpiresIn.expiry(after: ExpiresIn.seconds(inJSON: expiresIn), from: now, malformed: .malformedResponse)
         }
         return .captured(token, deliveredExpiry: expiry)
     }

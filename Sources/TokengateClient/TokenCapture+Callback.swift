@@ -136,10 +136,7 @@ extension TokenCapture {
         }
         var expiry: Date?
         if let expiresIn = parameters["expires_in"] {
-            guard let seconds = Int64(expiresIn), seconds >= 0, seconds <= 100 * 365 * 86_400 else {
-                throw TokengateClientError(.malformedCallback, "expires_in is not a number of seconds")
-            }
-            expiry = now.addingTimeInterval(TimeInterval(seconds))
+            expiry = try ExpiresIn.expiry(after: Int64(expiresIn), from: now, malformed: .malformedCallback)
         } else if let expiresAt = parameters["expires_at"] {
             guard let date = Self.parseExpiresAt(expiresAt) else {
                 throw TokengateClientError(.malformedCallback, "expires_at is not a time")

@@ -42,11 +42,7 @@ public struct TokenPageURL: Sendable, Hashable {
         }
         var query: [String] = []
         if let app {
-            guard (1...64).contains(app.utf8.count),
-                app.utf8.allSatisfy({ PercentEncoding.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") })
-            else {
-                throw TokengateClientError(.invalidURL, "app names hold letters, digits, _ and - only")
-            }
+            try TokenPageURL.checkApp(app)
             query.append("app=" + app)
         }
         if let state {
@@ -75,6 +71,15 @@ public struct TokenPageURL: Sendable, Hashable {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         return String((0..<32).map { _ in alphabet[Int(generator.next() % 64)] })
+    }
+
+    /// A registered app's name: 1–64 letters, digits, `_` and `-` (it goes into the URL's query unescaped).
+    static func checkApp(_ app: String) throws {
+        guard (1...64).contains(app.utf8.count),
+            app.utf8.allSatisfy({ PercentEncoding.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") })
+        else {
+            throw TokengateClientError(.invalidURL, "app names hold letters, digits, _ and - only")
+        }
     }
 
     static func checkSite(_ site: URL) throws {

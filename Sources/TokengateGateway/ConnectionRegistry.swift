@@ -10,18 +10,15 @@ import NIOCore
 /// Touched once when a connection opens and once when it closes, never per request, so a lock is fine.
 ///
 /// Connections refused at the limit are counted, and ``refusalsToReport(now:)`` hands the count out at most once
-/// per ``reportInterval``: a flood past the limit is thousands of refusals a second, and one warning each would
-/// bury the log (and cost more than the refusal) exactly when an operator needs to read it.
+/// per ``CapOverflowCounts/reportInterval``, for one warning.
 final class ConnectionRegistry: Sendable {
     private struct State {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var limit: Int
-        var refusedSinceReport = 0
-        var lastReport: NIODeadline?
+        var overflow = CapOverflowCounts()
     }
 
     private let state: NIOLockedValueBox<State>
-    static let reportInterval = TimeAmount.seconds(1)
 
     init(limit: Int) {
         self.state = NIOLockedValueBox(State(limit: limit))
@@ -38,7 +35,7 @@ final class ConnectionRegistry: Sendable {
     func add(_ channel: any Channel) -> Bool {
         let added = self.state.withLockedValue { state -> Bool in
             guard state.channels.count < state.limit else {
-                state.refusedSinceReport += 1
+                state.overflow.refused += 1
                 return false
             }
             state.channels[ObjectIdentifier(channel)] = channel
@@ -53,17 +50,9 @@ final class ConnectionRegistry: Sendable {
     }
 
     /// The connections refused since the last report, when there are some and the last report is at least
-    /// ``reportInterval`` old (the caller logs one warning with the count); `nil` otherwise.
+    /// ``CapOverflowCounts/reportInterval`` old (the caller logs one warning with the count); `nil` otherwise.
     func refusalsToReport(now: NIODeadline = .now()) -> Int? {
-        self.state.withLockedValue { state -> Int? in
-            guard state.refusedSinceReport > 0 else { return nil }
-            if let last = state.lastReport, now - last < Self.reportInterval { return nil }
-            defer {
-                state.refusedSinceReport = 0
-                state.lastReport = now
-            }
-            return state.refusedSinceReport
-        }
+        self.state.withLockedValue { $0.overflow.report(now: now)?.refused }
     }
 
     var count: Int { self.state.withLockedValue { $0.channels.count } }

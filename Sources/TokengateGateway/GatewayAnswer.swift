@@ -44,19 +44,26 @@ struct GatewayAnswer: Sendable, Hashable {
         "{\"error\":\(JSONString.quote(self.error)),\"error_description\":\(JSONString.quote(self.description))}"
     }
 
-    /// The whole answer as HTTP/1.x bytes, for the handlers that answer on a bare connection and then close it.
+    /// The whole answer as HTTP/1.x bytes, for the handlers that answer plain HTTP on a bare connection and then
+    /// close it: without `Strict-Transport-Security`, which a client ignores over plain HTTP (RFC 6797 §8.1).
     func http1Response(version: HTTPVersion, requestMethod: HTTPMethod, allocator: ByteBufferAllocator) -> ByteBuffer {
         var serializer = HTTP1ResponseSerializer()
         var buffer = allocator.buffer(capacity: 512)
         let body = self.jsonBody
-        serializer.writeHead(self.responseHead(version: version, contentLength: body.utf8.count), requestMethod: requestMethod, into: &buffer)
+        serializer.writeHead(
+            self.responseHead(version: version, contentLength: body.utf8.count, hsts: nil),
+            requestMethod: requestMethod,
+            into: &buffer
+        )
         serializer.writeBody(ByteBuffer(string: body), into: &buffer)
         serializer.writeEnd(nil, into: &buffer)
         return buffer
     }
 
     /// The response head for this answer, with the security headers every gateway answer carries.
-    func responseHead(version: HTTPVersion, contentLength: Int) -> HTTPResponseHead {
+    /// - Parameter hsts: the configured `Strict-Transport-Security` (``GatewayRuntime/hsts``) for an answer over
+    ///   TLS, whichever codec writes it; `nil` when turned off or over plain HTTP.
+    func responseHead(version: HTTPVersion, contentLength: Int, hsts: String?) -> HTTPResponseHead {
         var headers = HTTPHeaders()
         headers.reserveCapacity(8)
         headers.add(name: "content-type", value: "application/json")
@@ -73,6 +80,9 @@ struct GatewayAnswer: Sendable, Hashable {
             headers.add(name: "connection", value: self.closeConnection ? "upgrade, close" : "upgrade")
         } else if self.closeConnection {
             headers.add(name: "connection", value: "close")
+        }
+        if let hsts {
+            headers.add(name: "strict-transport-security", value: hsts)
         }
         return HTTPResponseHead(version: version, status: self.status, headers: headers)
     }

@@ -219,7 +219,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             self.responseEndWritten = false
             self.responseHeadWritten = false
             self.requestEndReceived = false
-            exchange.begin(rejection: Self.framingProblem(head))
+            exchange.begin()
         case (.head, .exchanging), (.head, .discarding):
             preconditionFailure("a request head arrived while another request was in flight")
         case (.body(let buffer), .exchanging(let exchange)):
@@ -357,11 +357,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         let body = answer.jsonBody
         let runtime = self.generations.load().runtime
         self.requestMethod = .GET
-        var head = answer.responseHead(version: .http1_1, contentLength: body.utf8.count)
-        // Like every answer over TLS (the exchange's, and the HTTP/2 codec's own).
-        if let hsts = runtime.hsts {
-            head.headers.add(name: "strict-transport-security", value: hsts)
-        }
+        // With HSTS, like every answer over TLS (the exchange's, and the HTTP/2 codec's own).
+        let head = answer.responseHead(version: .http1_1, contentLength: body.utf8.count, hsts: runtime.hsts)
         self.write(.head(head))
         self.write(.body(.byteBuffer(context.channel.allocator.buffer(string: body))))
         self.writeEnd(nil, closing: false)
@@ -384,16 +381,6 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         } else {
             context.read()
         }
-    }
-
-    /// What a well-framed request may still get wrong (the parser has settled its framing): a missing or
-    /// repeated `Host` (RFC 9112 §3.2).
-    static func framingProblem(_ head: ClientRequestHead) -> GatewayAnswer? {
-        let hosts = head.fields.count(name: "host")
-        if hosts > 1 || (hosts == 0 && head.version.minor >= 1) {
-            return .malformedHTTP("a request needs exactly one Host header")
-        }
-        return nil
     }
 
     private func finishDiscarding(close: Bool, context: ChannelHandlerContext) {

@@ -86,8 +86,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         case .redirect where self.isBrowserRoute(head):
             // Where to send the browser is the host it asked for; without one that can go into `Location`
             // (none, two, or not a host name) there is nowhere to send it, and a made-up one would be wrong.
-            let hosts = head.fields.values(name: "host")
-            guard hosts.count == 1, let host = Self.hostWithoutPort(hosts[0]) else {
+            guard let host = Self.redirectHost(head.fields.values(name: "host")) else {
                 let answer = GatewayAnswer.malformedHTTP("a request needs exactly one Host header naming a host")
                 self.writeAndClose(answer, version: head.version, method: head.method, context: context)
                 return
@@ -145,21 +144,16 @@ final class PlainHTTPHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    /// The host part of a Host header, only if it is a plausible host name: a redirect must not send a
-    /// browser to whatever a hostile Host header says with characters that break the Location header.
-    static func hostWithoutPort(_ host: String) -> String? {
-        var name = Substring(host)
-        if name.hasPrefix("[") {
-            if let end = name.firstIndex(of: "]") { name = name[...end] }
-        } else if let colon = name.lastIndex(of: ":") {
-            name = name[..<colon]
+    /// The host to redirect to, without its port: from exactly one `Host` that names a host (``HostFieldCheck``:
+    /// not empty, not two, and nothing that would break out of `Location` or send the browser somewhere the
+    /// request did not name); `nil` otherwise.
+    static func redirectHost(_ hosts: [String]) -> String? {
+        guard HostFieldCheck.problem(hosts, required: true, emptyAllowed: false) == nil else { return nil }
+        let host = Substring(hosts[0]).trimmingOWS()
+        if host.hasPrefix("["), let end = host.firstIndex(of: "]") {
+            return String(host[...end])
         }
-        let allowed = name.utf8.allSatisfy {
-            ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
-                || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".")
-                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]") || $0 == UInt8(ascii: ":")
-        }
-        return allowed && !name.isEmpty ? String(name) : nil
+        return String(host.prefix { $0 != ":" })
     }
 }
 

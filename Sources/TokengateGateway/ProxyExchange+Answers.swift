@@ -37,10 +37,7 @@ extension ProxyExchange {
             answer.closeConnection = false
         }
         let body = answer.jsonBody
-        var head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count)
-        if let hsts = self.runtime.hsts {
-            head.headers.add(name: "strict-transport-security", value: hsts)
-        }
+        let head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count, hsts: self.runtime.hsts)
         self.client.write(.head(head))
         self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
         self.client.writeEnd(nil, closing: answer.closeConnection)

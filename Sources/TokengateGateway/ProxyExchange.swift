@@ -154,13 +154,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
         return last.lowercased() == "https"
     }
 
-    /// The request head arrived. `rejection` is the codec's own verdict on the head (framing problems
-    /// only the codec can see), answered before anything else.
-    func begin(rejection: GatewayAnswer?) {
-        if let rejection {
-            self.answer(rejection)
-            return
-        }
+    /// The request head arrived.
+    func begin() {
         if self.client.viaTrustedProxy, !Self.trustedProxySaysHTTPS(self.head.fields.values(name: "x-forwarded-proto")) {
             // A trusted proxy forwarding a request its client sent in the clear: TLS is still required.
             self.answer(.tlsRequired())
@@ -545,7 +540,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
         return reported.isEmpty ? peer : reported + ", " + peer
     }
 
-    /// The limits every codec shares (the URI and the header section) and the request target's form.
+    /// The limits every codec shares (the URI and the header section), the `Host` field lines
+    /// (``HostFieldCheck``) and the request target's form.
     private func checkLimits() -> GatewayAnswer? {
         if self.head.uri.utf8.count > self.runtime.limits.maxURIBytes {
             return .uriTooLong()
@@ -558,11 +554,18 @@ final class ProxyExchange: UpstreamResponseReceiver {
         if self.head.method == .TRACE || self.head.method == .CONNECT {
             return .methodNotAllowed()
         }
-        self.hostRange = self.head.fields.firstValueRange(name: "host")?.range
-        if let range = self.hostRange,
-            !self.head.fields.bytes.withUnsafeBytes({ HostFieldCheck.isValid(UnsafeRawBufferPointer(rebasing: $0[range])) })
-        {
-            return .malformedHTTP("the Host field is not a valid host and port")
+        let hosts = self.head.fields.firstValueRange(name: "host")
+        self.hostRange = hosts?.range
+        let hostProblem = self.head.fields.bytes.withUnsafeBytes { lines in
+            HostFieldCheck.problem(
+                count: hosts?.count ?? 0,
+                first: hosts.map { UnsafeRawBufferPointer(rebasing: lines[$0.range]) },
+                required: HostFieldCheck.isRequired(in: self.head.version),
+                emptyAllowed: true
+            )
+        }
+        if let hostProblem {
+            return .malformedHTTP(hostProblem.description)
         }
         if !self.head.uri.hasPrefix("/") {
             // RFC 9112 §3.2.2: a server must accept the absolute form. Taken when its authority is the `Host`

@@ -10,8 +10,9 @@ import Musl
 import Darwin
 #endif
 
-/// When and how a file's content last changed, as the file system tells it (size, modification and change
-/// times to the nanosecond): a different stamp on the same file (``FileIdentity``) means someone wrote to it.
+/// Which file a path names (``FileIdentity``) and when and how its content last changed, as the file system tells
+/// it (size, modification and change times to the nanosecond), from one `stat`: a different stamp on the same file
+/// means someone wrote to it.
 ///
 /// The SQLite store needs it because of WAL mode: a connection keeps the database pages it has read and trusts
 /// them for as long as the WAL index says no commit happened, so bytes written over the database file by anything
@@ -20,6 +21,9 @@ import Darwin
 /// read the file afresh. The database file itself changes only at checkpoints otherwise (commits go to the WAL),
 /// so the extra reopen is rare.
 struct FileChangeStamp: Hashable, Sendable {
+    /// The file the stamp is of: the SQLite store checks it before the times, to tell a replaced file (a warning)
+    /// from one written over (a checkpoint, usually).
+    let file: FileIdentity
     let size: Int64
     let modifiedSeconds: Int64
     let modifiedNanoseconds: Int64
@@ -33,6 +37,7 @@ struct FileChangeStamp: Hashable, Sendable {
         guard stat(path, &info) == 0 else {
             return nil
         }
+        self.file = FileIdentity(info)
         self.size = Int64(info.st_size)
         #if canImport(Darwin)
         self.modifiedSeconds = Int64(info.st_mtimespec.tv_sec)

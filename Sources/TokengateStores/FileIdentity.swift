@@ -36,7 +36,8 @@ public struct FileIdentity: Hashable, Sendable {
         self.init(info)
     }
 
-    private init(_ info: stat) {
+    /// From a `stat` already made (``FileChangeStamp`` makes one for both).
+    init(_ info: stat) {
         self.device = UInt64(info.st_dev)
         self.inode = UInt64(info.st_ino)
     }

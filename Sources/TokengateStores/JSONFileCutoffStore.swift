@@ -39,15 +39,20 @@ public struct JSONFileCutoffStore: CutoffStore {
         let maxFileBytes = self.maxFileBytes
         // Reading and parsing a large file blocks; keep it off the Swift-concurrency threads.
         return try await NIOThreadPool.singleton.runIfActive {
-            let data = try Self.read(path: path, maxFileBytes: maxFileBytes)
-            return try Self.parse(data, fileDescription: "cutoffs file \(path)")
+            try Self.table(path: path, maxFileBytes: maxFileBytes)
         }
     }
 
     /// Reads and parses the file at `path` now, as ``load()`` does: `check-config` refuses what `serve` would.
     /// - Throws: ``CutoffStoreError``.
     public static func check(path: String, maxFileBytes: Int = 1 << 30) throws {
-        _ = try Self.parse(Self.read(path: path, maxFileBytes: maxFileBytes), fileDescription: "cutoffs file \(path)")
+        _ = try Self.table(path: path, maxFileBytes: maxFileBytes)
+    }
+
+    /// The table in the file at `path`: what ``load()`` reads (off the concurrency threads) and
+    /// ``check(path:maxFileBytes:)`` reads.
+    private static func table(path: String, maxFileBytes: Int) throws -> CutoffTable {
+        try Self.parse(Self.read(path: path, maxFileBytes: maxFileBytes), fileDescription: "cutoffs file \(path)")
     }
 
     public func changeMarker() async throws -> String? {
@@ -72,28 +77,19 @@ public struct JSONFileCutoffStore: CutoffStore {
 
     public func close() async throws {}
 
+    /// The file's bytes. Its size is checked before it is read (a huge file is not read into memory) and again
+    /// after (it may have grown in between).
     private static func read(path: String, maxFileBytes: Int) throws -> Data {
-        let attributes: [FileAttributeKey: Any]
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: path)
-        } catch {
-            throw CutoffStoreError(code: .storeUnavailable, message: "cutoffs file \(path): cannot be read")
+        func unreadable() -> CutoffStoreError {
+            CutoffStoreError(code: .storeUnavailable, message: "cutoffs file \(path): cannot be read")
         }
-        if let size = attributes[.size] as? NSNumber, size.int64Value > Int64(maxFileBytes) {
-            throw CutoffStoreError(
-                code: .invalidStoreFile,
-                message: "cutoffs file \(path): larger than the limit of \(maxFileBytes) bytes"
-            )
+        func tooLarge() -> CutoffStoreError {
+            CutoffStoreError(code: .invalidStoreFile, message: "cutoffs file \(path): larger than the limit of \(maxFileBytes) bytes")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CutoffStoreError(code: .storeUnavailable, message: "cutoffs file \(path): cannot be read")
-        }
-        guard data.count <= maxFileBytes else {
-            throw CutoffStoreError(
-                code: .invalidStoreFile,
-                message: "cutoffs file \(path): larger than the limit of \(maxFileBytes) bytes"
-            )
-        }
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { throw unreadable() }
+        if let size = attributes[.size] as? NSNumber, size.int64Value > Int64(maxFileBytes) { throw tooLarge() }
+        guard let data = FileManager.default.contents(atPath: path) else { throw unreadable() }
+        guard data.count <= maxFileBytes else { throw tooLarge() }
         return data
     }
 

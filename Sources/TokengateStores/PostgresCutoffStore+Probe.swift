@@ -97,7 +97,7 @@ extension PostgresCutoffStore {
     }
 
     /// Runs one read as the sync service would; a refusal a privilege check cannot see (a column privilege, a row
-    /// security policy: SQLSTATE 42501) is a configuration to fix, said as such.
+    /// security policy: SQLSTATE 42501) is a configuration to fix, said as such (``PostgresPermissionDenied``).
     private static func probeRead(
         _ sql: String,
         _ parameters: [PostgresValue] = [],
@@ -105,16 +105,15 @@ extension PostgresCutoffStore {
         in session: PostgresSession,
         description: String
     ) throws {
-        do {
+        try PostgresPermissionDenied.mapping {
             _ = try session.query(sql, parameters)
-        } catch {
-            guard error.sqlState == "42501" else { throw error }
+        } to: {
             let role = try Self.currentRole(in: session)
             let names = tables.map(\.description).joined(separator: ", ")
-            throw CutoffStoreError(
-                code: .invalidStoreConfiguration,
-                message: "\(description): the role \(role) may not read what the gateway reads in \(names) (permission "
-                    + "denied, SQLSTATE 42501); GRANT SELECT ON \(names) TO \(role) (or on the columns it reads)"
+            return PostgresPermissionDenied.error(
+                description,
+                refused: "the role \(role) may not read what the gateway reads in \(names)",
+                remedy: "GRANT SELECT ON \(names) TO \(role) (or on the columns it reads)"
             )
         }
     }

@@ -79,7 +79,7 @@ extension PostgresCutoffStore {
                     "SELECT has_schema_privilege(current_user, $1, 'CREATE')", [.text(schema)])
                 try mayCreate.expectColumns(1)
                 guard mayCreate.count > 0, try mayCreate.bool(0, 0) == true else {
-                    throw CutoffStoreError(code: .invalidStoreConfiguration, message: refused.message(.creating))
+                    throw refused.error(.creating)
                 }
                 return false
             }
@@ -117,8 +117,8 @@ extension PostgresCutoffStore {
     }
 
     /// Turns PostgreSQL's `insufficient_privilege` (SQLSTATE 42501) while creating or checking tokengate's own
-    /// tables into an error an operator can act on: which table, which role, which `GRANT`. The server's own text
-    /// is not repeated (see ``PostgresFailure``); the names are the configured ones and the role's.
+    /// tables into an error an operator can act on (``PostgresPermissionDenied``): which table, which role, which
+    /// `GRANT`.
     private struct PrivilegeRefusal {
         enum Step {
             case creating
@@ -132,14 +132,10 @@ extension PostgresCutoffStore {
         let description: String
 
         func mapping<T>(_ step: Step, _ body: () throws -> T) throws -> T {
-            do {
-                return try body()
-            } catch let failure as PostgresFailure where failure.sqlState == "42501" {
-                throw CutoffStoreError(code: .invalidStoreConfiguration, message: self.message(step))
-            }
+            try PostgresPermissionDenied.mapping(body) { self.error(step) }
         }
 
-        func message(_ step: Step) -> String {
+        func error(_ step: Step) -> CutoffStoreError {
             let why: String
             switch self.tables {
             case .globalOnly:
@@ -150,14 +146,18 @@ extension PostgresCutoffStore {
             }
             switch step {
             case .creating:
-                return "\(self.description): the role \(self.role) may not create the table \(self.table) "
-                    + "(permission denied, SQLSTATE 42501); \(why). Grant it once: GRANT CREATE ON SCHEMA "
-                    + "\(self.schema) TO \(self.role) (tokengate then owns the table), or set `table` to a schema "
-                    + "it may create tables in"
+                return PostgresPermissionDenied.error(
+                    self.description,
+                    refused: "the role \(self.role) may not create the table \(self.table)",
+                    remedy: "\(why). Grant it once: GRANT CREATE ON SCHEMA \(self.schema) TO \(self.role) (tokengate "
+                        + "then owns the table), or set `table` to a schema it may create tables in"
+                )
             case .reading:
-                return "\(self.description): the role \(self.role) may not read or write the table \(self.table) "
-                    + "(permission denied, SQLSTATE 42501); \(why). GRANT SELECT, UPDATE ON \(self.table) TO "
-                    + "\(self.role)"
+                return PostgresPermissionDenied.error(
+                    self.description,
+                    refused: "the role \(self.role) may not read or write the table \(self.table)",
+                    remedy: "\(why). GRANT SELECT, UPDATE ON \(self.table) TO \(self.role)"
+                )
             }
         }
     }

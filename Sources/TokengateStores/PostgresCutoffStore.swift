@@ -332,7 +332,7 @@ public actor PostgresCutoffStore: CutoffStore {
         }
     }
 
-    /// A role that may read tokengate's tables but not write them (SQLSTATE 42501) is a configuration to fix, not a
+    /// A role that may read tokengate's tables but not write them (SQLSTATE 42501, ``PostgresPermissionDenied``) is a configuration to fix, not a
     /// database that is down: `revoke` exits 78 naming the `GRANT` instead of 75 ("try again later"), which
     /// matters most for `revoke-all`, the emergency switch. A deployment may give the gateways a read-only role
     /// on purpose, so this is not checked at start.
@@ -341,14 +341,12 @@ public actor PostgresCutoffStore: CutoffStore {
         _ description: String,
         _ body: () throws -> T
     ) throws -> T {
-        do {
-            return try body()
-        } catch let failure as PostgresFailure where failure.sqlState == "42501" {
-            throw CutoffStoreError(
-                code: .invalidStoreConfiguration,
-                message: "\(description): the configured role may not write tokengate's cutoff tables "
-                    + "(permission denied, SQLSTATE 42501); GRANT SELECT, INSERT, UPDATE ON \(layout.users), \(layout.global) "
-                    + "to it (in rp_table mode UPDATE ON \(layout.global) is enough)"
+        try PostgresPermissionDenied.mapping(body) {
+            PostgresPermissionDenied.error(
+                description,
+                refused: "the configured role may not write tokengate's cutoff tables",
+                remedy: "GRANT SELECT, INSERT, UPDATE ON \(layout.users), \(layout.global) to it (in rp_table mode "
+                    + "UPDATE ON \(layout.global) is enough)"
             )
         }
     }

@@ -61,11 +61,11 @@ extension SQLiteCutoffStore {
             throw unavailable("\(error)")
         }
 
-        guard let after = FileIdentity(path: path), before == nil || before == after else {
+        guard let stamp = FileChangeStamp(path: path), before == nil || before == stamp.file else {
             await Self.closeCompletely(sqlite, logger: logger)
             throw unavailable("the database file was replaced while it was being opened")
         }
-        return OpenConnection(sqlite: sqlite, identity: after, stamp: FileChangeStamp(path: path))
+        return OpenConnection(sqlite: sqlite, stamp: stamp)
     }
 
     private static func configure(_ sqlite: SQLiteConnection, description: String) async throws {

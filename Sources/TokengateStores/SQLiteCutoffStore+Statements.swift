@@ -68,8 +68,10 @@ extension SQLiteCutoffStore {
                 // Installs its result (or `.idle` on failure) before it completes.
                 try await task.value
             case .open(let connection):
-                let sameFile = FileIdentity(path: self.path) == connection.identity
-                if sameFile, FileChangeStamp(path: self.path) == connection.stamp {
+                // One `stat` per lease: which file the path names now, and when it last changed.
+                let stamp = FileChangeStamp(path: self.path)
+                let sameFile = stamp?.file == connection.identity
+                if sameFile, stamp == connection.stamp {
                     self.connections[connection.id]?.leases += 1
                     return connection
                 }

@@ -78,10 +78,12 @@ public actor SQLiteCutoffStore: CutoffStore {
 
     struct OpenConnection: Sendable {
         let sqlite: SQLiteConnection
-        let identity: FileIdentity
-        /// The database file's stamp once the connection was ready: a different one means the file was written
-        /// by something that bypassed this connection's page cache (see ``FileChangeStamp``).
-        let stamp: FileChangeStamp?
+        /// The database file's stamp once the connection was ready: another file (``identity``) means it was
+        /// replaced; a different stamp of the same file, that it was written by something that bypassed this
+        /// connection's page cache (see ``FileChangeStamp``).
+        let stamp: FileChangeStamp
+
+        var identity: FileIdentity { self.stamp.file }
 
         var id: ObjectIdentifier { ObjectIdentifier(self.sqlite) }
     }

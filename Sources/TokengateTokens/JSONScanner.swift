@@ -144,15 +144,7 @@ struct JSONScanner {
                 guard self.position < self.end else { return nil }
                 let e = self.base[self.position]
                 self.position += 1
-                let simple: UInt8
-                switch e {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): simple = e
-                case UInt8(ascii: "b"): simple = 0x08
-                case UInt8(ascii: "f"): simple = 0x0C
-                case UInt8(ascii: "n"): simple = 0x0A
-                case UInt8(ascii: "r"): simple = 0x0D
-                case UInt8(ascii: "t"): simple = 0x09
-                case UInt8(ascii: "u"):
+                if e == UInt8(ascii: "u") {
                     guard let unit = self.readHex4() else { return nil }
                     var scalar = unit
                     if unit >= 0xD800 && unit <= 0xDBFF {
@@ -167,9 +159,8 @@ struct JSONScanner {
                     }
                     write += self.writeUTF8(scalar, at: write)
                     continue
-                default:
-                    return nil
                 }
+                guard let simple = JSONEscape.simple(e) else { return nil }
                 self.base[write] = simple
                 write += 1
             } else if c < 0x20 {
@@ -194,15 +185,8 @@ struct JSONScanner {
         guard self.position + 4 <= self.end else { return nil }
         var value: UInt32 = 0
         for i in 0..<4 {
-            let c = self.base[self.position + i]
-            let digit: UInt32
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
-            default: return nil
-            }
-            value = value << 4 | digit
+            guard let digit = JSONEscape.hexValue(self.base[self.position + i]) else { return nil }
+            value = value << 4 | UInt32(digit)
         }
         self.position += 4
         return value

@@ -449,23 +449,13 @@ extension JSONTopLevelMembers {
         /// The escape at `index` (a backslash).
         private mutating func escape(decoding: Bool, into output: inout [UInt8]) throws(SyntaxError) {
             guard self.index + 1 < self.bytes.count else { throw self.failure(.unexpectedEnd) }
-            let simple: UInt8
-            switch self.bytes[self.index + 1] {
-            case UInt8(ascii: "\""): simple = UInt8(ascii: "\"")
-            case UInt8(ascii: "\\"): simple = UInt8(ascii: "\\")
-            case UInt8(ascii: "/"): simple = UInt8(ascii: "/")
-            case UInt8(ascii: "b"): simple = 0x08
-            case UInt8(ascii: "f"): simple = 0x0C
-            case UInt8(ascii: "n"): simple = 0x0A
-            case UInt8(ascii: "r"): simple = 0x0D
-            case UInt8(ascii: "t"): simple = 0x09
-            case UInt8(ascii: "u"):
+            let escaped = self.bytes[self.index + 1]
+            if escaped == UInt8(ascii: "u") {
                 let scalar = try self.unicodeEscape()
                 if decoding { output += UTF8.encode(scalar)! }
                 return
-            default:
-                throw self.failure(.invalidEscape)
             }
+            guard let simple = JSONEscape.simple(escaped) else { throw self.failure(.invalidEscape) }
             if decoding { output.append(simple) }
             self.index += 2
         }
@@ -496,13 +486,8 @@ extension JSONTopLevelMembers {
             guard self.bytes.count - position >= 4 else { throw self.failure(.unexpectedEnd, at: position) }
             var value: UInt32 = 0
             for offset in 0..<4 {
-                let byte = self.bytes[position + offset]
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: throw self.failure(.invalidEscape, at: position + offset)
+                guard let digit = JSONEscape.hexValue(self.bytes[position + offset]) else {
+                    throw self.failure(.invalidEscape, at: position + offset)
                 }
                 value = value << 4 | UInt32(digit)
             }

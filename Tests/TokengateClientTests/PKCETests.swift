@@ -159,4 +159,29 @@ import FoundationNetworking
             }
         }
     }
+
+    /// `expires_in` is read by one rule in the callback and in the redemption's answer (``ExpiresIn``). The two
+    /// copies disagreed on a JSON `true` or `false`: the redemption took it as 1 or 0 seconds (JSONSerialization
+    /// hands booleans over as numbers), where the callback refuses `expires_in=true`.
+    @Test func theRedemptionsExpiresInIsAWholeNumberOfSeconds() throws {
+        let jwt = TestTokens.jwt()
+        let now = TestTokens.now
+        for value in ["true", "false", "1.5", "-1", "\"60\"", "null", "3153600001", "[60]"] {
+            #expect(throws: TokengateClientError(.malformedResponse, ""), "\(value)") {
+                try CodeRedemption.token(
+                    status: 200,
+                    body: Data(#"{"access_token":"\#(jwt)","token_type":"bearer","expires_in":\#(value)}"#.utf8),
+                    now: now
+                )
+            }
+        }
+        for (value, seconds) in [("0", 0.0), ("1e3", 1000), ("60.0", 60), ("3153600000", 3_153_600_000)] {
+            let token = try CodeRedemption.token(
+                status: 200,
+                body: Data(#"{"access_token":"\#(jwt)","token_type":"bearer","expires_in":\#(value)}"#.utf8),
+                now: now
+            )
+            #expect(token.expiresAt == now.addingTimeInterval(seconds), "\(value)")
+        }
+    }
 }

@@ -67,4 +67,23 @@ import Testing
         }
         #expect(self.skip(String(repeating: "[", count: 16) + String(repeating: "]", count: 16)))
     }
+
+    /// The token scanner and the reader of the cutoffs file and admin bodies (``JSONTopLevelMembers``) share one
+    /// escape table (``JSONEscape``): for every byte after a backslash, and every byte in a `\u` escape, they
+    /// take or refuse the same strings and read the same text.
+    @Test func bothJSONReadersReadEveryEscapeAlike() throws {
+        func members(_ json: String) -> String?? {
+            guard let object = try? JSONTopLevelMembers(parsing: Array("{\"k\":\(json)}".utf8)) else { return .none }
+            return .some(object.members.first.flatMap { object.stringValue(of: $0) })
+        }
+        var taken = 0
+        for byte in UInt8(0x20)...UInt8(0x7E) where byte != UInt8(ascii: "u") {
+            for json in ["\"a\\\(Character(Unicode.Scalar(byte)))b\"", "\"\\u00\(Character(Unicode.Scalar(byte)))1\""] {
+                let scanned = self.string(json)
+                #expect(members(json) == (scanned.map { .some($0) } ?? .none), "\(json)")
+                if scanned != nil { taken += 1 }
+            }
+        }
+        #expect(taken == 8 + 22, "the eight one-character escapes, and the 22 hex digits")
+    }
 }

@@ -42,14 +42,11 @@ final class AdminConnectionSlots: Sendable {
 
     private struct State {
         var entries: [ObjectIdentifier: Entry] = [:]
-        var evictedSinceReport = 0
-        var refusedSinceReport = 0
-        var lastReport: NIODeadline?
+        var overflow = CapOverflowCounts()
     }
 
     let limit: Int
     private let state = NIOLockedValueBox(State())
-    static let reportInterval = TimeAmount.seconds(1)
 
     init(limit: Int) {
         self.limit = limit
@@ -64,10 +61,10 @@ final class AdminConnectionSlots: Sendable {
                     .compactMap { key, entry in entry.waitingSince.map { (key: key, since: $0) } }
                     .min { $0.since < $1.since }
                 guard let oldest, let evicted = state.entries.removeValue(forKey: oldest.key) else {
-                    state.refusedSinceReport += 1
+                    state.overflow.refused += 1
                     return .refused
                 }
-                state.evictedSinceReport += 1
+                state.overflow.evicted += 1
                 admission = .admittedInPlaceOf(evicted.channel)
             }
             state.entries[ObjectIdentifier(channel)] = Entry(channel: channel, waitingSince: now)
@@ -104,19 +101,10 @@ final class AdminConnectionSlots: Sendable {
     }
 
     /// The connections evicted and refused at the cap since the last report, when there are some and the last
-    /// report is at least ``reportInterval`` old (the caller logs one warning with both counts); `nil`
-    /// otherwise. A flood is thousands of connections a second: a line each would bury the log.
+    /// report is at least ``CapOverflowCounts/reportInterval`` old (the caller logs one warning with both
+    /// counts); `nil` otherwise.
     func overflowToReport(now: NIODeadline = .now()) -> (evicted: Int, refused: Int)? {
-        self.state.withLockedValue { state -> (evicted: Int, refused: Int)? in
-            guard state.evictedSinceReport + state.refusedSinceReport > 0 else { return nil }
-            if let last = state.lastReport, now - last < Self.reportInterval { return nil }
-            defer {
-                state.evictedSinceReport = 0
-                state.refusedSinceReport = 0
-                state.lastReport = now
-            }
-            return (state.evictedSinceReport, state.refusedSinceReport)
-        }
+        self.state.withLockedValue { $0.overflow.report(now: now) }
     }
 
     var count: Int { self.state.withLockedValue { $0.entries.count } }

@@ -221,7 +221,7 @@ final class AdminConnectionHandler: ChannelInboundHandler {
 
     private static let tooLarge = AdminServer.Response(status: 413, body: error("payload_too_large", "the request body is too large"))
 
-    /// What is refused on the head alone, in this order: more than one `Host`, or an empty one (400), a request
+    /// What is refused on the head alone, in this order: more than one `Host`, or an empty or invalid one (400), a request
     /// from a web page (403, ``AdminBrowserGuard``), a missing or wrong secret (401: a client without it learns
     /// nothing else), a declared body over the limit (413).
     private func refusal(for head: HTTPRequestHead) -> AdminServer.Response? {
@@ -245,18 +245,12 @@ final class AdminConnectionHandler: ChannelInboundHandler {
         return nil
     }
 
-    /// A repeated `Host` (RFC 9112 §3.2: a server answers 400, as the public listeners do) or an empty one.
-    /// The rebinding check reads the first `Host` only, so a second one that a proxy or a tool might take
-    /// instead must not pass; and an empty `Host` names no host that check could judge.
+    /// A repeated `Host`, or an invalid one (RFC 9112 §3.2: a server answers 400, as the public listeners do,
+    /// by the same ``HostFieldCheck``), or an empty one. The rebinding check reads the first `Host` only, so a
+    /// second one that a proxy or a tool might take instead must not pass; and an empty `Host` names no host
+    /// that check could judge. None at all passes, as before: HTTP/1.0 clients send none.
     static func hostProblem(_ headers: HTTPHeaders) -> String? {
-        let hosts = headers["host"]
-        if hosts.count > 1 {
-            return "a request needs exactly one Host header"
-        }
-        if let host = hosts.first, host.allSatisfy({ $0 == " " || $0 == "\t" }) {
-            return "the Host header is empty"
-        }
-        return nil
+        HostFieldCheck.problem(headers["host"], required: false, emptyAllowed: false)?.description
     }
 
     private func answerEarly(_ response: AdminServer.Response, head: HTTPRequestHead, context: ChannelHandlerContext) {

@@ -488,10 +488,8 @@ final class HTTP2ServerCodec: ChannelDuplexHandler {
             )
         }
         let body = answer.jsonBody
-        var head = answer.responseHead(version: HTTPVersion(major: 2, minor: 0), contentLength: body.utf8.count)
-        if let hsts = self.configuration.hsts {
-            head.headers.add(name: "strict-transport-security", value: hsts)
-        }
+        let head = answer.responseHead(
+            version: HTTPVersion(major: 2, minor: 0), contentLength: body.utf8.count, hsts: self.configuration.hsts)
         if let block = HTTP2HeaderBlock.response(head) {
             self.streamWriteHead(stream.id, block)
         }

@@ -98,7 +98,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             closeRequested: false
         )
         self.exchange = exchange
-        exchange.begin(rejection: nil)
+        exchange.begin()
         // Each stream part is its own batch: push whatever the exchange wrote upstream.
         exchange.clientReadComplete()
     }

@@ -34,7 +34,7 @@ struct TokenPageRedemptionRequest: Sendable, Equatable {
             }
             seen[pair.name] = value
         }
-        for name in ["grant_type", "code", "code_verifier", "app"] where seen[name]?.isEmpty ?? true {
+        for name in Self.fields where seen[name]?.isEmpty ?? true {
             return .failure(.invalidRequest("\(name) is missing"))
         }
         guard seen["grant_type"] == "authorization_code" else { return .failure(.unsupportedGrantType) }
@@ -44,5 +44,6 @@ struct TokenPageRedemptionRequest: Sendable, Equatable {
         return .success(TokenPageRedemptionRequest(code: seen["code"]!, verifier: verifier, app: seen["app"]!))
     }
 
-    private static let fields: Set<String> = ["grant_type", "code", "code_verifier", "app"]
+    /// The fields read, in the order a missing one is named.
+    private static let fields = ["grant_type", "code", "code_verifier", "app"]
 }
