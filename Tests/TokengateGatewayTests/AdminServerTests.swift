@@ -298,7 +298,7 @@ struct AdminServerTests {
         }
     }
 
-    /// A request with two `Host` fields, or an empty one, is answered 400 and its connection closed, with a
+    /// A request with two `Host` fields, an empty one, or (HTTP/1.1) none, is answered 400 and its connection closed, with a
     /// secret or without, before the secret is asked for. Before, only the first `Host` was read (the rebinding
     /// check passed `localhost` and ignored a second name), and an empty one passed wherever any name may.
     @Test func refusesARepeatedOrEmptyHost() async throws {
@@ -308,23 +308,29 @@ struct AdminServerTests {
             probe([b'GET /healthz HTTP/1.1\\r\\nHost:\\r\\n\\r\\n'])
             probe([b'GET /healthz HTTP/1.1\\r\\nHost:   \\r\\n\\r\\n'])
             probe([b'GET /metrics HTTP/1.1\\r\\nHost:\\r\\n\\r\\n'])
+            probe([b'GET /healthz HTTP/1.1\\r\\n\\r\\n'])
             probe([b'GET /healthz HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'])
+            probe([b'GET /healthz HTTP/1.0\\r\\n\\r\\n'])
             """
         for secret in [nil, Array("s3cret-test-only".utf8)] {
             try await self.withAdmin(secret: secret) { port in
                 let lines = try SocketProbe.run(port: port, requests)
-                try #require(lines.count == 6, "\(lines)")
-                for line in lines.dropLast() {
+                try #require(lines.count == 8, "\(lines)")
+                for line in lines.prefix(6) {
                     #expect(line.first == "HTTP/1.1_400_Bad_Request", "secret \(secret != nil): \(line)")
                     #expect((Double(line.last ?? "") ?? 99) < 2, "closed after the 400: \(line)")
                 }
-                #expect(lines[5].first == "HTTP/1.1_200_OK", "one Host: \(lines[5])")
+                #expect(lines[6].first == "HTTP/1.1_200_OK", "one Host: \(lines[6])")
+                #expect(lines[7].first == "HTTP/1.0_200_OK", "HTTP/1.0 predates Host: \(lines[7])")
             }
         }
-        #expect(AdminConnectionHandler.hostProblem(["host": "localhost"]) == nil)
-        #expect(AdminConnectionHandler.hostProblem([:]) == nil, "HTTP/1.0 clients send none")
-        #expect(AdminConnectionHandler.hostProblem(["host": ""]) == "the Host header is empty")
-        #expect(AdminConnectionHandler.hostProblem(HTTPHeaders([("host", "a"), ("Host", "a")])) == "a request needs exactly one Host header")
+        #expect(AdminConnectionHandler.hostProblem(["host": "localhost"], version: .http1_1) == nil)
+        #expect(AdminConnectionHandler.hostProblem([:], version: .http1_0) == nil, "HTTP/1.0 clients send none")
+        #expect(
+            AdminConnectionHandler.hostProblem([:], version: .http1_1) == "a request needs exactly one Host header",
+            "RFC 9112 §3.2: an HTTP/1.1 request without Host gets 400")
+        #expect(AdminConnectionHandler.hostProblem(["host": ""], version: .http1_1) == "the Host header is empty")
+        #expect(AdminConnectionHandler.hostProblem(HTTPHeaders([("host", "a"), ("Host", "a")]), version: .http1_1) == "a request needs exactly one Host header")
     }
 }
 

@@ -221,11 +221,12 @@ final class AdminConnectionHandler: ChannelInboundHandler {
 
     private static let tooLarge = AdminServer.Response(status: 413, body: error("payload_too_large", "the request body is too large"))
 
-    /// What is refused on the head alone, in this order: more than one `Host`, or an empty or invalid one (400), a request
+    /// What is refused on the head alone, in this order: not exactly one `Host` (HTTP/1.0: at most one), or an empty or
+    /// invalid one (400), a request
     /// from a web page (403, ``AdminBrowserGuard``), a missing or wrong secret (401: a client without it learns
     /// nothing else), a declared body over the limit (413).
     private func refusal(for head: HTTPRequestHead) -> AdminServer.Response? {
-        if let problem = Self.hostProblem(head.headers) {
+        if let problem = Self.hostProblem(head.headers, version: head.version) {
             return .init(status: 400, body: Self.error("invalid_request", problem))
         }
         let secret = self.credentials.files.secret
@@ -248,9 +249,11 @@ final class AdminConnectionHandler: ChannelInboundHandler {
     /// A repeated `Host`, or an invalid one (RFC 9112 §3.2: a server answers 400, as the public listeners do,
     /// by the same ``HostFieldCheck``), or an empty one. The rebinding check reads the first `Host` only, so a
     /// second one that a proxy or a tool might take instead must not pass; and an empty `Host` names no host
-    /// that check could judge. None at all passes, as before: HTTP/1.0 clients send none.
-    static func hostProblem(_ headers: HTTPHeaders) -> String? {
-        HostFieldCheck.problem(headers["host"], required: false, emptyAllowed: false)?.description
+    /// that check could judge. None at all is refused from HTTP/1.1 (RFC 9112 §3.2: "MUST respond with a 400"), as
+    /// the public listeners refuse it, and passes from HTTP/1.0, which predates the field.
+    static func hostProblem(_ headers: HTTPHeaders, version: HTTPVersion) -> String? {
+        HostFieldCheck.problem(
+            headers["host"], required: HostFieldCheck.isRequired(in: version), emptyAllowed: false)?.description
     }
 
     private func answerEarly(_ response: AdminServer.Response, head: HTTPRequestHead, context: ChannelHandlerContext) {
