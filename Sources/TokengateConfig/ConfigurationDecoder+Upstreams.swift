@@ -23,7 +23,7 @@ extension ConfigurationDecoder {
     private func upstream(_ node: ConfigNode, name: String) throws(ConfigurationError) -> UpstreamConfiguration {
         let map = try node.mapping(allowed: [
             "targets", "connect_timeout", "response_timeout", "idle_timeout", "max_connections_per_target", "retries",
-            "ejection", "tls",
+            "ejection", "tls", "keep_alive",
         ])
         let targetsNode = try map.required("targets")
         var targets: [UpstreamTarget] = []
@@ -89,7 +89,8 @@ extension ConfigurationDecoder {
             maxConnectionsPerTarget: try map["max_connections_per_target"]?.int(in: 1...100_000) ?? 512,
             retries: try map["retries"]?.int(in: 0...5) ?? 1,
             ejection: ejection,
-            tls: tls
+            tls: tls,
+            keepAlive: try map["keep_alive"]?.bool() ?? true
         )
     }
 }

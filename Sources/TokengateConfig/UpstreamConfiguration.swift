@@ -22,6 +22,9 @@ public struct UpstreamConfiguration: Sendable, Equatable {
     public var ejection: EjectionConfiguration
     /// Present exactly when the targets are `https://` (defaults: system trust store, verification on).
     public var tls: UpstreamTLSConfiguration?
+    /// `keep_alive`: connections serve request after request (pooled). False: one request per connection, sent
+    /// with `Connection: close`, for backends not trusted to frame their responses. Default true.
+    public var keepAlive: Bool
 
     public init(
         name: String,
@@ -32,7 +35,8 @@ public struct UpstreamConfiguration: Sendable, Equatable {
         maxConnectionsPerTarget: Int = 512,
         retries: Int = 1,
         ejection: EjectionConfiguration = EjectionConfiguration(),
-        tls: UpstreamTLSConfiguration? = nil
+        tls: UpstreamTLSConfiguration? = nil,
+        keepAlive: Bool = true
     ) {
         self.name = name
         self.targets = targets
@@ -43,6 +47,7 @@ public struct UpstreamConfiguration: Sendable, Equatable {
         self.retries = retries
         self.ejection = ejection
         self.tls = tls
+        self.keepAlive = keepAlive
     }
 }
 

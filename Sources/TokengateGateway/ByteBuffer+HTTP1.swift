@@ -53,6 +53,29 @@ extension ByteBuffer {
         }
     }
 
+    /// `content-length: ` and `length` in decimal (no leading zeros), with its CRLF: written digit by digit into
+    /// the buffer, with no `String` in between. `length` is not negative (a body's size).
+    mutating func writeContentLengthLine(_ length: Int) {
+        precondition(length >= 0, "a negative body length")
+        var digits = 1
+        var rest = length / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        self.writeStaticString("content-length: ")
+        self.writeWithUnsafeMutableBytes(minimumWritableBytes: digits + 2) { target in
+            var value = length
+            for index in stride(from: digits - 1, through: 0, by: -1) {
+                target[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            }
+            target[digits] = UInt8(ascii: "\r")
+            target[digits + 1] = UInt8(ascii: "\n")
+            return digits + 2
+        }
+    }
+
     /// A chunk's size line (hexadecimal, no extensions). An empty chunk would end the body: callers never
     /// frame one.
     mutating func writeChunkSizeLine(_ length: Int) {

@@ -86,7 +86,8 @@ extension GatewayRuntime {
                     failuresBeforeEjection: upstream.ejection.consecutiveFailures,
                     ejectionTime: .init(upstream.ejection.duration),
                     tlsContext: tlsContext,
-                    tlsServerName: upstream.tls?.serverName
+                    tlsServerName: upstream.tls?.serverName,
+                    keepAlive: upstream.keepAlive
                 )
             )
         }

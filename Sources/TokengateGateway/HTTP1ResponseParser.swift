@@ -23,6 +23,15 @@ import NIOHTTP1
 /// whatever their fields say; interim `1xx` responses are read and dropped (`101` is an error: the gateway
 /// never asks to switch protocols). Bytes that arrive with no request outstanding are an error too.
 ///
+/// **A head that announces a body HTTP says is absent ends the connection's use.** A response to `HEAD` with
+/// `Transfer-Encoding` or a `Content-Length` above 0, a `204` with either, a `304` with `Transfer-Encoding` or
+/// a `Content-Length` above 0, and a `1xx` with either: the client gets the response without a body, as HTTP
+/// says, but a backend that wrote such a head may also mean to send the body it announced, and if those bytes
+/// arrive after the next request went out on the connection they would be read as that request's response —
+/// another user's. Whether they come is unknowable, so such a connection is closed instead of pooled
+/// (``keepsConnection``). Legal `Content-Length`s on `HEAD` and `304` responses cost a reconnect; the check
+/// reads the fields the parse pass already gathered, and only for those statuses.
+///
 /// The body is read by ``HTTP1BodyReader`` and split lines are gathered by ``HTTP1LineReader``, both shared
 /// with the client side's ``HTTP1RequestParser``; the status line and the choice of framing are this type's.
 struct HTTP1ResponseParser {
@@ -52,6 +61,9 @@ struct HTTP1ResponseParser {
     private var requestWasHEAD = false
     /// Whether the connection may carry another request after this response.
     private(set) var keepsConnection = true
+    /// An interim (`1xx`) response to the request outstanding announced a body (see the type's overview): the
+    /// connection is not kept after the final response, whatever that says.
+    private var interimAnnouncedBody = false
 
     init(limits: Limits = Limits()) {
         self.limits = limits
@@ -72,6 +84,7 @@ struct HTTP1ResponseParser {
     mutating func requestSent(method: HTTPMethod) {
         assert(self.isIdle, "a request was sent while a response was still expected")
         self.requestWasHEAD = method == .HEAD
+        self.interimAnnouncedBody = false
         self.state = .head
         self.lines.reset()
     }
@@ -158,6 +171,10 @@ struct HTTP1ResponseParser {
             throw .malformed("101 Switching Protocols, which the gateway never asks for")
         }
         if code < 200 {
+            // RFC 9110 §8.6, §6.1: a 1xx has no content and carries neither length nor coding.
+            if fields.transferEncodings > 0 || fields.lengths > 0 {
+                self.interimAnnouncedBody = true
+            }
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
         }
         self.state = .body(HTTP1BodyReader(try self.chooseFraming(version: line.version, code: code, fields)))
@@ -225,9 +242,17 @@ struct HTTP1ResponseParser {
         // RFC 9112 §9.3: HTTP/1.1 persists unless `close` is listed; HTTP/1.0 only if `keep-alive` is.
         // RFC 9112 §6.1: Transfer-Encoding in an HTTP/1.0 message is faulty framing: close after it.
         let http10 = version.minor == 0
-        self.keepsConnection = !fields.close && (!http10 || fields.keepAlive) && !(http10 && fields.transferEncodings > 0)
+        self.keepsConnection =
+            !fields.close && (!http10 || fields.keepAlive) && !(http10 && fields.transferEncodings > 0)
+            && !self.interimAnnouncedBody
         if self.requestWasHEAD || code == 204 || code == 304 {
-            // No body whatever the fields say (they describe what a GET would get).
+            // No body whatever the fields say (for HEAD and 304 they describe what a GET would get). One they announce
+            // anyway may still come, late: the connection is not reused (see the type's overview). RFC 9110 §8.6
+            // allows no `Content-Length` at all on a 204, and a length on HEAD and 304 responses (so above 0 is
+            // what counts there, and two of them, whatever their values).
+            if fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 || (code == 204 && fields.lengths > 0) {
+                self.keepsConnection = false
+            }
             return .length(0)
         }
         if fields.transferEncodings > 0 {

@@ -136,6 +136,7 @@ extension ProxyExchange {
                 self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((now - sent).nanoseconds)
             }
             self.responseStarted = true
+            self.answeredEarly = !self.requestEnded
             self.status = head.status
             self.heldHead = head
             // The backend answered, so the request is never sent again: its body need not be kept for a retry,
@@ -156,9 +157,12 @@ extension ProxyExchange {
             }
         case .end(let trailers):
             self.writeHeldResponse()
-            // Reusable only when the backend saw the whole request (an early answer, a 413 say, leaves the
-            // connection's framing unknown) and did not say it closes (`Connection: close`, HTTP/1.0).
-            self.release(connection, reusable: self.requestEnded && connection.handler.keepsConnection)
+            // Reusable only when the backend had the whole request before it answered (an early answer, a 413
+            // say, leaves the connection's framing unknown, also when the rest of the body went out before the
+            // answer ended) and did not say it closes (`Connection: close`, HTTP/1.0) nor announced a body its
+            // response cannot have (``HTTP1ResponseParser``).
+            let reusable = self.requestEnded && !self.answeredEarly && connection.handler.keepsConnection
+            self.release(connection, reusable: reusable)
             self.cancelStallTimer()
             self.state = .finished
             self.log(status: self.status?.code ?? 0, reason: "-")

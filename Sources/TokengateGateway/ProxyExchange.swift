@@ -69,6 +69,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var replayableBody: ByteBuffer?
     /// The backend's response head arrived (it may still be held, see ``heldHead``).
     var responseStarted = false
+    /// The backend's (final) response head arrived before the request's end was sent to it: the backend answered
+    /// without reading the whole body, and may read the rest as a request of its own (CL.0). Its connection is
+    /// not reused, even when the response ends after the request did.
+    var answeredEarly = false
     /// The backend's head was written to the client: from here on the client's status is the backend's, and the
     /// exchange can only end it or cut it. Kept apart from ``heldHead``, which a dropped response clears too.
     var clientHasBackendHead = false
@@ -492,6 +496,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     strip: strip,
                     withheldCookies: route.withheldCookies,
                     newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
+                    closeConnection: !self.runtime.upstreams[self.upstreamIndex].keepAlive,
                     forwarding: .init(
                         clientAddress: self.forwardedFor,
                         requestID: self.requestID,
@@ -499,7 +504,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     )
                 )
             else {
-                self.answer(.malformedHTTP("a header field value holds a line break or a NUL byte"))
+                // A value with a line break or a NUL byte (an identity from the token); or a client length neither
+                // client parser lets through.
+                self.answer(.malformedHTTP("a header field value cannot be forwarded"))
                 return
             }
             self.upstreamHead = upstreamHead

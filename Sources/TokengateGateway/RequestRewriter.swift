@@ -29,10 +29,12 @@ enum RequestRewriter {
         var scheme: String
     }
 
-    /// The head to send upstream, checked: `newBodyLength` is set when the token was removed from the body.
+    /// The head to send upstream, checked: `newBodyLength` is set when the token was removed from the body, and
+    /// `closeConnection` for an upstream that does not keep connections (`keep_alive: false`).
     /// `nil` when a value the gateway adds would carry a CR, LF or NUL byte (the client's values were checked
-    /// by the HTTP/1.1 parser or nghttp2, but an identity comes from the token): such a head is never sent.
-    /// The bytes are written when the request goes out, into its upstream connection's buffer
+    /// by the HTTP/1.1 parser or nghttp2, but an identity comes from the token), or when the client's
+    /// `Content-Length` is not a number both client parsers accept (never reached: they refuse it): such a
+    /// head is never sent. The bytes are written when the request goes out, into its upstream connection's buffer
     /// (``UpstreamRequestHead/write(into:)``).
     static func upstreamHead(
         from head: ClientRequestHead,
@@ -40,21 +42,40 @@ enum RequestRewriter {
         strip: TokenSource?,
         withheldCookies: [String],
         newBodyLength: Int?,
+        closeConnection: Bool = false,
         forwarding: Forwarding
     ) -> UpstreamRequestHead? {
         func isSafe(_ value: String?) -> Bool { value.map(Self.isSafeFieldValue) ?? true }
         guard isSafe(identity?.subject), isSafe(identity?.keyID), isSafe(forwarding.clientAddress), isSafe(forwarding.scheme),
             isSafe(forwarding.requestID)
         else { return nil }
+        // The client's framing, read in one pass (it replaces the look-up for `transfer-encoding` alone that was
+        // here): a body the gateway rewrote has a length of its own, and needs neither.
+        var chunked = false
+        var clientLength: Int?
+        if newBodyLength == nil {
+            var lengthUnreadable = false
+            head.fields.forEach { name, value in
+                if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
+                    chunked = true
+                } else if clientLength == nil, !lengthUnreadable, FieldBytes.equalsIgnoringCase(name, "content-length") {
+                    clientLength = FieldBytes.decimal(value)
+                    lengthUnreadable = clientLength == nil
+                }
+            }
+            guard !lengthUnreadable else { return nil }
+        }
         return UpstreamRequestHead(
             client: head,
             identity: identity,
             strip: strip,
             withheldCookies: withheldCookies,
             newBodyLength: newBodyLength,
+            clientLength: clientLength,
             forwarding: forwarding,
             // A body of unknown length goes chunked (see ``write(_:into:)``).
-            chunked: newBodyLength == nil && head.fields.contains(name: "transfer-encoding")
+            chunked: chunked,
+            closeConnection: closeConnection
         )
     }
 
@@ -65,8 +86,9 @@ enum RequestRewriter {
     ///
     /// Body framing is never left to chance (request smuggling): the client's `Content-Length` and
     /// `Transfer-Encoding` are removed and the gateway states the framing of what it will send itself —
-    /// the new length, the client's validated length, or lowercase `chunked` for a body of unknown length —
-    /// so the backend can only ever read the body the gateway writes, as the body.
+    /// the new length, the client's validated length written anew as the number it was read as (`0010` goes as
+    /// `10`: a backend that reads leading zeros as octal would frame the body otherwise), or lowercase `chunked`
+    /// for a body of unknown length — so the backend can only ever read the body the gateway writes, as the body.
     static func write(_ head: UpstreamRequestHead, into bytes: inout ByteBuffer) {
         let client = head.client.fields
         let strip = head.strip
@@ -80,7 +102,6 @@ enum RequestRewriter {
         bytes.writeString(head.client.uri)
         bytes.writeStaticString(" HTTP/1.1\r\n")
         var host: Range<Int>?
-        var clientLength: Range<Int>?
         // Cookies to take out: the token's own (when it came in a cookie and is stripped) and the route's
         // withheld ones. Empty for nearly every request, which then copies its `Cookie` lines as they are.
         var removedCookies = head.withheldCookies
@@ -93,7 +114,6 @@ enum RequestRewriter {
                 if host == nil, FieldBytes.equalsIgnoringCase(name, "host") {
                     host = RequestFields.range(of: value, in: lines)
                 } else if FieldBytes.equalsIgnoringCase(name, "content-length") {
-                    clientLength = clientLength ?? RequestFields.range(of: value, in: lines)
                     return
                 } else if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") {
                     return
@@ -138,11 +158,16 @@ enum RequestRewriter {
         // A body of unknown length is chunked even if a length came with it (both are refused before this; the
         // order here is defence in depth: a length next to chunked framing must never be believed).
         if let newBodyLength = head.newBodyLength {
-            field("content-length", String(newBodyLength))
+            bytes.writeContentLengthLine(newBodyLength)
         } else if head.chunked {
             field("transfer-encoding", "chunked")
-        } else if let clientLength {
-            field("content-length", clientLength)
+        } else if let clientLength = head.clientLength {
+            bytes.writeContentLengthLine(clientLength)
+        }
+        // An upstream that does not keep connections (`keep_alive: false`): one request per connection, and the
+        // backend told so (the client's own `Connection` was dropped above, as hop-by-hop).
+        if head.closeConnection {
+            field("connection", "close")
         }
         if let identity = head.identity {
             field("x-tokengate-user", identity.subject)

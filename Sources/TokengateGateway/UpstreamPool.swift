@@ -124,11 +124,12 @@ final class UpstreamPool {
     }
 
     /// Gives a connection back after an exchange. A connection that is not reusable (the response said
-    /// `close`, the exchange was aborted) is closed instead.
+    /// `close`, the exchange was aborted), or of an upstream that keeps none (`keep_alive: false`), is closed
+    /// instead.
     func release(_ connection: UpstreamConnection, reusable: Bool) {
         self.eventLoop.preconditionInEventLoop()
         connection.handler.detach()
-        guard reusable, !self.closed, connection.handler.isOpen else {
+        guard reusable, self.settings.keepAlive, !self.closed, connection.handler.isOpen else {
             connection.responseTimer.cancel()
             connection.channel.close(promise: nil)
             return

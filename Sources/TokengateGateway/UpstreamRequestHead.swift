@@ -22,9 +22,14 @@ struct UpstreamRequestHead {
     let withheldCookies: [String]
     /// The body's length when the gateway changed the body (a token taken out of a form).
     let newBodyLength: Int?
+    /// The client's `Content-Length` as the number it was read as (`nil` with ``newBodyLength``): written anew,
+    /// never as the client's bytes (leading zeros).
+    let clientLength: Int?
     let forwarding: RequestRewriter.Forwarding
     /// The head says `transfer-encoding: chunked` (a body of unknown length): body parts go as chunks.
     let chunked: Bool
+    /// The head says `connection: close`: the upstream does not keep connections (`keep_alive: false`).
+    let closeConnection: Bool
 
     var method: HTTPMethod { self.client.method }
 

@@ -46,7 +46,10 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     /// A head buffer grown past this (a request with an unusually large head) is not kept.
     static let maxKeptHeadBufferBytes = 16 * 1024
     /// Bytes came after the end of a response, in the same read: the backend sent more than it was asked
-    /// for, so the connection is never given to another exchange.
+    /// for, so the connection is never given to another exchange. Such bytes that arrive only after the next
+    /// request went out cannot be told from its response (no HTTP/1.1 proxy can): the parser closes the
+    /// connection after the heads that announce a body HTTP says is absent (``HTTP1ResponseParser``), and an
+    /// upstream with `keep_alive: false` never reuses a connection at all.
     private(set) var desynchronized = false
 
     /// The channel is active: set when it becomes active (or is when this handler is added), cleared when it goes

@@ -37,4 +37,8 @@ struct UpstreamSettings: Sendable {
     /// of each target's host (for backends addressed by IP, or behind a name their address does not carry).
     /// `nil`: the target's host.
     var tlsServerName: String? = nil
+    /// `upstreams.*.keep_alive`: false sends every request on a connection of its own, with `Connection: close`,
+    /// and never pools one (``UpstreamPool/release(_:reusable:)``): for a backend not trusted to frame its
+    /// responses, whose late bytes could otherwise become the next user's response.
+    var keepAlive = true
 }

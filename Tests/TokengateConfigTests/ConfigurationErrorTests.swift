@@ -358,6 +358,26 @@ struct ConfigurationErrorTests {
         )
     }
 
+    @Test("keep_alive is true or false, and true unless set")
+    func upstreamKeepAlive() throws {
+        let byDefault = try parse(minimalYAML)
+        #expect(try #require(byDefault.upstreams["api"]).keepAlive)
+        for (value, expected) in [("true", true), ("false", false)] {
+            let config = try parse(self.replacing(line: 7, with: "  api: { targets: [ \"http://127.0.0.1:9000\" ], keep_alive: \(value) }"))
+            #expect(try #require(config.upstreams["api"]).keepAlive == expected)
+        }
+        self.expectError(
+            self.replacing(line: 7, with: "  api: { targets: [ \"http://127.0.0.1:9000\" ], keep_alive: yes }"),
+            "test.yaml:7:60: upstreams.api.keep_alive: expected true or false, got yes",
+            code: .wrongType
+        )
+        self.expectError(
+            self.replacing(line: 7, with: "  api: { targets: [ \"http://127.0.0.1:9000\" ], keep_alive: 0 }"),
+            "test.yaml:7:60: upstreams.api.keep_alive: expected true or false, got 0",
+            code: .wrongType
+        )
+    }
+
     @Test("https upstreams get verifying TLS by default")
     func httpsUpstreamDefaults() throws {
         let config = try parse(self.replacing(line: 7, with: "  api: { targets: [ \"https://Backend.internal\" ] }"))

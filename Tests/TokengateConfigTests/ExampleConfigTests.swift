@@ -129,6 +129,7 @@ struct ExampleConfigTests {
                 )
         )
         #expect(config.upstreams["api"]?.targets.count == 2)
+        #expect(config.upstreams["api"]?.keepAlive == true)
         #expect(config.upstreams["web"]?.tls?.caFile?.path == "/etc/tokengate/tls/internal-ca.pem")
         #expect(config.routes[0].host == "api.example.com")
         #expect(config.routes[0].bodyLimit == 1024 * 1024)

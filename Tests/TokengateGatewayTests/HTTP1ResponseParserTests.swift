@@ -134,17 +134,62 @@ import Testing
         #expect(outcome.body == Array("hello!".utf8) && outcome.ends == ["X-Sum=6"] && outcome.failure == nil, "\(outcome)")
     }
 
-    @Test func noBodyAfterHEADOr204Or304WhateverTheFieldsSay() {
+    /// The body such a head announces may still come, after the next request went out on the connection (where
+    /// it would be read as that request's response): the response is read without a body, and the connection is
+    /// not kept.
+    @Test func noBodyAfterHEADOr204Or304WhateverTheFieldsSayAndNoReuseWhenTheyAnnounceOne() {
         for (text, method) in [
             ("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", HTTPMethod.HEAD),
             ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", .HEAD),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n", .HEAD),
+            ("HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\n", .HEAD),
             ("HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n", .GET),
+            ("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n", .GET),
+            ("HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n", .GET),
             ("HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n", .GET),
+            ("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n", .GET),
         ] {
             let (outcome, parser) = self.parse([Array(text.utf8)], method: method)
             #expect(outcome.ends == [""] && outcome.body.isEmpty && outcome.failure == nil, "\(text): \(outcome)")
-            #expect(parser.isIdle && parser.keepsConnection)
+            #expect(parser.isIdle && !parser.keepsConnection, "\(method) \(text)")
         }
+    }
+
+    /// Bodiless responses whose heads announce nothing more (the common `HEAD`, `204` and `304`) keep the connection.
+    @Test func aBodilessResponseThatAnnouncesNoBodyKeepsTheConnection() {
+        for (text, method) in [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", HTTPMethod.HEAD),
+            ("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n", .HEAD),
+            ("HTTP/1.1 204 No Content\r\n\r\n", .GET),
+            ("HTTP/1.1 204 No Content\r\n\r\n", .HEAD),
+            ("HTTP/1.1 304 Not Modified\r\nETag: \"a\"\r\n\r\n", .GET),
+            ("HTTP/1.1 304 Not Modified\r\nContent-Length: 0\r\n\r\n", .GET),
+        ] {
+            let (outcome, parser) = self.parse([Array(text.utf8)], method: method)
+            #expect(outcome.ends == [""] && outcome.body.isEmpty && outcome.failure == nil, "\(text): \(outcome)")
+            #expect(parser.isIdle && parser.keepsConnection, "\(method) \(text)")
+        }
+    }
+
+    /// A 1xx has no content (RFC 9110 §15.2): one with a length or a coding may be followed by bytes the backend
+    /// counts as its body. The final response is read; the connection is not kept after it, and the next request
+    /// on a kept one starts clean.
+    @Test func anInterimResponseThatAnnouncesABodyEndsTheConnectionsUse() throws {
+        let (outcome, parser) = self.parse(
+            [Array("HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)]
+        )
+        #expect(outcome.heads == ["200 Content-Length=1"] && outcome.failure == nil, "\(outcome)")
+        #expect(!parser.keepsConnection)
+        let chunked = self.parse([Array("HTTP/1.1 103 Early Hints\r\nTransfer-Encoding: chunked\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n".utf8)]).1
+        #expect(!chunked.keepsConnection)
+        let plainInterim = self.parse([Array("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n".utf8)]).1
+        #expect(plainInterim.keepsConnection)
+        // What an interim response announced belongs to its request: the parser's next request is judged on its own.
+        var next = parser
+        next.requestSent(method: .GET)
+        var response = ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        while try next.next(from: &response) != nil {}
+        #expect(next.isIdle && next.keepsConnection)
     }
 
     @Test func interimResponsesAreDroppedAndTheFinalOneRead() {

@@ -107,6 +107,20 @@ import Testing
         #expect(answer.jsonBody.contains(description), "\(name)")
     }
 
+    /// nghttp2 takes any run of digits as a `content-length`; HTTP/1.1's parser refuses more than 18 (the length
+    /// is forwarded as the number it is read as, so it must be one): so does the head builder, with its answer.
+    @Test func aContentLengthOfMoreThan18DigitsIsRefused() {
+        guard case .reject(let answer) = self.build(self.pseudo + [("content-length", "0000000000000000010")]) else {
+            Issue.record("accepted")
+            return
+        }
+        #expect(answer.status == .badRequest && answer.jsonBody.contains("Content-Length is not a number"))
+        guard case .head = self.build(self.pseudo + [("content-length", "000000000000000010")]) else {
+            Issue.record("18 digits refused")
+            return
+        }
+    }
+
     @Test func aHostWithUserinfoIsRefused() {
         let noAuthority = self.pseudo.filter { $0.0 != ":authority" }
         guard case .reject(let answer) = self.build(noAuthority + [("host", "user@h.example")]) else {

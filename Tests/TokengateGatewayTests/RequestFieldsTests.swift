@@ -50,6 +50,48 @@ import TokengateTokens
         #expect(head.headers == HTTPHeaders([("Host", "api.example"), ("X-Token", "t1"), ("ACCEPT", "*/*"), ("x-token", "t2"), ("Empty", "")]))
     }
 
+    /// The length the backend gets is the number the gateway read, written anew: never the client's bytes, whose
+    /// leading zeros a backend could read as octal. The same for a length the gateway set (a body it changed).
+    @Test func theBodyLengthIsWrittenAsTheNumberItWasReadAs() throws {
+        let head = try self.parsed("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 0003\r\n\r\n")
+        let text = try self.rewritten(head, clientAddress: nil)
+        #expect(text.contains("\r\ncontent-length: 3\r\n") && !text.contains("0003"), "\(text)")
+        var builder = HTTP2RequestHeadBuilder(limit: 4096)
+        for (name, value) in [(":method", "POST"), (":scheme", "https"), (":authority", "x"), (":path", "/a"), ("content-length", "0010")] {
+            builder.add(name: name, value: value)
+        }
+        guard case .head(let http2) = builder.build() else {
+            Issue.record("refused")
+            return
+        }
+        let http2Text = try self.rewritten(http2, clientAddress: nil)
+        #expect(http2Text.contains("\r\ncontent-length: 10\r\n") && !http2Text.contains("0010"), "\(http2Text)")
+        let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "rid", scheme: "https")
+        for length in [0, 7, 10, 1_234_567, 999_999_999_999_999_999] {
+            let changed = try #require(
+                RequestRewriter.upstreamHead(from: head, identity: nil, strip: nil, withheldCookies: [], newBodyLength: length, forwarding: forwarding)
+            )
+            let lines = String(buffer: changed.bytes).components(separatedBy: "\r\n").filter { $0.hasPrefix("content-length") }
+            #expect(lines == ["content-length: \(length)"], "\(lines)")
+        }
+    }
+
+    /// An upstream with `keep_alive: false` tells its backend every request is the connection's last; the
+    /// client's own `Connection` never goes through.
+    @Test func anUpstreamWithoutKeepAliveGetsConnectionClose() throws {
+        let head = try self.parsed("GET /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")
+        let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "rid", scheme: "https")
+        for close in [false, true] {
+            let upstream = try #require(
+                RequestRewriter.upstreamHead(
+                    from: head, identity: nil, strip: nil, withheldCookies: [], newBodyLength: nil, closeConnection: close, forwarding: forwarding
+                )
+            )
+            let lines = String(buffer: upstream.bytes).lowercased().components(separatedBy: "\r\n").filter { $0.hasPrefix("connection") }
+            #expect(lines == (close ? ["connection: close"] : []), "\(lines)")
+        }
+    }
+
     /// The parse pass notes a `Connection` that names fields, and the fields it names never reach the backend.
     @Test func fieldsAConnectionListNamesAreDroppedFromAParsedHead() throws {
         let plain = try self.parsed("GET /a HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nX-Secret: s\r\n\r\n")

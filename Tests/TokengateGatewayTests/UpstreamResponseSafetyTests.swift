@@ -14,84 +14,29 @@ import Testing
 
 @testable import TokengateGateway
 
-/// A backend that answers each request head with bytes a test scripts, however wrong: for what the gateway
-/// does with responses a real server would not send.
-final class ScriptedBackend: Sendable {
-    /// What to send for the `index`-th request head the backend received (over all connections), and whether
-    /// to close the connection afterwards.
-    typealias Script = @Sendable (_ index: Int, _ head: String) -> (response: String, close: Bool)
-
-    let channel: any Channel
-    private let counters: NIOLockedValueBox<(requests: Int, connections: Int)>
-
-    var port: Int { self.channel.localAddress!.port! }
-    var requests: Int { self.counters.withLockedValue { $0.requests } }
-    var connections: Int { self.counters.withLockedValue { $0.connections } }
-
-    private init(channel: any Channel, counters: NIOLockedValueBox<(requests: Int, connections: Int)>) {
-        self.channel = channel
-        self.counters = counters
-    }
-
-    static func start(group: any EventLoopGroup, script: @escaping Script) async throws -> ScriptedBackend {
-        let counters = NIOLockedValueBox((requests: 0, connections: 0))
-        let channel = try await ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                counters.withLockedValue { $0.connections += 1 }
-                return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Handler(counters: counters, script: script))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
-        return ScriptedBackend(channel: channel, counters: counters)
-    }
-
-    func stop() async throws {
-        try await self.channel.close()
-    }
-
-    private final class Handler: ChannelInboundHandler {
-        typealias InboundIn = ByteBuffer
-        typealias OutboundOut = ByteBuffer
-        let counters: NIOLockedValueBox<(requests: Int, connections: Int)>
-        let script: Script
-        var received = ""
-
-        init(counters: NIOLockedValueBox<(requests: Int, connections: Int)>, script: @escaping Script) {
-            self.counters = counters
-            self.script = script
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            self.received += String(buffer: self.unwrapInboundIn(data))
-            // Bodiless requests only: a head is a request.
-            while let end = self.received.range(of: "\r\n\r\n") {
-                let head = String(self.received[..<end.lowerBound])
-                self.received = String(self.received[end.upperBound...])
-                let index = self.counters.withLockedValue {
-                    $0.requests += 1
-                    return $0.requests - 1
-                }
-                let (response, close) = self.script(index, head)
-                context.writeAndFlush(self.wrapOutboundOut(ByteBuffer(string: response)), promise: nil)
-                if close {
-                    context.close(promise: nil)
-                    return
-                }
-            }
-        }
-    }
-}
-
 /// A pooled upstream connection serves many users in turn: whatever a backend sends, one client's request
 /// must never be answered with bytes meant for another, and a response the gateway cannot frame for sure is
 /// a 502, never a guess.
 @Suite struct UpstreamResponseSafetyTests {
     private func withScriptedGateway(_ script: @escaping ScriptedBackend.Script, _ body: (GatewayHarness, ScriptedBackend) async throws -> Void) async throws {
+        try await self.withReplyingGateway({ index, head in
+            let (response, close) = script(index, head)
+            return ScriptedBackend.Reply(response: response, close: close)
+        }, body)
+    }
+
+    /// `options` go into the upstream's YAML mapping after its settings (`, keep_alive: false`).
+    private func withReplyingGateway(
+        options: String = "",
+        _ replies: @escaping ScriptedBackend.ReplyScript,
+        _ body: (GatewayHarness, ScriptedBackend) async throws -> Void
+    ) async throws {
         let harness = GatewayHarness()
-        let backend = try await ScriptedBackend.start(group: harness.group, script: script)
+        let backend = try await ScriptedBackend.start(group: harness.group, replies: replies)
         do {
-            try await harness.start(upstreams: "  api: { targets: [ \"http://127.0.0.1:\(backend.port)\" ], connect_timeout: 1s, response_timeout: 2s }")
+            try await harness.start(
+                upstreams: "  api: { targets: [ \"http://127.0.0.1:\(backend.port)\" ], connect_timeout: 1s, response_timeout: 2s\(options) }"
+            )
             try await body(harness, backend)
         } catch {
             // The backend runs on the harness's event loops: it stops first.
@@ -210,8 +155,9 @@ final class ScriptedBackend: Sendable {
             let head = try Curl.run(["--http1.1", "-I", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
             #expect(head.status == 200 && head.header("content-length") == "100")
             let get = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/a"], caFile: gateway.certificatePath)
-            #expect(get.body == "get1", "the pooled connection is in step after the HEAD")
-            #expect(backend.connections == 1)
+            #expect(get.body == "get1", "the next request gets its own answer")
+            // The 100 bytes the HEAD's head announced may still come: that connection was closed, not pooled.
+            #expect(backend.connections == 2)
         }
     }
 
@@ -238,6 +184,101 @@ final class ScriptedBackend: Sendable {
             let next = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/b"], caFile: gateway.certificatePath)
             #expect(next.status == 200 && next.body == "early1", "\(next.body)")
             #expect(backend.connections == 2, "the backend connection that saw part of a request was reused")
+        }
+    }
+
+    /// A head that announces a body HTTP says is absent (`HEAD` with a length, `204` with one, `304` chunked), its
+    /// body sent anyway a second later, once the next request is out: the connection was closed after the
+    /// bodiless response, so that body (here a whole response) never becomes the next client's answer.
+    @Test(arguments: [
+        ("HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 48\r\n\r\n"),
+        ("GET", "HTTP/1.1 204 No Content\r\nContent-Length: 48\r\n\r\n"),
+        ("GET", "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"),
+    ])
+    func aBodyAnnouncedWhereNoneMayBeNeverBecomesTheNextResponse(_ method: String, _ head: String) async throws {
+        let smuggled = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED"
+        try await self.withReplyingGateway({ index, _ in
+            index == 0
+                ? ScriptedBackend.Reply(response: head, later: (.seconds(1), smuggled))
+                : ScriptedBackend.Reply(response: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nreq-\(index)\n")
+        }) { gateway, backend in
+            let first = try Curl.run(
+                ["--http1.1"] + (method == "HEAD" ? ["-I"] : []) + ["\(gateway.baseURL)/pub/a"],
+                caFile: gateway.certificatePath
+            )
+            // The bodiless answer itself, as before (`-I` writes the head where the body would go).
+            #expect(first.exitCode == 0 && first.status == Int(head.dropFirst(9).prefix(3)), "\(method): \(first.status) \(first.stderr)")
+            #expect(method == "HEAD" || first.body.isEmpty, "\(first.body)")
+            // At once, while the backend is still to send the body it announced.
+            let next = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/b"], caFile: gateway.certificatePath)
+            #expect(next.status == 200 && next.body == "req-1\n", "\(method) \(head.prefix(12)): \(next.body)")
+            #expect(backend.connections == 2, "the connection was reused after a head that announced a body")
+        }
+    }
+
+    /// A backend that answers before it has the whole body, and ends its answer only after the rest went out:
+    /// it may still read that rest as a request of its own (CL.0), so its connection is not reused either.
+    @Test func aResponseBegunBeforeTheBodyWasSentIsNotReusedWhenItEndsAfter() async throws {
+        try await self.withReplyingGateway({ index, _ in
+            index == 0
+                ? ScriptedBackend.Reply(response: "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nearly", later: (.milliseconds(1500), "-done"))
+                : ScriptedBackend.Reply(response: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nnext-\(index)")
+        }) { gateway, backend in
+            // Half the body with the head, the rest half a second later (after the backend's head, before its end).
+            // `-quiet` waits for the gateway's close, which does not come once the request ended (the head's
+            // `connection: close` was written before it had): the client stops after 5 s (KILL: TERM may be ignored
+            // in the test's children).
+            let output = try OpenSSLClient.sh(
+                "(printf 'POST /pub/a HTTP/1.1\\r\\nHost: a\\r\\nContent-Length: 6\\r\\n\\r\\nabc'; sleep 0.5; printf 'def'; sleep 2.5)"
+                    + " | timeout -s KILL 5 openssl s_client -connect 127.0.0.1:\(gateway.tlsPort) -quiet -servername localhost 2>/dev/null"
+            )
+            #expect(output.hasPrefix("HTTP/1.1 200") && output.contains("\r\n\r\nearly-done"), "\(output)")
+            let next = try Curl.run(["--http1.1", "\(gateway.baseURL)/pub/b"], caFile: gateway.certificatePath)
+            #expect(next.status == 200 && next.body == "next-1", "\(next.body)")
+            #expect(backend.connections == 2, "the connection of a backend that answered before it had the body was reused")
+        }
+    }
+
+    /// `keep_alive: false`: every request goes on a connection of its own, saying `Connection: close`, so even
+    /// bytes a backend sends late behind an ordinary response (which no HTTP/1.1 proxy can tell from the next
+    /// response on a pooled connection) reach no other request.
+    @Test func anUpstreamWithoutKeepAliveGivesEveryRequestAConnectionOfItsOwn() async throws {
+        let heads = NIOLockedValueBox<[String]>([])
+        let smuggled = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED"
+        try await self.withReplyingGateway(options: ", keep_alive: false") { index, head in
+            heads.withLockedValue { $0.append(head) }
+            return ScriptedBackend.Reply(
+                response: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nreq-\(index)\n",
+                later: (.milliseconds(300), smuggled)
+            )
+        } _: { gateway, backend in
+            for index in 0..<3 {
+                let version = index == 1 ? "--http2" : "--http1.1"
+                let result = try Curl.run([version, "\(gateway.baseURL)/pub/\(index)"], caFile: gateway.certificatePath)
+                #expect(result.status == 200 && result.body == "req-\(index)\n", "\(version): \(result.body)")
+            }
+            #expect(backend.connections == 3)
+            let sent = heads.withLockedValue { $0 }
+            #expect(sent.count == 3 && sent.allSatisfy { $0.contains("\r\nconnection: close") }, "\(sent)")
+        }
+    }
+
+    /// The client's `Content-Length` reaches the backend as the number the gateway read it as, from either
+    /// protocol: `0010` read as octal by a backend would frame the body differently.
+    @Test(arguments: ["--http1.1", "--http2"])
+    func theBackendGetsTheLengthAsTheNumberTheGatewayRead(_ version: String) async throws {
+        let heads = NIOLockedValueBox<[String]>([])
+        try await self.withScriptedGateway({ _, head in
+            heads.withLockedValue { $0.append(head) }
+            return ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", true)
+        }) { gateway, _ in
+            let result = try Curl.run(
+                [version, "-H", "Content-Length: 0010", "--data-binary", "0123456789", "\(gateway.baseURL)/pub/a"],
+                caFile: gateway.certificatePath
+            )
+            #expect(result.status == 200 && result.body == "ok", "\(version): \(result.status) \(result.stderr)")
+            let head = heads.withLockedValue { $0.first } ?? ""
+            #expect(head.contains("\r\ncontent-length: 10\r\n") && !head.contains("0010"), "\(version): \(head)")
         }
     }
 }
@@ -272,8 +313,8 @@ final class ScriptedBackend: Sendable {
         }
     }
 
-    private static func request(_ path: String = "/") -> UpstreamRequestHead {
-        let client = ClientRequestHead(version: .http1_1, method: .GET, uri: path, headers: ["host": "a"])
+    private static func request(_ path: String = "/", method: HTTPMethod = .GET) -> UpstreamRequestHead {
+        let client = ClientRequestHead(version: .http1_1, method: method, uri: path, headers: ["host": "a"])
         let forwarding = RequestRewriter.Forwarding(clientAddress: nil, requestID: "r", scheme: "https")
         // Plain values: the rewriter never refuses this head.
         return RequestRewriter.upstreamHead(from: client, identity: nil, strip: nil, withheldCookies: [], newBodyLength: nil, forwarding: forwarding)!
@@ -330,8 +371,8 @@ final class ScriptedBackend: Sendable {
         return (loop, channel, handler)
     }
 
-    private func makePool(on loop: EmbeddedEventLoop) -> UpstreamPool {
-        let settings = UpstreamSettings(
+    private func makePool(on loop: EmbeddedEventLoop, keepAlive: Bool = true) -> UpstreamPool {
+        var settings = UpstreamSettings(
             name: "api",
             targets: [.init(host: "127.0.0.1", port: 9, useTLS: false, display: "http://127.0.0.1:9")],
             connectTimeout: .seconds(1),
@@ -343,6 +384,7 @@ final class ScriptedBackend: Sendable {
             ejectionTime: .seconds(1),
             tlsContext: nil
         )
+        settings.keepAlive = keepAlive
         return UpstreamPool(
             settings: settings,
             eventLoop: loop,
@@ -371,6 +413,36 @@ final class ScriptedBackend: Sendable {
         channel.pipeline.fireChannelRead(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nSMUGGLED"))
         channel.pipeline.fireChannelReadComplete()
         #expect(!channel.isActive, "the bytes nobody asked for closed the connection")
+        #expect(pool.acquireIdle() == nil)
+        _ = try? channel.finish()
+    }
+
+    /// A `HEAD` answered with a length: the exchange gets the bodiless response, and the connection is closed
+    /// when given back, so the body the backend announced, should it come later, reaches no other exchange.
+    @Test func aConnectionWhoseHEADAnswerAnnouncedABodyIsNotPooled() throws {
+        let (channel, handler, pool, connection) = try self.makeConnection()
+        let first = Recorder()
+        first.onEnd = { pool.release(connection, reusable: handler.keepsConnection) }
+        handler.receiver = first
+        handler.send(Self.request(method: .HEAD))
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 48\r\n\r\n"))
+        #expect(first.parts == ["head 200", "end"])
+        #expect(!channel.isActive, "the connection was kept")
+        #expect(pool.acquireIdle() == nil)
+        _ = try? channel.finish()
+    }
+
+    /// `keep_alive: false`: the pool closes every connection given back, whatever the response said.
+    @Test func aPoolOfAnUpstreamWithoutKeepAliveKeepsNoConnection() throws {
+        let (loop, channel, handler) = try self.connectedHandler()
+        let pool = self.makePool(on: loop, keepAlive: false)
+        let connection = UpstreamConnection(channel: channel, targetIndex: 0, handler: handler)
+        handler.receiver = Recorder()
+        handler.send(Self.request())
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+        #expect(handler.keepsConnection, "the response itself would allow another request")
+        pool.release(connection, reusable: handler.keepsConnection)
+        #expect(!channel.isActive)
         #expect(pool.acquireIdle() == nil)
         _ = try? channel.finish()
     }

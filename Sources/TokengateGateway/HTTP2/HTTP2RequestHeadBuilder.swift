@@ -48,6 +48,9 @@ struct HTTP2RequestHeadBuilder: Sendable {
     private var fields = RequestFields()
     /// The `cookie` fields joined with "; " as they come.
     private var cookie: [UInt8] = []
+    /// A `content-length` that nghttp2 took (digits only) but HTTP/1.1's parser would refuse: more than 18 digits
+    /// (leading zeros included). The length is forwarded as the number it is read as, so it must be one.
+    private var lengthUnreadable = false
 
     /// - Parameter maxFields: HTTP/1.1's limit by default (``HTTP2ServerConfiguration/maxHeaderFields``).
     init(limit: Int, maxFields: Int = 256) {
@@ -91,6 +94,9 @@ struct HTTP2RequestHeadBuilder: Sendable {
             // Room for a typical request's lines (a token in `authorization`, `user-agent`, `accept`) and the
             // host put in front of them at once, instead of regrowing field by field.
             if self.fields.count == 0 { self.fields.reserveCapacity(512) }
+            if FieldBytes.equalsIgnoringCase(name, "content-length"), FieldBytes.decimal(value) == nil {
+                self.lengthUnreadable = true
+            }
             self.fields.add(name: name, value: value)
         }
         return true
@@ -101,7 +107,8 @@ struct HTTP2RequestHeadBuilder: Sendable {
     ///
     /// Besides nghttp2's checks, the ones HTTP/1.1's parser makes, with the same answers: a method NIO's
     /// `HTTPMethod` does not know (but `QUERY`) is 400 "an unknown method" (nghttp2 takes any token, `get`
-    /// and `FOO` included); more than ``maxFields`` fields is 431.
+    /// and `FOO` included); more than ``maxFields`` fields is 431; a `content-length` of more than 18 digits is 400
+    /// "Content-Length is not a number".
     mutating func build() -> Outcome {
         if self.oversized {
             return .reject(.headersTooLarge())
@@ -116,6 +123,9 @@ struct HTTP2RequestHeadBuilder: Sendable {
         }
         if self.fields.count + self.hosts.count + (self.cookie.isEmpty ? 0 : 1) > self.maxFields {
             return .reject(.headersTooLarge())
+        }
+        if self.lengthUnreadable {
+            return .reject(.malformedHTTP("Content-Length is not a number"))
         }
         // RFC 9113 §8.3.1: `:authority` must not include the userinfo subcomponent (nor may `Host`, whose
         // grammar has none: RFC 9110 §7.2). Passed on, `user@host` would reach routing and the backend as a host.
