@@ -24,12 +24,14 @@ import NIOHTTP1
 /// never asks to switch protocols). Bytes that arrive with no request outstanding are an error too.
 ///
 /// **A head that announces a body HTTP says is absent ends the connection's use.** A response to `HEAD` with
-/// `Transfer-Encoding` or a `Content-Length` above 0, a `204` with either, a `304` with `Transfer-Encoding` or
-/// a `Content-Length` above 0, and a `1xx` with either: the client gets the response without a body, as HTTP
+/// `Transfer-Encoding`, a `Content-Length` above 0 or none at all (its GET would run until the close), a `204`
+/// with either field, a `304` with `Transfer-Encoding` or a `Content-Length` above 0, and a `1xx` with either
+/// field: the client gets the response without a body, as HTTP
 /// says, but a backend that wrote such a head may also mean to send the body it announced, and if those bytes
 /// arrive after the next request went out on the connection they would be read as that request's response —
 /// another user's. Whether they come is unknowable, so such a connection is closed instead of pooled
-/// (``keepsConnection``). Legal `Content-Length`s on `HEAD` and `304` responses cost a reconnect; the check
+/// (``keepsConnection``). Legal `Content-Length`s on `HEAD` and `304` responses cost a reconnect (a `HEAD` is
+/// kept only after `Content-Length: 0`); the check
 /// reads the fields the parse pass already gathered, and only for those statuses.
 ///
 /// The body is read by ``HTTP1BodyReader`` and split lines are gathered by ``HTTP1LineReader``, both shared
@@ -250,7 +252,12 @@ struct HTTP1ResponseParser {
             // anyway may still come, late: the connection is not reused (see the type's overview). RFC 9110 §8.6
             // allows no `Content-Length` at all on a 204, and a length on HEAD and 304 responses (so above 0 is
             // what counts there, and two of them, whatever their values).
-            if fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 || (code == 204 && fields.lengths > 0) {
+            let announcesBody =
+                fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 || (code == 204 && fields.lengths > 0)
+            // A `HEAD` answer with no length at all says its GET would run until the backend closes: a body it may
+            // send anyway has no end the gateway could find, so it is treated as announced.
+            let headAnswerWithoutLength = self.requestWasHEAD && code != 204 && code != 304 && fields.lengths == 0
+            if announcesBody || headAnswerWithoutLength {
                 self.keepsConnection = false
             }
             return .length(0)

@@ -187,11 +187,12 @@ import Testing
         }
     }
 
-    /// A head that announces a body HTTP says is absent (`HEAD` with a length, `204` with one, `304` chunked), its
+    /// A head that announces a body HTTP says is absent (`HEAD` with a length or none, `204` with one, `304` chunked), its
     /// body sent anyway a second later, once the next request is out: the connection was closed after the
     /// bodiless response, so that body (here a whole response) never becomes the next client's answer.
     @Test(arguments: [
         ("HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 48\r\n\r\n"),
+        ("HEAD", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"),
         ("GET", "HTTP/1.1 204 No Content\r\nContent-Length: 48\r\n\r\n"),
         ("GET", "HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"),
     ])
