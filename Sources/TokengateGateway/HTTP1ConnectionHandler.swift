@@ -428,13 +428,20 @@ extension HTTP1ConnectionHandler {
         var buffer = self.takeOutput(context: context)
         self.serializer.writeUpstreamHead(head, version: version, close: close, hsts: hsts, requestMethod: self.requestMethod, into: &buffer)
         self.output = buffer
+        // A head that told the client `Connection: close` binds the connection to close after this response
+        // (RFC 9112 §9.6), also when the exchange's reason for it is gone by the end: a request whose body was
+        // still coming when the backend answered has ended by then, and the client waits for the close.
+        if close {
+            self.closeAfterResponse = true
+        }
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {
         guard let context = self.context else { return }
         self.responseEndWritten = true
-        // An HTTP/1.0 body of unknown length ends with the connection, whatever the exchange decided.
-        let closing = closing || self.serializer.closesToDelimitBody
+        // An HTTP/1.0 body of unknown length ends with the connection, whatever the exchange decided; and so does a
+        // response whose head said `Connection: close`.
+        let closing = closing || self.closeAfterResponse || self.serializer.closesToDelimitBody
         if closing {
             self.closeAfterResponse = true
         }
