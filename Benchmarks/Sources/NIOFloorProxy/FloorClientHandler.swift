@@ -23,7 +23,7 @@ final class FloorClientHandler: ChannelInboundHandler {
     private var upstream: (any Channel)?
     /// Request heads read before the upstream connection was up.
     private var waiting: [ByteBuffer] = []
-    private var pending: ByteBuffer?
+    private var splitter = FloorMessageSplitter()
 
     init(backend: SocketAddress, flushBatch: FloorFlushBatch) {
         self.backend = backend
@@ -67,22 +67,16 @@ final class FloorClientHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = Self.unwrapInboundIn(data)
-        if var pending = self.pending {
-            pending.writeBuffer(&bytes)
-            bytes = pending
-            self.pending = nil
-        }
-        while let length = bytes.withUnsafeReadableBytes({ FloorHeadScan.headLength($0) }),
-            let request = bytes.readSlice(length: length)
-        {
+        self.splitter.split(
+            Self.unwrapInboundIn(data),
+            length: { $0.withUnsafeReadableBytes { FloorHeadScan.headLength($0) } }
+        ) { request in
             if self.upstream == nil {
                 self.waiting.append(request)
             } else {
                 self.send(request)
             }
         }
-        if bytes.readableBytes > 0 { self.pending = bytes }
     }
 
     private func send(_ request: ByteBuffer) {

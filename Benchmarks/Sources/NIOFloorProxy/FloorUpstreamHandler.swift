@@ -14,19 +14,12 @@ final class FloorUpstreamHandler: ChannelInboundHandler {
 
     /// Where each whole response goes; cleared when the client connection closes.
     var deliver: ((ByteBuffer) -> Void)?
-    private var pending: ByteBuffer?
+    private var splitter = FloorMessageSplitter()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = Self.unwrapInboundIn(data)
-        if var pending = self.pending {
-            pending.writeBuffer(&bytes)
-            bytes = pending
-            self.pending = nil
-        }
-        while let length = Self.responseLength(bytes), let response = bytes.readSlice(length: length) {
+        self.splitter.split(Self.unwrapInboundIn(data), length: Self.responseLength) { response in
             self.deliver?(response)
         }
-        if bytes.readableBytes > 0 { self.pending = bytes }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
