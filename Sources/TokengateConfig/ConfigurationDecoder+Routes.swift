@@ -455,7 +455,7 @@ extension ConfigurationDecoder {
         page.tokenLifetime = try map["token_lifetime"]?.duration(in: .seconds(60)...(.seconds(3650 * 86_400)))
         if let appsNode = map["apps"] {
             for appNode in try appsNode.sequence(maximumCount: 100) {
-                let app = try appNode.mapping(allowed: ["name", "callback", "pkce"])
+                let app = try appNode.mapping(allowed: ["name", "callback", "pkce", "confirm", "display_name"])
                 let nameNode = try app.required("name")
                 let name = try nameNode.string(maximumLength: 64)
                 guard ValueSyntax.isSimpleName(name) else {
@@ -479,7 +479,23 @@ extension ConfigurationDecoder {
                     }
                     pkce = parsed
                 }
-                page.apps.append(TokenPageApp(name: name, callback: callback, pkce: pkce))
+                var displayName: String?
+                if let displayNode = app["display_name"] {
+                    let text = try displayNode.string(maximumLength: 100)
+                    // Shown on the confirmation page (HTML-escaped there): one line of visible text.
+                    guard text.first?.isWhitespace == false, text.last?.isWhitespace == false,
+                        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                    else {
+                        throw displayNode.error(
+                            .invalidValue, "display_name must be one line of text without spaces at its ends")
+                    }
+                    displayName = text
+                }
+                page.apps.append(
+                    TokenPageApp(
+                        name: name, callback: callback, pkce: pkce, confirm: try app["confirm"]?.bool(),
+                        displayName: displayName)
+                )
             }
         }
         return page

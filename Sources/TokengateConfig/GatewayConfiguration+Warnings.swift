@@ -17,8 +17,14 @@ extension GatewayConfiguration {
     /// usually means the key was written with the default umask. A group that is the gateway's own is not
     /// reported (``FileCheck/permissionsExposingSecret(_:)``). Only the owner, group and mode are looked at,
     /// never the content.
+    ///
+    /// A token page app with a custom-scheme callback and `confirm: false` is reported: any app on the device can
+    /// claim that scheme and open the page with a PKCE challenge of its own, and a browser that is logged in then
+    /// hands it a login without asking the user (RFC 8252 §8.6). It may be meant (an app on managed devices only),
+    /// so it is allowed, but never silently.
     public var warnings: [String] {
         var warnings: [String] = self.readableSecretFileWarnings
+        warnings += self.unconfirmedCustomSchemeWarnings
         for (publicIndex, publicRoute) in self.routes.enumerated()
         where publicRoute.host == nil && publicRoute.tokenPage == nil && !publicRoute.accept.acceptsTokens {
             guard let upstream = publicRoute.upstream else { continue }
@@ -33,6 +39,22 @@ extension GatewayConfiguration {
                     + "\(protected.pathPrefix)) protects with a token: a request with any other Host reaches that "
                     + "backend without one. Give routes[\(publicIndex)] a host, or an upstream of its own."
             )
+        }
+        return warnings
+    }
+
+    /// See ``warnings``: one line per custom-scheme app whose confirmation is turned off.
+    private var unconfirmedCustomSchemeWarnings: [String] {
+        var warnings: [String] = []
+        for (routeIndex, route) in self.routes.enumerated() {
+            for (appIndex, app) in (route.tokenPage?.apps ?? []).enumerated() where app.hasCustomScheme && !app.confirm {
+                warnings.append(
+                    "routes[\(routeIndex)].apps[\(appIndex)] (\(app.name)): confirm is false on the custom-scheme callback "
+                        + "\(app.callback): any app on the device can claim that scheme and start a login of its own, which a "
+                        + "browser that is already logged in completes without asking the user (RFC 8252 §8.6). Remove "
+                        + "confirm: false, or give the app a claimed https:// callback (App Links, Universal Links)."
+                )
+            }
         }
         return warnings
     }

@@ -71,11 +71,43 @@ public struct TokenPageApp: Sendable, Equatable {
     public var callback: String
     /// Whether the app must use PKCE (RFC 7636). Default ``TokenPagePKCE/optional``.
     public var pkce: TokenPagePKCE
+    /// Whether a logged-in browser is asked ("continue to this app as alice?") before the page hands the login to
+    /// the app's callback. Default: on for a custom-scheme callback, off for an `https://` one
+    /// (``confirmsByDefault(callback:)``).
+    ///
+    /// RFC 8252 §8.6: an authorization server should not process a request without the user's interaction unless
+    /// the client's identity is assured. It is for a claimed `https://` link (App Links, Universal Links: only the
+    /// app the site names receives it), never for a custom scheme, which any app on the device may claim: such an
+    /// app could open the page with its own PKCE challenge and, through the browser's existing login, get a code
+    /// it redeems itself, without the user doing anything.
+    public var confirm: Bool
+    /// What the confirmation page calls the app ("Example for iOS"); the app's ``name`` when nil.
+    public var displayName: String?
 
-    public init(name: String, callback: String, pkce: TokenPagePKCE = .optional) {
+    /// - Parameter confirm: nil for the default of the callback (``confirmsByDefault(callback:)``).
+    public init(
+        name: String,
+        callback: String,
+        pkce: TokenPagePKCE = .optional,
+        confirm: Bool? = nil,
+        displayName: String? = nil
+    ) {
         self.name = name
         self.callback = callback
         self.pkce = pkce
+        self.confirm = confirm ?? Self.confirmsByDefault(callback: callback)
+        self.displayName = displayName
+    }
+
+    /// Whether the callback is a custom scheme (`myapp://token`), which any app may claim, rather than an
+    /// `https://` link, which the operating system gives only to the app the site names.
+    public var hasCustomScheme: Bool { !Self.isHTTPS(self.callback) }
+
+    /// The default of ``confirm``: on for a custom scheme, off for `https://`.
+    public static func confirmsByDefault(callback: String) -> Bool { !Self.isHTTPS(callback) }
+
+    private static func isHTTPS(_ callback: String) -> Bool {
+        callback.utf8.count >= 6 && callback.prefix(6).lowercased() == "https:"
     }
 }
 

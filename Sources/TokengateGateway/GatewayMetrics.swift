@@ -47,8 +47,10 @@ public final class GatewayMetrics: Sendable {
         "token_page_ambiguous_session", "token_page_whoami_failed", "token_page_whoami_busy", "token_page_mint_failed",
         "token_page_invalid_code_challenge", "token_page_code_challenge_required", "token_page_redeem_bad_request",
         "token_page_redeem_too_large", "token_page_redeem_unknown_app", "token_page_redeem_revoked",
-        "token_page_redeem_reused", "token_page_redeem_busy",
+        "token_page_redeem_reused", "token_page_redeem_busy", "token_page_confirm_cross_site",
+        "token_page_confirm_bad_origin", "token_page_confirm_bad_request", "token_page_confirm_too_large",
     ] + TokenPageCodeKey.Refusal.allCases.map { "token_page_redeem_" + $0.rawValue }
+        + TokenPageConfirmationKey.Refusal.allCases.map { "token_page_confirm_" + $0.rawValue }
 
     /// Error statuses the gateway did not decide: the backend's own answer (logged with reason `-`), and a client
     /// that went away or stopped reading. Counted in `requests_total` by status, never as rejections.

@@ -16,18 +16,29 @@ extension ProxyExchange {
         self.state = .answerPending
         // NIO's head, made once (a `String` per field) for the page's two steps.
         let head = self.head.nioHead
-        switch page.responder.respond(to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now()) {
+        let action = page.responder.respond(to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now())
+        self.run(action, page: page) { result, now in page.responder.respond(to: head, whoami: result, now: now) }
+    }
+
+    /// Does what the token page decided: writes its answer, or asks the RP who is logged in and writes what
+    /// `afterWhoami` makes of the answer (the page's second step, for a `GET` or a confirmation alike).
+    private func run(
+        _ action: TokenPageAction,
+        page: TokenPageRoute,
+        afterWhoami: @escaping (TokenPageWhoamiResult, Int64) -> TokenPageAnswer
+    ) {
+        switch action {
         case .answer(let answer):
             self.writeTokenPage(answer)
         case .askWhoami(_, let cookies):
             guard let whoami = page.whoami else {
-                self.writeTokenPage(page.responder.respond(to: head, whoami: .failed, now: self.runtime.now()))
+                self.writeTokenPage(afterWhoami(.failed, self.runtime.now()))
                 return
             }
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 result in
                 guard case .answerPending = self.state else { return }  // The client went away meanwhile.
-                let answer = page.responder.respond(to: head, whoami: result, now: self.runtime.now())
+                let answer = afterWhoami(result, self.runtime.now())
                 if let diagnostic = answer.diagnostic {
                     whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
                 } else if case .answered = result {
@@ -36,6 +47,39 @@ extension ProxyExchange {
                 self.writeTokenPage(answer)
             }
         }
+    }
+
+    /// `POST` to the token page with `confirm` in its query: a click on the confirmation page's "continue"
+    /// (``TokenPageConfirmationRequest``). Where the form came from (`Sec-Fetch-Site`, `Origin`) and the body's
+    /// type and announced length are checked first; the body, at most
+    /// ``TokenPageConfirmationRequest/maximumBody`` bytes, is read like a redemption's, and at its end
+    /// ``receivedEnd(_:)`` hands it to ``confirmTokenPage(_:body:)``.
+    func readTokenPageConfirmation(route routeIndex: Int) {
+        let length = self.head.fields.withFirstValue(name: "content-length") { FieldBytes.decimal($0) } ?? nil
+        // Two `Content-Type` fields are two readings of one body: refused, not the first one taken.
+        let contentType = self.head.fields.count(name: "content-type") == 1 ? TokenExtractor.contentType(self.head.fields) : nil
+        if let problem = TokenPageResponder.confirmationHeadProblem(
+            fetchSites: self.head.fields.values(name: "sec-fetch-site"),
+            origins: self.head.fields.values(name: "origin"),
+            host: self.head.fields.first(name: "host"),
+            contentType: contentType,
+            contentLength: length
+        ) {
+            self.state = .answerPending
+            self.writeTokenPage(problem)
+            return
+        }
+        let limit = TokenPageConfirmationRequest.maximumBody
+        self.beginReadingBody(route: routeIndex, initial: min(length ?? 0, limit), limit: limit)
+    }
+
+    /// The confirmation's whole body arrived: the login is checked again (the RP asked again in `whoami` mode),
+    /// then the value.
+    func confirmTokenPage(_ page: TokenPageRoute, body: [UInt8]) {
+        self.state = .answerPending
+        let head = self.head.nioHead
+        let action = page.responder.confirm(head: head, body: body, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now())
+        self.run(action, page: page) { result, now in page.responder.confirm(head: head, body: body, whoami: result, now: now) }
     }
 
     /// `POST` to the token page: a PKCE code redemption. Its form body is read like a body searched for a token

@@ -203,7 +203,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 return
             }
             if self.head.method == .POST {
-                self.readTokenPageRedemption(route: routeIndex)
+                if TokenPageConfirmationRequest.isConfirmation(target: self.head.uri) {
+                    self.readTokenPageConfirmation(route: routeIndex)
+                } else {
+                    self.readTokenPageRedemption(route: routeIndex)
+                }
                 return
             }
             self.serveTokenPage(tokenPage)
@@ -219,7 +223,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
             if body.readableBytes + buffer.readableBytes > limit {
                 if self.runtime.routes[route].tokenPage != nil {
                     self.state = .answerPending
-                    self.writeTokenPage(TokenPageResponder.redemptionTooLarge)
+                    self.writeTokenPage(
+                        TokenPageConfirmationRequest.isConfirmation(target: self.head.uri)
+                            ? TokenPageResponder.confirmationTooLarge : TokenPageResponder.redemptionTooLarge
+                    )
                 } else {
                     self.answer(.payloadTooLarge())
                 }
@@ -252,6 +259,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
         switch self.state {
         case .readingBody(let route, let body, _):
             if let page = self.runtime.routes[route].tokenPage {
+                if TokenPageConfirmationRequest.isConfirmation(target: self.head.uri) {
+                    // A click on the confirmation page (``readTokenPageConfirmation(route:)``).
+                    self.confirmTokenPage(page, body: Array(body.readableBytesView))
+                    return
+                }
                 // A PKCE code redemption's form body (``readTokenPageRedemption(route:)``).
                 self.state = .answerPending
                 let answer = page.responder.redeem(

@@ -18,6 +18,9 @@ public struct TokenSigner: Sendable {
     /// its own label, so every gateway sharing the signing key opens the others' codes and no verification key
     /// equals it.
     public var tokenPageCodeKey: TokenPageCodeKey { self.key.codeKey }
+    /// Makes and checks the token page's confirmation values (the "continue" button's proof that the browser was
+    /// shown the page): derived from this key's secret under its own label, like ``tokenPageCodeKey``.
+    public var tokenPageConfirmationKey: TokenPageConfirmationKey { self.key.confirmationKey }
     private let key: SigningKey
 
     /// - Parameters:
@@ -135,29 +138,35 @@ final class SigningKey: @unchecked Sendable {
     let keyID: String?
     /// See ``TokenSigner/tokenPageCodeKey``.
     let codeKey: TokenPageCodeKey
+    /// See ``TokenSigner/tokenPageConfirmationKey``.
+    let confirmationKey: TokenPageConfirmationKey
     private let storage: Storage
 
     init(_ jwk: JWK) throws(KeyLoadingError) {
         let algorithm = jwk.declaredAlgorithm ?? jwk.algorithms[0]
         self.algorithm = algorithm
         self.keyID = jwk.keyID
-        // The code key comes from the private part: the HMAC secret, or the private scalar or exponent `d`,
-        // which only the holders of the signing key know (a public key would let anyone seal codes).
+        // The code and confirmation keys come from the private part: the HMAC secret, or the private scalar or
+        // exponent `d`, which only the holders of the signing key know (a public key would let anyone seal codes
+        // and confirm logins).
         let secret: [UInt8]?
         switch jwk.material {
         case .octet(let bytes): secret = bytes
         case .okp(_, let d), .ec(_, _, let d): secret = d
         case .rsa(_, _, let privateParts): secret = privateParts?.first
         }
-        guard let secret, let codeKey = TokenPageCodeKey.derive(fromSecret: secret) else {
+        guard let secret, let codeKey = TokenPageCodeKey.derive(fromSecret: secret),
+            let confirmationKey = TokenPageConfirmationKey.derive(fromSecret: secret)
+        else {
             throw KeyLoadingError(
                 code: "invalid_key",
-                message: "cannot derive the token page code key from the private key",
+                message: "cannot derive the token page's code and confirmation keys from the private key",
                 keyIndex: jwk.index,
                 keyID: jwk.keyID
             )
         }
         self.codeKey = codeKey
+        self.confirmationKey = confirmationKey
         switch jwk.material {
         case .octet(let secret):
             guard let check = SignatureCheck(hmacBits: algorithm.hmacBits!, secret: secret) else {

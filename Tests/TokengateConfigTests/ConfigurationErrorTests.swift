@@ -684,6 +684,51 @@ struct ConfigurationErrorTests {
         )
     }
 
+    @Test("an app's confirm defaults to on for a custom scheme and off for https; it must be a boolean")
+    func tokenPageConfirm() throws {
+        let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"
+        let withPage = (minimalYAML + "signing_key: { jwks: private.jwks }\n").replacingOccurrences(
+            of: "  - { path_prefix: /, upstream: api, accept: none }",
+            with: page
+        )
+        func apps(_ list: String) -> String {
+            withPage.replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, apps: [ \(list) ]")
+        }
+        let parsed = try parse(
+            apps(
+                "{ name: ios, callback: \"myapp://token\" }, { name: web, callback: \"https://app.example.com/cb\" }, "
+                    + "{ name: mdm, callback: \"myapp://m\", confirm: false }, "
+                    + "{ name: asked, callback: \"https://app.example.com/cb\", confirm: true, display_name: \"Example <Web>\" }"
+            )
+        )
+        guard case .tokenPage(let settings) = parsed.routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(settings.apps.map(\.confirm) == [true, false, false, true])
+        #expect(settings.apps.map(\.hasCustomScheme) == [true, false, true, false])
+        #expect(settings.apps.map(\.displayName) == [nil, nil, nil, "Example <Web>"])
+        self.expectError(
+            apps("{ name: ios, callback: \"myapp://token\", confirm: yes }"),
+            "test.yaml:10:152: routes[1].apps[0].confirm: expected true or false, got yes",
+            code: .wrongType
+        )
+        self.expectError(
+            apps("{ name: ios, callback: \"myapp://token\", confirm: [true] }"),
+            "test.yaml:10:152: routes[1].apps[0].confirm: expected true or false, got a list",
+            code: .wrongType
+        )
+        self.expectError(
+            apps("{ name: ios, callback: \"myapp://token\", display_name: \" Example\" }"),
+            "test.yaml:10:157: routes[1].apps[0].display_name: display_name must be one line of text without spaces at its ends"
+        )
+        self.expectError(
+            apps("{ name: ios, callback: \"myapp://token\", confirmation: false }"),
+            "test.yaml:10:143: routes[1].apps[0].confirmation: unknown key; expected one of: name, callback, pkce, "
+                + "confirm, display_name"
+        )
+    }
+
     @Test("YAML-level problems: syntax, duplicate keys, wrong types, emptiness")
     func yamlProblems() {
         let syntax = parseError("listen: [\n")

@@ -61,6 +61,42 @@ import TokengateConfig
         }
     }
 
+    /// RFC 8252 §8.6: a custom-scheme app whose confirmation is turned off lets any app that claims the scheme
+    /// start a login the browser completes without asking. Allowed, but said; an https app needs no confirmation.
+    @Test func aCustomSchemeAppWithoutConfirmationIsReported() throws {
+        func warnings(_ apps: String) throws -> [String] {
+            try parse(
+                """
+                listen:
+                  - address: 127.0.0.1:8443
+                    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
+                keys: [ { jwks: public.jwks } ]
+                signing_key: { jwks: private.jwks }
+                cutoffs: { file: cutoffs.json }
+                routes:
+                  - path_prefix: /token
+                    kind: token_page
+                    login: { session_cookie: session, login_url: /login }
+                    apps: [ \(apps) ]
+                """
+            ).warnings
+        }
+        let reported = try warnings(
+            "{ name: ios, callback: \"myapp://token\" }, { name: mdm, callback: \"corp.app://t\", confirm: false }")
+        #expect(reported.count == 1, "\(reported)")
+        let warning = try #require(reported.first)
+        #expect(warning.hasPrefix("routes[0].apps[1] (mdm): confirm is false on the custom-scheme callback corp.app://t"))
+        #expect(warning.contains("RFC 8252") && warning.contains("https://"), "\(warning)")
+        for quiet in [
+            "{ name: ios, callback: \"myapp://token\" }",
+            "{ name: ios, callback: \"myapp://token\", confirm: true }",
+            "{ name: web, callback: \"https://app.example.com/cb\" }",
+            "{ name: web, callback: \"https://app.example.com/cb\", confirm: false }",
+        ] {
+            #expect(try warnings(quiet).isEmpty, "\(quiet)")
+        }
+    }
+
     /// Every file holding a secret is looked at, by mode and group only; one named twice is reported once, and
     /// public files (certificates, verification keys) are not reported whatever their mode. A group-readable
     /// secret is reported when its group is not one of the process's (`nogroup` here), and not when it is

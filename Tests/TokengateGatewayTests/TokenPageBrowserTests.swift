@@ -81,13 +81,25 @@ struct TokenPageBrowserTests {
             var readyState: String
             var cookie: String
             var bodyToken: String?
+            /// With `--app`: the page's markup and its buttons' ids (the confirmation page).
+            var html: String?
+            var buttons: [String]?
 
             var description: String { "token page \(self.href) (\(self.readyState))" }
 
             enum CodingKeys: String, CodingKey {
-                case href, title, readyState, cookie
+                case href, title, readyState, cookie, html, buttons
                 case bodyToken = "body_token"
             }
+        }
+
+        /// A 3xx the browser received (with `--app`). Its description leaves out the location, which may hold a
+        /// code.
+        struct Redirect: Decodable, CustomStringConvertible {
+            var status: Int
+            var location: String?
+
+            var description: String { "\(self.status) to \(self.location.map { String($0.prefix(24)) + "…" } ?? "nowhere")" }
         }
 
         /// Its description leaves out the value, so a failed expectation never prints a token.
@@ -116,12 +128,13 @@ struct TokenPageBrowserTests {
         var tokenPage: TokenPage?
         var cookies: [Cookie]?
         var requests: [Request]?
+        var redirects: [Redirect]?
         var browser: String?
         var tls: String?
         var timings: [String: Int]?
 
         enum CodingKeys: String, CodingKey {
-            case error, login, cookies, requests, browser, tls, timings
+            case error, login, cookies, requests, redirects, browser, tls, timings
             case tokenPage = "token_page"
         }
     }
@@ -166,9 +179,12 @@ struct TokenPageBrowserTests {
     /// The run takes seconds, so it waits on a Dispatch thread, not on the cooperative pool: blocking a pool
     /// thread that long (2 on a 2-core machine) starves other suites running in parallel, e.g. the demo RP's
     /// cutoff writer in the end-to-end test, whose answer then misses the gateway's response timeout.
+    ///
+    /// - Parameter app: the script's `--app …` options (an app's login, and whether to press "continue").
     private func browse(
         _ gateway: TokenPageHarness,
-        pinning certificate: String
+        pinning certificate: String,
+        app: [String] = []
     ) async throws -> (ChildProcess.Result, Report) {
         let arguments = [
             "-k", "10", "120", "/usr/bin/env", "python3", Self.script,
@@ -177,7 +193,7 @@ struct TokenPageBrowserTests {
             "--user", "alice", "--password", "pw",
             "--cert", certificate,
             "--timeout", "90",
-        ]
+        ] + app
         let result = try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result { try ChildProcess.run("/usr/bin/timeout", arguments) })
@@ -288,6 +304,80 @@ struct TokenPageBrowserTests {
                 gateway.logLines.all.contains { $0.contains("reason=token_page_issued") && $0.contains("user=alice") },
                 "the gateway issued the token to this browser"
             )
+        }
+    }
+
+    /// RFC 8252 §8.6 in a real browser: an app's login (a custom-scheme app left at the default, which is asked)
+    /// goes through the login form to the confirmation page, which shows the app and the account and holds no
+    /// code; the button "continue" posts the page's form (with the browser's own `Sec-Fetch-Site` and `Origin`,
+    /// which the gateway checks), and the browser is sent to the app's callback with a code, which redeems.
+    @Test(.enabled(if: Tools.found.missing.isEmpty, Tools.skipReason), .timeLimit(.minutes(3)))
+    func chromiumConfirmsAndTheAppGetsACode() async throws {
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+        try await TokenPageHarness.with { gateway in
+            let (result, report) = try await self.browse(
+                gateway, pinning: gateway.certificatePath,
+                app: ["--app", "consent", "--state", "S1", "--code-challenge", challenge, "--confirm"])
+            #expect(result.status == 0, "the browser run failed: \(report.error ?? "?")\n\(result.stderr)")
+            #expect(report.error == nil)
+            #expect(report.tls == "pinned-spki")
+
+            let target = "/token?app=consent&state=S1&code_challenge=\(challenge)&code_challenge_method=S256"
+            let login = try #require(report.login)
+            #expect(login.page.href == gateway.baseURL + "/login?return_to=" + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? ""))
+            #expect(login.typed == [.text("alice"), .number(2)])
+
+            // Logged in: the confirmation page, not the callback.
+            let page = try #require(report.tokenPage, "the browser did not get to the confirmation page")
+            #expect(page.href == gateway.baseURL + target)
+            #expect(page.readyState == "complete")
+            #expect(page.title == "Continue to Demo <App>?", "the display name, escaped in the markup, read back as text")
+            #expect(page.buttons == ["continue", "cancel"])
+            let html = try #require(page.html)
+            #expect(html.contains("<span id=\"app\">Demo &lt;App&gt;</span>") && html.contains("<strong id=\"account\">alice</strong>"))
+            #expect(!html.contains("#code=") && !html.contains("access_token") && !html.contains("tokengate-token:"))
+            #expect(TokenCapture.fromTitle(page.title) == nil)
+
+            // Continue: the page's own form, posted by the browser, answered with the callback and its code.
+            let redirects = try #require(report.redirects)
+            let callback = try #require(
+                redirects.first { $0.location?.hasPrefix(TokenPageHarness.consentCallback + "#code=") == true },
+                "no redirect to the app's callback: \(redirects)")
+            #expect(callback.status == 303)
+            let location = try #require(callback.location)
+            #expect(location.hasSuffix("&state=S1"))
+            let code = try #require(
+                try TokenCapture.codeFromCallback(URL(string: location)!, callback: TokenPageHarness.consentCallback, expectedState: "S1"))
+            let requests = try #require(report.requests)
+            #expect(
+                Array(requests.prefix(5)) == [
+                    .init(url: gateway.baseURL + target, method: "GET"),
+                    .init(url: login.page.href, method: "GET"),
+                    .init(url: gateway.baseURL + "/login", method: "POST"),
+                    .init(url: gateway.baseURL + target, method: "GET"),
+                    .init(url: gateway.baseURL + target + "&confirm=1", method: "POST"),
+                ]
+            )
+            // And the browser went on to the callback (which a headless browser cannot open): the page's
+            // `form-action` let the form's redirect go there.
+            #expect(requests.dropFirst(5).contains(.init(url: TokenPageHarness.consentCallback, method: "GET")), "\(requests.dropFirst(5))")
+            let redeemed = try gateway.curl([
+                "--data-urlencode", "grant_type=authorization_code", "--data-urlencode", "code=\(code.value)",
+                "--data-urlencode", "code_verifier=\(verifier)", "--data-urlencode", "app=consent", gateway.baseURL + "/token",
+            ])
+            #expect(redeemed.status == 200, "\(redeemed.body)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(redeemed.body.utf8)) as? [String: Any])
+            let token = try #require(object["access_token"] as? String)
+            let verifierKeys = TokenVerifier(keys: try KeySet.load(path: gateway.directory + "/public.jwks"))
+            switch verifierKeys.verify(token, accept: .api, cutoffs: gateway.cutoffs.load(), now: gateway.clock.now) {
+            case .valid(let verified): #expect(verified.subject == "alice")
+            case .invalid(let reason): Issue.record("the redeemed token does not verify: \(reason.code)")
+            }
+            let lines = gateway.logLines.all
+            #expect(lines.contains { $0.contains("reason=token_page_confirm_shown") })
+            #expect(lines.contains { $0.contains("method=POST") && $0.contains("reason=token_page_issued_code") && $0.contains("user=alice") })
+            #expect(!lines.contains { $0.contains(code.value) || $0.contains(token) })
         }
     }
 

@@ -33,9 +33,11 @@ import TokengateTokens
         var configuration = TokenPageConfiguration(
             login: .sessionCookie("session"),
             loginURL: "/login",
+            // `confirm: false`: these tests are about the code once the page issues it, not the question before
+            // (TokenPageConfirmationResponderTests).
             apps: [
-                TokenPageApp(name: "ios", callback: "myapp://token"),
-                TokenPageApp(name: "android", callback: "myapp://android", pkce: .required),
+                TokenPageApp(name: "ios", callback: "myapp://token", confirm: false),
+                TokenPageApp(name: "android", callback: "myapp://android", pkce: .required, confirm: false),
             ]
         )
         configuration.tokenLifetime = lifetime

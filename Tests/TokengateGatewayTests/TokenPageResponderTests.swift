@@ -27,7 +27,9 @@ import TokengateTokens
         login: TokenPageLogin = .sessionCookie("session"),
         loginURL: String = "/login",
         lifetime: Duration? = nil,
-        apps: [TokenPageApp] = [TokenPageApp(name: "ios", callback: "myapp://token")]
+        // `confirm: false`: these tests are about what the page delivers once nothing is left to ask
+        // (TokenPageConfirmationResponderTests asks).
+        apps: [TokenPageApp] = [TokenPageApp(name: "ios", callback: "myapp://token", confirm: false)]
     ) -> TokenPageResponder {
         var configuration = TokenPageConfiguration(login: login, loginURL: loginURL, apps: apps)
         configuration.tokenLifetime = lifetime

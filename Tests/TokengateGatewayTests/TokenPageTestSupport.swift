@@ -55,6 +55,11 @@ final class TokenPageHarness: @unchecked Sendable {
     static let callback = "tokengate-demo://token"
     /// An app with `pkce: required`.
     static let androidCallback = "tokengate-demo://android"
+    /// The harness's apps `ios` and `android` are configured with `confirm: false`, so the tests of what the page
+    /// delivers go on as before; `consent` is a custom-scheme app left at the default (the page asks first), `web`
+    /// an https app at its default (it does not) and `web-confirm` one with `confirm: true`.
+    static let consentCallback = "tokengate-demo://consent"
+    static let webCallback = "https://app.example/callback"
 
     var baseURL: String { "https://localhost:\(self.tlsPort)" }
     var certificatePath: String { self.directory + "/cert.pem" }
@@ -108,8 +113,11 @@ final class TokenPageHarness: @unchecked Sendable {
                 kind: token_page
                 login: { session_cookie: session, login_url: /login }
                 apps:
-                  - { name: ios, callback: "\(Self.callback)" }
-                  - { name: android, callback: "\(Self.androidCallback)", pkce: required }
+                  - { name: ios, callback: "\(Self.callback)", confirm: false }
+                  - { name: android, callback: "\(Self.androidCallback)", pkce: required, confirm: false }
+                  - { name: consent, callback: "\(Self.consentCallback)", pkce: required, display_name: "Demo <App>" }
+                  - { name: web, callback: "\(Self.webCallback)" }
+                  - { name: web-confirm, callback: "\(Self.webCallback)", confirm: true }
               - { path_prefix: /, upstream: rp, accept: none }
             """
         try "{}".write(toFile: self.directory + "/cutoffs.json", atomically: true, encoding: .utf8)

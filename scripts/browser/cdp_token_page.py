@@ -6,6 +6,7 @@
 
   cdp_token_page.py --base https://localhost:PORT --user alice --password pw
                     [--chromium /usr/bin/chromium] [--cert cert.pem] [--timeout 60]
+                    [--app NAME [--state S] [--code-challenge C] [--confirm]]
 
 Starts Chromium (headless, its own temporary profile, DevTools on a free loopback port), then over the
 Chrome DevTools Protocol: opens <base>/token, expects to be sent to the login form, types the user and
@@ -14,6 +15,13 @@ the page title, `document.cookie`, the cookies in the browser's store (with thei
 requested and the final URL. It asserts nothing itself: it prints one JSON object on stdout and the
 Swift test (Tests/TokengateGatewayTests/TokenPageBrowserTests.swift) checks it. The JSON holds the
 token (the test must compare it); nothing on stderr does.
+
+With --app (an app's login: `?app=NAME[&state=S][&code_challenge=C&code_challenge_method=S256]`), the page
+after the login is whatever the gateway answers for that app: for one it asks first, the confirmation page
+(reported as `token_page`, with `html`, the page's markup). With --confirm, the script then presses the
+page's "continue" button (`#continue`) and waits for the browser to be sent on: the redirect to the app's
+callback (a custom scheme, which a headless browser cannot open) is reported as `redirects` (every 3xx
+the browser received: status and `Location`) and, when the browser tried to go there, in `requests`.
 
 TLS: with --cert, Chromium trusts only that certificate's public key
 (`--ignore-certificate-errors-spki-list`, effective because the profile is a --user-data-dir), so
@@ -344,6 +352,10 @@ LOGIN_FORM = """(() => {
 PAGE_STATE = """(() => ({href: location.href, title: document.title, readyState: document.readyState,
   cookie: document.cookie, body_token: (document.getElementById('token') || {}).textContent || null}))()"""
 
+# The confirmation page: its whole markup (the Swift test looks for what must not be there) and its buttons.
+CONFIRMATION_STATE = """(() => ({html: document.documentElement.outerHTML,
+  buttons: Array.from(document.querySelectorAll('button')).map((b) => b.id)}))()"""
+
 
 def load(devtools, session, action, what):
     """Runs `action` (which starts a navigation) and waits for the main frame's load event."""
@@ -359,14 +371,49 @@ def type_into(devtools, session, selector, text):
     devtools.call("Input.insertText", {"text": text}, session)
 
 
-def drive(devtools, base, user, password, timings, started):
+def page_address(base, app, state, challenge):
+    """The token page, or an app's login at it."""
+    if not app:
+        return base + "/token"
+    query = [("app", app)]
+    if state:
+        query.append(("state", state))
+    if challenge:
+        query += [("code_challenge", challenge), ("code_challenge_method", "S256")]
+    return base + "/token?" + urllib.parse.urlencode(query)
+
+
+def press_continue(devtools, session):
+    """Presses the confirmation page's "continue" and waits until the browser is done with where it was sent: a
+    page that loads (a refusal), or a navigation that fails. The redirect to the app's custom scheme, which a
+    headless browser cannot open, is such a failure (`net::ERR_ABORTED`), after the browser has reported the
+    redirect (`Network.responseReceivedExtraInfo`) and the request it would make (`Network.requestWillBeSent`)."""
+    mark = devtools.mark()
+    devtools.evaluate("document.querySelector('#continue').click()", session)
+    index = mark
+    while True:
+        while index < len(devtools.events):
+            event = devtools.events[index]
+            index += 1
+            if event.get("sessionId") != session:
+                continue
+            if event["method"] == "Page.loadEventFired":
+                return
+            if event["method"] == "Network.loadingFailed" and event["params"].get("type") == "Document":
+                return
+        event = json.loads(devtools.ws.receive_text("the browser after continue"))
+        if "method" in event:
+            devtools.events.append(event)
+
+
+def drive(devtools, base, user, password, timings, started, app=None, state=None, challenge=None, confirm=False):
     target = devtools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = devtools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     devtools.call("Page.enable", session=session)
     devtools.call("Network.enable", session=session)
 
     def navigate():
-        answer = devtools.call("Page.navigate", {"url": base + "/token"}, session)
+        answer = devtools.call("Page.navigate", {"url": page_address(base, app, state, challenge)}, session)
         if answer.get("errorText"):
             raise DriveError("the token page did not load: " + answer["errorText"])
 
@@ -391,6 +438,12 @@ def drive(devtools, base, user, password, timings, started):
         "the token page after the login",
     )
     timings["token_page_ms"] = round((time.monotonic() - before) * 1000)
+    if app:
+        token_page.update(devtools.evaluate(CONFIRMATION_STATE, session))
+    if confirm:
+        before = time.monotonic()
+        press_continue(devtools, session)
+        timings["continue_ms"] = round((time.monotonic() - before) * 1000)
 
     cookies = devtools.call("Storage.getCookies")["cookies"]
     requests = [
@@ -398,7 +451,14 @@ def drive(devtools, base, user, password, timings, started):
         for event in devtools.events
         if event["method"] == "Network.requestWillBeSent" and event.get("sessionId") == session
     ]
-    return {
+    redirects = []
+    for event in devtools.events:
+        if event["method"] == "Network.responseReceivedExtraInfo" and event.get("sessionId") == session:
+            status = event["params"].get("statusCode", 0)
+            if 300 <= status < 400:
+                headers = {name.lower(): value for name, value in event["params"].get("headers", {}).items()}
+                redirects.append({"status": status, "location": headers.get("location")})
+    result = {
         "login": {"page": {"href": login["href"], "title": login["title"]}, "form": form, "typed": typed},
         "token_page": token_page,
         "cookies": [
@@ -410,6 +470,9 @@ def drive(devtools, base, user, password, timings, started):
         ],
         "requests": requests,
     }
+    if app:
+        result["redirects"] = redirects
+    return result
 
 
 def main():
@@ -420,7 +483,13 @@ def main():
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--cert", help="PEM certificate whose public key Chromium should trust (pinned)")
     parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--app", help="open the login of this registered app instead of the plain token page")
+    parser.add_argument("--state", help="with --app: the state to send")
+    parser.add_argument("--code-challenge", help="with --app: a PKCE S256 challenge to send")
+    parser.add_argument("--confirm", action="store_true", help="with --app: press the confirmation page's continue")
     options = parser.parse_args()
+    if (options.state or options.code_challenge or options.confirm) and not options.app:
+        parser.error("--state, --code-challenge and --confirm need --app")
 
     # A `timeout` wrapper's SIGTERM becomes an exception, so the `finally` below still kills the browser.
     def terminate(signum, frame):
@@ -442,7 +511,18 @@ def main():
         websocket = WebSocket(url, deadline)
         devtools = DevTools(websocket, deadline)
         version = devtools.call("Browser.getVersion")
-        result = drive(devtools, options.base, options.user, options.password, timings, time.monotonic())
+        result = drive(
+            devtools,
+            options.base,
+            options.user,
+            options.password,
+            timings,
+            time.monotonic(),
+            app=options.app,
+            state=options.state,
+            challenge=options.code_challenge,
+            confirm=options.confirm,
+        )
         result["browser"] = version.get("product")
         result["tls"] = "pinned-spki" if options.cert else "ignore-certificate-errors"
         timings["total_ms"] = round((time.monotonic() - started) * 1000)

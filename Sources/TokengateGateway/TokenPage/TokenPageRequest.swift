@@ -55,13 +55,16 @@ struct TokenPageRequest: Sendable, Equatable {
     }
 
     static func parse(_ head: HTTPRequestHead, apps: [TokenPageApp]) -> Parsed {
-        let isHead: Bool
         switch head.method {
-        case .GET: isHead = false
-        case .HEAD: isHead = true
-        default: return .refused(.method)
+        case .GET: Self.parse(target: head.uri, isHead: false, apps: apps)
+        case .HEAD: Self.parse(target: head.uri, isHead: true, apps: apps)
+        default: .refused(.method)
         }
-        let uri = head.uri
+    }
+
+    /// The query of `uri` read as the page reads a `GET`'s; also the query of a confirmation's `POST`
+    /// (``TokenPageConfirmationRequest``), which carries the same parameters.
+    static func parse(target uri: String, isHead: Bool, apps: [TokenPageApp]) -> Parsed {
         let query: Substring
         if let mark = uri.firstIndex(of: "?") {
             query = uri[uri.index(after: mark)...]

@@ -11,8 +11,9 @@ import TokengateTokens
 /// The token page (DESIGN §8): decides, without any I/O, what a `token_page` route answers.
 ///
 /// ### Overview
-/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only (the gateway hands a `POST`, a PKCE code
-///    redemption, to ``redeem(body:cutoffs:now:)`` instead); `app`, `cancel`, `state`, `code_challenge` and
+/// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only (the gateway hands a `POST` to
+///    ``confirm(head:body:cutoffs:now:)`` when its query holds `confirm`, else, a PKCE code redemption, to
+///    ``redeem(body:cutoffs:now:)``); `app`, `cancel`, `state`, `code_challenge` and
 ///    `code_challenge_method` at most once each; `app` must name a configured app exactly, and a challenge
 ///    needs `app`, `S256` and 43 base64url characters (an app with `pkce: required` needs one). Refusals are
 ///    fixed JSON errors.
@@ -27,7 +28,13 @@ import TokengateTokens
 ///      401, 403 and 3xx are not; anything else, or no answer, is a 502 (fail closed, never a token).
 /// 4. Not logged in: `302` to `login_url` with `return_parameter=<this request's path and query>`, only when
 ///    that address is a same-site path (``SameSiteReturnPath``); otherwise `400`.
-/// 5. Logged in: an api token is minted (`api_only: true`, `iat` now, `exp` now + `token_lifetime` when set,
+/// 5. Logged in, with an app that asks first (``TokengateConfig/TokenPageApp/confirm``: by default a
+///    custom-scheme callback, which any app may claim, RFC 8252 §8.6): `200` with the confirmation page
+///    (``confirmationPage(app:request:user:session:now:)``), which names the app and the account and holds no
+///    token and no code. Its "continue" is a `POST` (``TokenPageConfirmationRequest``, ``confirm(head:body:
+///    cutoffs:now:)``) with a value bound to this session and this login; the login is checked again, then
+///    step 6 follows with a `303`. Its "cancel" is step 2.
+/// 6. Logged in: an api token is minted (`api_only: true`, `iat` now, `exp` now + `token_lifetime` when set,
 ///    `iss`/`aud` when the verification policy requires them) and delivered:
 ///    - with `app`: `302` to the configured callback with `#access_token=…&token_type=bearer[&expires_in=…]
 ///      [&state=…]` in the fragment, never the query (a fragment is not sent to servers or in `Referer`);
@@ -52,6 +59,8 @@ struct TokenPageResponder: Sendable {
     private let signer: TokenSigner
     /// Seals and opens PKCE codes; derived from the signing key (``TokenSigner/tokenPageCodeKey``).
     let codeKey: TokenPageCodeKey
+    /// Makes and checks the confirmation page's values (``TokenSigner/tokenPageConfirmationKey``).
+    let confirmationKey: TokenPageConfirmationKey
     /// The codes redeemed in the last minute: the process's, shared by every page and every generation.
     let redeemedCodes: RedeemedCodeMemory
     /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
@@ -93,6 +102,7 @@ struct TokenPageResponder: Sendable {
         self.page = page
         self.signer = signer
         self.codeKey = signer.tokenPageCodeKey
+        self.confirmationKey = signer.tokenPageConfirmationKey
         self.redeemedCodes = redeemedCodes
         self.sessionVerifier = sessionVerifier
         self.policy = policy
@@ -100,7 +110,7 @@ struct TokenPageResponder: Sendable {
 
     // MARK: Entry points
 
-    /// The first step for every request on the route.
+    /// The first step for every `GET` and `HEAD` on the route.
     func respond(to head: HTTPRequestHead, cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAction {
         let request: TokenPageRequest
         switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
@@ -110,12 +120,47 @@ struct TokenPageResponder: Sendable {
         if request.cancel, let app = request.app {
             return .answer(self.cancelRedirect(app: app, state: request.state))
         }
+        switch self.checkLogin(head, cutoffs: cutoffs, now: now) {
+        case .loggedIn(let user, let session):
+            return .answer(self.loggedIn(user: user, session: session, request: request, now: now))
+        case .notLoggedIn:
+            return .answer(self.loginRedirect(request))
+        case .failed(let answer):
+            return .answer(answer)
+        case .askWhoami(let url, let cookies):
+            return .askWhoami(url: url, forwardCookies: cookies)
+        }
+    }
+
+    /// The second step in `whoami` mode, with what the RP said.
+    func respond(to head: HTTPRequestHead, whoami: TokenPageWhoamiResult, now: Int64) -> TokenPageAnswer {
+        let request: TokenPageRequest
+        switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
+        case .request(let parsed): request = parsed
+        case .refused(let refusal): return Self.answer(for: refusal)
+        }
+        switch self.checkLogin(head, whoami: whoami) {
+        case .loggedIn(let user, let session):
+            return self.loggedIn(user: user, session: session, request: request, now: now)
+        case .notLoggedIn:
+            return self.loginRedirect(request)
+        case .failed(let answer):
+            return answer
+        case .askWhoami:
+            preconditionFailure("the whoami answer is the login check's last step")
+        }
+    }
+
+    // MARK: The login check
+
+    /// Who is logged in, by the session cookie; in `whoami` mode, the question to ask the RP.
+    func checkLogin(_ head: HTTPRequestHead, cutoffs: CutoffSnapshot, now: Int64) -> TokenPageLoginCheck {
         let cookieHeaders = head.headers["cookie"]
         switch self.configuration.login {
         case .sessionCookie(let name):
             let values = CookieHeader.values(named: name, in: cookieHeaders)
             guard values.count <= 1 else {
-                return .answer(
+                return .failed(
                     .error(
                         .badRequest,
                         error: "invalid_request",
@@ -128,30 +173,26 @@ struct TokenPageResponder: Sendable {
                 let verifier = self.sessionVerifier,
                 case .valid(let token) = verifier.verify(value, accept: .session, cutoffs: cutoffs, now: now)
             else {
-                return .answer(self.loginRedirect(request))
+                return .notLoggedIn
             }
-            return .answer(self.deliver(to: token.subject, request: request, now: now))
+            return .loggedIn(user: token.subject, session: String(value))
         case .whoami(let whoami):
-            guard let cookies = CookieHeader.removing(self.configuration.cookieName, from: cookieHeaders) else {
+            guard let cookies = self.whoamiCookies(head) else {
                 // No cookies at all: nobody can be logged in, so there is no one to ask.
-                return .answer(self.loginRedirect(request))
+                return .notLoggedIn
             }
             return .askWhoami(url: whoami.url, forwardCookies: cookies)
         }
     }
 
-    /// The second step in `whoami` mode, with what the RP said.
-    func respond(to head: HTTPRequestHead, whoami: TokenPageWhoamiResult, now: Int64) -> TokenPageAnswer {
-        let request: TokenPageRequest
-        switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
-        case .request(let parsed): request = parsed
-        case .refused(let refusal): return Self.answer(for: refusal)
-        }
+    /// What the RP's whoami answer says about the login. The session is the cookies the RP was sent, found again
+    /// in `head` the way the first step found them.
+    func checkLogin(_ head: HTTPRequestHead, whoami: TokenPageWhoamiResult) -> TokenPageLoginCheck {
         switch whoami {
         case .failed:
-            return Self.loginCheckFailed
+            return .failed(Self.loginCheckFailed)
         case .busy:
-            return Self.loginCheckBusy
+            return .failed(Self.loginCheckBusy)
         case .answered(let status, let values):
             var header = "user"
             if case .whoami(let whoami) = self.configuration.login { header = whoami.userHeader }
@@ -159,26 +200,42 @@ struct TokenPageResponder: Sendable {
             case 200...299:
                 // A 2xx without a usable user id is a broken endpoint, not a login: fail closed.
                 guard values.count == 1 else {
-                    return Self.loginCheckFailed(
-                        because: "it answered \(status) with \(values.count) \(header) fields; one is needed")
+                    return .failed(
+                        Self.loginCheckFailed(
+                            because: "it answered \(status) with \(values.count) \(header) fields; one is needed"))
                 }
                 switch Self.userID(values[0]) {
                 case .success(let user):
-                    return self.deliver(to: user, request: request, now: now)
+                    return .loggedIn(user: user, session: self.whoamiCookies(head) ?? "")
                 case .failure(let problem):
-                    return Self.loginCheckFailed(because: "its \(header) value \(problem.description)")
+                    return .failed(Self.loginCheckFailed(because: "its \(header) value \(problem.description)"))
                 }
             case 300...399, 401, 403:
-                return self.loginRedirect(request)
+                return .notLoggedIn
             default:
-                return Self.loginCheckFailed(because: "it answered \(status)")
+                return .failed(Self.loginCheckFailed(because: "it answered \(status)"))
             }
         }
     }
 
+    /// The browser's cookies without the page's own (an earlier api token is none of the RP's business): what the
+    /// whoami check sends. Nil when there are none.
+    private func whoamiCookies(_ head: HTTPRequestHead) -> String? {
+        CookieHeader.removing(self.configuration.cookieName, from: head.headers["cookie"])
+    }
+
     // MARK: Decisions
 
-    private func loginRedirect(_ request: TokenPageRequest) -> TokenPageAnswer {
+    /// A logged-in browser: the confirmation page when the app asks for one (``TokenPageApp/confirm``), else the
+    /// delivery. `HEAD` shows neither (``deliver(to:request:now:)``).
+    private func loggedIn(user: String, session: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
+        if !request.isHead, let app = request.app, app.confirm {
+            return self.confirmationPage(app: app, request: request, user: user, session: session, now: now)
+        }
+        return self.deliver(to: user, request: request, now: now)
+    }
+
+    func loginRedirect(_ request: TokenPageRequest) -> TokenPageAnswer {
         guard let returnAddress = request.returnAddress else {
             return .error(
                 .badRequest,
@@ -210,7 +267,7 @@ struct TokenPageResponder: Sendable {
     ///
     /// `HEAD` mints nothing: it must be safe (RFC 9110 §9.3.2), and link checkers, previewers and monitors send
     /// it to any URL. A logged-in `HEAD` gets the page's fields without a token (``pageFieldsWithoutToken()``).
-    private func deliver(to user: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
+    func deliver(to user: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
         if request.isHead {
             return self.pageFieldsWithoutToken()
         }
@@ -296,7 +353,7 @@ struct TokenPageResponder: Sendable {
             .error(
                 .methodNotAllowed,
                 error: "method_not_allowed",
-                description: "the token page answers GET, and POST to redeem a code",
+                description: "the token page answers GET, and POST to redeem a code or to confirm a login",
                 reasonCode: "token_page_method",
                 extraHeaders: [("allow", "GET, HEAD, POST")]
             )

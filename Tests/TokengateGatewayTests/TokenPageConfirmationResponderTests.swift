@@ -1,0 +1,232 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Foundation
+import NIOHTTP1
+import Testing
+import TokengateConfig
+import TokengateTokens
+
+@testable import TokengateGateway
+
+/// The confirmation page (RFC 8252 §8.6) as plain values: which apps get it, what it shows and holds, and what a
+/// click on "continue" must carry.
+@Suite struct TokenPageConfirmationResponderTests {
+    static let now: Int64 = 1_700_000_000
+    static let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    static let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+    static let apps = [
+        TokenPageApp(name: "ios", callback: "myapp://token", pkce: .required, displayName: "Example <for> \"iOS\""),
+        TokenPageApp(name: "old", callback: "myapp://old"),
+        TokenPageApp(name: "trusted", callback: "myapp://trusted", confirm: false),
+        TokenPageApp(name: "web", callback: "https://app.example.com/cb"),
+        TokenPageApp(name: "web-asked", callback: "https://app.example.com/cb", confirm: true),
+    ]
+    let signer: TokenSigner
+    let verifier: TokenVerifier
+
+    init() throws {
+        let keys = try KeyGenerator.generate(algorithm: .hs256, keyID: "test-only-confirm")
+        self.signer = try TokenSigner(privateJWKS: Array(keys.privateJWKS.utf8))
+        self.verifier = TokenVerifier(keys: try KeySet(jwks: Array(keys.publicJWKS.utf8)))
+    }
+
+    private func responder(login: TokenPageLogin = .sessionCookie("session"), page: String = "/token") -> TokenPageResponder {
+        TokenPageResponder(
+            configuration: TokenPageConfiguration(login: login, loginURL: "/login", apps: Self.apps),
+            signer: self.signer, verifier: self.verifier, page: page)
+    }
+
+    private func head(_ uri: String, method: HTTPMethod = .GET, cookie: String?) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        headers.add(name: "host", value: "example.com")
+        if let cookie { headers.add(name: "cookie", value: cookie) }
+        return HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers)
+    }
+
+    private func session(_ user: String = "alice") throws -> String {
+        try self.signer.mint(TokenClaims(subject: user, issuedAt: Self.now - 60, apiOnly: false))
+    }
+
+    private func answer(_ action: TokenPageAction) -> TokenPageAnswer? {
+        if case .answer(let answer) = action { return answer }
+        Issue.record("expected an answer, got \(action)")
+        return nil
+    }
+
+    /// The value in the page's "continue" form.
+    private func value(in answer: TokenPageAnswer) throws -> String {
+        let html = String(decoding: answer.body, as: UTF8.self)
+        let start = try #require(html.range(of: "name=\"confirmation\" value=\""))
+        return String(html[start.upperBound...].prefix { $0 != "\"" })
+    }
+
+    static let pageTarget = "/token?app=ios&state=S1&code_challenge=\(challenge)&code_challenge_method=S256"
+    static let postTarget = pageTarget + "&confirm=1"
+
+    @Test("a custom-scheme app gets the page, which names the app and the account and holds no code")
+    func thePage() throws {
+        let responder = self.responder()
+        let cookie = "session=" + (try self.session("<b>alice</b>"))
+        let page = try #require(self.answer(responder.respond(to: self.head(Self.pageTarget, cookie: cookie), cutoffs: .empty, now: Self.now)))
+        #expect(page.status == .ok)
+        #expect(page.reasonCode == "token_page_confirm_shown")
+        #expect(page.user == nil, "nothing was minted")
+        #expect(page.headers["location"].isEmpty && page.headers["set-cookie"].isEmpty)
+        #expect(page.headers["cache-control"] == ["no-store"])
+        #expect(page.headers["x-frame-options"] == ["DENY"])
+        // `same-origin`, not `no-referrer`: under `no-referrer` the browser's own click carries `Origin: null`.
+        #expect(page.headers["referrer-policy"] == ["same-origin"])
+        #expect(page.headers["x-content-type-options"] == ["nosniff"])
+        #expect(
+            page.headers["content-security-policy"]
+                == ["default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self' myapp:"])
+        let html = String(decoding: page.body, as: UTF8.self)
+        #expect(html.contains("<span id=\"app\">Example &lt;for&gt; &quot;iOS&quot;</span>"))
+        #expect(html.contains("<strong id=\"account\">&lt;b&gt;alice&lt;/b&gt;</strong>"))
+        #expect(!html.contains("<b>") && !html.contains("<script"))
+        #expect(!html.contains("code=") && !html.contains("access_token") && !html.contains("tokengate-token:"))
+        #expect(!html.contains(cookie.dropFirst(8)), "never the session")
+        #expect(
+            html.contains(
+                "<form method=\"post\" action=\"?app=ios&amp;state=S1&amp;code_challenge=\(Self.challenge)&amp;code_challenge_method=S256&amp;confirm=1\">"))
+        // Cancel is the page's own cancel link, as a button.
+        #expect(html.contains("<form method=\"get\" action=\"\">"))
+        #expect(html.contains("name=\"cancel\" value=\"1\"") && html.contains("name=\"state\" value=\"S1\""))
+        // HEAD shows nothing, as before.
+        let headAnswer = try #require(self.answer(responder.respond(to: self.head(Self.pageTarget, method: .HEAD, cookie: cookie), cutoffs: .empty, now: Self.now)))
+        #expect(headAnswer.reasonCode == "token_page_head" && headAnswer.body.isEmpty)
+    }
+
+    @Test("continue with the page's value: a 303 to the callback with the code, which redeems")
+    func continueDelivers() throws {
+        let responder = self.responder()
+        let cookie = "session=" + (try self.session())
+        let page = try #require(self.answer(responder.respond(to: self.head(Self.pageTarget, cookie: cookie), cutoffs: .empty, now: Self.now)))
+        let body = Array(("confirmation=" + (try self.value(in: page))).utf8)
+        let post = self.head(Self.postTarget, method: .POST, cookie: cookie)
+        let answer = try #require(self.answer(responder.confirm(head: post, body: body, cutoffs: .empty, now: Self.now + 30)))
+        #expect(answer.status == .seeOther)
+        #expect(answer.reasonCode == "token_page_issued_code")
+        #expect(answer.user == "alice")
+        let location = try #require(answer.headers["location"].first)
+        #expect(location.hasPrefix("myapp://token#code=") && location.hasSuffix("&state=S1"))
+        let code = String(location.dropFirst("myapp://token#code=".count).prefix { $0 != "&" })
+        let redeemed = responder.redeem(
+            body: Array("grant_type=authorization_code&code=\(code)&code_verifier=\(Self.verifier)&app=ios".utf8),
+            cutoffs: .empty, now: Self.now + 31)
+        #expect(redeemed.reasonCode == "token_page_code_redeemed")
+        // The same click again is still within the value's 5 minutes: another code (each needs the verifier).
+        let again = try #require(self.answer(responder.confirm(head: post, body: body, cutoffs: .empty, now: Self.now + 60)))
+        #expect(again.status == .seeOther)
+        // After 5 minutes, no more.
+        let late = try #require(self.answer(responder.confirm(head: post, body: body, cutoffs: .empty, now: Self.now + 300)))
+        #expect(late.status == .badRequest && late.reasonCode == "token_page_confirm_expired")
+        #expect(late.headers["location"].isEmpty)
+    }
+
+    @Test("a value from another session, for another login, or none at all delivers nothing")
+    func forgeries() throws {
+        let responder = self.responder()
+        let alice = "session=" + (try self.session())
+        let aliceAgain = "session=" + (try self.signer.mint(TokenClaims(subject: "alice", issuedAt: Self.now - 10, apiOnly: false)))
+        let mallory = "session=" + (try self.session("mallory"))
+        func click(_ target: String, _ body: String, cookie: String) throws -> TokenPageAnswer {
+            try #require(self.answer(responder.confirm(head: self.head(target, method: .POST, cookie: cookie), body: Array(body.utf8), cutoffs: .empty, now: Self.now)))
+        }
+        let mallorysPage = try #require(self.answer(responder.respond(to: self.head(Self.pageTarget, cookie: mallory), cutoffs: .empty, now: Self.now)))
+        let mallorysValue = try self.value(in: mallorysPage)
+        let alicesPage = try #require(self.answer(responder.respond(to: self.head(Self.pageTarget, cookie: alice), cutoffs: .empty, now: Self.now)))
+        let alicesValue = try self.value(in: alicesPage)
+
+        var refused: [(TokenPageAnswer, String)] = [
+            // The attacker's own value, for its own session, posted with the victim's cookie.
+            (try click(Self.postTarget, "confirmation=" + mallorysValue, cookie: alice), "token_page_confirm_mismatch"),
+            // Alice's value, from another of her sessions (another browser).
+            (try click(Self.postTarget, "confirmation=" + alicesValue, cookie: aliceAgain), "token_page_confirm_mismatch"),
+            // Alice's value for another state, app or challenge.
+            (try click(Self.postTarget.replacingOccurrences(of: "S1", with: "S2"), "confirmation=" + alicesValue, cookie: alice), "token_page_confirm_mismatch"),
+            (try click("/token?app=old&state=S1&confirm=1", "confirmation=" + alicesValue, cookie: alice), "token_page_confirm_mismatch"),
+            (try click(Self.postTarget.replacingOccurrences(of: "E9Mel", with: "A9Mel"), "confirmation=" + alicesValue, cookie: alice), "token_page_confirm_mismatch"),
+            (try click(Self.postTarget, "confirmation=" + String(alicesValue.dropLast()) + "A", cookie: alice), "token_page_confirm_mismatch"),
+            (try click(Self.postTarget, "confirmation=guess", cookie: alice), "token_page_confirm_malformed"),
+            (try click(Self.postTarget, "", cookie: alice), "token_page_confirm_bad_request"),
+            (try click(Self.postTarget, "confirmation=a&confirmation=" + alicesValue, cookie: alice), "token_page_confirm_bad_request"),
+        ]
+        // Another token page's value (another path prefix, maybe a looser token lifetime) does not pass either.
+        let otherPage = self.responder(page: "/other")
+        refused.append(
+            (try #require(self.answer(otherPage.confirm(head: self.head(Self.postTarget, method: .POST, cookie: alice), body: Array(("confirmation=" + alicesValue).utf8), cutoffs: .empty, now: Self.now))), "token_page_confirm_mismatch"))
+        for (answer, reason) in refused {
+            #expect(answer.reasonCode == reason)
+            #expect(answer.status == (reason == "token_page_confirm_mismatch" ? .forbidden : .badRequest), "\(reason)")
+            #expect(answer.headers["location"].isEmpty && answer.user == nil)
+            #expect(answer.headers["content-type"] == ["text/html; charset=utf-8"])
+            #expect(answer.headers["content-security-policy"] == [TokenPageAnswer.contentSecurityPolicy])
+            #expect(String(decoding: answer.body, as: UTF8.self).contains("start again from the app"))
+        }
+        // Logged out since: to the login, with a 303, and back to the page afterwards.
+        let loggedOut = try click(Self.postTarget, "confirmation=" + alicesValue, cookie: "other=1")
+        #expect(loggedOut.status == .seeOther)
+        #expect(loggedOut.headers["location"].first?.hasPrefix("/login?return_to=%2Ftoken%3Fapp%3Dios") == true)
+    }
+
+    @Test("https callbacks are not asked by default, custom schemes are; both can be set either way")
+    func whoIsAsked() throws {
+        let responder = self.responder()
+        let cookie = "session=" + (try self.session())
+        func first(_ query: String) throws -> TokenPageAnswer {
+            try #require(self.answer(responder.respond(to: self.head("/token?" + query, cookie: cookie), cutoffs: .empty, now: Self.now)))
+        }
+        #expect(try first("app=old").reasonCode == "token_page_confirm_shown")
+        #expect(try first("app=web-asked&state=x").reasonCode == "token_page_confirm_shown")
+        #expect(
+            try first("app=web-asked").headers["content-security-policy"]
+                == ["default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self' https://app.example.com"])
+        let web = try first("app=web&state=x")
+        #expect(web.status == .found && web.headers["location"].first?.hasPrefix("https://app.example.com/cb#access_token=") == true)
+        let trusted = try first("app=trusted")
+        #expect(trusted.status == .found && trusted.headers["location"].first?.hasPrefix("myapp://trusted#access_token=") == true)
+        // Not logged in: the login first, as before (the page comes after it).
+        let anonymous = try #require(self.answer(responder.respond(to: self.head("/token?app=old", cookie: nil), cutoffs: .empty, now: Self.now)))
+        #expect(anonymous.reasonCode == "token_page_login_required")
+        // A cancel needs neither a login nor a confirmation.
+        let cancel = try #require(self.answer(responder.respond(to: self.head("/token?app=old&cancel=1&state=S", cookie: nil), cutoffs: .empty, now: Self.now)))
+        #expect(cancel.headers["location"] == ["myapp://old?status=unauthorized&message=user%20canceled&state=S"])
+    }
+
+    @Test("whoami mode: the value is bound to the cookies the RP was asked with, and the RP is asked again at the click")
+    func whoami() throws {
+        let responder = self.responder(login: .whoami(WhoamiConfiguration(url: "http://rp.internal/whoami", userHeader: "X-User")))
+        let cookies = "sid=abc; auth_token=old-api-token"
+        let get = self.head(Self.pageTarget, cookie: cookies)
+        guard case .askWhoami(_, let forwarded) = responder.respond(to: get, cutoffs: .empty, now: Self.now) else {
+            Issue.record("the RP was not asked")
+            return
+        }
+        #expect(forwarded == "sid=abc")
+        let page = responder.respond(to: get, whoami: .answered(status: 200, userHeaderValues: ["alice"]), now: Self.now)
+        #expect(page.reasonCode == "token_page_confirm_shown")
+        let body = Array(("confirmation=" + (try self.value(in: page))).utf8)
+
+        let post = self.head(Self.postTarget, method: .POST, cookie: cookies)
+        guard case .askWhoami(_, let again) = responder.confirm(head: post, body: body, cutoffs: .empty, now: Self.now) else {
+            Issue.record("the RP was not asked again at the click")
+            return
+        }
+        #expect(again == "sid=abc")
+        let ok = responder.confirm(head: post, body: body, whoami: .answered(status: 200, userHeaderValues: ["alice"]), now: Self.now)
+        #expect(ok.status == .seeOther && ok.reasonCode == "token_page_issued_code")
+        // The page's own cookie changing does not matter (it is not sent to the RP); the RP's session does.
+        let newToken = self.head(Self.postTarget, method: .POST, cookie: "sid=abc; auth_token=newer")
+        #expect(responder.confirm(head: newToken, body: body, whoami: .answered(status: 200, userHeaderValues: ["alice"]), now: Self.now).status == .seeOther)
+        let otherSession = self.head(Self.postTarget, method: .POST, cookie: "sid=xyz")
+        #expect(responder.confirm(head: otherSession, body: body, whoami: .answered(status: 200, userHeaderValues: ["alice"]), now: Self.now).reasonCode == "token_page_confirm_mismatch")
+        // The RP now says someone else, or no one, or cannot say.
+        #expect(responder.confirm(head: post, body: body, whoami: .answered(status: 200, userHeaderValues: ["bob"]), now: Self.now).reasonCode == "token_page_confirm_mismatch")
+        #expect(responder.confirm(head: post, body: body, whoami: .answered(status: 401, userHeaderValues: []), now: Self.now).status == .seeOther)
+        #expect(responder.confirm(head: post, body: body, whoami: .answered(status: 401, userHeaderValues: []), now: Self.now).reasonCode == "token_page_login_required")
+        #expect(responder.confirm(head: post, body: body, whoami: .failed, now: Self.now).reasonCode == "token_page_whoami_failed")
+    }
+}
