@@ -36,7 +36,7 @@ struct JSONFileCutoffStoreTests {
             user: UserCutoffs(apiRevokedBefore: 5),
             globalRevokedBefore: 1_714_564_800
         ))
-        #expect(try await JSONFileCutoffStore.parseText("{}") == CutoffTable())
+        #expect(try JSONFileCutoffStore.parseText("{}") == CutoffTable())
     }
 
     @Test("ids that differ only in Unicode form are two users, each with its own cutoffs")
