@@ -86,7 +86,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// The channel's writability, kept from `channelWritabilityChanged` instead of asked of the channel (an
     /// existential call into NIO's write state) for every request the exchange and the parse loop look at it.
     private var channelWritable = true
-    /// The response written must be followed by the connection's close (a body delimited by it).
+    /// The response written must be followed by the connection's close: a body delimited by it, or a head that
+    /// told the client `Connection: close`.
     private var closeAfterResponse = false
 
     init(

@@ -24,9 +24,8 @@ import NIOHTTP1
 /// never asks to switch protocols). Bytes that arrive with no request outstanding are an error too.
 ///
 /// **A head that announces a body HTTP says is absent ends the connection's use.** A response to `HEAD` with
-/// `Transfer-Encoding`, a `Content-Length` above 0 or none at all (its GET would run until the close), a `204`
-/// with either field, a `304` with `Transfer-Encoding` or a `Content-Length` above 0, and a `1xx` with either
-/// field: the client gets the response without a body, as HTTP
+/// `Transfer-Encoding`, a `Content-Length` above 0 or none at all (its GET would run until the close), and a
+/// `204`, `304` or `1xx` with `Transfer-Encoding` or a `Content-Length` above 0 (or two of them): the client gets the response without a body, as HTTP
 /// says, but a backend that wrote such a head may also mean to send the body it announced, and if those bytes
 /// arrive after the next request went out on the connection they would be read as that request's response —
 /// another user's. Whether they come is unknowable, so such a connection is closed instead of pooled
@@ -174,7 +173,7 @@ struct HTTP1ResponseParser {
         }
         if code < 200 {
             // RFC 9110 §8.6, §6.1: a 1xx has no content and carries neither length nor coding.
-            if fields.transferEncodings > 0 || fields.lengths > 0 {
+            if fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 {
                 self.interimAnnouncedBody = true
             }
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
@@ -252,8 +251,9 @@ struct HTTP1ResponseParser {
             // anyway may still come, late: the connection is not reused (see the type's overview). RFC 9110 §8.6
             // allows no `Content-Length` at all on a 204, and a length on HEAD and 304 responses (so above 0 is
             // what counts there, and two of them, whatever their values).
-            let announcesBody =
-                fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 || (code == 204 && fields.lengths > 0)
+            // `Content-Length: 0` announces nothing that could come late (some frameworks put it on every 204),
+            // whatever RFC 9110 §8.6 says a 204 should carry.
+            let announcesBody = fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1
             // A `HEAD` answer with no length at all says its GET would run until the backend closes: a body it may
             // send anyway has no end the gateway could find, so it is treated as announced.
             let headAnswerWithoutLength = self.requestWasHEAD && code != 204 && code != 304 && fields.lengths == 0

@@ -136,7 +136,9 @@ extension ProxyExchange {
                 self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((now - sent).nanoseconds)
             }
             self.responseStarted = true
-            self.answeredEarly = !self.requestEnded
+            // Early: the client's request had not ended, or it had but its last bytes were still on their way to
+            // the backend (written in this tick, flushed at its end, or held by a full socket).
+            self.answeredEarly = !self.requestEnded || connection.handler.requestMayBeUnsent
             self.status = head.status
             self.heldHead = head
             // The backend answered, so the request is never sent again: its body need not be kept for a retry,

@@ -516,9 +516,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     )
                 )
             else {
-                // A value with a line break or a NUL byte (an identity from the token); or a client length neither
-                // client parser lets through.
-                self.answer(.malformedHTTP("a header field value cannot be forwarded"))
+                // A value with a line break or a NUL byte (an identity from the token): the one case that reaches
+                // here (a client length the rewriter could not write is refused by both client parsers first).
+                self.answer(.malformedHTTP("a header field value holds a line break or a NUL byte"))
                 return
             }
             self.upstreamHead = upstreamHead

@@ -176,6 +176,14 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
         context.write(self.wrapOutboundOut(ByteBuffer(string: "0\r\n\r\n")), promise: nil)
     }
 
+    /// Whether bytes written for the request may not have reached the backend yet: a flush waits for the end of
+    /// the tick (``UpstreamFlushBatch``), or NIO holds writes the socket has not taken (not writable). A response
+    /// head that arrives meanwhile was sent before the backend had the whole request, however the exchange's own
+    /// reading of the client has ended.
+    var requestMayBeUnsent: Bool {
+        self.flushPending || !self.isWritable
+    }
+
     /// Flushes what was written, at the end of the loop's tick (see ``UpstreamFlushBatch``).
     func flush() {
         guard let batch = self.flushBatch else {

@@ -65,6 +65,21 @@ import Testing
         _ = try second.channel.finish()
     }
 
+    /// Until the tick's flush, what was written has not reached the backend: a response head that arrives in that
+    /// tick (a backend answering before it read the body's end) is early, and its connection is not reused
+    /// (``ProxyExchange/answeredEarly``).
+    @Test func writesWaitingForTheTicksFlushMayBeUnsent() throws {
+        let (loop, upstreams) = try self.makeUpstreams(1)
+        let upstream = upstreams[0]
+        #expect(!upstream.handler.requestMayBeUnsent)
+        upstream.send("the body's end")
+        #expect(upstream.handler.requestMayBeUnsent, "written, its flush waiting for the end of the tick")
+        loop.run()
+        #expect(try upstream.sent() == "the body's end")
+        #expect(!upstream.handler.requestMayBeUnsent, "flushed, the socket took it")
+        _ = try upstream.channel.finish()
+    }
+
     /// A connection that closes before the end of the tick is skipped (its handler is out of the pipeline)
     /// and the other connections' writes still leave.
     @Test func aConnectionClosedBeforeTheTickEndsIsSkipped() throws {

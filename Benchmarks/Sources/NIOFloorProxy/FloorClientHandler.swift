@@ -36,6 +36,8 @@ final class FloorClientHandler: ChannelInboundHandler {
         upstreamHandler.deliver = { response in
             client.writeAndFlush(response, promise: nil)
         }
+        // A backend that closes ends its client's connection too: nothing else would answer its requests.
+        upstreamHandler.closed = { client.close(promise: nil) }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let boundUpstreamHandler = NIOLoopBound(upstreamHandler, eventLoop: context.eventLoop)
         ClientBootstrap(group: context.eventLoop)
@@ -50,6 +52,11 @@ final class FloorClientHandler: ChannelInboundHandler {
                 let handler = loopBound.value
                 switch result {
                 case .success(let channel):
+                    // The client may have gone while the connect ran: its upstream goes too.
+                    guard client.isActive else {
+                        channel.close(promise: nil)
+                        return
+                    }
                     handler.upstream = channel
                     for request in handler.waiting { handler.send(request) }
                     handler.waiting.removeAll()

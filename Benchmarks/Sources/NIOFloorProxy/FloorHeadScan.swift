@@ -10,6 +10,7 @@
 enum FloorHeadScan {
     private static let carriageReturn = UInt8(ascii: "\r")
     private static let lineFeed = UInt8(ascii: "\n")
+    private static let name = Array("\ncontent-length:".utf8)
 
     /// The length of the head at the front of `bytes` up to and including its empty line, or nil.
     static func headLength(_ bytes: UnsafeRawBufferPointer) -> Int? {
@@ -28,17 +29,16 @@ enum FloorHeadScan {
 
     /// The value of the first `Content-Length` field of `head`, or nil.
     static func contentLength(_ head: UnsafeRawBufferPointer.SubSequence) -> Int? {
-        let name = Array("\ncontent-length:".utf8)
         var index = head.startIndex
-        while index + name.count <= head.endIndex {
+        while index + Self.name.count <= head.endIndex {
             var matches = true
-            for offset in 0..<name.count where head[index + offset] | 0x20 != name[offset] | 0x20 {
+            for offset in 0..<Self.name.count where head[index + offset] | 0x20 != Self.name[offset] | 0x20 {
                 matches = false
                 break
             }
             if matches {
                 var value = 0
-                var cursor = index + name.count
+                var cursor = index + Self.name.count
                 while cursor < head.endIndex, head[cursor] == UInt8(ascii: " ") { cursor += 1 }
                 while cursor < head.endIndex, head[cursor] >= UInt8(ascii: "0"), head[cursor] <= UInt8(ascii: "9") {
                     value = value * 10 + Int(head[cursor] - UInt8(ascii: "0"))

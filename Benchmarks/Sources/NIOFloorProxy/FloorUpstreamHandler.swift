@@ -14,6 +14,8 @@ final class FloorUpstreamHandler: ChannelInboundHandler {
 
     /// Where each whole response goes; cleared when the client connection closes.
     var deliver: ((ByteBuffer) -> Void)?
+    /// Called once when the backend's connection closes.
+    var closed: (() -> Void)?
     private var splitter = FloorMessageSplitter()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -24,6 +26,8 @@ final class FloorUpstreamHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         self.deliver = nil
+        self.closed?()
+        self.closed = nil
     }
 
     /// The length of the response at the front of `bytes`, head and body, or nil until its head is whole.
