@@ -37,7 +37,8 @@ extension GatewayRuntime {
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         redeemedCodes: RedeemedCodeMemory? = nil,
-        now: (@Sendable () -> Int64)? = nil
+        now: (@Sendable () -> Int64)? = nil,
+        nowMilliseconds: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
         var policy = VerificationPolicy()
@@ -151,8 +152,20 @@ extension GatewayRuntime {
             metrics: metrics,
             hsts: configuration.hsts.headerValue,
             tokenBodyMemory: tokenBodyMemory,
-            now: now ?? { Int64(Date().timeIntervalSince1970) }
+            now: now ?? { Int64(Date().timeIntervalSince1970) },
+            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now)
         )
+    }
+
+    /// The milliseconds clock: the given one; else an injected seconds clock times 1000 (so both agree); else
+    /// the system clock.
+    private static func millisecondClock(
+        _ milliseconds: (@Sendable () -> Int64)?,
+        seconds: (@Sendable () -> Int64)?
+    ) -> @Sendable () -> Int64 {
+        if let milliseconds { return milliseconds }
+        if let seconds { return { seconds() * 1000 } }
+        return { Int64(Date().timeIntervalSince1970 * 1000) }
     }
 
     /// Where a token page's delivery cookie goes: its name, and the host and path a browser sends it to.
@@ -172,7 +185,7 @@ extension GatewayRuntime {
         }
     }
 
-    /// The token pages' delivery cookies a route's backend must not get.
+    /// The token pages' cookies a route's backend must not get: the delivery cookies, and the confirmation cookie.
     ///
     /// The delivery cookie holds a long-lived api token and has `Path=/` by default, so a browser or an app's
     /// web view sends it with every request to the page's host, including to public and session routes that
@@ -195,6 +208,15 @@ extension GatewayRuntime {
                 continue
             }
             names.append(cookie.name)
+        }
+        // The confirmation page's cookie (``TokenPageConfirmationCookie``) has `Path=/`: withheld on every route
+        // of a page's host, whatever its path and token sources. It is the gateway's own, never a backend's.
+        let onPageHost = deliveryCookies.contains { cookie in
+            guard let pageHost = cookie.host, let routeHost = route.host else { return true }
+            return pageHost.lowercased() == routeHost.lowercased()
+        }
+        if onPageHost {
+            names.append(TokenPageConfirmationCookie.name)
         }
         return names
     }

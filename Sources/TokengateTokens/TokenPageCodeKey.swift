@@ -73,12 +73,9 @@ public struct TokenPageCodeKey: Sendable {
 
     /// The code key for `secret` (the signing key's secret bytes): the AES-256 key HMAC-SHA256(secret, ``label``).
     static func derive(fromSecret secret: [UInt8]) -> TokenPageCodeKey? {
-        guard let derivation = SignatureCheck(hmacBits: 256, secret: secret),
-            var derived = derivation.hmacTag(Self.label)
-        else { return nil }
-        defer { CTokengateShims_cleanse(&derived, derived.count) }
-        guard let cipher = AES256GCMKey(derived) else { return nil }
-        return TokenPageCodeKey(cipher: cipher)
+        LabeledKeyDerivation.derive(fromSecret: secret, label: Self.label) { derived in
+            AES256GCMKey(derived).map { TokenPageCodeKey(cipher: $0) }
+        }
     }
 
     /// The code, ready for the callback's fragment (base64url only). Nil when libcrypto fails, its random number

@@ -8,7 +8,7 @@ enum TokenPageAction: Sendable, Equatable {
     case answer(TokenPageAnswer)
     /// Ask the RP who is logged in: `GET url` with `Cookie: forwardCookies` and nothing else of the request,
     /// within the configured timeout, then call
-    /// ``TokenPageResponder/respond(to:whoami:now:)`` with what came back.
+    /// ``TokenPageResponder/respond(to:whoami:now:nowMilliseconds:)`` with what came back.
     ///
     /// `forwardCookies` is the browser's cookies without the token page's own cookie (an earlier api token
     /// is none of the RP's business). The gateway must not follow redirects; it passes the status as it is.
