@@ -35,21 +35,22 @@ final class RedeemedCodeMemory: Sendable {
         self.logger = logger
     }
 
-    /// Remembers a redeemed code (``RedeemedCodes/admit(_:expiresAt:now:)``). A refusal because the memory is full
+    /// Remembers a redeemed code (``RedeemedCodes/admit(_:keepUntil:now:)``). A refusal because the memory is full
     /// is logged as a warning (throttled: ``FailureLogThrottle``), and the next admission after such warnings says
     /// the memory has room again. Nothing of the code is logged.
     ///
     /// - Parameters:
+    ///   - keepUntil: the code's `exp` plus the clock skew the redemption allows (UNIX seconds).
     ///   - now: the clock codes expire by (UNIX seconds, the redemption's).
     ///   - logTime: the clock the log throttle counts by.
     func admit(
         _ nonce: TokenPageCodeNonce,
-        expiresAt: Int64,
+        keepUntil: Int64,
         now: Int64,
         logTime: NIODeadline = .now()
     ) -> RedeemedCodes.Admission {
         let (admission, logLine) = self.state.withLockedValue { state -> (RedeemedCodes.Admission, Int?) in
-            let admission = state.codes.admit(nonce, expiresAt: expiresAt, now: now)
+            let admission = state.codes.admit(nonce, keepUntil: keepUntil, now: now)
             switch admission {
             case .full: return (admission, state.fullLog.failed(now: logTime))
             case .first: return (admission, state.fullLog.succeeded(now: logTime))

@@ -62,7 +62,7 @@ struct TokenPageResponder: Sendable {
     let codeKey: TokenPageCodeKey
     /// Makes and checks the confirmation page's values (``TokenSigner/tokenPageConfirmationKey``).
     let confirmationKey: TokenPageConfirmationKey
-    /// The codes redeemed in the last minute: the process's, shared by every page and every generation.
+    /// The codes redeemed in the last minutes: the process's, shared by every page and every generation.
     let redeemedCodes: RedeemedCodeMemory
     /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
     private let sessionVerifier: TokenVerifier?
