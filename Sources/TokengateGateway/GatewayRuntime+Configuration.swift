@@ -4,7 +4,6 @@
 
 import Atomics
 import Foundation
-import Logging
 import NIOCore
 import Prometheus
 import TokengateConfig
@@ -29,6 +28,10 @@ extension GatewayRuntime {
     /// Builds the runtime from a validated configuration: reads and parses every key file, builds the
     /// verifiers (the gateway's, and one per route that narrows it), the routes and the upstream settings.
     /// Throws ``GatewayStartupError``.
+    ///
+    /// - Parameter redeemedCodes: the memory of redeemed PKCE codes: the process's (``GatewayServer`` keeps one
+    ///   across reloads), or a throwaway for a build that serves nothing (``RedeemedCodeMemory/unused()``).
+    ///   No default: a fresh memory made silently would forget every redeemed code.
     static func build(
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
@@ -36,7 +39,7 @@ extension GatewayRuntime {
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
-        redeemedCodes: RedeemedCodeMemory? = nil,
+        redeemedCodes: RedeemedCodeMemory,
         now: (@Sendable () -> Int64)? = nil,
         nowMilliseconds: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
@@ -93,9 +96,6 @@ extension GatewayRuntime {
             )
         }
 
-        // The process's, from the server; a fresh one for `check-config` and tests, which redeem nothing (or
-        // nothing that must outlive this runtime).
-        let redeemedCodes = redeemedCodes ?? RedeemedCodeMemory(logger: Logger(label: "tokengate"))
         let deliveryCookies = Self.tokenPageDeliveryCookies(configuration.routes)
         var routes: [GatewayRoute] = []
         for (index, route) in configuration.routes.enumerated() {

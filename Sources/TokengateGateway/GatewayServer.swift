@@ -221,7 +221,9 @@ public final class GatewayServer: Sendable {
     /// build gets no warning here (`check` and `serve` say what is wrong with it).
     static func tokenPageWarnings(_ configuration: GatewayConfiguration, runtime: GatewayRuntime? = nil) -> [String] {
         guard configuration.routes.contains(where: { $0.tokenPage != nil }),
-            let runtime = runtime ?? (try? GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty)))
+            let runtime = runtime
+                ?? (try? GatewayRuntime.build(
+                    from: configuration, cutoffs: CutoffSnapshotHolder(.empty), redeemedCodes: .unused()))
         else {
             return []
         }
@@ -258,7 +260,7 @@ public final class GatewayServer: Sendable {
     /// the same reader) and its certificates. For `tokengate check-config`, which must not pass a file that
     /// `serve` then refuses.
     public static func check(_ configuration: GatewayConfiguration) throws {
-        _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
+        _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty), redeemedCodes: .unused())
         _ = try GatewayGeneration.makeTLSContexts(configuration)
         if let admin = configuration.admin {
             if let secretFile = admin.secretFile {

@@ -28,6 +28,12 @@ final class RedeemedCodeMemory: Sendable {
     private let capacity: Int
     private let logger: Logger
 
+    /// A memory for a runtime that serves no request (`check-config`, the configuration warnings): it is never
+    /// asked, so it forgets nothing that matters. Named, so that no serving path makes one by accident.
+    static func unused() -> RedeemedCodeMemory {
+        RedeemedCodeMemory(capacity: 1, logger: Logger(label: "tokengate"))
+    }
+
     /// - Parameter logger: where the warning about a full memory goes (throttled).
     init(capacity: Int = RedeemedCodes.defaultCapacity, logger: Logger) {
         self.state = NIOLockedValueBox(State(codes: RedeemedCodes(capacity: capacity)))

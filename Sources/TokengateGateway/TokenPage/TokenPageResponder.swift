@@ -2,7 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import Logging
 import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
