@@ -263,6 +263,37 @@ import TokengateTokens
         #expect(cancel.headers["location"] == ["myapp://old?status=unauthorized&message=user%20canceled&state=S"])
     }
 
+    @Test("the login check and the page's actions print no cookie and no answer's token")
+    func descriptionsRedact() throws {
+        let responder = self.responder(login: .whoami(WhoamiConfiguration(url: "http://rp.internal/whoami", userHeader: "X-User")))
+        let secret = "sid=secret-session-value"
+        let get = self.head(Self.pageTarget, cookie: secret)
+        let action = responder.respond(to: get, cutoffs: .empty, now: Self.now)
+        let check = responder.checkLogin(get, cutoffs: .empty, now: Self.now)
+        guard case .askWhoami(_, let forwarded) = action else {
+            Issue.record("the RP was not asked")
+            return
+        }
+        #expect(forwarded == secret)
+        for shown in ["\(action)", String(reflecting: action), "\(check)", String(reflecting: check)] {
+            #expect(!shown.contains("secret-session-value") && shown.contains("redacted"), "\(shown)")
+        }
+        // An answer that carries a token (the page's cookie delivery) prints its status and reason only.
+        let sessionCookie = self.responder()
+        let cookie = "session=" + (try self.session())
+        let delivered = sessionCookie.respond(to: self.head("/token", cookie: cookie), cutoffs: .empty, now: Self.now)
+        guard case .answer(let answer) = delivered else {
+            Issue.record("expected an answer")
+            return
+        }
+        let token = try #require(answer.headers["set-cookie"].first.map { String($0.dropFirst("auth_token=".count).prefix { $0 != ";" }) })
+        #expect(token.count > 20)
+        for shown in ["\(delivered)", String(reflecting: delivered)] {
+            #expect(!shown.contains(token) && shown == "answer(200, token_page_issued)", "\(shown)")
+        }
+        #expect("\(TokenPageLoginCheck.failed(answer))" == "failed(200, token_page_issued)")
+    }
+
     @Test("whoami mode: the value is bound to the confirmation cookie and the user, not the RP's cookies, which may change; the RP is asked again at the click and never gets the confirmation cookie")
     func whoami() throws {
         let responder = self.responder(login: .whoami(WhoamiConfiguration(url: "http://rp.internal/whoami", userHeader: "X-User")))
