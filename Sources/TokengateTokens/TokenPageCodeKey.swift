@@ -2,8 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-internal import CTokengateShims
-
 /// Seals and opens token page authorization codes: `base64url(version ‖ nonce ‖ ciphertext ‖ tag)`, the payload
 /// of ``TokenPageCode`` encrypted and authenticated with AES-256-GCM (``AES256GCMKey``) under a key derived from
 /// the signing key; `version` (one byte, ``version``) is the associated data.
