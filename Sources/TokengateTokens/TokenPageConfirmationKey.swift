@@ -41,12 +41,12 @@ public struct TokenPageConfirmationKey: Sendable {
     /// ``byteCount`` bytes in unpadded base64url: 13 groups of 3 bytes make 52 characters, the last 2 bytes 3.
     static let textLength = 55
 
-    /// Why a value was refused. A value made for another session, app, state, challenge, user or page is a
+    /// Why a value was refused. A value made for another browser (confirmation cookie), app, state, challenge, user or page is a
     /// `mismatch`, as is a forged or altered one: the tag cannot tell them apart, and need not.
     public enum Refusal: String, Error, Sendable, Equatable, CaseIterable {
         /// Not base64url of the right length, or another version.
         case malformed
-        /// The tag does not match this session and these parameters (or another signing key made it).
+        /// The tag does not match this cookie and these parameters (or another signing key made it).
         case mismatch
         case expired
         /// Issued later than now, beyond the clock skew allowed (another instance's clock runs ahead).
