@@ -15,6 +15,10 @@ struct RouteEnvironment {
 // MARK: Routes
 
 extension ConfigurationDecoder {
+    /// The Unicode bidirectional formatting characters a `display_name` may not hold: LRM, RLM, the embeddings
+    /// and overrides (U+202A–U+202E) and the isolates (U+2066–U+2069).
+    static let bidiControls: Set<UInt32> = [0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
+
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
     ]
@@ -482,12 +486,23 @@ extension ConfigurationDecoder {
                 var displayName: String?
                 if let displayNode = app["display_name"] {
                     let text = try displayNode.string(maximumLength: 100)
-                    // Shown on the confirmation page (HTML-escaped there): one line of visible text.
+                    // Shown on the confirmation page (HTML-escaped there): one line of visible text. Line and
+                    // paragraph separators break the line as a control character does.
                     guard text.first?.isWhitespace == false, text.last?.isWhitespace == false,
-                        !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                        !text.unicodeScalars.contains(where: {
+                            $0.properties.generalCategory == .control || $0.value == 0x2028 || $0.value == 0x2029
+                        })
                     else {
                         throw displayNode.error(
                             .invalidValue, "display_name must be one line of text without spaces at its ends")
+                    }
+                    // Bidirectional controls reorder what the user reads: "Example" + U+202E could show the
+                    // name of another app, or carry the page's text around it.
+                    if let bidi = text.unicodeScalars.first(where: { Self.bidiControls.contains($0.value) }) {
+                        throw displayNode.error(
+                            .invalidValue,
+                            "display_name must not hold bidirectional controls (it holds U+"
+                                + String(bidi.value, radix: 16, uppercase: true) + ")")
                     }
                     displayName = text
                 }

@@ -34,7 +34,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
         redeemedCodes: RedeemedCodeMemory,
         group: any EventLoopGroup,
         logger: Logger,
-        now: (@Sendable () -> Int64)?
+        now: (@Sendable () -> Int64)?,
+        nowMilliseconds: (@Sendable () -> Int64)?
     ) throws {
         self.number = number
         self.configuration = configuration
@@ -46,7 +47,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
             tokenBodyMemory: tokenBodyMemory,
             whoamiCallsInFlight: whoamiCallsInFlight,
             redeemedCodes: redeemedCodes,
-            now: now
+            now: now,
+            nowMilliseconds: nowMilliseconds
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)
         self.pools = UpstreamPoolDirectory(

@@ -49,6 +49,7 @@ public final class GatewayMetrics: Sendable {
         "token_page_redeem_too_large", "token_page_redeem_unknown_app", "token_page_redeem_revoked",
         "token_page_redeem_reused", "token_page_redeem_busy", "token_page_confirm_cross_site",
         "token_page_confirm_bad_origin", "token_page_confirm_bad_request", "token_page_confirm_too_large",
+        "token_page_confirm_no_cookie",
     ] + TokenPageCodeKey.Refusal.allCases.map { "token_page_redeem_" + $0.rawValue }
         + TokenPageConfirmationKey.Refusal.allCases.map { "token_page_confirm_" + $0.rawValue }
 

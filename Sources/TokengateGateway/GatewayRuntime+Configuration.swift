@@ -4,7 +4,6 @@
 
 import Atomics
 import Foundation
-import Logging
 import NIOCore
 import Prometheus
 import TokengateConfig
@@ -29,6 +28,10 @@ extension GatewayRuntime {
     /// Builds the runtime from a validated configuration: reads and parses every key file, builds the
     /// verifiers (the gateway's, and one per route that narrows it), the routes and the upstream settings.
     /// Throws ``GatewayStartupError``.
+    ///
+    /// - Parameter redeemedCodes: the memory of redeemed PKCE codes: the process's (``GatewayServer`` keeps one
+    ///   across reloads), or a throwaway for a build that serves nothing (``RedeemedCodeMemory/unused()``).
+    ///   No default: a fresh memory made silently would forget every redeemed code.
     static func build(
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
@@ -36,8 +39,9 @@ extension GatewayRuntime {
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
-        redeemedCodes: RedeemedCodeMemory? = nil,
-        now: (@Sendable () -> Int64)? = nil
+        redeemedCodes: RedeemedCodeMemory,
+        now: (@Sendable () -> Int64)? = nil,
+        nowMilliseconds: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
         let keys = try Self.loadKeys(configuration.keys)
         var policy = VerificationPolicy()
@@ -92,9 +96,6 @@ extension GatewayRuntime {
             )
         }
 
-        // The process's, from the server; a fresh one for `check-config` and tests, which redeem nothing (or
-        // nothing that must outlive this runtime).
-        let redeemedCodes = redeemedCodes ?? RedeemedCodeMemory(logger: Logger(label: "tokengate"))
         let deliveryCookies = Self.tokenPageDeliveryCookies(configuration.routes)
         var routes: [GatewayRoute] = []
         for (index, route) in configuration.routes.enumerated() {
@@ -151,8 +152,20 @@ extension GatewayRuntime {
             metrics: metrics,
             hsts: configuration.hsts.headerValue,
             tokenBodyMemory: tokenBodyMemory,
-            now: now ?? { Int64(Date().timeIntervalSince1970) }
+            now: now ?? { Int64(Date().timeIntervalSince1970) },
+            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now)
         )
+    }
+
+    /// The milliseconds clock: the given one; else an injected seconds clock times 1000 (so both agree); else
+    /// the system clock.
+    private static func millisecondClock(
+        _ milliseconds: (@Sendable () -> Int64)?,
+        seconds: (@Sendable () -> Int64)?
+    ) -> @Sendable () -> Int64 {
+        if let milliseconds { return milliseconds }
+        if let seconds { return { seconds() * 1000 } }
+        return { Int64(Date().timeIntervalSince1970 * 1000) }
     }
 
     /// Where a token page's delivery cookie goes: its name, and the host and path a browser sends it to.
@@ -172,7 +185,7 @@ extension GatewayRuntime {
         }
     }
 
-    /// The token pages' delivery cookies a route's backend must not get.
+    /// The token pages' cookies a route's backend must not get: the delivery cookies, and the confirmation cookie.
     ///
     /// The delivery cookie holds a long-lived api token and has `Path=/` by default, so a browser or an app's
     /// web view sends it with every request to the page's host, including to public and session routes that
@@ -195,6 +208,15 @@ extension GatewayRuntime {
                 continue
             }
             names.append(cookie.name)
+        }
+        // The confirmation page's cookie (``TokenPageConfirmationCookie``) has `Path=/`: withheld on every route
+        // of a page's host, whatever its path and token sources. It is the gateway's own, never a backend's.
+        let onPageHost = deliveryCookies.contains { cookie in
+            guard let pageHost = cookie.host, let routeHost = route.host else { return true }
+            return pageHost.lowercased() == routeHost.lowercased()
+        }
+        if onPageHost {
+            names.append(TokenPageConfirmationCookie.name)
         }
         return names
     }

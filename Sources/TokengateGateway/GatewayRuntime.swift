@@ -24,6 +24,8 @@ final class GatewayRuntime: Sendable {
     let hsts: String?
     /// The current UNIX time in seconds; injectable for tests.
     let now: @Sendable () -> Int64
+    /// The same clock in milliseconds: the token page's confirmation counts its minimum delay by it.
+    let nowMilliseconds: @Sendable () -> Int64
 
     init(
         routes: [GatewayRoute],
@@ -36,7 +38,8 @@ final class GatewayRuntime: Sendable {
         metrics: GatewayMetrics,
         hsts: String? = HSTSConfiguration().headerValue,
         tokenBodyMemory: TokenBodyMemory? = nil,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
+        nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) {
         self.routes = routes
         self.routeTable = routeTable
@@ -49,5 +52,6 @@ final class GatewayRuntime: Sendable {
         self.metrics = metrics
         self.hsts = hsts
         self.now = now
+        self.nowMilliseconds = nowMilliseconds
     }
 }

@@ -36,6 +36,7 @@ public final class GatewayServer: Sendable {
     /// refused after it (a memory per generation would forget them all at each SIGHUP).
     private let redeemedCodes: RedeemedCodeMemory
     private let now: (@Sendable () -> Int64)?
+    private let nowMilliseconds: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
     /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
     private let drainCutShort = NIOLockedValueBox(false)
@@ -45,17 +46,21 @@ public final class GatewayServer: Sendable {
     /// - Parameters:
     ///   - cutoffs: the holder the cutoff store keeps current; requests read it without locks.
     ///   - now: the clock for token checks (UNIX seconds); tests inject one.
+    ///   - nowMilliseconds: the same clock in milliseconds (the confirmation page's minimum delay); by default
+    ///     `now` times 1000 when `now` is injected, else the system clock.
     public init(
         configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
         group: any EventLoopGroup,
         logger: Logger,
-        now: (@Sendable () -> Int64)? = nil
+        now: (@Sendable () -> Int64)? = nil,
+        nowMilliseconds: (@Sendable () -> Int64)? = nil
     ) throws {
         self.cutoffs = cutoffs
         self.group = group
         self.logger = logger
         self.now = now
+        self.nowMilliseconds = nowMilliseconds
         self.metricsRegistry = PrometheusCollectorRegistry()
         self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
         self.redeemedCodes = RedeemedCodeMemory(logger: logger)
@@ -70,7 +75,8 @@ public final class GatewayServer: Sendable {
             redeemedCodes: self.redeemedCodes,
             group: group,
             logger: logger,
-            now: now
+            now: now,
+            nowMilliseconds: nowMilliseconds
         )
         generation.runtime.metrics.configGeneration.record(1)
         self.generations = GatewayGenerationHolder(generation)
@@ -133,7 +139,8 @@ public final class GatewayServer: Sendable {
                 redeemedCodes: self.redeemedCodes,
                 group: self.group,
                 logger: self.logger,
-                now: self.now
+                now: self.now,
+                nowMilliseconds: self.nowMilliseconds
             )
         } catch {
             current.runtime.metrics.configReloadFailures.increment()
@@ -214,7 +221,9 @@ public final class GatewayServer: Sendable {
     /// build gets no warning here (`check` and `serve` say what is wrong with it).
     static func tokenPageWarnings(_ configuration: GatewayConfiguration, runtime: GatewayRuntime? = nil) -> [String] {
         guard configuration.routes.contains(where: { $0.tokenPage != nil }),
-            let runtime = runtime ?? (try? GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty)))
+            let runtime = runtime
+                ?? (try? GatewayRuntime.build(
+                    from: configuration, cutoffs: CutoffSnapshotHolder(.empty), redeemedCodes: .unused()))
         else {
             return []
         }
@@ -251,7 +260,7 @@ public final class GatewayServer: Sendable {
     /// the same reader) and its certificates. For `tokengate check-config`, which must not pass a file that
     /// `serve` then refuses.
     public static func check(_ configuration: GatewayConfiguration) throws {
-        _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
+        _ = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty), redeemedCodes: .unused())
         _ = try GatewayGeneration.makeTLSContexts(configuration)
         if let admin = configuration.admin {
             if let secretFile = admin.secretFile {

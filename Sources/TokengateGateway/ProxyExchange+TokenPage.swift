@@ -16,8 +16,12 @@ extension ProxyExchange {
         self.state = .answerPending
         // NIO's head, made once (a `String` per field) for the page's two steps.
         let head = self.head.nioHead
-        let action = page.responder.respond(to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now())
-        self.run(action, page: page) { result, now in page.responder.respond(to: head, whoami: result, now: now) }
+        let action = page.responder.respond(
+            to: head, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now(),
+            nowMilliseconds: self.runtime.nowMilliseconds())
+        self.run(action, page: page) { result, now, nowMilliseconds in
+            page.responder.respond(to: head, whoami: result, now: now, nowMilliseconds: nowMilliseconds)
+        }
     }
 
     /// Does what the token page decided: writes its answer, or asks the RP who is logged in and writes what
@@ -25,20 +29,20 @@ extension ProxyExchange {
     private func run(
         _ action: TokenPageAction,
         page: TokenPageRoute,
-        afterWhoami: @escaping (TokenPageWhoamiResult, Int64) -> TokenPageAnswer
+        afterWhoami: @escaping (TokenPageWhoamiResult, Int64, Int64) -> TokenPageAnswer
     ) {
         switch action {
         case .answer(let answer):
             self.writeTokenPage(answer)
         case .askWhoami(_, let cookies):
             guard let whoami = page.whoami else {
-                self.writeTokenPage(afterWhoami(.failed, self.runtime.now()))
+                self.writeTokenPage(afterWhoami(.failed, self.runtime.now(), self.runtime.nowMilliseconds()))
                 return
             }
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 result in
                 guard case .answerPending = self.state else { return }  // The client went away meanwhile.
-                let answer = afterWhoami(result, self.runtime.now())
+                let answer = afterWhoami(result, self.runtime.now(), self.runtime.nowMilliseconds())
                 if let diagnostic = answer.diagnostic {
                     whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
                 } else if case .answered = result {
@@ -78,8 +82,12 @@ extension ProxyExchange {
     func confirmTokenPage(_ page: TokenPageRoute, body: [UInt8]) {
         self.state = .answerPending
         let head = self.head.nioHead
-        let action = page.responder.confirm(head: head, body: body, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now())
-        self.run(action, page: page) { result, now in page.responder.confirm(head: head, body: body, whoami: result, now: now) }
+        let action = page.responder.confirm(
+            head: head, body: body, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now(),
+            nowMilliseconds: self.runtime.nowMilliseconds())
+        self.run(action, page: page) { result, now, nowMilliseconds in
+            page.responder.confirm(head: head, body: body, whoami: result, now: now, nowMilliseconds: nowMilliseconds)
+        }
     }
 
     /// `POST` to the token page: a PKCE code redemption. Its form body is read like a body searched for a token

@@ -2,8 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-internal import CTokengateShims
-
 /// Seals and opens token page authorization codes: `base64url(version ‖ nonce ‖ ciphertext ‖ tag)`, the payload
 /// of ``TokenPageCode`` encrypted and authenticated with AES-256-GCM (``AES256GCMKey``) under a key derived from
 /// the signing key; `version` (one byte, ``version``) is the associated data.
@@ -73,12 +71,9 @@ public struct TokenPageCodeKey: Sendable {
 
     /// The code key for `secret` (the signing key's secret bytes): the AES-256 key HMAC-SHA256(secret, ``label``).
     static func derive(fromSecret secret: [UInt8]) -> TokenPageCodeKey? {
-        guard let derivation = SignatureCheck(hmacBits: 256, secret: secret),
-            var derived = derivation.hmacTag(Self.label)
-        else { return nil }
-        defer { CTokengateShims_cleanse(&derived, derived.count) }
-        guard let cipher = AES256GCMKey(derived) else { return nil }
-        return TokenPageCodeKey(cipher: cipher)
+        LabeledKeyDerivation.derive(fromSecret: secret, label: Self.label) { derived in
+            AES256GCMKey(derived).map { TokenPageCodeKey(cipher: $0) }
+        }
     }
 
     /// The code, ready for the callback's fragment (base64url only). Nil when libcrypto fails, its random number

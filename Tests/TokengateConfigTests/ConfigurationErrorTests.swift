@@ -722,6 +722,24 @@ struct ConfigurationErrorTests {
             apps("{ name: ios, callback: \"myapp://token\", display_name: \" Example\" }"),
             "test.yaml:10:157: routes[1].apps[0].display_name: display_name must be one line of text without spaces at its ends"
         )
+        // One line: no line or paragraph separator (U+2028, U+2029; control characters the YAML reader refuses).
+        for separator in ["\\u2028", "\\u2029", "\\u0085"] {
+            self.expectError(
+                apps("{ name: ios, callback: \"myapp://token\", display_name: \"Exa\(separator)mple\" }"),
+                "test.yaml:10:157: routes[1].apps[0].display_name: display_name must be one line of text without spaces at its ends"
+            )
+        }
+        // Bidirectional controls, which reorder what the user reads.
+        for (escape, shown) in [
+            ("\\u200E", "200E"), ("\\u200F", "200F"), ("\\u202A", "202A"), ("\\u202B", "202B"), ("\\u202C", "202C"),
+            ("\\u202D", "202D"), ("\\u202E", "202E"), ("\\u2066", "2066"), ("\\u2067", "2067"), ("\\u2068", "2068"),
+            ("\\u2069", "2069"),
+        ] {
+            self.expectError(
+                apps("{ name: ios, callback: \"myapp://token\", display_name: \"Example\(escape) for iOS\" }"),
+                "test.yaml:10:157: routes[1].apps[0].display_name: display_name must not hold bidirectional controls (it holds U+\(shown))"
+            )
+        }
         self.expectError(
             apps("{ name: ios, callback: \"myapp://token\", confirmation: false }"),
             "test.yaml:10:143: routes[1].apps[0].confirmation: unknown key; expected one of: name, callback, pkce, "

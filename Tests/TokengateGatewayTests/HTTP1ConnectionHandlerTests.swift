@@ -38,7 +38,7 @@ import TokengateTokens
             """
         let configuration = try GatewayConfiguration(yaml: yaml, sourcePath: directory + "/tokengate.yaml", checkFiles: false)
         let channel = EmbeddedChannel()
-        let runtime = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty))
+        let runtime = try GatewayRuntime.build(from: configuration, cutoffs: CutoffSnapshotHolder(.empty), redeemedCodes: .forTest())
         let generation = GatewayGenerationHolder(
             GatewayGeneration(
                 runtime: runtime,

@@ -22,31 +22,31 @@ import TokengateTokens
     @Test func aCodeIsAdmittedOnceUntilItExpires() {
         var codes = RedeemedCodes()
         #expect(codes.capacity == 100_000)
-        #expect(codes.admit(Self.nonce(1), expiresAt: Self.now + 60, now: Self.now) == .first)
-        #expect(codes.admit(Self.nonce(1), expiresAt: Self.now + 60, now: Self.now + 1) == .reused)
-        #expect(codes.admit(Self.nonce(1), expiresAt: Self.now + 60, now: Self.now + 59) == .reused)
-        #expect(codes.admit(Self.nonce(2), expiresAt: Self.now + 60, now: Self.now + 1) == .first)
+        #expect(codes.admit(Self.nonce(1), keepUntil: Self.now + 60, now: Self.now) == .first)
+        #expect(codes.admit(Self.nonce(1), keepUntil: Self.now + 60, now: Self.now + 1) == .reused)
+        #expect(codes.admit(Self.nonce(1), keepUntil: Self.now + 60, now: Self.now + 59) == .reused)
+        #expect(codes.admit(Self.nonce(2), keepUntil: Self.now + 60, now: Self.now + 1) == .first)
         #expect(codes.count == 2)
     }
 
     @Test func fullOfUnexpiredCodesANewOneIsRefusedAndAnOldOneStillReused() {
         var codes = RedeemedCodes(capacity: 3)
         for n in 1...3 {
-            #expect(codes.admit(Self.nonce(n), expiresAt: Self.now + 60 + Int64(n), now: Self.now) == .first)
+            #expect(codes.admit(Self.nonce(n), keepUntil: Self.now + 60 + Int64(n), now: Self.now) == .first)
         }
-        #expect(codes.admit(Self.nonce(4), expiresAt: Self.now + 60, now: Self.now) == .full)
-        #expect(codes.admit(Self.nonce(4), expiresAt: Self.now + 60, now: Self.now + 60) == .full, "none expired yet")
-        #expect(codes.admit(Self.nonce(2), expiresAt: Self.now + 62, now: Self.now + 60) == .reused, "full, still refused as reused")
+        #expect(codes.admit(Self.nonce(4), keepUntil: Self.now + 60, now: Self.now) == .full)
+        #expect(codes.admit(Self.nonce(4), keepUntil: Self.now + 60, now: Self.now + 60) == .full, "none expired yet")
+        #expect(codes.admit(Self.nonce(2), keepUntil: Self.now + 62, now: Self.now + 60) == .reused, "full, still refused as reused")
         #expect(codes.count == 3)
         // Code 1 expires at now + 61: room for one.
-        #expect(codes.admit(Self.nonce(4), expiresAt: Self.now + 121, now: Self.now + 61) == .first)
-        #expect(codes.admit(Self.nonce(5), expiresAt: Self.now + 121, now: Self.now + 61) == .full)
+        #expect(codes.admit(Self.nonce(4), keepUntil: Self.now + 121, now: Self.now + 61) == .first)
+        #expect(codes.admit(Self.nonce(5), keepUntil: Self.now + 121, now: Self.now + 61) == .full)
         #expect(codes.count == 3)
         // All but 4 expired.
-        #expect(codes.admit(Self.nonce(5), expiresAt: Self.now + 123, now: Self.now + 63) == .first)
-        #expect(codes.admit(Self.nonce(6), expiresAt: Self.now + 123, now: Self.now + 63) == .first)
-        #expect(codes.admit(Self.nonce(7), expiresAt: Self.now + 123, now: Self.now + 63) == .full)
-        #expect(codes.admit(Self.nonce(4), expiresAt: Self.now + 121, now: Self.now + 63) == .reused)
+        #expect(codes.admit(Self.nonce(5), keepUntil: Self.now + 123, now: Self.now + 63) == .first)
+        #expect(codes.admit(Self.nonce(6), keepUntil: Self.now + 123, now: Self.now + 63) == .first)
+        #expect(codes.admit(Self.nonce(7), keepUntil: Self.now + 123, now: Self.now + 63) == .full)
+        #expect(codes.admit(Self.nonce(4), keepUntil: Self.now + 121, now: Self.now + 63) == .reused)
     }
 
     /// Below the capacity, expired codes are dropped once the count has doubled since the last sweep: an idle
@@ -55,14 +55,14 @@ import TokengateTokens
         var codes = RedeemedCodes()
         let count = RedeemedCodes.minimumSweepCount
         for n in 0..<count {
-            #expect(codes.admit(Self.nonce(n), expiresAt: Self.now + 60, now: Self.now) == .first)
+            #expect(codes.admit(Self.nonce(n), keepUntil: Self.now + 60, now: Self.now) == .first)
         }
         #expect(codes.count == count)
-        #expect(codes.admit(Self.nonce(count), expiresAt: Self.now + 120, now: Self.now + 59) == .first)
+        #expect(codes.admit(Self.nonce(count), keepUntil: Self.now + 120, now: Self.now + 59) == .first)
         #expect(codes.count == count + 1, "nothing had expired")
-        #expect(codes.admit(Self.nonce(count + 1), expiresAt: Self.now + 120, now: Self.now + 60) == .first)
+        #expect(codes.admit(Self.nonce(count + 1), keepUntil: Self.now + 120, now: Self.now + 60) == .first)
         #expect(codes.count == 2, "the first \(count) expired and were dropped")
-        #expect(codes.admit(Self.nonce(count), expiresAt: Self.now + 120, now: Self.now + 60) == .reused)
+        #expect(codes.admit(Self.nonce(count), keepUntil: Self.now + 120, now: Self.now + 60) == .reused)
     }
 
     @Test func theMemoryNeverHoldsMoreThanItsCapacity() {
@@ -72,7 +72,7 @@ import TokengateTokens
         var refused = 0
         for n in 0..<20_000 {
             if n % 100 == 0 { now += 1 }  // 100 redemptions a second: 6,000 live at any time, 2,000 fit.
-            switch codes.admit(Self.nonce(n), expiresAt: now + 60, now: now) {
+            switch codes.admit(Self.nonce(n), keepUntil: now + 60, now: now) {
             case .first: admitted += 1
             case .full: refused += 1
             case .reused: Issue.record("code \(n) was never redeemed")
@@ -87,24 +87,24 @@ import TokengateTokens
         let lines = RecordedLogLines()
         let memory = RedeemedCodeMemory(capacity: 1, logger: lines.logger())
         let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
-        #expect(memory.admit(Self.nonce(1), expiresAt: Self.now + 60, now: Self.now, logTime: start) == .first)
+        #expect(memory.admit(Self.nonce(1), keepUntil: Self.now + 60, now: Self.now, logTime: start) == .first)
         #expect(lines.all.isEmpty)
         for n in 2...5 {
             let at = start + .milliseconds(Int64(n) * 100)
-            #expect(memory.admit(Self.nonce(n), expiresAt: Self.now + 60, now: Self.now, logTime: at) == .full)
+            #expect(memory.admit(Self.nonce(n), keepUntil: Self.now + 60, now: Self.now, logTime: at) == .full)
         }
-        #expect(memory.admit(Self.nonce(1), expiresAt: Self.now + 60, now: Self.now, logTime: start) == .reused)
+        #expect(memory.admit(Self.nonce(1), keepUntil: Self.now + 60, now: Self.now, logTime: start) == .reused)
         #expect(lines.all.count == 1, "\(lines.all)")
         #expect(lines.all.first?.level == .warning)
         #expect(lines.all.first?.message.contains("memory of redeemed codes is full") == true)
         #expect(lines.all.first?.metadata["capacity"] == "1")
         #expect(lines.all.first?.metadata["refused"] == "1")
         // A second later, one more line with the refusals held back.
-        #expect(memory.admit(Self.nonce(6), expiresAt: Self.now + 60, now: Self.now, logTime: start + .seconds(2)) == .full)
+        #expect(memory.admit(Self.nonce(6), keepUntil: Self.now + 60, now: Self.now, logTime: start + .seconds(2)) == .full)
         #expect(lines.all.count == 2)
         #expect(lines.all.last?.metadata["refused"] == "4")
         // Code 1 expired: room again, and a line says so.
-        #expect(memory.admit(Self.nonce(7), expiresAt: Self.now + 120, now: Self.now + 60, logTime: start + .seconds(3)) == .first)
+        #expect(memory.admit(Self.nonce(7), keepUntil: Self.now + 120, now: Self.now + 60, logTime: start + .seconds(3)) == .first)
         #expect(lines.all.count == 3)
         #expect(lines.all.last?.level == .notice)
         #expect(lines.all.last?.message.contains("accepted again") == true)

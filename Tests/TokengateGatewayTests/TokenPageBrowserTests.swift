@@ -359,6 +359,10 @@ struct TokenPageBrowserTests {
                     .init(url: gateway.baseURL + target + "&confirm=1", method: "POST"),
                 ]
             )
+            // The confirmation cookie came and went: the answer to the click cleared it (`Max-Age=0`).
+            let cookies = try #require(report.cookies)
+            #expect(!cookies.contains { $0.name == "__Host-tokengate-confirm" }, "\(cookies.map(\.name))")
+            #expect(cookies.contains { $0.name == "session" })
             // And the browser went on to the callback (which a headless browser cannot open): the page's
             // `form-action` let the form's redirect go there.
             #expect(requests.dropFirst(5).contains(.init(url: TokenPageHarness.consentCallback, method: "GET")), "\(requests.dropFirst(5))")

@@ -255,7 +255,7 @@ import TokengateTokens
             self.signer.tokenPageCodeKey.seal(
                 TokenPageCode(
                     subject: "alice", app: "ios", page: "/token", challenge: CodeChallenge(Self.challenge)!,
-                    issuedAt: Self.now + 30)
+                    issuedAt: Self.now + 80)
             )
         )
         #expect(responder.redeem(body: self.body(code: first), cutoffs: .empty, now: Self.now + 31).status == .ok)
@@ -264,9 +264,34 @@ import TokengateTokens
         #expect(busy.reasonCode == "token_page_redeem_busy")
         #expect(try self.json(busy)["error"] as? String == "temporarily_unavailable")
         #expect(busy.headers["cache-control"] == ["no-store"])
-        // The first code expired at now + 60: room for the later one.
-        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 60).status == .ok)
-        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 61).reasonCode == "token_page_redeem_reused")
+        // The first code expired at now + 60, but is kept for the clock skew (60 s) past that.
+        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 60).reasonCode == "token_page_redeem_busy")
+        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 119).reasonCode == "token_page_redeem_busy")
+        // At now + 120: room for the later one.
+        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 120).status == .ok)
+        #expect(responder.redeem(body: self.body(code: later), cutoffs: .empty, now: Self.now + 121).reasonCode == "token_page_redeem_reused")
+    }
+
+    /// A sweep at the code's `exp`, then the wall clock stepped back (NTP, a VM restored): the code is unexpired
+    /// again by the clock, and must still be known as redeemed. Kept for the clock skew past `exp`, it is.
+    @Test func aClockSteppedBackAfterASweepDoesNotReopenACode() throws {
+        // Room for two: the two codes fill it, and a third redemption at their expiry starts a sweep.
+        let responder = self.responder(redeemedCodes: .forTest(capacity: 2))
+        func code(issuedAt: Int64) throws -> String {
+            try #require(
+                self.signer.tokenPageCodeKey.seal(
+                    TokenPageCode(
+                        subject: "alice", app: "ios", page: "/token", challenge: CodeChallenge(Self.challenge)!, issuedAt: issuedAt)))
+        }
+        let first = try code(issuedAt: Self.now)
+        let second = try code(issuedAt: Self.now)
+        let third = try code(issuedAt: Self.now + 59)
+        #expect(responder.redeem(body: self.body(code: first), cutoffs: .empty, now: Self.now + 1).status == .ok)
+        #expect(responder.redeem(body: self.body(code: second), cutoffs: .empty, now: Self.now + 1).status == .ok)
+        // At their expiry (now + 60) the memory is full and sweeps: the two are kept (busy), not dropped.
+        #expect(responder.redeem(body: self.body(code: third), cutoffs: .empty, now: Self.now + 60).reasonCode == "token_page_redeem_busy")
+        // The clock steps back 10 seconds: the first code is unexpired again, and still refused as reused.
+        #expect(responder.redeem(body: self.body(code: first), cutoffs: .empty, now: Self.now + 50).reasonCode == "token_page_redeem_reused")
     }
 
     @Test func redemptionHeadChecks() {

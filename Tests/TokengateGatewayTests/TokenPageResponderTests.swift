@@ -33,7 +33,7 @@ import TokengateTokens
     ) -> TokenPageResponder {
         var configuration = TokenPageConfiguration(login: login, loginURL: loginURL, apps: apps)
         configuration.tokenLifetime = lifetime
-        return TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: "/token")
+        return TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: "/token", redeemedCodes: .forTest())
     }
 
     private func head(_ uri: String, method: HTTPMethod = .GET, cookie: String? = nil) -> HTTPRequestHead {
@@ -107,7 +107,7 @@ import TokengateTokens
     @Test func lifetimeGivesExpAndMaxAgeAndConfiguredCookieNameAndPath() throws {
         var configuration = TokenPageConfiguration(login: .sessionCookie("sid"), loginURL: "/login", cookieName: "app_token", cookiePath: "/m/")
         configuration.tokenLifetime = .seconds(3600)
-        let responder = TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: "/token")
+        let responder = TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: "/token", redeemedCodes: .forTest())
         let answer = try self.run(responder, self.head("/token", cookie: "sid=\(try self.session())"))
         let setCookie = try #require(answer.headers["set-cookie"].first)
         #expect(setCookie.hasPrefix("app_token=") && setCookie.hasSuffix("; HttpOnly; Secure; SameSite=Strict; Path=/m/; Max-Age=3600"))
@@ -193,7 +193,7 @@ import TokengateTokens
         #expect(absolute.headers["location"] == ["https://login.example.com/sso?site=1&return_to=%2Ftoken#top"])
         var configuration = TokenPageConfiguration(login: .sessionCookie("session"), loginURL: "/signin", returnParameter: "next")
         configuration.apps = []
-        let named = try self.run(TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: "/token"), self.head("/token"))
+        let named = try self.run(TokenPageResponder(configuration: configuration, signer: self.signer, verifier: self.verifier, page: "/token", redeemedCodes: .forTest()), self.head("/token"))
         #expect(named.headers["location"] == ["/signin?next=%2Ftoken"])
     }
 

@@ -23,8 +23,19 @@ final class TokenPageTestClock: @unchecked Sendable {
     private let lock = NSLock()
     private var seconds: Int64
 
+    /// When the clock was made, on the system's monotonic clock (nanoseconds).
+    private let started = DispatchTime.now().uptimeNanoseconds
+
     init(_ start: Int64 = Int64(Date().timeIntervalSince1970)) {
         self.seconds = start
+    }
+
+    /// The hand-moved seconds in milliseconds, plus the real time since the clock was made: the confirmation
+    /// page's minimum delay (one second) passes by waiting (a browser's click) or by ``advance(by:)``, and
+    /// the page's 5 minutes by ``advance(by:)``.
+    var nowMilliseconds: Int64 {
+        let elapsed = Int64((DispatchTime.now().uptimeNanoseconds - self.started) / 1_000_000)
+        return self.now * 1000 + elapsed
     }
 
     var now: Int64 {
@@ -131,7 +142,8 @@ final class TokenPageHarness: @unchecked Sendable {
             cutoffs: self.cutoffs,
             group: self.group,
             logger: logger,
-            now: { clock.now }
+            now: { clock.now },
+            nowMilliseconds: { clock.nowMilliseconds }
         )
         self.tlsPort = try await self.server.start()[0].port!
     }

@@ -8,7 +8,8 @@ import TokengateConfig
 @testable import TokengateGateway
 
 /// Which routes withhold a token page's delivery cookie: those a browser sends it to (the page's host, paths
-/// under `cookie_path`), unless the route reads it as its token and keeps it.
+/// under `cookie_path`), unless the route reads it as its token and keeps it. And the confirmation cookie
+/// (`Path=/`): every route of a page's host, always.
 @Suite struct WithheldCookiesTests {
     func page(host: String?, cookie: String = "auth_token", path: String = "/") -> RouteConfiguration {
         let page = TokenPageConfiguration(login: .sessionCookie("session"), loginURL: "/login", cookieName: cookie, cookiePath: path)
@@ -22,8 +23,28 @@ import TokengateConfig
         )
     }
 
+    /// The delivery cookies withheld (the confirmation cookie has its own test).
     func withheld(_ pages: [RouteConfiguration], on route: RouteConfiguration) -> [String] {
+        self.all(pages, on: route).filter { $0 != TokenPageConfirmationCookie.name }
+    }
+
+    func all(_ pages: [RouteConfiguration], on route: RouteConfiguration) -> [String] {
         GatewayRuntime.withheldCookies(GatewayRuntime.tokenPageDeliveryCookies(pages), route: route)
+    }
+
+    @Test func theConfirmationCookieOnEveryRouteOfThePagesHost() {
+        let confirm = "__Host-tokengate-confirm"
+        let pages = [self.page(host: "id.example.com", path: "/m/")]
+        // Any path (the cookie has `Path=/`), even a route that reads it and keeps its token.
+        for route in [
+            self.route(host: "id.example.com"), self.route(host: "ID.example.com", prefix: "/web/"), self.route(host: nil),
+            self.route(host: "id.example.com", sources: [.cookie(confirm)], keep: true),
+        ] {
+            #expect(self.all(pages, on: route).filter { $0 == confirm }.count == 1, "\(route.pathPrefix)")
+        }
+        #expect(!self.all(pages, on: self.route(host: "shop.example.com")).contains(confirm))
+        #expect(self.all([self.page(host: nil)], on: self.route(host: "shop.example.com")).contains(confirm))
+        #expect(self.all([], on: self.route(host: nil)).isEmpty, "no token page, no cookie of its own")
     }
 
     @Test func onThePagesHostOnly() {

@@ -383,6 +383,11 @@ def page_address(base, app, state, challenge):
     return base + "/token?" + urllib.parse.urlencode(query)
 
 
+# How long the script "reads" the confirmation page before pressing continue: more than the gateway's minimum
+# delay of one second (TokenPageConfirmationKey.minimumDelayMilliseconds).
+CONFIRM_DELAY_SECONDS = 1.2
+
+
 def press_continue(devtools, session):
     """Presses the confirmation page's "continue" and waits until the browser is done with where it was sent: a
     page that loads (a refusal), or a navigation that fails. The redirect to the app's custom scheme, which a
@@ -441,6 +446,9 @@ def drive(devtools, base, user, password, timings, started, app=None, state=None
     if app:
         token_page.update(devtools.evaluate(CONFIRMATION_STATE, session))
     if confirm:
+        # The gateway refuses a click less than a second after the page was made (double-clickjacking): a person
+        # reads the page first, and so does this script.
+        time.sleep(CONFIRM_DELAY_SECONDS)
         before = time.monotonic()
         press_continue(devtools, session)
         timings["continue_ms"] = round((time.monotonic() - before) * 1000)

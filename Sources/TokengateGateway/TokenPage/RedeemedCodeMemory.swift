@@ -28,6 +28,12 @@ final class RedeemedCodeMemory: Sendable {
     private let capacity: Int
     private let logger: Logger
 
+    /// A memory for a runtime that serves no request (`check-config`, the configuration warnings): it is never
+    /// asked, so it forgets nothing that matters. Named, so that no serving path makes one by accident.
+    static func unused() -> RedeemedCodeMemory {
+        RedeemedCodeMemory(capacity: 1, logger: Logger(label: "tokengate"))
+    }
+
     /// - Parameter logger: where the warning about a full memory goes (throttled).
     init(capacity: Int = RedeemedCodes.defaultCapacity, logger: Logger) {
         self.state = NIOLockedValueBox(State(codes: RedeemedCodes(capacity: capacity)))
@@ -35,21 +41,22 @@ final class RedeemedCodeMemory: Sendable {
         self.logger = logger
     }
 
-    /// Remembers a redeemed code (``RedeemedCodes/admit(_:expiresAt:now:)``). A refusal because the memory is full
+    /// Remembers a redeemed code (``RedeemedCodes/admit(_:keepUntil:now:)``). A refusal because the memory is full
     /// is logged as a warning (throttled: ``FailureLogThrottle``), and the next admission after such warnings says
     /// the memory has room again. Nothing of the code is logged.
     ///
     /// - Parameters:
+    ///   - keepUntil: the code's `exp` plus the clock skew the redemption allows (UNIX seconds).
     ///   - now: the clock codes expire by (UNIX seconds, the redemption's).
     ///   - logTime: the clock the log throttle counts by.
     func admit(
         _ nonce: TokenPageCodeNonce,
-        expiresAt: Int64,
+        keepUntil: Int64,
         now: Int64,
         logTime: NIODeadline = .now()
     ) -> RedeemedCodes.Admission {
         let (admission, logLine) = self.state.withLockedValue { state -> (RedeemedCodes.Admission, Int?) in
-            let admission = state.codes.admit(nonce, expiresAt: expiresAt, now: now)
+            let admission = state.codes.admit(nonce, keepUntil: keepUntil, now: now)
             switch admission {
             case .full: return (admission, state.fullLog.failed(now: logTime))
             case .first: return (admission, state.fullLog.succeeded(now: logTime))

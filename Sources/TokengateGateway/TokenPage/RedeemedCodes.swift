@@ -4,16 +4,18 @@
 
 import TokengateTokens
 
-/// The PKCE codes redeemed in the last minute, by nonce (``TokenPageCodeNonce``), each until it expires: so that
-/// a code is redeemed once (RFC 6749 §4.1.2: a code used twice must be refused). A plain value; the gateway
-/// keeps one for the whole process under a lock (``RedeemedCodeMemory``).
+/// The PKCE codes redeemed in the last minutes, by nonce (``TokenPageCodeNonce``), each until it expires and
+/// then for the clock skew: so that a code is redeemed once (RFC 6749 §4.1.2: a code used twice must be refused).
+/// A plain value; the gateway keeps one for the whole process under a lock (``RedeemedCodeMemory``).
 ///
 /// ### Bounded
-/// At most ``capacity`` codes are remembered. A code is remembered only until its `exp` (at most 60 seconds plus
-/// `tokens.clock_skew` after its redemption): after that it is refused as expired anyway. When the memory is
-/// full of codes that have not expired, a new redemption is refused (``Admission/full``), never let through
-/// unremembered: fail closed. 100,000 codes in a minute is some 1,700 app logins a second on one instance, far
-/// beyond a real deployment's. A full memory takes about 6 MB (2¹⁸ slots of 24 bytes: a 16-byte nonce, an
+/// At most ``capacity`` codes are remembered. A code is remembered until its `keepUntil`: the redemption passes
+/// the code's `exp` plus `tokens.clock_skew` (at most 60 seconds plus twice the skew after its redemption), so
+/// that a wall clock stepped back by up to the skew after a sweep does not reopen a code (its `now < exp` would
+/// pass again); past that it is refused as expired anyway. When the memory is full of codes still kept, a new
+/// redemption is refused (``Admission/full``), never let through unremembered: fail closed. 100,000 codes in two
+/// minutes (the default skew of 60 s) is some 800 app logins a second on one instance, far beyond a real
+/// deployment's. A full memory takes about 6 MB (2¹⁸ slots of 24 bytes: a 16-byte nonce, an
 /// 8-byte expiry), twice that for a moment while a sweep builds the survivors' copy.
 ///
 /// ### Why expired entries are dropped in sweeps
@@ -38,7 +40,7 @@ struct RedeemedCodes: Sendable {
     }
 
     let capacity: Int
-    /// Each remembered code's expiry (`exp`, UNIX seconds).
+    /// Until when each remembered code is kept (its `exp` plus the clock skew, UNIX seconds).
     private var expiries: [TokenPageCodeNonce: Int64] = [:]
     /// No entry expires before this (`Int64.max` when empty): a sweep before it would find nothing to drop.
     private var earliestExpiry = Int64.max
@@ -54,11 +56,12 @@ struct RedeemedCodes: Sendable {
     /// How many codes are remembered now (expired ones not yet swept included).
     var count: Int { self.expiries.count }
 
-    /// Remembers the code named `nonce`, valid until `expiresAt`, if it is new and there is room.
+    /// Remembers the code named `nonce` until `keepUntil`, if it is new and there is room.
     ///
-    /// A code found in the memory is `reused` whatever the time: it cannot have expired there before it expires
-    /// as a code (its entry's expiry is the code's own), and the redemption checks expiry first.
-    mutating func admit(_ nonce: TokenPageCodeNonce, expiresAt: Int64, now: Int64) -> Admission {
+    /// A code found in the memory is `reused` whatever the time: it cannot have been dropped there before it
+    /// expires as a code, even for a clock stepped back by the skew (`keepUntil` is its `exp` plus the skew), and
+    /// the redemption checks expiry first.
+    mutating func admit(_ nonce: TokenPageCodeNonce, keepUntil expiresAt: Int64, now: Int64) -> Admission {
         if self.expiries[nonce] != nil {
             return .reused
         }

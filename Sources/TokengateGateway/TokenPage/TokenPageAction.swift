@@ -2,13 +2,15 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import NIOHTTP1
+
 /// What the gateway does next for a token page request.
 enum TokenPageAction: Sendable, Equatable {
     /// Write this answer.
     case answer(TokenPageAnswer)
     /// Ask the RP who is logged in: `GET url` with `Cookie: forwardCookies` and nothing else of the request,
     /// within the configured timeout, then call
-    /// ``TokenPageResponder/respond(to:whoami:now:)`` with what came back.
+    /// ``TokenPageResponder/respond(to:whoami:now:nowMilliseconds:)`` with what came back.
     ///
     /// `forwardCookies` is the browser's cookies without the token page's own cookie (an earlier api token
     /// is none of the RP's business). The gateway must not follow redirects; it passes the status as it is.
@@ -24,4 +26,19 @@ enum TokenPageWhoamiResult: Sendable, Equatable {
     case failed
     /// Not asked: `max_in_flight` whoami calls were already under way.
     case busy
+}
+
+/// Printed without the cookies it would forward (a session, an RP's cookies) and without the answer's headers and
+/// body (a token in `Set-Cookie`, `Location` or the page): "\(action)" in a log or a test failure shows neither.
+extension TokenPageAction: CustomStringConvertible, CustomDebugStringConvertible {
+    var description: String {
+        switch self {
+        case .answer(let answer):
+            "answer(\(answer.status.code), \(answer.reasonCode))"
+        case .askWhoami(let url, let cookies):
+            "askWhoami(url: \(url), forwardCookies: [\(cookies.utf8.count) bytes redacted])"
+        }
+    }
+
+    var debugDescription: String { self.description }
 }

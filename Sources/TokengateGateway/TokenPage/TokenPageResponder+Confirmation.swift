@@ -12,8 +12,9 @@ extension TokenPageResponder {
     /// The page shown instead of the redirect when the app asks for confirmation (``TokenPageApp/confirm``): it
     /// names the app and the account, and has two buttons.
     ///
-    /// - "Continue" posts ``TokenPageConfirmationRequest`` back to the page with a value bound to this session,
-    ///   user, app, state and challenge (``TokenPageConfirmationKey``); the page then checks the login again and
+    /// - "Continue" posts ``TokenPageConfirmationRequest`` back to the page with a value bound to the confirmation
+    ///   cookie set with this answer (``TokenPageConfirmationCookie``, a fresh random value each time), the user,
+    ///   app, state and challenge (``TokenPageConfirmationKey``); the page then checks the login again and
     ///   delivers as it would have without the page.
     /// - "Cancel" is the page's existing cancel (`GET ?app=…&cancel=1[&state=…]`), which redirects to the callback
     ///   with `status=unauthorized`.
@@ -26,17 +27,24 @@ extension TokenPageResponder {
     /// sends `Origin: null` with the page's own `POST` (Fetch, "serialize a request origin"), and the click could
     /// not be told from another site's by its `Origin`. The page's address holds nothing secret (the app, the
     /// state, the challenge), and `same-origin` sends it to this site only: never to the app's callback.
+    ///
+    /// - Parameters:
+    ///   - notice: a first paragraph, when the page is shown again (a click that came too soon).
+    ///   - reasonCode: the log's reason.
     func confirmationPage(
         app: TokenPageApp,
         request: TokenPageRequest,
         user: String,
-        session: String,
-        now: Int64
+        nowMilliseconds: Int64,
+        notice: String? = nil,
+        reasonCode: String = "token_page_confirm_shown"
     ) -> TokenPageAnswer {
+        // Nil only when libcrypto's random number generator fails: no page, as no token.
+        guard let cookie = TokenPageConfirmation.freshCookieValue() else { return Self.mintFailed }
         let confirmation = TokenPageConfirmation(
             page: self.page, app: app.name, state: request.state, challenge: request.challenge?.text, user: user,
-            session: session)
-        let value = self.confirmationKey.issue(confirmation, now: now)
+            cookie: cookie)
+        let value = self.confirmationKey.issue(confirmation, nowMilliseconds: nowMilliseconds)
         let appName = HTMLEscaping.escape(app.displayName ?? app.name)
         let account = HTMLEscaping.escape(user)
         var cancelFields = "<input type=\"hidden\" name=\"app\" value=\"\(HTMLEscaping.escape(app.name))\">\n"
@@ -55,7 +63,7 @@ extension TokenPageResponder {
             </head>
             <body>
             <h1>Continue to <span id="app">\(appName)</span>?</h1>
-            <p>You are signed in as <strong id="account">\(account)</strong>. Continuing lets \(appName) use your account.</p>
+            \(notice.map { "<p id=\"notice\">" + HTMLEscaping.escape($0) + "</p>\n" } ?? "")            <p>You are signed in as <strong id="account">\(account)</strong>. Continuing lets \(appName) use your account.</p>
             <p>Continue only if you have just started signing in to \(appName) yourself. If you did not, cancel: another app may be trying to get into your account.</p>
             <form method="post" action="\(HTMLEscaping.escape(TokenPageConfirmationRequest.target(for: request)))">
             <input type="hidden" name="confirmation" value="\(value)">
@@ -75,7 +83,8 @@ extension TokenPageResponder {
         headers.replaceOrAdd(name: "referrer-policy", value: "same-origin")
         headers.add(name: "content-type", value: "text/html; charset=utf-8")
         headers.add(name: "content-length", value: String(body.count))
-        return TokenPageAnswer(status: .ok, headers: headers, body: body, reasonCode: "token_page_confirm_shown")
+        headers.add(name: "set-cookie", value: TokenPageConfirmationCookie.set(cookie))
+        return TokenPageAnswer(status: .ok, headers: headers, body: body, reasonCode: reasonCode)
     }
 
     /// The confirmation page's CSP: the token page's, except that its forms may go to the page itself and on to
@@ -175,63 +184,101 @@ extension TokenPageResponder {
     )
 
     /// The first step of a click on "continue": the request read, then the login checked again, exactly as the
-    /// page's `GET` checks it (in `whoami` mode the RP is asked again, and ``confirm(head:body:whoami:now:)``
-    /// goes on).
-    func confirm(head: HTTPRequestHead, body: [UInt8], cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAction {
+    /// page's `GET` checks it (in `whoami` mode the RP is asked again, and
+    /// ``confirm(head:body:whoami:now:nowMilliseconds:)`` goes on). Every answer to a click clears the
+    /// confirmation cookie, except the page shown again after a click too soon, which sets a fresh one.
+    func confirm(
+        head: HTTPRequestHead,
+        body: [UInt8],
+        cutoffs: CutoffSnapshot,
+        now: Int64,
+        nowMilliseconds: Int64
+    ) -> TokenPageAction {
         let confirmation: TokenPageConfirmationRequest
         switch TokenPageConfirmationRequest.parse(target: head.uri, body: body, apps: self.configuration.apps) {
         case .success(let parsed): confirmation = parsed
-        case .failure(let refusal): return .answer(Self.confirmationRefused(refusal))
+        case .failure(let refusal): return .answer(Self.clearingCookie(Self.confirmationRefused(refusal)))
         }
         switch self.checkLogin(head, cutoffs: cutoffs, now: now) {
-        case .loggedIn(let user, let session):
-            return .answer(self.confirmed(confirmation, user: user, session: session, now: now))
+        case .loggedIn(let user):
+            return .answer(
+                self.confirmed(confirmation, head: head, user: user, now: now, nowMilliseconds: nowMilliseconds))
         case .notLoggedIn:
-            return .answer(Self.afterPost(self.loginRedirect(confirmation.request)))
+            return .answer(Self.clearingCookie(Self.afterPost(self.loginRedirect(confirmation.request))))
         case .failed(let answer):
-            return .answer(answer)
+            return .answer(Self.clearingCookie(answer))
         case .askWhoami(let url, let cookies):
             return .askWhoami(url: url, forwardCookies: cookies)
         }
     }
 
     /// The second step of a click in `whoami` mode, with what the RP said.
-    func confirm(head: HTTPRequestHead, body: [UInt8], whoami: TokenPageWhoamiResult, now: Int64) -> TokenPageAnswer {
+    func confirm(
+        head: HTTPRequestHead,
+        body: [UInt8],
+        whoami: TokenPageWhoamiResult,
+        now: Int64,
+        nowMilliseconds: Int64
+    ) -> TokenPageAnswer {
         let confirmation: TokenPageConfirmationRequest
         switch TokenPageConfirmationRequest.parse(target: head.uri, body: body, apps: self.configuration.apps) {
         case .success(let parsed): confirmation = parsed
-        case .failure(let refusal): return Self.confirmationRefused(refusal)
+        case .failure(let refusal): return Self.clearingCookie(Self.confirmationRefused(refusal))
         }
         switch self.checkLogin(head, whoami: whoami) {
-        case .loggedIn(let user, let session):
-            return self.confirmed(confirmation, user: user, session: session, now: now)
+        case .loggedIn(let user):
+            return self.confirmed(confirmation, head: head, user: user, now: now, nowMilliseconds: nowMilliseconds)
         case .notLoggedIn:
-            return Self.afterPost(self.loginRedirect(confirmation.request))
+            return Self.clearingCookie(Self.afterPost(self.loginRedirect(confirmation.request)))
         case .failed(let answer):
-            return answer
+            return Self.clearingCookie(answer)
         case .askWhoami:
             preconditionFailure("the whoami answer is the login check's last step")
         }
     }
 
-    /// A logged-in click: the value checked for this session, user, page, app, state and challenge, then the
-    /// delivery the page would have made without asking (`303` to the callback).
+    /// A logged-in click: exactly one confirmation cookie, the value checked for it, the user, page, app, state
+    /// and challenge, then the delivery the page would have made without asking (`303` to the callback). A click
+    /// that came too soon gets the page again, with a fresh cookie and value.
     private func confirmed(
         _ confirmation: TokenPageConfirmationRequest,
+        head: HTTPRequestHead,
         user: String,
-        session: String,
-        now: Int64
+        now: Int64,
+        nowMilliseconds: Int64
     ) -> TokenPageAnswer {
         let request = confirmation.request
+        // Two cookies of the name (one tossed in under another path) are refused: which would count?
+        let cookies = CookieHeader.values(named: TokenPageConfirmationCookie.name, in: head.headers["cookie"])
+        guard cookies.count == 1, let cookie = cookies.first, !cookie.isEmpty else {
+            return Self.clearingCookie(Self.confirmationWithoutCookie(count: cookies.count))
+        }
         let expected = TokenPageConfirmation(
             page: self.page, app: confirmation.app.name, state: request.state, challenge: request.challenge?.text,
-            user: user, session: session)
-        if let refusal = self.confirmationKey.check(
-            confirmation.value, for: expected, now: now, clockSkew: self.policy.clockSkew)
+            user: user, cookie: String(cookie))
+        switch self.confirmationKey.check(
+            confirmation.value, for: expected, nowMilliseconds: nowMilliseconds, clockSkew: self.policy.clockSkew)
         {
-            return Self.confirmationRefused(refusal)
+        case nil:
+            return Self.clearingCookie(Self.afterPost(self.deliver(to: user, request: request, now: now)))
+        case .tooSoon:
+            return self.confirmationPage(
+                app: confirmation.app, request: request, user: user, nowMilliseconds: nowMilliseconds,
+                notice: Self.tooSoonNotice, reasonCode: "token_page_confirm_too_soon")
+        case let refusal?:
+            return Self.clearingCookie(Self.confirmationRefused(refusal))
         }
-        return Self.afterPost(self.deliver(to: user, request: request, now: now))
+    }
+
+    /// What the page shown again after a click too soon says first.
+    static let tooSoonNotice =
+        "Your click came too soon after this page appeared, so it did not count. Read the page, then press Continue again."
+
+    /// `answer` with the confirmation cookie cleared (`Max-Age=0`): the answer to a click, which has used it.
+    static func clearingCookie(_ answer: TokenPageAnswer) -> TokenPageAnswer {
+        var answer = answer
+        answer.headers.add(name: "set-cookie", value: TokenPageConfirmationCookie.clear)
+        return answer
     }
 
     /// A redirect answering a `POST` is a `303`: the browser follows it with a `GET`, never posting again.
@@ -249,6 +296,19 @@ extension TokenPageResponder {
             "This is not a confirmation",
             "The request is not one this page made: " + refusal.description + ".",
             reason: "token_page_confirm_bad_request"
+        )
+    }
+
+    /// A click without exactly one confirmation cookie: a form submitted by another site (a `SameSite=Strict`
+    /// cookie does not come with it), a browser that refuses cookies, a page older than the cookie's lifetime.
+    static func confirmationWithoutCookie(count: Int) -> TokenPageAnswer {
+        Self.confirmationRefused(
+            .forbidden,
+            "This confirmation cannot be checked",
+            count == 0
+                ? "The browser did not send the cookie this page set with it: cookies may be blocked, or the page is too old."
+                : "The browser sent the page's cookie more than once.",
+            reason: "token_page_confirm_no_cookie"
         )
     }
 
@@ -275,6 +335,10 @@ extension TokenPageResponder {
         case .issuedInFuture:
             return Self.confirmationRefused(
                 .badRequest, "The confirmation is not valid yet", "It was made later than now.", reason: reason)
+        case .tooSoon:
+            // ``confirmed`` shows the page again instead; this is only for completeness of the switch.
+            return Self.confirmationRefused(
+                .badRequest, "The click came too soon", "The page had only just appeared.", reason: reason)
         }
     }
 

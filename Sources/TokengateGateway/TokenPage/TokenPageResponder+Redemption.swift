@@ -104,7 +104,11 @@ extension TokenPageResponder {
         // Last, once the code passed every check: an app that intercepted the callback, without the verifier,
         // cannot use the code up before the real app redeems it. Remembered before the token is minted, so two
         // redemptions at once get one token between them (and a failed mint uses the code up: fail closed).
-        switch self.redeemedCodes.admit(redeemable.nonce, expiresAt: code.expiresAt, now: now) {
+        // Kept for the clock skew past `exp`: a wall clock stepped back after the memory dropped the code would
+        // otherwise find it unexpired and unknown, and redeem it again.
+        switch self.redeemedCodes.admit(
+            redeemable.nonce, keepUntil: code.expiresAt + self.policy.clockSkew, now: now)
+        {
         case .first:
             break
         case .reused:

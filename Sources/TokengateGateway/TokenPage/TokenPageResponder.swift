@@ -2,7 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import Logging
 import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
@@ -12,7 +11,7 @@ import TokengateTokens
 ///
 /// ### Overview
 /// 1. The request is read (``TokenPageRequest``): `GET` or `HEAD` only (the gateway hands a `POST` to
-///    ``confirm(head:body:cutoffs:now:)`` when its query holds `confirm`, else, a PKCE code redemption, to
+///    ``confirm(head:body:cutoffs:now:nowMilliseconds:)`` when its query holds `confirm`, else, a PKCE code redemption, to
 ///    ``redeem(body:cutoffs:now:)``); `app`, `cancel`, `state`, `code_challenge` and
 ///    `code_challenge_method` at most once each; `app` must name a configured app exactly, and a challenge
 ///    needs `app`, `S256` and 43 base64url characters (an app with `pkce: required` needs one). Refusals are
@@ -24,16 +23,17 @@ import TokengateTokens
 ///      a browser in; cutoffs apply). Two cookies of that name are refused (cookie tossing from a sibling
 ///      domain could otherwise log the browser in as someone else).
 ///    - `whoami`: the gateway asks the RP (``TokenPageAction/askWhoami(url:forwardCookies:)``) and hands the
-///      result to ``respond(to:whoami:now:)``: 2xx with exactly one non-empty user header is logged in;
+///      result to ``respond(to:whoami:now:nowMilliseconds:)``: 2xx with exactly one non-empty user header is logged in;
 ///      401, 403 and 3xx are not; anything else, or no answer, is a 502 (fail closed, never a token).
 /// 4. Not logged in: `302` to `login_url` with `return_parameter=<this request's path and query>`, only when
 ///    that address is a same-site path (``SameSiteReturnPath``); otherwise `400`.
 /// 5. Logged in, with an app that asks first (``TokengateConfig/TokenPageApp/confirm``: by default a
 ///    custom-scheme callback, which any app may claim, RFC 8252 §8.6): `200` with the confirmation page
-///    (``confirmationPage(app:request:user:session:now:)``), which names the app and the account and holds no
-///    token and no code. Its "continue" is a `POST` (``TokenPageConfirmationRequest``, ``confirm(head:body:
-///    cutoffs:now:)``) with a value bound to this session and this login; the login is checked again, then
-///    step 6 follows with a `303`. Its "cancel" is step 2.
+///    (``confirmationPage(app:request:user:nowMilliseconds:notice:reasonCode:)``), which names the app and the
+///    account and holds no token and no code, and sets a fresh confirmation cookie (``TokenPageConfirmationCookie``).
+///    Its "continue" is a `POST` (``TokenPageConfirmationRequest``, ``confirm(head:body:cutoffs:now:
+///    nowMilliseconds:)``) with a value bound to that cookie, the user and this login; the login is checked again,
+///    then step 6 follows with a `303`. Its "cancel" is step 2.
 /// 6. Logged in: an api token is minted (`api_only: true`, `iat` now, `exp` now + `token_lifetime` when set,
 ///    `iss`/`aud` when the verification policy requires them) and delivered:
 ///    - with `app`: `302` to the configured callback with `#access_token=…&token_type=bearer[&expires_in=…]
@@ -61,7 +61,7 @@ struct TokenPageResponder: Sendable {
     let codeKey: TokenPageCodeKey
     /// Makes and checks the confirmation page's values (``TokenSigner/tokenPageConfirmationKey``).
     let confirmationKey: TokenPageConfirmationKey
-    /// The codes redeemed in the last minute: the process's, shared by every page and every generation.
+    /// The codes redeemed in the last minutes: the process's, shared by every page and every generation.
     let redeemedCodes: RedeemedCodeMemory
     /// Nil when the gateway has no verification keys; the configuration then only allows `whoami` login.
     private let sessionVerifier: TokenVerifier?
@@ -72,13 +72,13 @@ struct TokenPageResponder: Sendable {
     ///   - signer: built from `signing_key`, with the configuration's claim names.
     ///   - verifier: the gateway's verifier; checks session cookies, and its policy's `iss` and first audience
     ///     are put into minted tokens so that they pass the gateway's own checks.
-    ///   - redeemedCodes: the memory of redeemed codes; a fresh one by default (tests).
+    ///   - redeemedCodes: the memory of redeemed codes (no default: a fresh one would silently forget codes).
     init(
         configuration: TokenPageConfiguration,
         signer: TokenSigner,
         verifier: TokenVerifier,
         page: String,
-        redeemedCodes: RedeemedCodeMemory = RedeemedCodeMemory(logger: Logger(label: "tokengate"))
+        redeemedCodes: RedeemedCodeMemory
     ) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
@@ -111,7 +111,10 @@ struct TokenPageResponder: Sendable {
     // MARK: Entry points
 
     /// The first step for every `GET` and `HEAD` on the route.
-    func respond(to head: HTTPRequestHead, cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAction {
+    /// - Parameters:
+    ///   - now: UNIX seconds, for tokens and codes.
+    ///   - nowMilliseconds: UNIX milliseconds, the same clock, for the confirmation value (its minimum delay).
+    func respond(to head: HTTPRequestHead, cutoffs: CutoffSnapshot, now: Int64, nowMilliseconds: Int64) -> TokenPageAction {
         let request: TokenPageRequest
         switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
         case .request(let parsed): request = parsed
@@ -121,8 +124,8 @@ struct TokenPageResponder: Sendable {
             return .answer(self.cancelRedirect(app: app, state: request.state))
         }
         switch self.checkLogin(head, cutoffs: cutoffs, now: now) {
-        case .loggedIn(let user, let session):
-            return .answer(self.loggedIn(user: user, session: session, request: request, now: now))
+        case .loggedIn(let user):
+            return .answer(self.loggedIn(user: user, request: request, now: now, nowMilliseconds: nowMilliseconds))
         case .notLoggedIn:
             return .answer(self.loginRedirect(request))
         case .failed(let answer):
@@ -133,15 +136,20 @@ struct TokenPageResponder: Sendable {
     }
 
     /// The second step in `whoami` mode, with what the RP said.
-    func respond(to head: HTTPRequestHead, whoami: TokenPageWhoamiResult, now: Int64) -> TokenPageAnswer {
+    func respond(
+        to head: HTTPRequestHead,
+        whoami: TokenPageWhoamiResult,
+        now: Int64,
+        nowMilliseconds: Int64
+    ) -> TokenPageAnswer {
         let request: TokenPageRequest
         switch TokenPageRequest.parse(head, apps: self.configuration.apps) {
         case .request(let parsed): request = parsed
         case .refused(let refusal): return Self.answer(for: refusal)
         }
         switch self.checkLogin(head, whoami: whoami) {
-        case .loggedIn(let user, let session):
-            return self.loggedIn(user: user, session: session, request: request, now: now)
+        case .loggedIn(let user):
+            return self.loggedIn(user: user, request: request, now: now, nowMilliseconds: nowMilliseconds)
         case .notLoggedIn:
             return self.loginRedirect(request)
         case .failed(let answer):
@@ -175,7 +183,7 @@ struct TokenPageResponder: Sendable {
             else {
                 return .notLoggedIn
             }
-            return .loggedIn(user: token.subject, session: String(value))
+            return .loggedIn(user: token.subject)
         case .whoami(let whoami):
             guard let cookies = self.whoamiCookies(head) else {
                 // No cookies at all: nobody can be logged in, so there is no one to ask.
@@ -185,8 +193,7 @@ struct TokenPageResponder: Sendable {
         }
     }
 
-    /// What the RP's whoami answer says about the login. The session is the cookies the RP was sent, found again
-    /// in `head` the way the first step found them.
+    /// What the RP's whoami answer says about the login.
     func checkLogin(_ head: HTTPRequestHead, whoami: TokenPageWhoamiResult) -> TokenPageLoginCheck {
         switch whoami {
         case .failed:
@@ -206,7 +213,7 @@ struct TokenPageResponder: Sendable {
                 }
                 switch Self.userID(values[0]) {
                 case .success(let user):
-                    return .loggedIn(user: user, session: self.whoamiCookies(head) ?? "")
+                    return .loggedIn(user: user)
                 case .failure(let problem):
                     return .failed(Self.loginCheckFailed(because: "its \(header) value \(problem.description)"))
                 }
@@ -218,19 +225,20 @@ struct TokenPageResponder: Sendable {
         }
     }
 
-    /// The browser's cookies without the page's own (an earlier api token is none of the RP's business): what the
-    /// whoami check sends. Nil when there are none.
+    /// The browser's cookies without the page's own (an earlier api token, the confirmation cookie: none of the
+    /// RP's business): what the whoami check sends. Nil when there are none.
     private func whoamiCookies(_ head: HTTPRequestHead) -> String? {
-        CookieHeader.removing(self.configuration.cookieName, from: head.headers["cookie"])
+        CookieHeader.removing(
+            [self.configuration.cookieName, TokenPageConfirmationCookie.name], from: head.headers["cookie"])
     }
 
     // MARK: Decisions
 
     /// A logged-in browser: the confirmation page when the app asks for one (``TokenPageApp/confirm``), else the
     /// delivery. `HEAD` shows neither (``deliver(to:request:now:)``).
-    private func loggedIn(user: String, session: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
+    private func loggedIn(user: String, request: TokenPageRequest, now: Int64, nowMilliseconds: Int64) -> TokenPageAnswer {
         if !request.isHead, let app = request.app, app.confirm {
-            return self.confirmationPage(app: app, request: request, user: user, session: session, now: now)
+            return self.confirmationPage(app: app, request: request, user: user, nowMilliseconds: nowMilliseconds)
         }
         return self.deliver(to: user, request: request, now: now)
     }
