@@ -139,9 +139,11 @@ extension SQLiteCutoffStore {
                 "cutoff database's -wal or -shm file was removed or replaced under its connection; reopening",
                 metadata: metadata.merging(
                     [
-                        // Commits of this connection that no checkpoint had copied into the file were in the old
-                        // -wal; once another process made new files, they cannot be merged into them.
-                        "old_wal_commits": newFiles ? "dropped (new -wal and -shm files are in use)" : "checkpointed into the file"
+                        // Commits that no checkpoint had copied into the file yet were in the old -wal. While nobody
+                        // made new files, the last connection to close the old ones (this one, or another process's
+                        // that opened them before they were removed) checkpoints them into the file; once another
+                        // process made new files, they cannot be merged into those and are dropped.
+                        "old_wal_commits": newFiles ? "dropped" : "checkpointed"
                     ],
                     uniquingKeysWith: { $1 }
                 )

@@ -83,7 +83,7 @@ struct SQLiteWALFilesTests {
         #expect(warnings.count == 1, "\(warnings)")
         #expect(warnings.first?.message.contains("-wal or -shm file was removed or replaced") == true, "\(warnings)")
         #expect(warnings.first?.metadata["change"] == "the -wal file was replaced and the -shm file was replaced", "\(warnings)")
-        #expect(warnings.first?.metadata["old_wal_commits"]?.hasPrefix("dropped") == true, "\(warnings)")
+        #expect(warnings.first?.metadata["old_wal_commits"] == "dropped", "\(warnings)")
         #expect(warnings.first?.metadata["path"] == path)
 
         try await store.close()
@@ -106,7 +106,7 @@ struct SQLiteWALFilesTests {
         try await store.passwordChanged(user: "bob", at: 2_000)
         #expect(try pythonSQLite(path, "SELECT revoked_before FROM user_cutoffs WHERE user_id = 'bob'") == "2000")
         let warnings = lines.all.filter { $0.level >= .warning }
-        #expect(warnings.count == 1 && warnings.first?.metadata["old_wal_commits"] == "checkpointed into the file", "\(warnings)")
+        #expect(warnings.count == 1 && warnings.first?.metadata["old_wal_commits"] == "checkpointed", "\(warnings)")
         try await store.close()
     }
 
