@@ -90,6 +90,18 @@ struct RevokeCommandTests {
         func remove() {
             try? FileManager.default.removeItem(atPath: self.directory)
         }
+
+        /// Creates the SQLite store as an operator does: `serve`'s first start (revoke never creates it, and an
+        /// empty file is not a store).
+        func createStoreByServing() async throws {
+            let serve = try self.startServe()
+            for _ in 0..<100 where !FileManager.default.fileExists(atPath: self.database) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            serve.terminate()
+            serve.waitUntilExit()
+            try #require(FileManager.default.fileExists(atPath: self.database), "serve did not create the store")
+        }
     }
 
     private static func requireBinary() throws {
@@ -180,13 +192,7 @@ struct RevokeCommandTests {
         #expect(empty.stderr.contains("\(setup.database) is empty (0 bytes)"), "\(empty.stderr)")
         #expect(try FileManager.default.attributesOfItem(atPath: setup.database)[.size] as? Int == 0)
         try FileManager.default.removeItem(atPath: setup.database)
-        // The store `serve` creates at its first start.
-        let serve = try setup.startServe()
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: setup.database) {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        serve.terminate()
-        serve.waitUntilExit()
+        try await setup.createStoreByServing()
 
         let usage: [[String]] = [
             [], ["--user", "a", "--all"], ["--user", "a", "--bogus"], ["--user", "a", "--at", "yesterday"],
@@ -384,11 +390,11 @@ struct RevokeCommandTests {
 
     /// The line says what happened: a cutoff moved forward, moved back by `--force`, or left as it was. Before,
     /// a forced move back printed "revoked tokens … issued before" the earlier time.
-    @Test func saysWhetherTheCutoffMovedForwardMovedBackOrStayed() throws {
+    @Test func saysWhetherTheCutoffMovedForwardMovedBackOrStayed() async throws {
         try Self.requireBinary()
         let setup = try Setup()
         defer { setup.remove() }
-        #expect(FileManager.default.createFile(atPath: setup.database, contents: nil))
+        try await setup.createStoreByServing()
 
         func revoke(_ arguments: [String]) throws -> String {
             let result = try setup.revoke(arguments)
