@@ -27,6 +27,9 @@ public final class GatewayMetrics: Sendable {
     public let cutoffGeneration: CoreMetrics.Gauge
     public let cutoffLastSync: CoreMetrics.Gauge
     public let cutoffLag: CoreMetrics.Gauge
+    /// Enforced cutoffs more than 300 s ahead of now (a store's clock ahead, a time in milliseconds): they reject
+    /// even the user's new tokens. Recorded at each scrape from the sync service.
+    public let cutoffFutureCutoffs: CoreMetrics.Gauge
     public let configGeneration: CoreMetrics.Gauge
     /// Bytes of `limits.token_body_memory` held by bodies being read for a token.
     let tokenBodyMemory: CoreMetrics.Gauge
@@ -132,6 +135,7 @@ public final class GatewayMetrics: Sendable {
         self.cutoffGeneration = CoreMetrics.Gauge(label: "tokengate_cutoff_snapshot_generation", factory: factory)
         self.cutoffLastSync = CoreMetrics.Gauge(label: "tokengate_cutoff_last_sync_timestamp_seconds", factory: factory)
         self.cutoffLag = CoreMetrics.Gauge(label: "tokengate_cutoff_sync_lag_seconds", factory: factory)
+        self.cutoffFutureCutoffs = CoreMetrics.Gauge(label: "tokengate_cutoff_future_cutoffs", factory: factory)
         self.configGeneration = CoreMetrics.Gauge(label: "tokengate_config_generation", factory: factory)
         self.tokenBodyMemory = CoreMetrics.Gauge(label: "tokengate_token_body_memory_bytes", factory: factory)
         self.configReloads = CoreMetrics.Counter(label: "tokengate_config_reloads_total", factory: factory)

@@ -22,8 +22,11 @@ import TokengateTokens
 ///
 /// Errors: 400 `invalid_user_id` / `invalid_time` / `invalid_request`, 404 `not_found`, 405
 /// `method_not_allowed` (with `Allow`), 409 `cutoff_would_move_backward` (with the kept `current` value) or
-/// `read_only_store`, 413 `request_too_large`, 503 `store_unavailable`. The 503 does not repeat the store's
-/// own message (file paths, SQLite errors); the service logs that.
+/// `read_only_store`, 413 `request_too_large`, 500 `store_write_refused` (a write the store's configuration refuses:
+/// a PostgreSQL role without the privilege, a SQLite file this process may not write; the answer carries the
+/// store's message, which names the `GRANT` or the file to fix, as `tokengate revoke` prints it), 503
+/// `store_unavailable`. The 503 does not repeat the store's own message (file paths, SQLite errors); the service
+/// logs that.
 ///
 /// Every write is logged at `notice` (``audit(_:user:options:client:outcome:)``): who asked (the peer address),
 /// what (the endpoint, the user, `at`, `force`) and what came of it (the cutoff now in force, whether it
@@ -70,6 +73,7 @@ public struct AdminAPI: Sendable {
                 headers: ["Allow": route.allowedMethod]
             )
         }
+        let writing = route.allowedMethod == "POST"
         do {
             switch route {
             case .user(let rawID):
@@ -104,7 +108,7 @@ public struct AdminAPI: Sendable {
         } catch let error as RequestError {
             return .error(error.status, error.error, error.message)
         } catch let error as CutoffStoreError {
-            return Self.answer(for: error)
+            return Self.answer(for: error, writing: writing)
         } catch {
             return .error(503, "store_unavailable", "the cutoff store is unavailable; the last snapshot stays in force")
         }
@@ -131,8 +135,12 @@ public struct AdminAPI: Sendable {
             metadata["changed"] = .string(String(receipt.result.changed))
             self.logger.notice("cutoff written", metadata: metadata)
             return receipt
-        } catch let error as CutoffStoreError where error.code == .cutoffWouldMoveBackward || error.code == .readOnlyStore {
-            metadata["error"] = .string(error.code.description)
+        } catch let error as CutoffStoreError
+            where error.code == .cutoffWouldMoveBackward || error.code == .readOnlyStore
+            || error.code == .invalidStoreConfiguration
+        {
+            metadata["error"] = .string(
+                error.code == .invalidStoreConfiguration ? Self.storeWriteRefused : error.code.description)
             self.logger.notice("cutoff write refused", metadata: metadata)
             throw error
         }
@@ -328,7 +336,11 @@ public struct AdminAPI: Sendable {
         return AdminResponse(status: 200, json: writer.finished())
     }
 
-    private static func answer(for error: CutoffStoreError) -> AdminResponse {
+    /// The `error` code of a write the store's configuration refuses.
+    static let storeWriteRefused = "store_write_refused"
+
+    /// The answer to a store error; `writing` tells a write (POST) from a lookup.
+    private static func answer(for error: CutoffStoreError, writing: Bool) -> AdminResponse {
         switch error.code {
         case .invalidUserID:
             return .error(400, "invalid_user_id", error.message)
@@ -342,6 +354,11 @@ public struct AdminAPI: Sendable {
             // The store's message says where cutoffs are changed instead (the RP's own table, the JSON file); it
             // names a table or a file, never a secret, and this listener is authenticated.
             return .error(409, "read_only_store", error.message)
+        case .invalidStoreConfiguration where writing:
+            // Not 503: retrying cannot help until the deployment is fixed, and the store is not down (it serves the
+            // reads that keep cutoffs enforced). The message names the `GRANT` or the file to fix, as `tokengate
+            // revoke` prints it; no secret, and this listener is authenticated.
+            return .error(500, Self.storeWriteRefused, error.message)
         default:
             return .error(503, "store_unavailable", "the cutoff store is unavailable; the last snapshot stays in force")
         }

@@ -36,6 +36,12 @@ public import TokengateTokens
 /// - **One store operation at a time.** Reloads and writes are serialised by an internal FIFO gate, because an
 ///   actor lets other calls in at every `await`, and a reload that read the store before a write must not be
 ///   installed after it.
+/// - **A cutoff far in the future is enforced, and reported.** Writes refuse one more than
+///   ``Configuration/maxFutureSkew`` ahead; one a store holds anyway (a database clock ahead, a JSON file in
+///   milliseconds) is enforced as loaded (fail closed), logged, and counted (``futureCutoffCount(now:)``).
+/// - **A write the store's configuration refuses is not an outage.** A role without the privilege, a file this
+///   process may not write (``CutoffStoreError/Code/invalidStoreConfiguration``): the store still serves reads, so
+///   the write is logged once as a configuration problem and neither ``lastError`` nor readiness changes.
 ///
 /// ### Implementation
 /// The service keeps the enforced table next to the published snapshot. They share the dictionary's storage,
@@ -93,6 +99,13 @@ public actor CutoffSyncService {
     private var outage: (since: Int64, unreported: Int, total: Int, reportedAt: Int64, message: String)?
     /// While a store stays down with the same error, a line at most this often (seconds).
     static let outageReportInterval: Int64 = 60
+    /// The enforced cutoffs found further ahead than ``Configuration/maxFutureSkew`` at the last reload.
+    private var futureCutoffs = FutureCutoffs.none
+    /// The last warning about them: when, and which it named.
+    private var futureCutoffsReported: (at: Int64, cutoffs: FutureCutoffs)?
+    /// The message of the last write the store's configuration refused, logged once until it changes or a write
+    /// succeeds.
+    private var writeRefusalReported: String?
 
     /// - Parameters:
     ///   - store: The source of truth.
@@ -264,10 +277,14 @@ public actor CutoffSyncService {
         let result: CutoffWriteResult
         do {
             result = try await self.store.apply(write)
+        } catch let error as CutoffStoreError where error.code == .invalidStoreConfiguration {
+            self.recordWriteRefusal(error)
+            throw error
         } catch {
             self.recordFailure(error, during: "write")
             throw error
         }
+        self.writeRefusalReported = nil
 
         // The store holds the write; now make the snapshot agree before anyone is told it is done.
         switch write {
@@ -351,6 +368,62 @@ extension CutoffSyncService {
         if changed {
             self.install(next)
         }
+        self.checkFutureCutoffs(in: next, now: now)
+    }
+
+    /// Counts the cutoffs of the enforced table that are further ahead than a write may set, and logs them: at
+    /// once when there are new ones, else at most every ``outageReportInterval`` while a reload finds them.
+    ///
+    /// The line names up to five user ids (the admin API's audit lines name users too; never a token), the number,
+    /// and how far ahead the furthest is. A cutoff in milliseconds reads as tens of thousands of years ahead.
+    private func checkFutureCutoffs(in table: CutoffTable, now: Int64) {
+        let skew = self.configuration.maxFutureSkew.components.seconds
+        let future = FutureCutoffs(in: table, after: now + skew)
+        self.futureCutoffs = future
+        guard !future.isEmpty else {
+            self.futureCutoffsReported = nil
+            return
+        }
+        if let reported = self.futureCutoffsReported, future.isContained(in: reported.cutoffs),
+            now - reported.at < Self.outageReportInterval
+        {
+            return
+        }
+        self.futureCutoffsReported = (now, future)
+        var metadata: Logger.Metadata = [
+            "count": "\(future.count(after: now + skew))",
+            "furthest_ahead_s": "\((future.furthest ?? now) - now)",
+            "max_future_skew_s": "\(skew)",
+        ]
+        if !future.users.isEmpty {
+            metadata["users"] = .array(future.someUsers(5).map { .string($0) })
+        }
+        if future.global != nil {
+            metadata["global"] = "true"
+        }
+        self.logger.warning(
+            "the cutoff store holds cutoffs more than \(skew) s in the future (a clock ahead, or times in milliseconds?); they are enforced as they are and reject even tokens issued after them: fix them where they are stored (lowered there, they take effect at the next restart)",
+            metadata: metadata
+        )
+    }
+
+    /// How many enforced cutoffs are further ahead of `now` than a write may set: what the last reload found,
+    /// less those that time has caught up with. The gateway exports it as `tokengate_cutoff_future_cutoffs`.
+    public func futureCutoffCount(now: Int64) -> Int {
+        self.futureCutoffs.count(after: now + self.configuration.maxFutureSkew.components.seconds)
+    }
+
+    /// A write the store refused for its configuration: an error line the first time (and when the reason
+    /// changes), never ``lastError``.
+    private func recordWriteRefusal(_ error: CutoffStoreError) {
+        guard self.writeRefusalReported != error.message else {
+            return
+        }
+        self.writeRefusalReported = error.message
+        self.logger.error(
+            "the cutoff store refuses writes: a configuration problem, not an outage (reads and enforcement go on); revocations through the admin API and `tokengate revoke` fail until it is fixed",
+            metadata: ["error": "\(error)"]
+        )
     }
 
     private func install(_ table: CutoffTable) {

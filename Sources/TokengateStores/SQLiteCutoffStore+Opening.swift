@@ -14,42 +14,49 @@ import NIOConcurrencyHelpers
 internal import SQLiteNIO
 import TokengateTokens
 
-// MARK: Opening a connection and creating the schema.
+// MARK: Opening a connection, creating the store, and checking its schema.
 
 extension SQLiteCutoffStore {
-    /// Opens `path`, sets the durability pragmas, and creates or checks the schema, all before the connection
-    /// is shared, so the multi-statement schema transaction cannot interleave with other statements.
+    /// Opens `path`, checks that it is a tokengate store, and sets the durability pragmas, all before the
+    /// connection is shared. A file that does not exist yet is created first when `create` allows it
+    /// (``createDatabase(at:description:logger:)``); an existing file is never given a schema.
     static func openConnection(path: String, create: Bool, logger: Logger) async throws -> OpenConnection {
         let description = "sqlite \(path)"
         func unavailable(_ message: String) -> CutoffStoreError {
             CutoffStoreError(code: .storeUnavailable, message: "\(description): \(message)")
         }
 
-        // A directory or a file that is not a database is named as such (SQLite itself calls a directory
-        // "Failed to open"), the same way `check-config` names it.
+        // A directory, an empty file or a file that is not a database is named as such (SQLite itself calls a
+        // directory "Failed to open"), the same way `check-config` names it.
+        let exists: Bool
         do {
-            _ = try SQLiteDatabaseFile.check(path: path)
+            exists = try SQLiteDatabaseFile.check(path: path, readingHeader: false)
         } catch {
             throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): \(error.reason)")
         }
-        let before = FileIdentity(path: path)
-        if before == nil {
+        if !exists {
             guard create else {
                 throw unavailable("the database file is missing")
             }
             guard Self.directoryExists(of: path) else {
                 throw unavailable("the directory for the database file does not exist")
             }
+            try await Self.createDatabase(at: path, description: description, logger: logger)
+        }
+        guard let before = FileIdentity(path: path) else {
+            throw unavailable("the database file is missing")
         }
 
         let sqlite: SQLiteConnection
         do {
-            sqlite = try await SQLiteConnection.open(storage: .file(path: path), logger: logger)
+            // `mode=rw`: a file removed since the check is an error, not a new empty file SQLite creates.
+            sqlite = try await SQLiteConnection.open(storage: .file(path: Self.uri(path, mode: "rw")), logger: logger)
         } catch let error as SQLiteError {
             throw Self.storeError(error, description: description)
         }
+        let configured: (walFiles: SQLiteWALFiles, pageSize: Int64)
         do {
-            try await Self.configure(sqlite, description: description)
+            configured = try await Self.configure(sqlite, description: description)
         } catch {
             await Self.closeCompletely(sqlite, logger: logger)
             if let error = error as? CutoffStoreError {
@@ -61,16 +68,23 @@ extension SQLiteCutoffStore {
             throw unavailable("\(error)")
         }
 
-        guard let stamp = FileChangeStamp(path: path), before == nil || before == stamp.file else {
+        guard let stamp = FileChangeStamp(path: path), before == stamp.file else {
             await Self.closeCompletely(sqlite, logger: logger)
             throw unavailable("the database file was replaced while it was being opened")
         }
-        return OpenConnection(sqlite: sqlite, stamp: stamp)
+        return OpenConnection(sqlite: sqlite, stamp: stamp, walFiles: configured.walFiles, pageSize: configured.pageSize)
     }
 
-    private static func configure(_ sqlite: SQLiteConnection, description: String) async throws {
+    /// Checks the schema, then sets WAL mode and `synchronous=FULL`, and records the `-wal` and `-shm` files the
+    /// connection opened.
+    private static func configure(
+        _ sqlite: SQLiteConnection,
+        description: String
+    ) async throws -> (walFiles: SQLiteWALFiles, pageSize: Int64) {
         // busy_timeout first: it replaces sqlite-nio's busy handler, which retries forever without sleeping.
         _ = try await sqlite.query("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)")
+        // Before anything that writes: a database that is not tokengate's is refused as it is, not turned to WAL.
+        try await Self.checkSchema(sqlite, description: description)
         let mode = try await sqlite.query("PRAGMA journal_mode = WAL")
         guard mode.first?.columns.first?.data.string?.lowercased() == "wal" else {
             throw CutoffStoreError(
@@ -84,24 +98,84 @@ extension SQLiteCutoffStore {
         guard synchronous.first?.columns.first?.data.integer == 2 else {
             throw CutoffStoreError(code: .storeUnavailable, message: "\(description): synchronous=FULL did not take")
         }
-
-        _ = try await sqlite.query("BEGIN IMMEDIATE")
-        do {
-            try await Self.createOrCheckSchema(sqlite, description: description)
-            _ = try await sqlite.query("COMMIT")
-        } catch {
-            _ = try? await sqlite.query("ROLLBACK")
-            throw error
+        // A read in WAL mode: the connection opens (creating them if need be) the -wal and -shm files it keeps.
+        let pageSize = try await sqlite.query("PRAGMA page_size").first?.columns.first?.data.integer ?? 0
+        _ = try await sqlite.query("SELECT count(*) FROM global_cutoff")
+        // The path SQLite resolved (symbolic links followed): its -wal and -shm files sit next to that one.
+        let databases = try await sqlite.query("PRAGMA database_list")
+        guard let file = databases.first(where: { $0.column("name")?.string == "main" })?.column("file")?.string,
+            !file.isEmpty
+        else {
+            throw CutoffStoreError(code: .storeUnavailable, message: "\(description): SQLite did not name the database file")
         }
+        return (SQLiteWALFiles(databasePath: file), Int64(pageSize))
     }
 
-    private static func createOrCheckSchema(_ sqlite: SQLiteConnection, description: String) async throws {
-        let existing = try await sqlite.query(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-        )
-        if !existing.isEmpty {
+    /// `check-config`'s look inside an existing database file: refuses what ``open(path:createIfMissing:logger:)``
+    /// would refuse (not a tokengate store, a newer schema, damage SQLite finds in the schema), changing nothing.
+    ///
+    /// The file is opened read-only. Without a `-wal` file next to it (no gateway has it open, and the last one
+    /// that had closed cleanly), everything is in the file itself, and it is opened `immutable`, which creates no
+    /// `-wal` or `-shm` either. With one, a gateway may be running: the WAL is read too, through the files it uses.
+    ///
+    /// - Throws: ``CutoffStoreError`` as ``open(path:createIfMissing:logger:)`` would.
+    public static func checkExistingFile(path: String, logger: Logger) async throws {
+        let description = "sqlite \(path)"
+        let immutable = FileIdentity(path: path + "-wal") == nil
+        let sqlite: SQLiteConnection
+        do {
+            sqlite = try await SQLiteConnection.open(
+                storage: .file(path: Self.uri(path, mode: "ro", immutable: immutable)),
+                logger: logger
+            )
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, description: description)
+        }
+        do {
+            _ = try await sqlite.query("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)")
+            try await Self.checkSchema(sqlite, description: description)
+        } catch {
+            await Self.closeCompletely(sqlite, logger: logger)
+            if let error = error as? SQLiteError {
+                throw Self.storeError(error, description: description)
+            }
+            throw error
+        }
+        await Self.closeCompletely(sqlite, logger: logger)
+    }
+
+    /// Refuses a database that is not a whole tokengate store, saying what it is instead; creates nothing.
+    ///
+    /// Before, every open ran `CREATE TABLE IF NOT EXISTS`: a store truncated to nothing (or replaced by an empty
+    /// database, or pointed at another application's file) was quietly given an empty schema, reported as
+    /// recovered, and after a restart accepted every revoked token. Only a file that did not exist gets a schema
+    /// (``createDatabase(at:description:logger:)``).
+    static func checkSchema(_ sqlite: SQLiteConnection, description: String) async throws {
+        func invalid(_ message: String) -> CutoffStoreError {
+            CutoffStoreError(code: .invalidStoreFile, message: "\(description): \(message)")
+        }
+        let rows = try await sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table'")
+        let tables = Set(rows.compactMap { $0.columns.first?.data.string })
+        let required = ["schema_version", "user_cutoffs", "global_cutoff"]
+        let missing = required.filter { !tables.contains($0) }
+        if missing.count == required.count {
+            // The other tables' names are not repeated: they are another application's, and may hold anything.
+            let what =
+                tables.isEmpty
+                ? "a SQLite database without tables"
+                : "a SQLite database with \(tables.count) table\(tables.count == 1 ? "" : "s"), none of them tokengate's"
+            throw invalid(
+                "the file is \(what), not a tokengate cutoff store (tokengate creates its store only where no file "
+                    + "is, and never adds its tables to an existing file): if it was the store, it lost its content "
+                    + "(restore it from a backup); if it belongs to something else, point cutoffs.sqlite at another path"
+            )
+        }
+        if tables.contains("schema_version") {
             let versions = try await sqlite.query("SELECT max(version) FROM schema_version")
-            if let version = versions.first?.columns.first?.data.integer, Int64(version) > Self.schemaVersion {
+            guard let version = versions.first?.columns.first?.data.integer else {
+                throw invalid("the schema_version table holds no version: the store is damaged; restore it from a backup")
+            }
+            if Int64(version) > Self.schemaVersion {
                 throw CutoffStoreError(
                     code: .unsupportedSchema,
                     message: "\(description): schema version \(version) is newer than this tokengate's "
@@ -109,10 +183,83 @@ extension SQLiteCutoffStore {
                 )
             }
         }
+        if !missing.isEmpty {
+            throw invalid(
+                "tokengate's table\(missing.count == 1 ? "" : "s") \(missing.joined(separator: ", ")) "
+                    + "\(missing.count == 1 ? "is" : "are") missing: the store is damaged; restore it from a backup"
+            )
+        }
+    }
+
+    /// Creates a new store at `path`, where nothing is: builds it whole under a temporary name in the same
+    /// directory and links it into place, so the path never names a file without the schema.
+    ///
+    /// Built in place, a crash between SQLite creating the file and the schema's commit would leave an empty file
+    /// or a database without tables, which the next start could not tell from a store that lost its content (and
+    /// refuses, ``checkSchema(_:description:)``). `link` fails if a file appeared at the path meanwhile (another
+    /// gateway's first start won): that one is used. A file system without hard links gets a `rename`, which
+    /// would replace such a file, so only while nothing is there. The directory is synced, so the new name
+    /// survives a crash as the writes into the file do.
+    private static func createDatabase(at path: String, description: String, logger: Logger) async throws {
+        func unavailable(_ message: String) -> CutoffStoreError {
+            CutoffStoreError(code: .storeUnavailable, message: "\(description): \(message)")
+        }
+        let directory = Self.directory(of: path)
+        let name = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        let temporary = "\(directory)/.\(name).new-\(getpid())-\(UInt32.random(in: 0 ... .max))"
+        defer {
+            unlink(temporary)
+            unlink(temporary + "-journal")
+        }
+        let sqlite: SQLiteConnection
+        do {
+            sqlite = try await SQLiteConnection.open(storage: .file(path: temporary), logger: logger)
+        } catch let error as SQLiteError {
+            throw Self.storeError(error, description: description)
+        }
+        do {
+            // A rollback journal while it is built: the commit writes and syncs the file itself, so the file
+            // linked into place is the whole store without a -wal beside it. The first open turns on WAL mode.
+            _ = try await sqlite.query("PRAGMA journal_mode = DELETE")
+            _ = try await sqlite.query("PRAGMA synchronous = FULL")
+            _ = try await sqlite.query("BEGIN IMMEDIATE")
+            do {
+                try await Self.createSchema(sqlite)
+                _ = try await sqlite.query("COMMIT")
+            } catch {
+                _ = try? await sqlite.query("ROLLBACK")
+                throw error
+            }
+        } catch {
+            await Self.closeCompletely(sqlite, logger: logger)
+            if let error = error as? SQLiteError {
+                throw Self.storeError(error, description: description)
+            }
+            throw error
+        }
+        await Self.closeCompletely(sqlite, logger: logger)
+
+        if link(temporary, path) != 0 {
+            let error = errno
+            if error == EEXIST {
+                return  // Another process created the store first; the caller opens that one.
+            }
+            guard error == EPERM || error == ENOTSUP || error == EOPNOTSUPP || error == ENOSYS,
+                FileIdentity(path: path) == nil, rename(temporary, path) == 0
+            else {
+                throw unavailable("cannot put the new database file in place: \(String(cString: strerror(error)))")
+            }
+        }
+        syncDirectory(directory)
+        logger.notice("created a new, empty cutoff store", metadata: ["path": "\(path)"])
+    }
+
+    /// The tables, triggers and rows of a new store (schema version 1); run in one transaction.
+    private static func createSchema(_ sqlite: SQLiteConnection) async throws {
         let statements = [
-            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)",
+            "CREATE TABLE schema_version (version INTEGER NOT NULL)",
             """
-            CREATE TABLE IF NOT EXISTS user_cutoffs (
+            CREATE TABLE user_cutoffs (
                 user_id TEXT PRIMARY KEY NOT NULL,
                 revoked_before INTEGER,
                 api_revoked_before INTEGER,
@@ -120,7 +267,7 @@ extension SQLiteCutoffStore {
             )
             """,
             """
-            CREATE TABLE IF NOT EXISTS global_cutoff (
+            CREATE TABLE global_cutoff (
                 id INTEGER PRIMARY KEY CHECK (id = 1),
                 revoked_before INTEGER,
                 force_epoch INTEGER NOT NULL DEFAULT 0,
@@ -128,7 +275,7 @@ extension SQLiteCutoffStore {
             )
             """,
             """
-            CREATE TRIGGER IF NOT EXISTS user_cutoffs_moved_backward
+            CREATE TRIGGER user_cutoffs_moved_backward
             AFTER UPDATE OF user_id, revoked_before, api_revoked_before ON user_cutoffs
             WHEN NEW.user_id IS NOT OLD.user_id
               OR (OLD.revoked_before IS NOT NULL
@@ -140,13 +287,13 @@ extension SQLiteCutoffStore {
             END
             """,
             """
-            CREATE TRIGGER IF NOT EXISTS user_cutoffs_deleted AFTER DELETE ON user_cutoffs
+            CREATE TRIGGER user_cutoffs_deleted AFTER DELETE ON user_cutoffs
             BEGIN
                 UPDATE global_cutoff SET force_epoch = force_epoch + 1 WHERE id = 1;
             END
             """,
             """
-            CREATE TRIGGER IF NOT EXISTS global_cutoff_moved_backward
+            CREATE TRIGGER global_cutoff_moved_backward
             AFTER UPDATE OF revoked_before ON global_cutoff
             WHEN OLD.revoked_before IS NOT NULL
               AND (NEW.revoked_before IS NULL OR NEW.revoked_before < OLD.revoked_before)
@@ -154,8 +301,8 @@ extension SQLiteCutoffStore {
                 UPDATE global_cutoff SET force_epoch = force_epoch + 1 WHERE id = 1;
             END
             """,
-            "INSERT OR IGNORE INTO global_cutoff (id, revoked_before, force_epoch, updated_at) VALUES (1, NULL, 0, ?1)",
-            "INSERT INTO schema_version (version) SELECT ?1 WHERE NOT EXISTS (SELECT 1 FROM schema_version)",
+            "INSERT INTO global_cutoff (id, revoked_before, force_epoch, updated_at) VALUES (1, NULL, 0, ?1)",
+            "INSERT INTO schema_version (version) VALUES (?1)",
         ]
         for (index, statement) in statements.enumerated() {
             let binds: [SQLiteData]
@@ -168,16 +315,50 @@ extension SQLiteCutoffStore {
         }
     }
 
-    private static func directoryExists(of path: String) -> Bool {
-        let directory: String
-        if let slash = path.lastIndex(of: "/") {
-            directory = slash == path.startIndex ? "/" : String(path[..<slash])
-        } else {
-            directory = "."
+    /// `path` as an SQLite URI filename with the given `mode` (`rw`: open an existing file, never create one;
+    /// `ro`: read only), every byte but unreserved ones and `/` percent-encoded, so that `?`, `#` and `%` in a
+    /// path stay part of it.
+    static func uri(_ path: String, mode: String, immutable: Bool = false) -> String {
+        var encoded = ""
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(hex[Int(byte >> 4)])
+                encoded.unicodeScalars.append(hex[Int(byte & 0x0F)])
+            }
         }
-        var info = stat()
-        return stat(directory, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        // An absolute path after an empty authority (`file:///…`), so one starting with `//` is not read as a host.
+        let prefix = path.hasPrefix("/") ? "file://" : "file:"
+        return prefix + encoded + "?mode=" + mode + (immutable ? "&immutable=1" : "")
     }
+
+    /// The directory `path` is in: what comes before its last `/`, `/` itself, or `.` for a bare name.
+    private static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else {
+            return "."
+        }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func directoryExists(of path: String) -> Bool {
+        var info = stat()
+        return stat(Self.directory(of: path), &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+/// Makes a new name in `directory` durable; a failure is not fatal (the name is there, only maybe not yet on disk),
+/// so it is not reported. A free function: inside the store's extension, `open` and `close` name its own methods.
+private func syncDirectory(_ directory: String) {
+    let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    _ = fsync(fd)
+    close(fd)
 }
 
 /// Collects the rows of the full load; fed on the thread-pool thread, read after the query finished.

@@ -17,22 +17,30 @@ import TokengateTokens
 // MARK: Running statements on a checked connection.
 
 extension SQLiteCutoffStore {
-    func rows(_ sql: String, _ binds: [SQLiteData]) async throws -> [SQLiteRow] {
+    /// The rows of one statement. `writing`: see ``run(_:_:writing:onRow:)``.
+    func rows(_ sql: String, _ binds: [SQLiteData], writing: Bool = false) async throws -> [SQLiteRow] {
         let collected = NIOLockedValueBox<[SQLiteRow]>([])
-        try await self.run(sql, binds) { row in
+        try await self.run(sql, binds, writing: writing) { row in
             collected.withLockedValue { $0.append(row) }
         }
         return collected.withLockedValue { $0 }
     }
 
-    /// Runs one statement on a connection whose file is still the one at ``path``.
+    /// Runs one statement on a connection whose files are still the ones at ``path``.
     ///
     /// Any SQLite failure drops the connection, so the next call reopens the file: after "disk I/O error" or
     /// "file is not a database", a fresh connection is the only way to find out whether the file is back. A
     /// cancelled caller keeps it: sqlite-nio either never started the statement or let it finish.
+    ///
+    /// A statement that is `writing` is checked once more after it committed: the lease's check came before it,
+    /// and a `-wal` removed or a file replaced in between would have taken the commit with it, out of every other
+    /// reader's sight (and out of the file at the next crash). Such a write fails
+    /// (``CutoffStoreError/Code/storeUnavailable``) rather than be acknowledged; writes move cutoffs forward only,
+    /// so the caller's retry is safe.
     func run(
         _ sql: String,
         _ binds: [SQLiteData],
+        writing: Bool = false,
         onRow: @escaping @Sendable (SQLiteRow) -> Void
     ) async throws {
         let connection = try await self.lease()
@@ -45,13 +53,32 @@ extension SQLiteCutoffStore {
             await self.giveBack(connection.id, retiring: true)
             throw self.unavailable(error)
         }
+        if writing {
+            let change = connection.change(path: self.path)
+            switch change {
+            case .none, .written:
+                break  // A checkpoint at this commit moves the file's stamp: the next lease reopens, as always.
+            case .replaced, .walFilesChanged, .rewritten:
+                await self.giveBack(connection.id, retiring: false)
+                if case .open(let current) = self.state, current.id == connection.id {
+                    await self.drop(connection, because: change)
+                }
+                throw CutoffStoreError(
+                    code: .storeUnavailable,
+                    message: "\(self.storeDescription): the database's files changed while a write ran "
+                        + "(\(Self.describe(change))), so the write may be in a file no reader opens and is not "
+                        + "acknowledged; retry it"
+                )
+            }
+        }
         await self.giveBack(connection.id, retiring: false)
     }
 
     /// How many times one call reopens a file that keeps being replaced before it gives up.
     private static let maximumReopens = 3
 
-    /// A connection whose file is still the one at ``path``, counted as in use until ``giveBack(_:retiring:)``.
+    /// A connection whose files are still the ones at ``path``, counted as in use until
+    /// ``giveBack(_:retiring:)``.
     ///
     /// Every step re-reads ``state`` after a suspension, because other calls on this actor run in between: one
     /// may have reopened the file, another may have closed the store.
@@ -68,10 +95,9 @@ extension SQLiteCutoffStore {
                 // Installs its result (or `.idle` on failure) before it completes.
                 try await task.value
             case .open(let connection):
-                // One `stat` per lease: which file the path names now, and when it last changed.
-                let stamp = FileChangeStamp(path: self.path)
-                let sameFile = stamp?.file == connection.identity
-                if sameFile, stamp == connection.stamp {
+                // One `stat` of each file per lease: the database, its -wal and its -shm.
+                let change = connection.change(path: self.path)
+                if change == .none {
                     self.connections[connection.id]?.leases += 1
                     return connection
                 }
@@ -82,24 +108,69 @@ extension SQLiteCutoffStore {
                     )
                 }
                 reopens += 1
-                if sameFile {
-                    // A checkpoint (ours or another process's) or bytes written over the file: only a new
-                    // connection reads what is there now rather than its cached pages. Usually a checkpoint, so
-                    // not worth a warning; a damaged file fails the reopen, and that is reported.
-                    self.logger.debug(
-                        "cutoff database file was written outside this connection; reopening",
-                        metadata: ["path": "\(self.path)"]
-                    )
-                } else {
-                    self.logger.warning(
-                        "cutoff database file was replaced or removed; reopening",
-                        metadata: ["path": "\(self.path)"]
-                    )
-                }
-                await self.retire(connection.id)
+                await self.drop(connection, because: change)
             case .idle:
                 self.startOpening()
             }
+        }
+    }
+
+    /// Stops handing out `connection` after `change`, says so, and closes it (once nothing runs on it).
+    ///
+    /// The close of a database's last connection checkpoints its WAL into the database file and deletes the
+    /// `-wal` and `-shm` files found at their paths. For a connection whose `-wal` or `-shm` was removed or
+    /// replaced, that is right only while nobody else has opened the database since: its WAL then goes into the
+    /// file, and nothing is lost. Once new files are at the paths, another process has opened the database and may
+    /// have committed into them (a `tokengate revoke`): the close is then guarded (``SQLiteLastCloseGuard``) so it
+    /// neither copies its stale WAL over the file nor deletes the new one. Either way the next connection opens
+    /// only after this one is closed (``startOpening()``), not while a statement still runs on it: as long as any
+    /// connection of this process has the database open, SQLite hands a new one the same WAL index (the old
+    /// `-shm`), not the one at the path.
+    private func drop(_ connection: OpenConnection, because change: SQLiteFileChange) async {
+        let metadata: Logger.Metadata = ["path": "\(self.path)", "change": "\(Self.describe(change))"]
+        switch change {
+        case .none:
+            return
+        case .replaced:
+            self.logger.warning("cutoff database file was replaced or removed; reopening", metadata: metadata)
+        case .walFilesChanged(_, let newFiles):
+            let lastCloseGuard = newFiles ? SQLiteLastCloseGuard(path: self.path, identity: connection.identity) : nil
+            self.logger.warning(
+                "cutoff database's -wal or -shm file was removed or replaced under its connection; reopening",
+                metadata: metadata.merging(
+                    [
+                        // Commits that no checkpoint had copied into the file yet were in the old -wal. While nobody
+                        // made new files, the last connection to close the old ones (this one, or another process's
+                        // that opened them before they were removed) checkpoints them into the file; once another
+                        // process made new files, they cannot be merged into those and are dropped.
+                        "old_wal_commits": newFiles ? "dropped" : "checkpointed"
+                    ],
+                    uniquingKeysWith: { $1 }
+                )
+            )
+            self.closeBeforeReopening = (connection.id, lastCloseGuard)
+        case .rewritten:
+            self.logger.warning(
+                "cutoff database file was written over in place by something other than SQLite; reopening",
+                metadata: metadata
+            )
+        case .written:
+            // A checkpoint (ours or another process's), or bytes written over the file that keep its shape: only a
+            // new connection reads what is there now rather than its cached pages. Usually a checkpoint, so not
+            // worth a warning; a damaged file fails the reopen, and that is reported.
+            self.logger.debug("cutoff database file was written outside this connection; reopening", metadata: metadata)
+        }
+        await self.retire(connection.id)
+    }
+
+    /// How `change` reads in a log line or an error.
+    static func describe(_ change: SQLiteFileChange) -> String {
+        switch change {
+        case .none: return "nothing changed"
+        case .replaced: return "the database file was replaced or removed"
+        case .walFilesChanged(let what, _): return what
+        case .rewritten(let how): return "the database file was written over in place: \(how)"
+        case .written: return "the database file was written in place"
         }
     }
 
@@ -108,9 +179,17 @@ extension SQLiteCutoffStore {
         let generation = self.openingGeneration
         let path = self.path
         let logger = self.logger
+        let previous = self.closeBeforeReopening
+        self.closeBeforeReopening = nil
         // Unstructured, so a cancelled caller cannot abandon a half-opened connection; the task keeps the actor
         // alive until it has handed the connection over.
         let task = Task {
+            if let previous {
+                // See ``drop(_:because:)``: not before the previous connection is closed (a statement may still run
+                // on it). Then no connection of this process has the file open, and the guard's descriptor may go.
+                await self.waitUntilClosed(previous.id)
+                previous.lastCloseGuard?.release()
+            }
             let connection: OpenConnection
             do {
                 connection = try await Self.openConnection(path: path, create: false, logger: logger)
@@ -191,6 +270,9 @@ extension SQLiteCutoffStore {
         await closing.value
         if self.connections[id]?.sqlite === sqlite {
             self.connections[id] = nil
+            for waiter in self.closeWaiters.removeValue(forKey: id) ?? [] {
+                waiter.resume()
+            }
         }
         if self.connections.isEmpty {
             let waiters = self.drainWaiters
@@ -198,6 +280,16 @@ extension SQLiteCutoffStore {
             for waiter in waiters {
                 waiter.resume()
             }
+        }
+    }
+
+    /// Returns once the connection `id` is closed (at once if it is not tracked any more).
+    func waitUntilClosed(_ id: ObjectIdentifier) async {
+        guard self.connections[id] != nil else {
+            return
+        }
+        await withCheckedContinuation { continuation in
+            self.closeWaiters[id, default: []].append(continuation)
         }
     }
 
@@ -275,13 +367,25 @@ extension SQLiteCutoffStore {
 
 extension SQLiteCutoffStore {
     /// A damaged file does not mend by waiting: `serve` and `revoke` exit 69 on it, not 75 ("retry"), and /readyz
-    /// names it apart from a lock or an outage. Anything else SQLite says (busy, locked, I/O) may pass.
+    /// names it apart from a lock or an outage. Neither does a file this process may not write: that is the
+    /// deployment's configuration (78, and the admin API's `store_write_refused`), as a PostgreSQL role without the
+    /// privilege is. Anything else SQLite says (busy, locked, I/O, a file moved while open) may pass.
     static func storeError(_ error: SQLiteError, description: String) -> CutoffStoreError {
-        switch error.reason {
+        self.storeError(reason: error.reason, message: error.message, description: description)
+    }
+
+    static func storeError(reason: SQLiteError.Reason, message: String, description: String) -> CutoffStoreError {
+        switch reason {
         case .corrupt, .notADatabase, .corruptIndex, .corruptSequenceSchema, .corruptVirtualTable:
-            return CutoffStoreError(code: .invalidStoreFile, message: "\(description): the database file is damaged: \(error.message)")
+            return CutoffStoreError(code: .invalidStoreFile, message: "\(description): the database file is damaged: \(message)")
+        case .readOnly, .readonlyDirectory, .permission:
+            return CutoffStoreError(
+                code: .invalidStoreConfiguration,
+                message: "\(description): this process may not write the database (\(message)); give the user "
+                    + "tokengate runs as write access to the file, its -wal and -shm files and their directory"
+            )
         default:
-            return CutoffStoreError(code: .storeUnavailable, message: "\(description): \(error.message)")
+            return CutoffStoreError(code: .storeUnavailable, message: "\(description): \(message)")
         }
     }
 }

@@ -50,9 +50,21 @@ import TokengateTokens
 /// the connection would otherwise keep answering from its page cache, so a file overwritten with garbage or
 /// damaged by a copy would go unnoticed until the next restart. A changed stamp drops the connection the same way;
 /// the fresh one reads the file itself, and a damaged file then fails (`file is not a database`, `database disk
-/// image is malformed`), which the sync service reports. The file is created only by ``open(path:createIfMissing:logger:)`` when asked to (by `serve`, not by
-/// `tokengate revoke`), and only inside an existing directory, so an unmounted volume is an error rather than a
-/// fresh empty store.
+/// image is malformed`, or no tokengate schema), which the sync service reports. A change that SQLite's own
+/// checkpoints cannot make (the file shrank, or is no longer whole pages) is logged as a warning; one that looks like a
+/// checkpoint only at debug level (``SQLiteFileChange``).
+///
+/// The `-wal` and `-shm` files are watched the same way (``SQLiteWALFiles``): removed or replaced under the
+/// connection, they would cut it off from every other process's commits and hide its own. A write is
+/// acknowledged only if its database file and both of them were still the ones at their paths after it committed.
+///
+/// ### Creating the file
+/// The file is created only by ``open(path:createIfMissing:logger:)`` when asked to (by `serve`, not by
+/// `tokengate revoke`), only where nothing is, and only inside an existing directory, so an unmounted volume is an
+/// error rather than a fresh empty store. It is built whole under another name and linked into place. An existing
+/// file is never given a schema: an empty file, or a database without tokengate's tables, is refused as
+/// ``CutoffStoreError/Code/invalidStoreFile`` (it is a store that lost its content, or another application's
+/// file), at start and at every reopen.
 public actor SQLiteCutoffStore: CutoffStore {
     /// The schema version this code writes and understands.
     public static let schemaVersion: Int64 = 1
@@ -75,6 +87,11 @@ public actor SQLiteCutoffStore: CutoffStore {
     var openingGeneration: UInt64
     /// Counts (re)opened connections, so a reopen changes ``changeMarker()`` and forces a full reload.
     var openCount: UInt64
+    /// A connection that must be closed before the next one opens (its `-wal` or `-shm` was removed or
+    /// replaced), with the guard that keeps its close from deleting new ones (``drop(_:because:)``).
+    var closeBeforeReopening: (id: ObjectIdentifier, lastCloseGuard: SQLiteLastCloseGuard?)?
+    /// Callers of ``waitUntilClosed(_:)``, by connection.
+    var closeWaiters: [ObjectIdentifier: [CheckedContinuation<Void, Never>]]
 
     struct OpenConnection: Sendable {
         let sqlite: SQLiteConnection
@@ -82,8 +99,23 @@ public actor SQLiteCutoffStore: CutoffStore {
         /// replaced; a different stamp of the same file, that it was written by something that bypassed this
         /// connection's page cache (see ``FileChangeStamp``).
         let stamp: FileChangeStamp
+        /// The `-wal` and `-shm` files the connection has open.
+        let walFiles: SQLiteWALFiles
+        /// The database's page size, for ``SQLiteFileChange``.
+        let pageSize: Int64
 
         var identity: FileIdentity { self.stamp.file }
+
+        /// What changed at the paths since the connection opened them: three `stat`s.
+        func change(path: String) -> SQLiteFileChange {
+            SQLiteFileChange.between(
+                recorded: self.stamp,
+                recordedWAL: self.walFiles,
+                pageSize: self.pageSize,
+                current: FileChangeStamp(path: path),
+                currentWAL: self.walFiles.now()
+            )
+        }
 
         var id: ObjectIdentifier { ObjectIdentifier(self.sqlite) }
     }
@@ -119,6 +151,8 @@ public actor SQLiteCutoffStore: CutoffStore {
         self.drainWaiters = []
         self.openingGeneration = 0
         self.openCount = 1
+        self.closeBeforeReopening = nil
+        self.closeWaiters = [:]
     }
 
     /// A store released without ``close()`` (a test that failed half-way, a start-up error path) closes what it
@@ -258,7 +292,7 @@ public actor SQLiteCutoffStore: CutoffStore {
             ON CONFLICT (user_id) DO UPDATE SET \(c) = excluded.\(c), updated_at = excluded.updated_at\(guardClause)
             RETURNING \(c)
             """
-        let changed = try await self.rows(sql, [.text(user), .integer(.init(at)), .integer(.init(now))])
+        let changed = try await self.rows(sql, [.text(user), .integer(.init(at)), .integer(.init(now))], writing: true)
         if !changed.isEmpty {
             return CutoffWriteResult(cutoff: at, changed: true, forced: force)
         }
@@ -273,7 +307,7 @@ public actor SQLiteCutoffStore: CutoffStore {
             UPDATE global_cutoff SET revoked_before = ?1, updated_at = ?2 WHERE id = 1\(guardClause)
             RETURNING revoked_before
             """
-        let changed = try await self.rows(sql, [.integer(.init(at)), .integer(.init(now))])
+        let changed = try await self.rows(sql, [.integer(.init(at)), .integer(.init(now))], writing: true)
         if !changed.isEmpty {
             return CutoffWriteResult(cutoff: at, changed: true, forced: force)
         }
@@ -310,5 +344,8 @@ public actor SQLiteCutoffStore: CutoffStore {
             break
         }
         await self.waitUntilAllClosed()
+        // Every connection is closed: the guard may go (no open connection's locks go with its descriptor).
+        self.closeBeforeReopening?.lastCloseGuard?.release()
+        self.closeBeforeReopening = nil
     }
 }

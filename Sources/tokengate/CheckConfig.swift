@@ -46,9 +46,9 @@ struct CheckConfig: AsyncParsableCommand {
             fail("\(self.file): \(error)", status: .configuration)
         }
         // A SQLite file that does not exist yet passes: `serve` creates it at its first start. One that is not a
-        // database is the data's fault, not the configuration's: 69, as `serve` and `revoke` say of it.
+        // tokengate store is the data's fault, not the configuration's: 69, as `serve` and `revoke` say of it.
         do {
-            try CutoffStoreFactory.check(configuration.cutoffs)
+            try await CutoffStoreFactory.check(configuration.cutoffs, logger: Logger(label: "tokengate.check-config"))
         } catch {
             fail("\(self.file): cutoff store: \(error)", status: ExitStatus(forStoreError: error))
         }

@@ -102,12 +102,16 @@ enum CutoffStoreFactory {
         }
     }
 
-    /// What `check-config` can say about the store without opening it, in the words `serve` uses: a SQLite path
-    /// that names a directory or a file that is not a database is refused by both.
-    static func check(_ configuration: CutoffStoreConfiguration) throws {
+    /// What `check-config` can say about the store without connecting to a database or changing anything, in the
+    /// words `serve` uses: a SQLite path that names a directory, an empty file, a file that is not a database, or a
+    /// database that is not a tokengate store (another application's, one without tables, a newer schema) is
+    /// refused by both.
+    static func check(_ configuration: CutoffStoreConfiguration, logger: Logger) async throws {
         switch configuration {
         case .sqlite(let path):
-            _ = try Self.checkSQLiteFile(path)
+            if try Self.checkSQLiteFile(path) {
+                try await SQLiteCutoffStore.checkExistingFile(path: path.path, logger: logger)
+            }
         case .file(let path):
             // `serve` refuses to start on a file it cannot parse: say so now, in the same words.
             try JSONFileCutoffStore.check(path: path.path)

@@ -207,7 +207,9 @@ struct GatewayLauncher {
                     server.metrics.cutoffLastSync.record(lastSync)
                 }
                 let confirmedAt = lastSync ?? confirmedBeforeFirstSync
-                server.metrics.cutoffLag.record(max(0, CutoffSyncService.systemNow() - confirmedAt))
+                let now = CutoffSyncService.systemNow()
+                server.metrics.cutoffLag.record(max(0, now - confirmedAt))
+                server.metrics.cutoffFutureCutoffs.record(Int64(await sync.futureCutoffCount(now: now)))
                 return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
             case "/admin/reload":
                 guard request.method == "POST" else {

@@ -309,18 +309,40 @@ struct CheckConfigCommandTests {
 
         try setup.write("cutoffs.db", String(repeating: "not a database\n", count: 100), mode: 0o600)
         try self.expectRefusedAlike(setup, saying: "\(path) is not a SQLite database")
+
+        // An existing file is never given a schema: an empty one (a store that lost its content), a database without
+        // tables, another application's. Before, check-config passed all three and serve made them a new, empty
+        // store (and added its tables to the other application's database).
+        try setup.write("cutoffs.db", "", mode: 0o600)
+        try self.expectRefusedAlike(setup, saying: "\(path) is empty (0 bytes), so it is not a tokengate cutoff store")
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+        for (sql, what) in [
+            ("PRAGMA user_version = 7", "a SQLite database without tables"),
+            ("CREATE TABLE orders (id INTEGER PRIMARY KEY)", "a SQLite database with 1 table, none of them tokengate's"),
+        ] {
+            try FileManager.default.removeItem(atPath: path)
+            let created = try ChildProcess.run(
+                "/usr/bin/env", ["python3", "-c", "import sqlite3, sys; sqlite3.connect(sys.argv[1]).executescript(sys.argv[2])", path, sql])
+            try #require(created.status == 0, "\(created.stderr)")
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            try self.expectRefusedAlike(
+                setup, saying: "\(path): the file is \(what), not a tokengate cutoff store",
+                prefix: "cutoff store: invalid_store_file: sqlite ")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "\(what): left as it was")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: setup.directory).filter { $0.hasPrefix("cutoffs.db") } == ["cutoffs.db"])
+        }
     }
 
     /// `check-config` and `serve` both exit 69 (the store cannot be used as it is, as `revoke` says of it) naming
     /// `cutoffs.sqlite` with `reason`, and `serve` starts nothing.
-    private func expectRefusedAlike(_ setup: Setup, saying reason: String) throws {
+    private func expectRefusedAlike(_ setup: Setup, saying reason: String, prefix: String = "cutoff store: cutoffs.sqlite: ") throws {
         let check = try setup.checkConfig()
         #expect(check.status == 69, "\(check.stdout) \(check.stderr)")
         #expect(!check.stdout.contains("ok"), "\(check.stdout)")
         let serve = try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "serve", "--config", setup.path])
         #expect(serve.status == 69, "\(serve.stdout) \(serve.stderr)")
         #expect(!(serve.stdout + serve.stderr).contains("listening"), "\(serve.stdout) \(serve.stderr)")
-        let expected = "cutoff store: cutoffs.sqlite: " + reason
+        let expected = prefix + reason
         #expect(check.stderr.contains(expected), "\(check.stderr)")
         #expect(serve.stderr.contains(expected), "\(serve.stderr)")
     }

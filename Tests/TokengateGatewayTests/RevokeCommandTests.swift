@@ -51,19 +51,56 @@ struct RevokeCommandTests {
             try ChildProcess.run("/usr/bin/timeout", ["60", ServeCommandTests.binary, "revoke", "--config", self.path] + arguments)
         }
 
-        /// Starts `serve` on this configuration, its output discarded; the caller terminates it.
-        func startServe() throws -> Process {
+        /// Starts `serve` on this configuration, its output to `output` (or discarded); the caller terminates it.
+        func startServe(output: String? = nil) throws -> Process {
             let serve = Process()
             serve.executableURL = URL(fileURLWithPath: ServeCommandTests.binary)
             serve.arguments = ["serve", "--config", self.path]
-            serve.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            serve.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            if let output {
+                _ = FileManager.default.createFile(atPath: output, contents: nil)
+            }
+            serve.standardOutput = FileHandle(forWritingAtPath: output ?? "/dev/null")
+            serve.standardError = FileHandle(forWritingAtPath: output ?? "/dev/null")
             try serve.run()
             return serve
         }
 
+        /// The gateway's status for a token of `user` issued at `iat`: 502 when accepted (the upstream's port is
+        /// closed), 401 when rejected.
+        func status(user: String, iat: Int64) throws -> Int {
+            let token = try self.signer.mint(
+                TokenClaims(subject: user, issuedAt: iat, apiOnly: true, expiresAt: nil, notBefore: nil, issuer: nil, audience: nil))
+            return try Curl.run(
+                ["--max-time", "2", "-H", "Authorization: Bearer \(token)", "https://localhost:\(self.port)/"],
+                caFile: self.directory + "/cert.pem"
+            ).status
+        }
+
+        /// Whether the gateway answers `expected` for `user`'s token within 10 s.
+        func eventually(_ expected: Int, user: String, iat: Int64) async throws -> Bool {
+            for _ in 0..<100 {
+                if (try? self.status(user: user, iat: iat)) == expected {
+                    return true
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return false
+        }
+
         func remove() {
             try? FileManager.default.removeItem(atPath: self.directory)
+        }
+
+        /// Creates the SQLite store as an operator does: `serve`'s first start (revoke never creates it, and an
+        /// empty file is not a store).
+        func createStoreByServing() async throws {
+            let serve = try self.startServe()
+            for _ in 0..<100 where !FileManager.default.fileExists(atPath: self.database) {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            serve.terminate()
+            serve.waitUntilExit()
+            try #require(FileManager.default.fileExists(atPath: self.database), "serve did not create the store")
         }
     }
 
@@ -105,15 +142,57 @@ struct RevokeCommandTests {
         #expect(written.stdout.contains("revoked tokens of user mallory issued before 2000"), "\(written.stdout)")
     }
 
-    /// Each kind of failure has its own status: 64 usage, 65 a cutoff that would move backward, 69 a store that
-    /// cannot be used as it is, 75 a store that did not answer (retry), 78 a configuration that cannot be used.
-    /// Before, every one exited 2.
-    @Test func exitStatusesTellUsageDataUnavailableTemporaryAndConfigurationApart() throws {
+    /// The reviewer's `sqlite_walrm_cli.sh`: the SQLite store's `-wal` and `-shm` files removed while the gateway
+    /// runs, then `tokengate revoke`. Before, revoke exited 0 and the gateway never saw the revocation (it read the
+    /// unlinked files until a restart). A revoke with the files in place makes the gateway reopen nothing.
+    @Test func aRevokeAfterTheWALFilesWereRemovedReachesTheRunningGateway() async throws {
         try Self.requireBinary()
         let setup = try Setup()
         defer { setup.remove() }
-        // An empty file is a database SQLite creates the schema in; revoke does not create the file itself.
+        let output = setup.directory + "/serve.log"
+        let serve = try setup.startServe(output: output)
+        defer {
+            serve.terminate()
+            serve.waitUntilExit()
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        try #require(try await setup.eventually(502, user: "bob", iat: now - 10), "serve did not come up")
+
+        let carol = try setup.revoke(["--user", "carol"])
+        #expect(carol.status == 0, "\(carol.stdout) \(carol.stderr)")
+        #expect(try await setup.eventually(401, user: "carol", iat: now - 10))
+        func reopenWarnings() -> Int {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+                .count { $0.contains("-wal or -shm file was removed or replaced") }
+        }
+        #expect(reopenWarnings() == 0, "another process opening and closing the database is not a change")
+
+        try FileManager.default.removeItem(atPath: setup.database + "-wal")
+        try FileManager.default.removeItem(atPath: setup.database + "-shm")
+        let bob = try setup.revoke(["--user", "bob"])
+        #expect(bob.status == 0, "\(bob.stdout) \(bob.stderr)")
+        #expect(try await setup.eventually(401, user: "bob", iat: now - 10), "the running gateway never took the revocation")
+        #expect(reopenWarnings() == 1, "\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        #expect(try setup.status(user: "carol", iat: now - 10) == 401)
+        #expect(try setup.status(user: "bob", iat: now + 1) == 502, "a token issued after the cutoff passes")
+    }
+
+    /// Each kind of failure has its own status: 64 usage, 65 a cutoff that would move backward, 69 a store that
+    /// cannot be used as it is, 75 a store that did not answer (retry), 78 a configuration that cannot be used.
+    /// Before, every one exited 2.
+    @Test func exitStatusesTellUsageDataUnavailableTemporaryAndConfigurationApart() async throws {
+        try Self.requireBinary()
+        let setup = try Setup()
+        defer { setup.remove() }
+        // An empty file is not a store (it lost its content, or was never one): refused, and left empty. Before,
+        // revoke gave it a schema and wrote into it.
         #expect(FileManager.default.createFile(atPath: setup.database, contents: nil))
+        let empty = try setup.revoke(["--user", "alice"])
+        #expect(empty.status == 69, "\(empty.stdout) \(empty.stderr)")
+        #expect(empty.stderr.contains("\(setup.database) is empty (0 bytes)"), "\(empty.stderr)")
+        #expect(try FileManager.default.attributesOfItem(atPath: setup.database)[.size] as? Int == 0)
+        try FileManager.default.removeItem(atPath: setup.database)
+        try await setup.createStoreByServing()
 
         let usage: [[String]] = [
             [], ["--user", "a", "--all"], ["--user", "a", "--bogus"], ["--user", "a", "--at", "yesterday"],
@@ -311,11 +390,11 @@ struct RevokeCommandTests {
 
     /// The line says what happened: a cutoff moved forward, moved back by `--force`, or left as it was. Before,
     /// a forced move back printed "revoked tokens … issued before" the earlier time.
-    @Test func saysWhetherTheCutoffMovedForwardMovedBackOrStayed() throws {
+    @Test func saysWhetherTheCutoffMovedForwardMovedBackOrStayed() async throws {
         try Self.requireBinary()
         let setup = try Setup()
         defer { setup.remove() }
-        #expect(FileManager.default.createFile(atPath: setup.database, contents: nil))
+        try await setup.createStoreByServing()
 
         func revoke(_ arguments: [String]) throws -> String {
             let result = try setup.revoke(arguments)

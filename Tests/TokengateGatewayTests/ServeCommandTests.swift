@@ -576,3 +576,44 @@ extension ServeCommandTests {
         #expect(value("tokengate_cutoff_last_sync_timestamp_seconds") == 0, "this process never synced")
     }
 }
+
+extension ServeCommandTests {
+    /// The reviewer's JSON file in milliseconds: a cutoff far ahead of now is enforced (fail closed), and the gateway
+    /// says so: a warning naming the user and `tokengate_cutoff_future_cutoffs`. Before, neither: the user was
+    /// locked out until a restart without a word.
+    @Test func aCutoffFarInTheFutureIsEnforcedLoggedAndCounted() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let output = setup.directory + "/serve.log"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        #expect(try await self.waitUntilServing(setup))
+        let admin = "http://127.0.0.1:\(setup.adminPort)"
+        func futureCutoffs() throws -> Double? {
+            try Curl.run([admin + "/metrics"], caFile: nil).body.split(separator: "\n")
+                .first { $0.hasPrefix("tokengate_cutoff_future_cutoffs ") }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        #expect(try futureCutoffs() == 0)
+
+        let now = Int64(Date().timeIntervalSince1970)
+        try #"{"users": {"alice": {"revoked_before": \#(now)000}}}"#.write(
+            toFile: setup.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
+        var counted = try futureCutoffs()
+        for _ in 0..<50 where counted != 1 {
+            try await Task.sleep(for: .milliseconds(100))
+            counted = try futureCutoffs()
+        }
+        #expect(counted == 1)
+        let token = try setup.signer.mint(
+            TokenClaims(subject: "alice", issuedAt: now, apiOnly: true, expiresAt: nil, notBefore: nil, issuer: nil, audience: nil))
+        let refused = try Curl.run(["-H", "Authorization: Bearer \(token)", "https://localhost:\(setup.port)/x"], caFile: setup.directory + "/cert.pem")
+        #expect(refused.status == 401 && refused.body.contains("revoked"), "enforced as loaded: \(refused.status) \(refused.body)")
+        let warning = try await self.awaitOutputLine(output, containing: "in the future", "alice")
+        #expect(warning != nil, "\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        #expect(try Curl.run([admin + "/readyz"], caFile: nil).status == 200, "not a store failure")
+    }
+}
