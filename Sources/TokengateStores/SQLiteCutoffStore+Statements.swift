@@ -9,7 +9,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-public import Logging
+import Logging
 import NIOConcurrencyHelpers
 internal import SQLiteNIO
 import TokengateTokens
