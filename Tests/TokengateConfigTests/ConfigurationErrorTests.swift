@@ -653,18 +653,20 @@ struct ConfigurationErrorTests {
         #expect(whoamiPage.apps == [TokenPageApp(name: "ios", callback: "myapp://token")])
     }
 
-    @Test("an app's pkce is optional (the default) or required; anything else is refused at load, naming the key")
-    func tokenPagePKCE() throws {
+    /// The minimal configuration with a token page (route 1) whose `apps` list is `list`.
+    private func tokenPageApps(_ list: String) -> String {
         let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"
         let withPage = (minimalYAML + "signing_key: { jwks: private.jwks }\n").replacingOccurrences(
             of: "  - { path_prefix: /, upstream: api, accept: none }",
             with: page
         )
-        func apps(_ list: String) -> String {
-            withPage.replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, apps: [ \(list) ]")
-        }
+        return withPage.replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, apps: [ \(list) ]")
+    }
+
+    @Test("an app's pkce is optional (the default) or required; anything else is refused at load, naming the key")
+    func tokenPagePKCE() throws {
         let parsed = try parse(
-            apps(
+            self.tokenPageApps(
                 "{ name: ios, callback: \"myapp://token\" }, { name: android, callback: \"myapp://a\", pkce: required }, "
                     + "{ name: old, callback: \"myapp://o\", pkce: optional }"
             )
@@ -675,27 +677,19 @@ struct ConfigurationErrorTests {
         }
         #expect(settings.apps.map(\.pkce) == [.optional, .required, .optional])
         self.expectError(
-            apps("{ name: ios, callback: \"myapp://token\", pkce: plain }"),
+            self.tokenPageApps("{ name: ios, callback: \"myapp://token\", pkce: plain }"),
             "test.yaml:10:149: routes[1].apps[0].pkce: pkce is optional or required, got 'plain'"
         )
         self.expectError(
-            apps("{ name: ios, callback: \"myapp://token\", pkce: Required }"),
+            self.tokenPageApps("{ name: ios, callback: \"myapp://token\", pkce: Required }"),
             "test.yaml:10:149: routes[1].apps[0].pkce: pkce is optional or required, got 'Required'"
         )
     }
 
     @Test("an app's confirm defaults to on for a custom scheme and off for https; it must be a boolean")
     func tokenPageConfirm() throws {
-        let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"
-        let withPage = (minimalYAML + "signing_key: { jwks: private.jwks }\n").replacingOccurrences(
-            of: "  - { path_prefix: /, upstream: api, accept: none }",
-            with: page
-        )
-        func apps(_ list: String) -> String {
-            withPage.replacingOccurrences(of: "login_url: /login }", with: "login_url: /login }, apps: [ \(list) ]")
-        }
         let parsed = try parse(
-            apps(
+            self.tokenPageApps(
                 "{ name: ios, callback: \"myapp://token\" }, { name: web, callback: \"https://app.example.com/cb\" }, "
                     + "{ name: mdm, callback: \"myapp://m\", confirm: false }, "
                     + "{ name: asked, callback: \"https://app.example.com/cb\", confirm: true, display_name: \"Example <Web>\" }"
@@ -709,23 +703,23 @@ struct ConfigurationErrorTests {
         #expect(settings.apps.map(\.hasCustomScheme) == [true, false, true, false])
         #expect(settings.apps.map(\.displayName) == [nil, nil, nil, "Example <Web>"])
         self.expectError(
-            apps("{ name: ios, callback: \"myapp://token\", confirm: yes }"),
+            self.tokenPageApps("{ name: ios, callback: \"myapp://token\", confirm: yes }"),
             "test.yaml:10:152: routes[1].apps[0].confirm: expected true or false, got yes",
             code: .wrongType
         )
         self.expectError(
-            apps("{ name: ios, callback: \"myapp://token\", confirm: [true] }"),
+            self.tokenPageApps("{ name: ios, callback: \"myapp://token\", confirm: [true] }"),
             "test.yaml:10:152: routes[1].apps[0].confirm: expected true or false, got a list",
             code: .wrongType
         )
         self.expectError(
-            apps("{ name: ios, callback: \"myapp://token\", display_name: \" Example\" }"),
+            self.tokenPageApps("{ name: ios, callback: \"myapp://token\", display_name: \" Example\" }"),
             "test.yaml:10:157: routes[1].apps[0].display_name: display_name must be one line of text without spaces at its ends"
         )
         // One line: no line or paragraph separator (U+2028, U+2029; control characters the YAML reader refuses).
         for separator in ["\\u2028", "\\u2029", "\\u0085"] {
             self.expectError(
-                apps("{ name: ios, callback: \"myapp://token\", display_name: \"Exa\(separator)mple\" }"),
+                self.tokenPageApps("{ name: ios, callback: \"myapp://token\", display_name: \"Exa\(separator)mple\" }"),
                 "test.yaml:10:157: routes[1].apps[0].display_name: display_name must be one line of text without spaces at its ends"
             )
         }
@@ -736,12 +730,12 @@ struct ConfigurationErrorTests {
             ("\\u2069", "2069"),
         ] {
             self.expectError(
-                apps("{ name: ios, callback: \"myapp://token\", display_name: \"Example\(escape) for iOS\" }"),
+                self.tokenPageApps("{ name: ios, callback: \"myapp://token\", display_name: \"Example\(escape) for iOS\" }"),
                 "test.yaml:10:157: routes[1].apps[0].display_name: display_name must not hold bidirectional controls (it holds U+\(shown))"
             )
         }
         self.expectError(
-            apps("{ name: ios, callback: \"myapp://token\", confirmation: false }"),
+            self.tokenPageApps("{ name: ios, callback: \"myapp://token\", confirmation: false }"),
             "test.yaml:10:143: routes[1].apps[0].confirmation: unknown key; expected one of: name, callback, pkce, "
                 + "confirm, display_name"
         )

@@ -73,14 +73,11 @@ struct TokenPageAnswer: Sendable, Equatable {
     /// A small HTML page for a person in a browser (the confirmation page's refusals): a title and paragraphs,
     /// escaped here, with the strict headers and no form, script or link.
     static func page(_ status: HTTPResponseStatus, title: String, paragraphs: [String], reasonCode: String) -> Self {
-        var html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        html += "<title>" + HTMLEscaping.escape(title) + "</title>\n</head>\n<body>\n"
-        html += "<h1>" + HTMLEscaping.escape(title) + "</h1>\n"
+        var body = "<h1>" + HTMLEscaping.escape(title) + "</h1>\n"
         for paragraph in paragraphs {
-            html += "<p>" + HTMLEscaping.escape(paragraph) + "</p>\n"
+            body += "<p>" + HTMLEscaping.escape(paragraph) + "</p>\n"
         }
-        html += "</body>\n</html>\n"
+        let html = TokenPageHTML.document(title: HTMLEscaping.escape(title), referrer: nil, body: body)
         var headers = Self.securityHeaders()
         headers.add(name: "content-type", value: "text/html; charset=utf-8")
         headers.add(name: "content-length", value: String(html.utf8.count))

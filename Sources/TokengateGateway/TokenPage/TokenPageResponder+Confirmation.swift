@@ -52,16 +52,7 @@ extension TokenPageResponder {
         if let state = request.state {
             cancelFields += "<input type=\"hidden\" name=\"state\" value=\"\(HTMLEscaping.escape(state))\">\n"
         }
-        let html = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="same-origin">
-            <title>Continue to \(appName)?</title>
-            </head>
-            <body>
+        let page = """
             <h1>Continue to <span id="app">\(appName)</span>?</h1>
             \(notice.map { "<p id=\"notice\">" + HTMLEscaping.escape($0) + "</p>\n" } ?? "")            <p>You are signed in as <strong id="account">\(account)</strong>. Continuing lets \(appName) use your account.</p>
             <p>Continue only if you have just started signing in to \(appName) yourself. If you did not, cancel: another app may be trying to get into your account.</p>
@@ -72,10 +63,9 @@ extension TokenPageResponder {
             <form method="get" action="">
             \(cancelFields)<button type="submit" id="cancel">Cancel</button>
             </form>
-            </body>
-            </html>
 
             """
+        let html = TokenPageHTML.document(title: "Continue to \(appName)?", referrer: "same-origin", body: page)
         let body = Array(html.utf8)
         var headers = TokenPageAnswer.securityHeaders()
         headers.replaceOrAdd(

@@ -15,24 +15,14 @@ extension TokenPageResponder {
     /// web view as soon as it has the token (seed 004), and a person can still copy it by hand.
     func page(token: String, user: String, lifetime: Int64?) -> TokenPageAnswer {
         let escaped = HTMLEscaping.escape(token)
-        let html = """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="no-referrer">
-            <title>\(Self.titlePrefix)\(escaped)</title>
-            </head>
-            <body>
+        let content = """
             <h1>Your app token</h1>
             <p>Your app should have closed this page by itself. If it did not, copy this token into the app:</p>
             <pre id="token">\(escaped)</pre>
             <p>Anyone who has this token can use your account from an app. Do not share it.</p>
-            </body>
-            </html>
 
             """
+        let html = TokenPageHTML.document(title: Self.titlePrefix + escaped, referrer: "no-referrer", body: content)
         let body = Array(html.utf8)
         var headers = TokenPageAnswer.securityHeaders()
         headers.add(name: "content-type", value: "text/html; charset=utf-8")
