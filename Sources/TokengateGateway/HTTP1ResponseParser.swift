@@ -25,13 +25,13 @@ import NIOHTTP1
 ///
 /// **A head that announces a body HTTP says is absent ends the connection's use.** A response to `HEAD` with
 /// `Transfer-Encoding`, a `Content-Length` above 0 or none at all (its GET would run until the close), and a
-/// `204`, `304` or `1xx` with `Transfer-Encoding` or a `Content-Length` above 0 (or two of them): the client gets the response without a body, as HTTP
-/// says, but a backend that wrote such a head may also mean to send the body it announced, and if those bytes
-/// arrive after the next request went out on the connection they would be read as that request's response —
-/// another user's. Whether they come is unknowable, so such a connection is closed instead of pooled
-/// (``keepsConnection``). Legal `Content-Length`s on `HEAD` and `304` responses cost a reconnect (a `HEAD` is
-/// kept only after `Content-Length: 0`); the check
-/// reads the fields the parse pass already gathered, and only for those statuses.
+/// `204`, `304` or `1xx` with `Transfer-Encoding` or a `Content-Length` above 0 (or two of them): the client gets
+/// the response without a body, as HTTP says, but a backend that wrote such a head may also mean to send the body
+/// it announced, and if those bytes arrive after the next request went out on the connection they would be read
+/// as that request's response — another user's. Whether they come is unknowable, so such a connection is closed
+/// instead of pooled (``keepsConnection``). Legal `Content-Length`s on `HEAD` and `304` responses cost a
+/// reconnect (a `HEAD` is kept only after `Content-Length: 0`); the check reads the fields the parse pass already
+/// gathered, and only for those statuses.
 ///
 /// The body is read by ``HTTP1BodyReader`` and split lines are gathered by ``HTTP1LineReader``, both shared
 /// with the client side's ``HTTP1RequestParser``; the status line and the choice of framing are this type's.
