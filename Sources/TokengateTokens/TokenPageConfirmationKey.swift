@@ -105,9 +105,11 @@ public struct TokenPageConfirmationKey: Sendable {
         let issuedAt = Int64(bitPattern: bytes[1..<9].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) })
         guard issuedAt <= now + clockSkew * 1000 else { return .issuedInFuture }
         guard now < issuedAt + Self.lifetime * 1000 else { return .expired }
-        // Within the allowed skew ahead, a value from another instance is not refused as too soon: its clock, not
-        // the user, is early. From this instance (or a clock behind), less than the delay is a click unseen.
-        guard now - issuedAt >= Self.minimumDelayMilliseconds || issuedAt > now else { return .tooSoon }
+        // Less than the delay since the page was made, by this clock, is a click the user may not have seen the page
+        // for. A value made ahead of this clock (another instance running fast, or this clock stepped back) counts
+        // the same: letting it through would let a clock difference beat the delay. The page shown again is made
+        // by the instance that answers, so the next click is judged on one clock and goes through.
+        guard now - issuedAt >= Self.minimumDelayMilliseconds else { return .tooSoon }
         return nil
     }
 

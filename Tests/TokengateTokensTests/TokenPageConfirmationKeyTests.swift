@@ -57,7 +57,8 @@ struct TokenPageConfirmationKeyTests {
         #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.now + 300_000, clockSkew: 0) == .expired)
         #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.now + 86_400_000, clockSkew: 0) == .expired)
         #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.now - 1, clockSkew: 0) == .issuedInFuture)
-        #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.now - 30_000, clockSkew: 30) == nil)
+        // Within the skew it is not "issued in the future": it is too soon, by this clock (see `tooSoon`).
+        #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.now - 30_000, clockSkew: 30) == .tooSoon)
         #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.now - 30_001, clockSkew: 30) == .issuedInFuture)
     }
 
@@ -71,6 +72,11 @@ struct TokenPageConfirmationKeyTests {
             #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: early, clockSkew: 30) == .tooSoon)
         }
         #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: Self.clicked, clockSkew: 30) == nil)
+        // Made by a clock ahead of this one (another instance running fast, or this clock stepped back): too soon
+        // too, or a clock difference would beat the delay.
+        for behind in [Self.now - 1, Self.now - 150, Self.now - 5_000] {
+            #expect(key.check(value, for: Self.confirmation(), nowMilliseconds: behind, clockSkew: 30) == .tooSoon)
+        }
         // The tag first: a forged value is a mismatch, never too soon.
         #expect(key.check(value, for: Self.confirmation(user: "mallory"), nowMilliseconds: Self.now, clockSkew: 30) == .mismatch)
     }
