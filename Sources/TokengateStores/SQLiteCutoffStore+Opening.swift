@@ -131,9 +131,22 @@ extension SQLiteCutoffStore {
         } catch let error as SQLiteError {
             throw Self.storeError(error, description: description)
         }
-        do {
+        try await Self.using(sqlite, description: description, logger: logger) {
             _ = try await sqlite.query("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)")
             try await Self.checkSchema(sqlite, description: description)
+        }
+    }
+
+    /// Runs `body` on a connection opened for one job, then closes it completely, whether `body` succeeded or not;
+    /// an SQLite error from `body` becomes the store's error for `description`.
+    private static func using(
+        _ sqlite: SQLiteConnection,
+        description: String,
+        logger: Logger,
+        _ body: () async throws -> Void
+    ) async throws {
+        do {
+            try await body()
         } catch {
             await Self.closeCompletely(sqlite, logger: logger)
             if let error = error as? SQLiteError {
@@ -217,7 +230,7 @@ extension SQLiteCutoffStore {
         } catch let error as SQLiteError {
             throw Self.storeError(error, description: description)
         }
-        do {
+        try await Self.using(sqlite, description: description, logger: logger) {
             // A rollback journal while it is built: the commit writes and syncs the file itself, so the file
             // linked into place is the whole store without a -wal beside it. The first open turns on WAL mode.
             _ = try await sqlite.query("PRAGMA journal_mode = DELETE")
@@ -230,14 +243,7 @@ extension SQLiteCutoffStore {
                 _ = try? await sqlite.query("ROLLBACK")
                 throw error
             }
-        } catch {
-            await Self.closeCompletely(sqlite, logger: logger)
-            if let error = error as? SQLiteError {
-                throw Self.storeError(error, description: description)
-            }
-            throw error
         }
-        await Self.closeCompletely(sqlite, logger: logger)
 
         if link(temporary, path) != 0 {
             let error = errno
