@@ -128,6 +128,11 @@ let package = Package(
             dependencies: ["TokengatePercentEncoding"],
             swiftSettings: swiftSettings
         ),
+        // The release's version number, in one place (scripts/release.sh reads it too).
+        .target(
+            name: "TokengateVersion",
+            swiftSettings: swiftSettings
+        ),
         // Percent-encoding shared by the gateway and the client library (pure Swift, no dependencies).
         .target(
             name: "TokengatePercentEncoding",
@@ -139,6 +144,8 @@ let package = Package(
             name: "tokengate",
             dependencies: [
                 "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateStores", "TokengateTLS",
+                "TokengateVersion", "CTokengateOpenSSL", "CTokengateNghttp2", "CTokengatePQ",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -3,8 +3,9 @@
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser
-import TokengateGateway
 import Foundation
+import TokengateGateway
+import TokengateVersion
 
 /// The `tokengate` command: the gateway and the tools around it.
 @main
@@ -12,8 +13,9 @@ struct Tokengate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokengate",
         abstract: "An edge reverse proxy that lets a website's mobile apps in with tokens, and nobody else.",
+        version: TokengateVersion.string,
         subcommands: [
-            Serve.self, Dev.self, CheckConfig.self, Keygen.self, TokenCommand.self, Revoke.self,
+            Serve.self, Dev.self, CheckConfig.self, Keygen.self, TokenCommand.self, Revoke.self, VersionCommand.self,
         ]
     )
 
