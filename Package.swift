@@ -223,7 +223,7 @@ let package = Package(
         .testTarget(
             name: "tokengateTests",
             dependencies: [
-                "tokengate", "TokengateTokens", "TokengateTestSupport",
+                "tokengate", "TokengateTokens", "TokengateTestSupport", "TokengateVersion",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),

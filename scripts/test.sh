@@ -2,7 +2,7 @@
 # The test command (README, and exactly what .ci/run calls): installs what is missing, builds, and runs
 # the whole suite — unit tests, handler tests, and the integration tests that drive the real gateway
 # over loopback with curl, openssl s_client and the independent Python token implementation — then
-# validates deploy/.
+# validates deploy/ (the release artifacts included) and runs the documentation's token-minting examples.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -17,3 +17,5 @@ swift test --skip-build --no-parallel
 # deploy/ as shipped: manifests, Dockerfile, the three configurations through check-config, the runtime
 # contract (uid 10001, W^X, syscall filter under strace, SIGHUP reload, SIGTERM) and the systemd unit.
 TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" bash scripts/validate-deploy.sh
+# The token-minting examples of docs/examples (Python, Ruby, Go, JavaScript, PHP, Java), checked by token verify.
+bash scripts/test-examples.sh "$(swift build --show-bin-path)/tokengate"

@@ -27,7 +27,11 @@
 #      key file is refused and the old configuration keeps serving; no connection dropped), and exits 0 on
 #      SIGTERM; under strace, every system call it makes is allowed by the unit's SystemCallFilter
 #   5. the systemd unit with `systemd-analyze verify` and `systemd-analyze security`
-#   6. the optional tools above, when present
+#   6. the release artifacts: scripts/release.sh packages the binary under test; the .deb's file list
+#      and control fields (dpkg-deb -c, -f), unpacked into a scratch root (dpkg-deb -x): the binary's version,
+#      the unit (systemd-analyze verify), sysusers, the man page (man --warnings), bash/zsh/fish completions;
+#      the tarball's layout; the release Dockerfile's OCI label arguments
+#   7. the optional tools above, when present (section 8)
 # Exit status: 0 when every check passed, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +44,7 @@ for arg in "$@"; do
     --build) build=1 ;;
     --tools) tools=1 ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate-deploy: unknown argument $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -542,6 +546,25 @@ hc = instr(runtime, "HEALTHCHECK")
 if hc and "tokengate-probe" in hc[0] and "/healthz" in hc[0]: ok("HEALTHCHECK uses tokengate-probe /healthz (no curl in the image)")
 else: fail("HEALTHCHECK must use tokengate-probe /healthz")
 
+# OCI labels on the runtime image, the version agreeing with the source's one place for it.
+source_version = re.search(r'public static let string = "([^"]+)"', open(os.path.join(repo, "Sources/TokengateVersion/TokengateVersion.swift")).read()).group(1)
+runtime_args = dict(rest.split("=", 1) for rest in instr(runtime, "ARG") if "=" in rest)
+labels = {}
+for rest in instr(runtime, "LABEL"):
+    for word in shlex.split(rest):
+        k, _, v = word.partition("=")
+        labels[k] = re.sub(r"\$\{(\w+)\}", lambda m: runtime_args.get(m.group(1), m.group(0)), v)
+required = ["title", "description", "version", "revision", "created", "licenses", "base.name"]
+missing = [k for k in required if not labels.get("org.opencontainers.image." + k)]
+if missing: fail("runtime LABEL lacks org.opencontainers.image.%s" % ", .".join(missing))
+else: ok("runtime LABELs: the OCI annotations %s" % ", ".join(required))
+if labels.get("org.opencontainers.image.version") == source_version:
+    ok("org.opencontainers.image.version defaults to %s, the version in Sources/TokengateVersion" % source_version)
+else:
+    fail("org.opencontainers.image.version is %r, Sources/TokengateVersion says %s" % (labels.get("org.opencontainers.image.version"), source_version))
+if labels.get("org.opencontainers.image.base.name") == runtime["image"]: ok("org.opencontainers.image.base.name is the runtime stage's image")
+else: fail("org.opencontainers.image.base.name %r is not the runtime image %s" % (labels.get("org.opencontainers.image.base.name"), runtime["image"]))
+
 # Every RUN is valid shell; every apt package has a candidate in Debian 12's archive.
 baseline = {"libc6", "libstdc++6", "libgcc-s1", "zlib1g"}   # already in debian:bookworm-slim (apt, dpkg need them)
 runtime_packages = set(baseline)
@@ -992,7 +1015,99 @@ for path in [config["cutoffs"].get("sqlite", "")]:
 PY
 
 # ---------------------------------------------------------------------------------------------------------
-section "7. optional checkers"
+section "7. release artifacts (scripts/release.sh with the binary under test; the .deb unpacked in a scratch root)"
+release_started="$(date +%s)"
+if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
+  ok "scripts/release.sh built $(cd "$work/dist" && ls | paste -sd' ' -)"
+  version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
+  deb="$(ls "$work"/dist/tokengate_"$version"_*.deb 2> /dev/null | head -1)"
+  tarball="$(ls "$work"/dist/tokengate-"$version"-linux-*.tar.gz 2> /dev/null | head -1)"
+  if [ -n "$deb" ] && [ -n "$tarball" ] && (cd "$work/dist" && sha256sum --quiet -c SHA256SUMS); then
+    ok "the .deb, the tarball and the image definition are named for $version and match SHA256SUMS"
+  else bad "missing artifact for $version, or SHA256SUMS does not match"; fi
+  # What the package installs, as dpkg lists it, and its control fields.
+  dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | sort > "$work/deb-files"
+  missing_files=""
+  for f in /usr/bin/tokengate /lib/systemd/system/tokengate.service /usr/lib/sysusers.d/tokengate.conf \
+    /usr/share/man/man1/tokengate.1.gz /usr/share/bash-completion/completions/tokengate \
+    /usr/share/zsh/vendor-completions/_tokengate /usr/share/fish/vendor_completions.d/tokengate.fish \
+    /usr/share/doc/tokengate/changelog.gz /usr/share/doc/tokengate/examples/tokengate.yaml /etc/tokengate; do
+    grep -qxF "$f" "$work/deb-files" || missing_files="$missing_files $f"
+  done
+  if [ -z "$missing_files" ]; then ok "dpkg-deb -c: the binary, the unit, sysusers, man page, bash/zsh/fish completions, changelog, example"
+  else bad "the .deb lacks:$missing_files"; fi
+  if grep -q '^/usr/local' "$work/deb-files"; then bad "the .deb installs under /usr/local (Debian policy: never)"; else ok "nothing under /usr/local"; fi
+  if [ "$(dpkg-deb -f "$deb" Package Version | paste -sd' ' -)" = "tokengate $version" ] \
+    && dpkg-deb -f "$deb" Depends | grep -q 'libssl3' && dpkg-deb -f "$deb" Depends | grep -q 'libnghttp2-14' \
+    && dpkg-deb -f "$deb" Depends | grep -q 'libpq5'; then
+    ok "control: tokengate $version, Depends: $(dpkg-deb -f "$deb" Depends | tr -s ' ' | cut -c1-110)"
+  else bad "control fields: $(dpkg-deb -f "$deb" Package Version Depends | paste -sd' ' -)"; fi
+  if [ "$(dpkg-deb -c "$deb" | awk '{print $2}' | sort -u)" = "root/root" ]; then ok "every file is owned by root:root"
+  else bad "files in the .deb not owned by root:root"; fi
+  # Unpacked in a scratch root, as dpkg would install it (maintainer scripts are checked, not run).
+  scratch="$work/deb-root"
+  dpkg-deb -x "$deb" "$scratch" && dpkg-deb -e "$deb" "$scratch/DEBIAN"
+  for script in postinst prerm postrm; do
+    if sh -n "$scratch/DEBIAN/$script"; then ok "DEBIAN/$script is valid sh"; else bad "DEBIAN/$script is not valid sh"; fi
+  done
+  if [ "$("$scratch/usr/bin/tokengate" --version)" = "$version" ] && "$scratch/usr/bin/tokengate" version | grep -q '^openssl: OpenSSL 3'; then
+    ok "the packaged binary: --version $version; version names $("$scratch/usr/bin/tokengate" version | sed -n 2p)"
+  else bad "the packaged binary does not report $version"; fi
+  if grep -q '^ExecStart=/usr/bin/tokengate serve' "$scratch/lib/systemd/system/tokengate.service" \
+    && ! grep -q '/usr/local' "$scratch/lib/systemd/system/tokengate.service"; then
+    ok "the packaged unit runs /usr/bin/tokengate"
+  else bad "the packaged unit does not run /usr/bin/tokengate"; fi
+  if command -v systemd-analyze > /dev/null; then
+    mkdir -p "$work/systemd-packaged"
+    sed "s|/usr/bin/tokengate|$scratch/usr/bin/tokengate|g" "$scratch/lib/systemd/system/tokengate.service" > "$work/systemd-packaged/tokengate.service"
+    if output="$(systemd-analyze verify --man=no "$work/systemd-packaged/tokengate.service" 2>&1)" && [ -z "$output" ]; then ok "systemd-analyze verify: the packaged unit has no warnings"
+    else echo "$output" | sed 's/^/        /'; bad "systemd-analyze verify: the packaged unit"; fi
+  fi
+  if [ "$(sed -n 's/^u \(\S*\) \([0-9]*\).*/\1 \2/p' "$scratch/usr/lib/sysusers.d/tokengate.conf")" = "tokengate 10001" ]; then ok "sysusers.d: user tokengate, uid 10001 (the image's)"
+  else bad "sysusers.d/tokengate.conf does not declare tokengate 10001"; fi
+  # The man page renders without warnings and documents every subcommand; the completions parse.
+  if command -v man > /dev/null; then
+    man_warnings="$(MANWIDTH=100 man --warnings -l "$scratch/usr/share/man/man1/tokengate.1.gz" 2>&1 > "$work/man.txt")"
+    subcommands_missing=""
+    for sub in serve dev check-config keygen token "token mint" "token verify" revoke version; do
+      grep -qE "^   $sub\$" "$work/man.txt" || subcommands_missing="$subcommands_missing '$sub'"
+    done
+    if [ -z "$man_warnings" ] && [ -z "$subcommands_missing" ] && grep -q -- '--print' "$work/man.txt"; then ok "man tokengate: renders without warnings, a section for every subcommand"
+    else echo "$man_warnings" | head -5 | sed 's/^/        /'; bad "man tokengate: warnings, or no section for$subcommands_missing"; fi
+  else skip "man is not installed (apt-get install man-db)"; fi
+  if bash -n "$scratch/usr/share/bash-completion/completions/tokengate" \
+    && bash -c "source '$scratch/usr/share/bash-completion/completions/tokengate' && complete -p tokengate" > /dev/null 2>&1; then
+    ok "bash completion: parses and registers for tokengate"
+  else bad "bash completion does not load"; fi
+  for shell_name in zsh fish; do
+    file="$scratch/usr/share/zsh/vendor-completions/_tokengate"; [ "$shell_name" = fish ] && file="$scratch/usr/share/fish/vendor_completions.d/tokengate.fish"
+    if command -v "$shell_name" > /dev/null; then
+      if "$shell_name" -n "$file" 2> "$work/$shell_name.err"; then ok "$shell_name completion: parses ($shell_name -n)"
+      else sed 's/^/        /' "$work/$shell_name.err"; bad "$shell_name completion does not parse"; fi
+    else skip "$shell_name is not installed"; fi
+  done
+  if grep -q 'check-config' "$scratch/usr/share/fish/vendor_completions.d/tokengate.fish" && grep -q 'check-config' "$scratch/usr/share/zsh/vendor-completions/_tokengate"; then
+    ok "zsh and fish completions name the subcommands"
+  else bad "zsh or fish completion lacks the subcommands"; fi
+  # The tarball holds the same binary and files under one directory.
+  tar -tzf "$tarball" | sed 's|^[^/]*/||' | sort > "$work/tar-files"
+  if [ "$(tar -tzf "$tarball" | cut -d/ -f1 | sort -u)" = "$(basename "$tarball" .tar.gz)" ] \
+    && grep -qx 'bin/tokengate' "$work/tar-files" && grep -qx 'share/man/man1/tokengate.1' "$work/tar-files" \
+    && grep -qx 'share/tokengate/systemd/tokengate.service' "$work/tar-files" && grep -qx 'share/completions/_tokengate' "$work/tar-files"; then
+    ok "tarball: one top directory with bin/tokengate, the man page, the unit and the completions"
+  else bad "tarball layout"; fi
+  if grep -q "^ARG TOKENGATE_VERSION=$version\$" "$work"/dist/tokengate-"$version".Dockerfile \
+    && grep -q "^ARG TOKENGATE_REVISION=[0-9a-f]\{40\}\$" "$work"/dist/tokengate-"$version".Dockerfile; then
+    ok "the release's Dockerfile carries version $version and the commit for the OCI labels"
+  else bad "the release's Dockerfile lacks the version or the revision"; fi
+else
+  sed 's/^/        /' "$work/release.log" | tail -20
+  bad "scripts/release.sh failed"
+fi
+echo "  ..    release artifacts checked in $(($(date +%s) - release_started))s"
+
+# ---------------------------------------------------------------------------------------------------------
+section "8. optional checkers"
 venv="$repo/.build/deploy-tools"
 if [ "$tools" = 1 ] && [ ! -x "$venv/bin/kubernetes-validate" ]; then
   python3 -m venv "$venv"
