@@ -179,9 +179,9 @@ dpkg-deb --root-owner-group "${deb_compression[@]}" --build "$root" "$deb" > /de
 
 # ---- container image definition
 dockerfile="$out/tokengate-$version.Dockerfile"
-sed -e "s|^ARG TOKENGATE_VERSION=.*|ARG TOKENGATE_VERSION=$version|" \
-  -e "s|^ARG TOKENGATE_REVISION=.*|ARG TOKENGATE_REVISION=$revision|" \
-  -e "s|^ARG TOKENGATE_CREATED=.*|ARG TOKENGATE_CREATED=$created|" \
+sed -e "s|^ARG IMAGE_VERSION=.*|ARG IMAGE_VERSION=$version|" \
+  -e "s|^ARG IMAGE_REVISION=.*|ARG IMAGE_REVISION=$revision|" \
+  -e "s|^ARG IMAGE_CREATED=.*|ARG IMAGE_CREATED=$created|" \
   deploy/docker/Dockerfile > "$dockerfile"
 
 (cd "$out" && sha256sum "$(basename "$tarball")" "$(basename "$deb")" "$(basename "$dockerfile")" > SHA256SUMS)

@@ -13,9 +13,11 @@
 #
 # What it checks:
 #   1. every YAML file under deploy/ parses; every Kubernetes document has apiVersion, kind and metadata.name;
+#      the production overlay builds on the base, its ServiceMonitor and HPA fit the base's Service, Secret,
+#      PodDisruptionBudget and container, its ConfigMap is generated with a content hash (a change rolls out);
 #      the manifests agree with each other and with the embedded tokengate.yaml (selectors, ports, mounted
 #      files, probes, grace period vs drain timeout, security context)
-#   2. the three tokengate.yaml files (Kubernetes ConfigMap, Docker, systemd) pass `tokengate check-config`
+#   2. the four tokengate.yaml files (Kubernetes base and production overlay, Docker, systemd) pass `tokengate check-config`
 #      with generated throw-away certificates, keys and secrets at the paths they name
 #   3. the Dockerfile: every RUN is valid shell, every apt package has a candidate, COPY sources exist and pass
 #      dockerignore.example, the build command's options and product exist, `swift package resolve` runs on
@@ -44,7 +46,7 @@ for arg in "$@"; do
     --build) build=1 ;;
     --tools) tools=1 ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate-deploy: unknown argument $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,6 +91,7 @@ import os, re, sys, yaml
 
 deploy, out = sys.argv[1], sys.argv[2]
 kdir = os.path.join(deploy, "kubernetes")
+base = os.path.join(kdir, "base")
 fails = 0
 def ok(m): print("ok " + m)
 def fail(m):
@@ -121,9 +124,10 @@ for base, _, files in os.walk(deploy):
         ok("%s: well-formed YAML (%d document%s)" % (rel, len(docs), "" if len(docs) == 1 else "s"))
 
 # Every Kubernetes document names itself.
-objects = {}
+objects, overlay_objects = {}, {}
 for path, docs in sorted(docs_by_file.items()):
-    if not path.startswith(kdir + os.sep):
+    # tokengate.yaml files are configurations a configMapGenerator turns into the ConfigMap, not manifests.
+    if not path.startswith(kdir + os.sep) or os.path.basename(path) == "tokengate.yaml":
         continue
     rel = os.path.relpath(path, os.path.dirname(deploy))
     for i, doc in enumerate(docs):
@@ -137,8 +141,25 @@ for path, docs in sorted(docs_by_file.items()):
         missing = [k for k, v in (("apiVersion", doc.get("apiVersion")), ("kind", doc.get("kind")), ("metadata.name", name)) if not v]
         if missing:
             fail("%s[%d]: missing %s" % (rel, i, ", ".join(missing))); continue
-        objects[(doc["kind"], name)] = (doc, rel)
+        if os.sep + "overlays" + os.sep in path:
+            overlay_objects[(doc["kind"], name)] = (doc, rel)
+        else:
+            objects[(doc["kind"], name)] = (doc, rel)
         ok("%s: %s %s/%s" % (rel, doc["apiVersion"], doc["kind"], name))
+
+# The base's generated ConfigMap, as kustomize makes it: its files are its keys.
+kust = docs_by_file.get(os.path.join(base, "kustomization.yaml"), [{}])[0]
+generated = set()
+for generator in kust.get("configMapGenerator", []):
+    data = {}
+    for entry in generator.get("files", []):
+        key, _, source = entry.partition("=")
+        source = source or key
+        with open(os.path.join(base, source)) as f:
+            data[os.path.basename(key)] = f.read()
+        generated.add(source)
+    objects[("ConfigMap", generator["name"])] = ({"kind": "ConfigMap", "metadata": {"name": generator["name"]}, "data": data}, "deploy/kubernetes/base/kustomization.yaml")
+    ok("kustomization.yaml: ConfigMap %s generated from %s (its name carries the content's hash: a change rolls the pods out)" % (generator["name"], ", ".join(sorted(data))))
 
 def get(kind, name):
     entry = objects.get((kind, name))
@@ -147,9 +168,8 @@ def get(kind, name):
     return entry[0]
 
 # The kustomization lists every manifest except the Secret templates, and nothing else.
-kust = docs_by_file.get(os.path.join(kdir, "kustomization.yaml"), [{}])[0]
 listed = set(kust.get("resources", []))
-present = {f for f in os.listdir(kdir) if f.endswith(".yaml") and f != "kustomization.yaml"}
+present = {f for f in os.listdir(base) if f.endswith(".yaml") and f != "kustomization.yaml" and f not in generated}
 if listed == present:
     ok("kustomization.yaml lists every manifest (%d); the Secret templates in secrets/ are left out" % len(listed))
 else:
@@ -175,6 +195,55 @@ config = yaml.safe_load(config_text)
 with open(os.path.join(out, "kubernetes.yaml"), "w") as f:
     f.write(config_text)
 ok("ConfigMap tokengate-config: tokengate.yaml extracted for check-config")
+
+# The production overlay: the base, a ServiceMonitor and an HPA that fit it, its own configuration generated
+# (hashed) in place of the base's, and the replica count left to the HPA.
+prod = os.path.join(kdir, "overlays", "production")
+pk = docs_by_file.get(os.path.join(prod, "kustomization.yaml"), [{}])[0]
+for r in pk.get("resources", []):
+    if not os.path.exists(os.path.join(prod, r)): fail("overlays/production: resource %s does not exist" % r)
+if os.path.normpath(os.path.join(prod, (pk.get("resources") or [""])[0])) == base: ok("overlays/production builds on ../../base")
+else: fail("overlays/production's first resource must be ../../base")
+gens = {g["name"]: g for g in pk.get("configMapGenerator", [])}
+g = gens.get("tokengate-config", {})
+if g.get("behavior") == "replace" and g.get("files") == ["tokengate.yaml"] and not (g.get("options") or {}).get("disableNameSuffixHash"):
+    ok("overlays/production: ConfigMap tokengate-config replaced from its tokengate.yaml, name hashed (a change rolls out)")
+else: fail("overlays/production: configMapGenerator tokengate-config must replace the base's from tokengate.yaml, hashed")
+with open(os.path.join(prod, "tokengate.yaml")) as f, open(os.path.join(out, "kubernetes-production.yaml"), "w") as o:
+    o.write(f.read())
+patched_out = any("/spec/replicas" in str(p.get("patch", "")) and (p.get("target") or {}).get("kind") == "Deployment" for p in pk.get("patches", []))
+(ok if patched_out else fail)("overlays/production: the Deployment's replicas removed (the HPA owns the count)")
+admin_svc = next((d for (k, n), (d, _) in objects.items() if k == "Service" and any(p.get("name") == "admin" for p in d["spec"].get("ports", []))), None)
+sm = overlay_objects.get(("ServiceMonitor", "tokengate"), (None,))[0]
+if sm is None or admin_svc is None: fail("overlays/production: a ServiceMonitor tokengate and a Service with an admin port are needed")
+else:
+    sel = sm["spec"]["selector"]["matchLabels"]
+    ep = sm["spec"]["endpoints"][0]
+    cred = ((ep.get("authorization") or {}).get("credentials") or {})
+    secret_keys = set((objects.get(("Secret", cred.get("name")), ({},))[0].get("stringData") or {}).keys())
+    if sel.items() <= admin_svc["metadata"]["labels"].items() and ep.get("port") == "admin" and ep.get("path") == "/metrics":
+        ok("ServiceMonitor: selects Service %s, port admin, /metrics" % admin_svc["metadata"]["name"])
+    else: fail("ServiceMonitor: does not select the admin Service's labels, port admin and /metrics")
+    if cred.get("key") in secret_keys: ok("ServiceMonitor: the bearer secret from Secret %s key %s (/metrics needs it)" % (cred["name"], cred["key"]))
+    else: fail("ServiceMonitor: authorization.credentials must name the admin Secret's key")
+    if float(str(ep.get("scrapeTimeout", "10s")).rstrip("s")) < 10: ok("ServiceMonitor: scrapeTimeout %s, under the admin listener's 10 s idle close" % ep["scrapeTimeout"])
+    else: fail("ServiceMonitor: scrapeTimeout must stay under the admin listener's deadlines")
+hpa = overlay_objects.get(("HorizontalPodAutoscaler", "tokengate"), (None,))[0]
+pdb = next((d for (k, n), (d, _) in objects.items() if k == "PodDisruptionBudget"), None)
+if hpa is None: fail("overlays/production: no HorizontalPodAutoscaler tokengate")
+else:
+    t = hpa["spec"]["scaleTargetRef"]
+    lo, hi = hpa["spec"].get("minReplicas", 1), hpa["spec"]["maxReplicas"]
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    cpu_request = ((container.get("resources") or {}).get("requests") or {}).get("cpu")
+    if t.get("kind") == "Deployment" and t.get("name") == dep["metadata"]["name"]: ok("HPA: scales Deployment %s" % t["name"])
+    else: fail("HPA: scaleTargetRef is not the Deployment")
+    min_available = (pdb or {}).get("spec", {}).get("minAvailable", 0)
+    if isinstance(min_available, int) and min_available < lo <= hi: ok("HPA: %d to %d replicas, above the PodDisruptionBudget's minAvailable %d" % (lo, hi, min_available))
+    else: fail("HPA: minReplicas %s must exceed the PDB's minAvailable %s and not exceed maxReplicas %s" % (lo, min_available, hi))
+    if any(m.get("resource", {}).get("name") == "cpu" for m in hpa["spec"].get("metrics", [])) and cpu_request:
+        ok("HPA: on CPU utilization; the container requests cpu %s (utilization needs a request)" % cpu_request)
+    else: fail("HPA: a CPU metric needs the container's cpu request")
 
 spec = dep["spec"]; pod = spec["template"]["spec"]; labels = spec["template"]["metadata"]["labels"]
 containers = pod["containers"]
@@ -438,7 +507,7 @@ PY
 }
 
 section "3. configurations through tokengate check-config"
-for pair in "kubernetes:$work/configs/kubernetes.yaml" "docker:$repo/deploy/docker/tokengate.yaml" "systemd:$repo/deploy/systemd/tokengate.yaml"; do
+for pair in "kubernetes:$work/configs/kubernetes.yaml" "kubernetes-production:$work/configs/kubernetes-production.yaml" "docker:$repo/deploy/docker/tokengate.yaml" "systemd:$repo/deploy/systemd/tokengate.yaml"; do
   name="${pair%%:*}" source="${pair#*:}"
   root="$work/check-$name"
   if ! info="$(materialise "$source" "$root" 2> "$work/materialise-$name.log")"; then
@@ -924,6 +993,10 @@ else
 fi
 if grep -qF "$(head -1 "$secret_file")" "$work/gateway.log"; then bad "the gateway log contains the admin secret"
 else ok "the admin secret appears nowhere in the gateway's log"; fi
+source_version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
+if head -1 "$work/gateway.log" | python3 -c 'import json, sys; line = json.loads(sys.stdin.readline()); sys.exit(0 if line.get("msg") == "starting" and line.get("version") == sys.argv[1] else 1)' "$source_version"; then
+  ok "the gateway's first log line is starting, version $source_version"
+else bad "the gateway's first log line does not name version $source_version: $(head -c 200 "$work/gateway.log")"; fi
 
 if [ "$use_strace" = 1 ] && [ -s "$work/strace.log" ]; then
   pycheck "$work/strace.log" "$rootfs/usr/local/bin/tokengate" <<'PY'
@@ -1037,7 +1110,7 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --al
   if [ -z "$missing_files" ]; then ok "dpkg-deb -c: the binary, the unit, sysusers, man page, bash/zsh/fish completions, changelog, example"
   else bad "the .deb lacks:$missing_files"; fi
   if grep -q '^/usr/local' "$work/deb-files"; then bad "the .deb installs under /usr/local (Debian policy: never)"; else ok "nothing under /usr/local"; fi
-  if [ "$(dpkg-deb -f "$deb" Package Version | paste -sd' ' -)" = "tokengate $version" ] \
+  if [ "$(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" = "tokengate $version" ] \
     && dpkg-deb -f "$deb" Depends | grep -q 'libssl3' && dpkg-deb -f "$deb" Depends | grep -q 'libnghttp2-14' \
     && dpkg-deb -f "$deb" Depends | grep -q 'libpq5'; then
     ok "control: tokengate $version, Depends: $(dpkg-deb -f "$deb" Depends | tr -s ' ' | cut -c1-110)"
@@ -1096,8 +1169,8 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --al
     && grep -qx 'share/tokengate/systemd/tokengate.service' "$work/tar-files" && grep -qx 'share/completions/_tokengate' "$work/tar-files"; then
     ok "tarball: one top directory with bin/tokengate, the man page, the unit and the completions"
   else bad "tarball layout"; fi
-  if grep -q "^ARG TOKENGATE_VERSION=$version\$" "$work"/dist/tokengate-"$version".Dockerfile \
-    && grep -q "^ARG TOKENGATE_REVISION=[0-9a-f]\{40\}\$" "$work"/dist/tokengate-"$version".Dockerfile; then
+  if grep -q "^ARG IMAGE_VERSION=$version\$" "$work"/dist/tokengate-"$version".Dockerfile \
+    && grep -q "^ARG IMAGE_REVISION=[0-9a-f]\{40\}\$" "$work"/dist/tokengate-"$version".Dockerfile; then
     ok "the release's Dockerfile carries version $version and the commit for the OCI labels"
   else bad "the release's Dockerfile lacks the version or the revision"; fi
 else
@@ -1116,18 +1189,41 @@ fi
 tool() { if [ -x "$venv/bin/$1" ]; then echo "$venv/bin/$1"; else command -v "$1" || true; fi; }
 kv="$(tool kubernetes-validate)"
 if [ -n "$kv" ]; then
-  k8s_files=("$repo"/deploy/kubernetes/{namespace,configmap,deployment,service,poddisruptionbudget,networkpolicy}.yaml "$repo"/deploy/kubernetes/secrets/secrets.example.yaml)
+  k8s_files=("$repo"/deploy/kubernetes/base/{namespace,deployment,service,poddisruptionbudget,networkpolicy}.yaml "$repo"/deploy/kubernetes/overlays/production/horizontalpodautoscaler.yaml "$repo"/deploy/kubernetes/secrets/secrets.example.yaml)
   if output="$("$kv" --strict --quiet "${k8s_files[@]}" 2>&1)"; then ok "kubernetes-validate --strict (schemas of Kubernetes $("$kv" --version 2>/dev/null | awk '{print $NF}')): all manifests valid"
   else echo "$output" | sed 's/^/        /'; bad "kubernetes-validate --strict"; fi
 else skip "kubernetes-validate (--tools installs it)"; fi
 kubectl_bin="$(tool kubectl)"
 if [ -n "$kubectl_bin" ]; then
-  if "$kubectl_bin" kustomize "$repo/deploy/kubernetes" > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
-    count="$(grep -c '^kind:' "$work/rendered.yaml")"
-    if grep -q 'image: registry.example.com/tokengate:0.1.0' "$work/rendered.yaml" && ! grep -q '^kind: Secret' "$work/rendered.yaml"; then
-      ok "kubectl kustomize renders $count objects (image set, no Secret)"
-    else bad "kubectl kustomize: unexpected output (image not set or a Secret rendered)"; fi
-  else sed 's/^/        /' "$work/kustomize.err"; bad "kubectl kustomize deploy/kubernetes failed"; fi
+  version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
+  for overlay in base overlays/production; do
+    if "$kubectl_bin" kustomize "$repo/deploy/kubernetes/$overlay" > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
+      count="$(grep -c '^kind:' "$work/rendered.yaml")"
+      configmap="$(python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cms = [d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"]
+dep = [d for d in docs if d["kind"] == "Deployment"][0]
+refs = [s["configMap"]["name"] for v in dep["spec"]["template"]["spec"]["volumes"] for s in (v.get("projected") or {}).get("sources", []) if "configMap" in s]
+ok = len(cms) == 1 and cms[0].startswith("tokengate-config-") and refs == cms
+print(cms[0] if ok else "")' "$work/rendered.yaml")"
+      if grep -q "image: registry.example.com/tokengate:$version" "$work/rendered.yaml" && ! grep -q '^kind: Secret' "$work/rendered.yaml" && [ -n "$configmap" ]; then
+        ok "kubectl kustomize $overlay renders $count objects (image $version, no Secret, the Deployment mounts $configmap)"
+      else bad "kubectl kustomize $overlay: unexpected output (image not $version, a Secret rendered, or the ConfigMap not hashed and referenced)"; fi
+      if [ "$overlay" = overlays/production ]; then
+        # A change of the configuration is a new ConfigMap name, hence a new pod template: a rollout.
+        cp -r "$repo/deploy/kubernetes" "$work/k8s-changed"
+        echo "# changed" >> "$work/k8s-changed/overlays/production/tokengate.yaml"
+        changed="$("$kubectl_bin" kustomize "$work/k8s-changed/overlays/production" | sed -n 's/^ *name: \(tokengate-config-[a-z0-9]*\)$/\1/p' | sort -u)"
+        if [ -n "$changed" ] && [ "$changed" != "$configmap" ]; then ok "overlays/production: a changed tokengate.yaml renames the ConfigMap ($configmap -> $changed): the Deployment rolls out"
+        else bad "overlays/production: a changed tokengate.yaml keeps the ConfigMap's name ($configmap)"; fi
+        if grep -q '^kind: ServiceMonitor' "$work/rendered.yaml" && grep -q '^kind: HorizontalPodAutoscaler' "$work/rendered.yaml" \
+          && ! python3 -c 'import sys, yaml; sys.exit(0 if any(d["kind"] == "Deployment" and "replicas" in d["spec"] for d in yaml.safe_load_all(open(sys.argv[1])) if d) else 1)' "$work/rendered.yaml"; then
+          ok "overlays/production: ServiceMonitor and HPA rendered, the Deployment has no replicas (the HPA's)"
+        else bad "overlays/production: ServiceMonitor or HPA missing, or replicas still set"; fi
+      fi
+    else sed 's/^/        /' "$work/kustomize.err"; bad "kubectl kustomize deploy/kubernetes/$overlay failed"; fi
+  done
 else skip "kubectl kustomize (--tools installs it)"; fi
 hadolint_bin="$(tool hadolint)"
 if [ -n "$hadolint_bin" ]; then
