@@ -158,7 +158,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: The load generator (issue 7): TLS + HTTP/1.1 keep-alive or HTTP/2 (libnghttp2 client sessions),
+        // MARK: The load generator: TLS + HTTP/1.1 keep-alive or HTTP/2 (libnghttp2 client sessions),
         // closed-loop and fixed-rate.
         .executableTarget(
             name: "tokengate-bench",

