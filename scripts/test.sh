@@ -22,3 +22,5 @@ TOKENGATE_BIN="$(swift build --show-bin-path)/tokengate" bash scripts/validate-d
 bash scripts/check-docs.sh
 # The token-minting examples of docs/examples (Python, Ruby, Go, JavaScript, PHP, Java), checked by token verify.
 bash scripts/test-examples.sh "$(swift build --show-bin-path)/tokengate"
+# docs/quickstart.md as written: its configuration and its Flask, Django and Express whoami endpoints.
+bash scripts/test-quickstart.sh "$(swift build --show-bin-path)/tokengate"
