@@ -10,29 +10,32 @@
 #                                              and creation time filled in (build it with the command printed)
 #   dist/SHA256SUMS
 #
-# Usage: scripts/release.sh [--binary PATH] [--out DIR] [--allow-unpackaged-libraries] [--fast]
+# Usage: scripts/release.sh [--binary PATH] [--configuration debug|release] [--out DIR] [--allow-unpackaged-libraries] [--fast]
 #   --binary PATH   package this tokengate binary instead of building one with
 #                   `swift build -c release --product tokengate --static-swift-stdlib` (the test suite packages
 #                   its debug binary this way, to check the package's contents without a release build)
+#   --configuration the build the man page is generated from by swift-argument-parser's generate-manual plugin
+#                   (default release; debug with a debug --binary, so that nothing is built twice)
 #   --out DIR       write the artifacts there instead of dist/
 #   --allow-unpackaged-libraries
 #                   accept a binary that links a shared library no Debian package provides (a debug build's
 #                   Swift runtime); such a .deb installs, but runs only where that library is
 #   --fast          compress with gzip -1 instead of xz -6 and gzip -9 (the suite's check of a 60 MB debug binary)
-# Needs: swift (unless --binary), dpkg-deb, dpkg-architecture or dpkg, objdump (binutils), gzip, tar.
+# Needs: swift (the man page's plugin, and the build unless --binary), dpkg-deb, dpkg-architecture or dpkg, objdump (binutils), gzip, tar.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 export PATH="/opt/swift/usr/bin:$PATH"
 
-binary="" out="$repo/dist" allow_unpackaged=0 deb_compression=(-Zxz -z6) gzip_level=-9
+binary="" configuration=release out="$repo/dist" allow_unpackaged=0 deb_compression=(-Zxz -z6) gzip_level=-9
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) binary="$(realpath "$2")"; shift 2 ;;
     --out) out="$(realpath -m "$2")"; shift 2 ;;
+    --configuration) configuration="$2"; shift 2 ;;
     --allow-unpackaged-libraries) allow_unpackaged=1; shift ;;
     --fast) deb_compression=(-Zgzip -z1); gzip_level=-1; shift ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "release: unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -64,9 +67,22 @@ stage="$(mktemp -d /tmp/tokengate-release.XXXXXX)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out"
 
-# Man pages and completions, generated from the argument parser itself so they never drift from the CLI.
+# The man page and the completions, generated from the argument parser itself so they never drift from the CLI:
+# the man page by swift-argument-parser's generate-manual plugin (it runs the tool's --experimental-dump-help),
+# in the configuration already built.
 mkdir -p "$stage/generated/man" "$stage/generated/completions"
-python3 "$repo/scripts/generate-manual.py" "$binary" "$stage/generated/man" "$version"
+git_date="$(git log -1 --format=%cs 2> /dev/null || date -u +%Y-%m-%d)"
+swift package --allow-writing-to-package-directory generate-manual --configuration "$configuration" \
+  --date "$git_date" > "$stage/generate-manual.log" 2>&1 \
+  || { cat "$stage/generate-manual.log" >&2; echo "release: the generate-manual plugin failed" >&2; exit 1; }
+# The plugin documents the tokengate it builds itself; with --binary, that must be the same command line.
+built="$(swift build -c "$configuration" --show-bin-path)/tokengate"
+if ! cmp -s <("$binary" --experimental-dump-help) <("$built" --experimental-dump-help); then
+  echo "release: $binary and the $configuration build the man page comes from have different command lines" >&2
+  echo "release: pass the --configuration $binary was built in" >&2; exit 1
+fi
+# The plugin copies a discussion's blank lines as they are, which mdoc reads as a warning; .Pp is its paragraph break.
+sed 's/^$/.Pp/' .build/plugins/GenerateManual/outputs/tokengate/tokengate.1 > "$stage/generated/man/tokengate.1"
 "$binary" --generate-completion-script bash > "$stage/generated/completions/tokengate.bash"
 "$binary" --generate-completion-script zsh > "$stage/generated/completions/_tokengate"
 "$binary" --generate-completion-script fish > "$stage/generated/completions/tokengate.fish"
@@ -138,7 +154,6 @@ Installed-Size: $installed_size
 Depends: $depends_line, adduser | systemd
 Section: net
 Priority: optional
-Homepage: https://example.invalid/tokengate
 Description: edge reverse proxy that lets a website's mobile apps in with tokens
  tokengate sits in front of a website's backend APIs and forwards only requests
  that carry a valid token minted by the website's token page, with the user's

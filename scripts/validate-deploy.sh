@@ -1090,7 +1090,7 @@ PY
 # ---------------------------------------------------------------------------------------------------------
 section "7. release artifacts (scripts/release.sh with the binary under test; the .deb unpacked in a scratch root)"
 release_started="$(date +%s)"
-if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
+if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "$build" = 1 ] && echo release || echo debug)" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
   ok "scripts/release.sh built $(cd "$work/dist" && ls | paste -sd' ' -)"
   version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
   deb="$(ls "$work"/dist/tokengate_"$version"_*.deb 2> /dev/null | head -1)"
@@ -1143,9 +1143,10 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --al
     man_warnings="$(MANWIDTH=100 man --warnings -l "$scratch/usr/share/man/man1/tokengate.1.gz" 2>&1 > "$work/man.txt")"
     subcommands_missing=""
     for sub in serve dev check-config keygen token "token mint" "token verify" revoke version; do
-      grep -qE "^   $sub\$" "$work/man.txt" || subcommands_missing="$subcommands_missing '$sub'"
+      # generate-manual's mdoc: a subcommand is a tagged item at the left margin, its subcommands indented once.
+      grep -qE "^ {5}(| {8})${sub##* }( |\$)" "$work/man.txt" || subcommands_missing="$subcommands_missing '$sub'"
     done
-    if [ -z "$man_warnings" ] && [ -z "$subcommands_missing" ] && grep -q -- '--print' "$work/man.txt"; then ok "man tokengate: renders without warnings, a section for every subcommand"
+    if [ -z "$man_warnings" ] && [ -z "$subcommands_missing" ] && grep -q -- '--print' "$work/man.txt" && grep -q 'TOKENGATE_LISTEN' "$work/man.txt"; then ok "man tokengate (generate-manual plugin): renders without warnings, every subcommand, the environment"
     else echo "$man_warnings" | head -5 | sed 's/^/        /'; bad "man tokengate: warnings, or no section for$subcommands_missing"; fi
   else skip "man is not installed (apt-get install man-db)"; fi
   if bash -n "$scratch/usr/share/bash-completion/completions/tokengate" \
