@@ -86,17 +86,31 @@ let package = Package(
         .target(
             name: "TokengateConfig",
             dependencies: [
-                "TokengatePercentEncoding",
+                "TokengateTokens", "TokengateHTTP", "TokengatePercentEncoding",
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),
 
-        // MARK: The gateway pipeline: HTTP/1.1, routing, extraction, forwarding.
+        // MARK: The protocol layer: HTTP/1.1 parsing and serializing, HTTP/2 over libnghttp2. Knows nothing of
+        // configuration, tokens or sockets (no NIOPosix): it turns bytes into requests and responses into bytes.
+        .target(
+            name: "TokengateHTTP",
+            dependencies: [
+                "TokengatePercentEncoding", "CTokengateNghttp2", "CTokengateShims",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The gateway: listeners, the proxy and token page exchanges, upstream pools, logs and metrics.
         .target(
             name: "TokengateGateway",
             dependencies: [
-                "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding", "CTokengateNghttp2", "CTokengateShims",
+                "TokengateHTTP", "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding",
+                "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -105,6 +119,35 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Atomics", package: "swift-atomics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The admin listener: probes, metrics, reload and the cutoff admin API.
+        .target(
+            name: "TokengateAdmin",
+            dependencies: [
+                "TokengateGateway", "TokengateHTTP", "TokengateStores", "TokengateConfig", "TokengateTLS",
+                "TokengateTokens", "TokengateVersion",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The demo website and backend that `tokengate dev` and the tests run; part of no library product.
+        .target(
+            name: "TokengateDemo",
+            dependencies: [
+                "TokengateTokens", "TokengateHTTP", "TokengateGateway",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -143,8 +186,9 @@ let package = Package(
         .executableTarget(
             name: "tokengate",
             dependencies: [
-                "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateStores", "TokengateTLS",
-                "TokengateVersion", "CTokengateOpenSSL", "CTokengateNghttp2", "CTokengatePQ",
+                "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateAdmin", "TokengateDemo",
+                "TokengateHTTP", "TokengateStores", "TokengateTLS", "TokengateVersion",
+                "CTokengateOpenSSL", "CTokengateNghttp2", "CTokengatePQ",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -202,13 +246,13 @@ let package = Package(
         ),
         .testTarget(
             name: "TokengateConfigTests",
-            dependencies: ["TokengateConfig"],
+            dependencies: ["TokengateConfig", "TokengateHTTP", "TokengateTokens"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TokengateStoresTests",
             dependencies: [
-                "TokengateStores", "TokengateTokens", "TokengateTestSupport",
+                "TokengateStores", "TokengateAdmin", "TokengateTokens", "TokengateTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -233,8 +277,9 @@ let package = Package(
         .testTarget(
             name: "TokengateGatewayTests",
             dependencies: [
-                "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS", "TokengateTestSupport",
-                "TokengateClient", "CTokengateNghttp2",
+                "TokengateGateway", "TokengateHTTP", "TokengateAdmin", "TokengateDemo", "TokengateTokens",
+                "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateClient", "CTokengateNghttp2",
+                "TokengateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
