@@ -160,24 +160,29 @@ Description: edge reverse proxy that lets a website's mobile apps in with tokens
  password-changed cutoff enforced. TLS via OpenSSL 3, HTTP/1.1 and HTTP/2.
 CONTROL
 # The tokengate system user (uid 10001, as in the container image) and its state directory; the unit is enabled
-# by the operator once /etc/tokengate holds a configuration, keys and certificates.
+# by the operator once /etc/tokengate holds a configuration, keys and certificates. DPKG_ROOT is dpkg's
+# installation root when it installs into another directory (`dpkg --root=DIR --force-script-chrootless`, as
+# image builders do, and the test suite): the user goes into that root's /etc/passwd, and the host's systemd is
+# left alone.
 cat > "$root/DEBIAN/postinst" <<'POSTINST'
 #!/bin/sh
 set -e
 if [ "$1" = configure ]; then
   if command -v systemd-sysusers > /dev/null 2>&1; then
-    systemd-sysusers tokengate.conf
+    systemd-sysusers --root="${DPKG_ROOT:-/}" tokengate.conf
+  elif [ -n "${DPKG_ROOT:-}" ]; then
+    echo "tokengate: no systemd-sysusers to create the tokengate user in $DPKG_ROOT" >&2; exit 1
   elif ! getent passwd tokengate > /dev/null; then
     adduser --system --group --uid 10001 --home /var/lib/tokengate --no-create-home tokengate
   fi
-  if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+  if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 fi
 exit 0
 POSTINST
 cat > "$root/DEBIAN/prerm" <<'PRERM'
 #!/bin/sh
 set -e
-if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
+if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ] && [ "$1" = remove ]; then
   systemctl stop tokengate.service > /dev/null 2>&1 || true
 fi
 exit 0
@@ -185,7 +190,7 @@ PRERM
 cat > "$root/DEBIAN/postrm" <<'POSTRM'
 #!/bin/sh
 set -e
-if [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
+if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 exit 0
 POSTRM
 chmod 0755 "$root/DEBIAN/postinst" "$root/DEBIAN/prerm" "$root/DEBIAN/postrm"

@@ -1088,7 +1088,7 @@ for path in [config["cutoffs"].get("sqlite", "")]:
 PY
 
 # ---------------------------------------------------------------------------------------------------------
-section "7. release artifacts (scripts/release.sh with the binary under test; the .deb unpacked in a scratch root)"
+section "7. release artifacts (scripts/release.sh with the binary under test; the .deb installed in a scratch root)"
 release_started="$(date +%s)"
 if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "$build" = 1 ] && echo release || echo debug)" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
   ok "scripts/release.sh built $(cd "$work/dist" && ls | paste -sd' ' -)"
@@ -1117,12 +1117,27 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "
   else bad "control fields: $(dpkg-deb -f "$deb" Package Version Depends | paste -sd' ' -)"; fi
   if [ "$(dpkg-deb -c "$deb" | awk '{print $2}' | sort -u)" = "root/root" ]; then ok "every file is owned by root:root"
   else bad "files in the .deb not owned by root:root"; fi
-  # Unpacked in a scratch root, as dpkg would install it (maintainer scripts are checked, not run).
-  scratch="$work/deb-root"
-  dpkg-deb -x "$deb" "$scratch" && dpkg-deb -e "$deb" "$scratch/DEBIAN"
+  dpkg-deb -e "$deb" "$work/deb-control"
   for script in postinst prerm postrm; do
-    if sh -n "$scratch/DEBIAN/$script"; then ok "DEBIAN/$script is valid sh"; else bad "DEBIAN/$script is not valid sh"; fi
+    if sh -n "$work/deb-control/$script"; then ok "DEBIAN/$script is valid sh"; else bad "DEBIAN/$script is not valid sh"; fi
   done
+  # Installed by dpkg -i into a scratch root, maintainer scripts run (DPKG_ROOT: the user goes into the scratch
+  # root's /etc/passwd, the host's systemd is left alone). The root's dpkg database holds the host's entries of
+  # the packages the .deb depends on, so dpkg checks Depends against what is really installed here.
+  scratch="$work/deb-root"
+  mkdir -p "$scratch/var/lib/dpkg/info" "$scratch/var/lib/dpkg/updates" "$scratch/etc"
+  : > "$scratch/var/lib/dpkg/available"
+  for package in $(dpkg-deb -f "$deb" Depends | tr ',|' '\n\n' | sed 's/(.*)//; s/ //g' | sort -u); do
+    dpkg-query -s "$package" 2> /dev/null | grep -v '^Conffiles:\|^ /' && echo || true
+  done > "$scratch/var/lib/dpkg/status"
+  if dpkg --root="$scratch" --force-script-chrootless -i "$deb" > "$work/dpkg-install.log" 2>&1 \
+    && [ "$(dpkg --root="$scratch" -s tokengate 2> /dev/null | sed -n 's/^Status: //p')" = "install ok installed" ]; then
+    ok "dpkg -i: installed in a scratch root against this host's libssl3, libnghttp2-14 and libpq5"
+  else sed 's/^/        /' "$work/dpkg-install.log" | tail -10; bad "dpkg -i of the .deb failed"; fi
+  if grep -q '^tokengate:x:10001:10001:.*:/var/lib/tokengate:/usr/sbin/nologin$' "$scratch/etc/passwd" 2> /dev/null \
+    && grep -q '^tokengate:x:10001:' "$scratch/etc/group" 2> /dev/null; then
+    ok "postinst: the tokengate user and group, uid 10001, home /var/lib/tokengate, no login shell"
+  else bad "postinst did not create the tokengate user in the scratch root"; fi
   if [ "$("$scratch/usr/bin/tokengate" --version)" = "$version" ] && "$scratch/usr/bin/tokengate" version | grep -q '^openssl: OpenSSL 3'; then
     ok "the packaged binary: --version $version; version names $("$scratch/usr/bin/tokengate" version | sed -n 2p)"
   else bad "the packaged binary does not report $version"; fi
@@ -1163,6 +1178,12 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "
   if grep -q 'check-config' "$scratch/usr/share/fish/vendor_completions.d/tokengate.fish" && grep -q 'check-config' "$scratch/usr/share/zsh/vendor-completions/_tokengate"; then
     ok "zsh and fish completions name the subcommands"
   else bad "zsh or fish completion lacks the subcommands"; fi
+  # Removed by dpkg -r: nothing of the package is left (the user stays, as Debian leaves system users).
+  if dpkg --root="$scratch" --force-script-chrootless -r tokengate > "$work/dpkg-remove.log" 2>&1 \
+    && [ ! -e "$scratch/usr/bin/tokengate" ] && [ ! -e "$scratch/lib/systemd/system/tokengate.service" ] \
+    && [ ! -e "$scratch/usr/share/man/man1/tokengate.1.gz" ]; then
+    ok "dpkg -r: the binary, the unit and the man page are gone"
+  else sed 's/^/        /' "$work/dpkg-remove.log" | tail -10; bad "dpkg -r of the package failed or left files"; fi
   # The tarball holds the same binary and files under one directory.
   tar -tzf "$tarball" | sed 's|^[^/]*/||' | sort > "$work/tar-files"
   if [ "$(tar -tzf "$tarball" | cut -d/ -f1 | sort -u)" = "$(basename "$tarball" .tar.gz)" ] \
