@@ -21,7 +21,7 @@ if [ "$profile" = "test" ]; then
   # scripts/test-examples.sh: the token-minting examples of docs/examples, each with Debian's own packages.
   packages+=(python3-jwt ruby ruby-jwt golang-go golang-github-golang-jwt-jwt-dev nodejs php-cli default-jdk-headless)
   # scripts/test-quickstart.sh: docs/quickstart.md's whoami endpoints in the real frameworks.
-  packages+=(python3-flask python3-django node-express node-cookie-parser)
+  packages+=(python3-flask python3-django node-express node-cookie-parser ruby-railties ruby-webrick)
 fi
 
 missing=()
