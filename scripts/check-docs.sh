@@ -5,7 +5,8 @@
 #   2. docs/troubleshooting.md has a row for every rejection reason the gateway logs (the token reasons of
 #      RejectionReason, the gateway's own list in GatewayMetrics, and the token page's code and confirmation
 #      refusals), so a reason found in a log can always be looked up;
-#   3. CHANGELOG.md has a section for the version in Sources/TokengateVersion, and docs/upgrading.md one too.
+#   3. CHANGELOG.md has a section for the version in Sources/TokengateVersion, and docs/upgrading.md one too;
+#   4. every Markdown table row is part of a table (a row cut off from its header renders as plain text).
 # Usage: scripts/check-docs.sh     Exit status: 0 when every check passed, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,5 +82,26 @@ if re.search(r"^## %s\b" % re.escape(version), open("docs/upgrading.md").read(),
     ok("docs/upgrading.md: a section for %s" % version)
 else:
     fail("docs/upgrading.md has no section for %s" % version)
+
+# 4. Every table row belongs to a table: a row after a blank line or a paragraph, without a header and a
+#    |---| line, renders as plain text (the upstream tls.* rows once did, cut off from their table).
+stray = []
+for path in ["README.md", "CHANGELOG.md"] + sorted(glob.glob("docs/**/*.md", recursive=True)) + sorted(glob.glob("deploy/**/*.md", recursive=True)):
+    lines = open(path, encoding="utf-8").read().splitlines()
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if fenced or not line.startswith("|"):
+            continue
+        starts_table = i + 1 < len(lines) and re.match(r"^\|(\s*:?-+:?\s*\|)+\s*$", lines[i + 1])
+        if not starts_table and not (i > 0 and lines[i - 1].startswith("|")):
+            stray.append("%s:%d: %s" % (path, i + 1, line[:80]))
+if stray:
+    for s_ in stray:
+        print("        " + s_)
+    fail("%d table row(s) outside a table" % len(stray))
+else:
+    ok("every Markdown table row is part of a table with a header")
 sys.exit(1 if fails else 0)
 PY
