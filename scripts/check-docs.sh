@@ -5,7 +5,8 @@
 #   2. docs/troubleshooting.md has a row for every rejection reason the gateway logs (the token reasons of
 #      RejectionReason, the gateway's own list in GatewayMetrics, and the token page's code and confirmation
 #      refusals), so a reason found in a log can always be looked up;
-#   3. CHANGELOG.md has a section for the version in Sources/TokengateVersion, and docs/upgrading.md one too;
+#   3. CHANGELOG.md has a section for the version in Sources/TokengateVersion, docs/upgrading.md one too, and the
+#      files that must spell it out (the Dockerfile's label default, the kustomizations' image tag) say the same;
 #   4. every Markdown table row is part of a table (a row cut off from its header renders as plain text).
 # Usage: scripts/check-docs.sh     Exit status: 0 when every check passed, 1 otherwise.
 set -euo pipefail
@@ -82,6 +83,22 @@ if re.search(r"^## %s\b" % re.escape(version), open("docs/upgrading.md").read(),
     ok("docs/upgrading.md: a section for %s" % version)
 else:
     fail("docs/upgrading.md has no section for %s" % version)
+# The formats that cannot read the version from the source (a Dockerfile's label default, kustomize's image tag)
+# hold a copy: it must be the same.
+copies = {
+    "deploy/docker/Dockerfile": r"^ARG IMAGE_VERSION=(\S+)$",
+    "deploy/kubernetes/base/kustomization.yaml": r'^\s*newTag: "?([^"\s]+)"?$',
+    "deploy/kubernetes/overlays/production/kustomization.yaml": r'^\s*newTag: "?([^"\s]+)"?$',
+}
+stale = []
+for path, pattern in copies.items():
+    found_versions = re.findall(pattern, open(path).read(), re.M)
+    if found_versions != [version]:
+        stale.append("%s: %s" % (path, ", ".join(found_versions) or "no version"))
+if stale:
+    fail("copies of the version differ from %s: %s" % (version, "; ".join(stale)))
+else:
+    ok("the image definition and the kustomizations name %s" % version)
 
 # 4. Every table row belongs to a table: a row after a blank line or a paragraph, without a header and a
 #    |---| line, renders as plain text (the upstream tls.* rows once did, cut off from their table).
