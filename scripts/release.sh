@@ -10,29 +10,27 @@
 #                                              and creation time filled in (build it with the command printed)
 #   dist/SHA256SUMS
 #
-# Usage: scripts/release.sh [--binary PATH] [--configuration debug|release] [--out DIR] [--allow-unpackaged-libraries] [--fast]
+# Usage: scripts/release.sh [--binary PATH] [--out DIR] [--allow-unpackaged-libraries] [--fast]
 #   --binary PATH   package this tokengate binary instead of building one with
 #                   `swift build -c release --product tokengate --static-swift-stdlib` (the test suite packages
 #                   its debug binary this way, to check the package's contents without a release build)
-#   --configuration the build the man page is generated from by swift-argument-parser's generate-manual plugin
-#                   (default release; debug with a debug --binary, so that nothing is built twice)
 #   --out DIR       write the artifacts there instead of dist/
 #   --allow-unpackaged-libraries
 #                   accept a binary that links a shared library no Debian package provides (a debug build's
 #                   Swift runtime); such a .deb installs, but runs only where that library is
 #   --fast          compress with gzip -1 instead of xz -6 and gzip -9 (the suite's check of a 60 MB debug binary)
-# Needs: swift (the man page's plugin, and the build unless --binary), dpkg-deb, dpkg-architecture or dpkg, objdump (binutils), gzip, tar.
+# Needs: swift (the man page's generator, and the build unless --binary), dpkg-deb, dpkg, objdump and strip
+# (binutils), gzip, tar.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
 export PATH="/opt/swift/usr/bin:$PATH"
 
-binary="" configuration=release out="$repo/dist" allow_unpackaged=0 deb_compression=(-Zxz -z6) gzip_level=-9
+binary="" out="$repo/dist" allow_unpackaged=0 deb_compression=(-Zxz -z6) gzip_level=-9
 while [ $# -gt 0 ]; do
   case "$1" in
     --binary) binary="$(realpath "$2")"; shift 2 ;;
     --out) out="$(realpath -m "$2")"; shift 2 ;;
-    --configuration) configuration="$2"; shift 2 ;;
     --allow-unpackaged-libraries) allow_unpackaged=1; shift ;;
     --fast) deb_compression=(-Zgzip -z1); gzip_level=-1; shift ;;
     -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -67,22 +65,24 @@ stage="$(mktemp -d /tmp/tokengate-release.XXXXXX)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$out"
 
-# The man page and the completions, generated from the argument parser itself so they never drift from the CLI:
-# the man page by swift-argument-parser's generate-manual plugin (it runs the tool's --experimental-dump-help),
-# in the configuration already built.
-mkdir -p "$stage/generated/man" "$stage/generated/completions"
+# The packaged copy without its DWARF debug information (what Debian's dh_strip moves into a -dbgsym package):
+# a third of a release build's size. The symbol table stays, so a crash's backtrace still names functions.
+install -m 0755 "$binary" "$stage/tokengate"
+strip --strip-debug "$stage/tokengate"
+
+# The man page and the completions, generated from the binary being packaged so they never drift from its CLI.
+# The man page by swift-argument-parser's generate-manual, the tool behind the parser's GenerateManual plugin, built
+# from the same package checkout: it reads the binary's --experimental-dump-help. (Not the plugin itself: it
+# rebuilds every product of the package first, and in the release configuration replaces the
+# --static-swift-stdlib build with a dynamically linked one.)
+mkdir -p "$stage/generated/man" "$stage/generated/completions" "$stage/generate-manual"
 git_date="$(git log -1 --format=%cs 2> /dev/null || date -u +%Y-%m-%d)"
-swift package --allow-writing-to-package-directory generate-manual --configuration "$configuration" \
-  --date "$git_date" > "$stage/generate-manual.log" 2>&1 \
-  || { cat "$stage/generate-manual.log" >&2; echo "release: the generate-manual plugin failed" >&2; exit 1; }
-# The plugin documents the tokengate it builds itself; with --binary, that must be the same command line.
-built="$(swift build -c "$configuration" --show-bin-path)/tokengate"
-if ! cmp -s <("$binary" --experimental-dump-help) <("$built" --experimental-dump-help); then
-  echo "release: $binary and the $configuration build the man page comes from have different command lines" >&2
-  echo "release: pass the --configuration $binary was built in" >&2; exit 1
-fi
-# The plugin copies a discussion's blank lines as they are, which mdoc reads as a warning; .Pp is its paragraph break.
-sed 's/^$/.Pp/' .build/plugins/GenerateManual/outputs/tokengate/tokengate.1 > "$stage/generated/man/tokengate.1"
+swift build --product generate-manual > "$stage/generate-manual.log" 2>&1 \
+  || { cat "$stage/generate-manual.log" >&2; echo "release: building generate-manual failed" >&2; exit 1; }
+"$(swift build --show-bin-path)/generate-manual" "$binary" --date "$git_date" --output-directory "$stage/generate-manual"
+# generate-manual copies a discussion's blank lines as they are, which mdoc reads as a warning; .Pp is its
+# paragraph break.
+sed 's/^$/.Pp/' "$stage/generate-manual/tokengate.1" > "$stage/generated/man/tokengate.1"
 "$binary" --generate-completion-script bash > "$stage/generated/completions/tokengate.bash"
 "$binary" --generate-completion-script zsh > "$stage/generated/completions/_tokengate"
 "$binary" --generate-completion-script fish > "$stage/generated/completions/tokengate.fish"
@@ -90,7 +90,7 @@ sed 's/^$/.Pp/' .build/plugins/GenerateManual/outputs/tokengate/tokengate.1 > "$
 # ---- tarball
 name="tokengate-$version-linux-$arch"
 tree="$stage/$name"
-install -D -m 0755 "$binary" "$tree/bin/tokengate"
+install -D -m 0755 "$stage/tokengate" "$tree/bin/tokengate"
 install -d "$tree/share/man/man1" "$tree/share/completions" "$tree/share/tokengate/systemd" "$tree/share/tokengate/examples" "$tree/share/doc/tokengate"
 install -m 0644 "$stage"/generated/man/*.1 "$tree/share/man/man1/"
 install -m 0644 "$stage"/generated/completions/* "$tree/share/completions/"
@@ -105,7 +105,7 @@ tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$(git log -1 --for
 
 # ---- .deb
 root="$stage/deb"
-install -D -m 0755 "$binary" "$root/usr/bin/tokengate"
+install -D -m 0755 "$stage/tokengate" "$root/usr/bin/tokengate"
 # The unit as shipped names /usr/local/bin (a hand-installed binary); a package installs into /usr/bin.
 install -d "$root/lib/systemd/system"
 sed 's|/usr/local/bin/tokengate|/usr/bin/tokengate|g' deploy/systemd/tokengate.service > "$root/lib/systemd/system/tokengate.service"
@@ -120,13 +120,15 @@ install -D -m 0644 deploy/systemd/tokengate.yaml "$root/usr/share/doc/tokengate/
 install -m 0644 Config/tokengate.yaml "$root/usr/share/doc/tokengate/examples/tokengate.full.yaml"
 gzip -9n < CHANGELOG.md > "$root/usr/share/doc/tokengate/changelog.gz"
 install -m 0644 README.md "$root/usr/share/doc/tokengate/README.md"
+cp -r docs "$root/usr/share/doc/tokengate/docs"
 install -d -m 0755 "$root/etc/tokengate"
 
 # Depends: the Debian package of every shared library the binary names (NEEDED), at the installed version or newer.
 depends=()
 missing=()
 while read -r library; do
-  path="$(ldd "$binary" | awk -v lib="$library" '$1 == lib { print $3 }')"
+  # `libssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (…)`; the dynamic loader is listed by its path alone.
+  path="$(ldd "$binary" | awk -v lib="$library" '$1 == lib { print $3 } $1 ~ ("/" lib "$") { print $1 }' | head -1)"
   owner=""
   if [ -n "$path" ]; then
     # Debian 12 merges /lib into /usr/lib: dpkg knows a library by one of the two names.

@@ -1090,7 +1090,7 @@ PY
 # ---------------------------------------------------------------------------------------------------------
 section "7. release artifacts (scripts/release.sh with the binary under test; the .deb installed in a scratch root)"
 release_started="$(date +%s)"
-if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "$build" = 1 ] && echo release || echo debug)" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
+if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
   ok "scripts/release.sh built $(cd "$work/dist" && ls | paste -sd' ' -)"
   version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
   deb="$(ls "$work"/dist/tokengate_"$version"_*.deb 2> /dev/null | head -1)"
@@ -1104,10 +1104,11 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "
   for f in /usr/bin/tokengate /lib/systemd/system/tokengate.service /usr/lib/sysusers.d/tokengate.conf \
     /usr/share/man/man1/tokengate.1.gz /usr/share/bash-completion/completions/tokengate \
     /usr/share/zsh/vendor-completions/_tokengate /usr/share/fish/vendor_completions.d/tokengate.fish \
-    /usr/share/doc/tokengate/changelog.gz /usr/share/doc/tokengate/examples/tokengate.yaml /etc/tokengate; do
+    /usr/share/doc/tokengate/changelog.gz /usr/share/doc/tokengate/examples/tokengate.yaml \
+    /usr/share/doc/tokengate/docs/configuration.md /etc/tokengate; do
     grep -qxF "$f" "$work/deb-files" || missing_files="$missing_files $f"
   done
-  if [ -z "$missing_files" ]; then ok "dpkg-deb -c: the binary, the unit, sysusers, man page, bash/zsh/fish completions, changelog, example"
+  if [ -z "$missing_files" ]; then ok "dpkg-deb -c: the binary, the unit, sysusers, man page, bash/zsh/fish completions, changelog, example, docs"
   else bad "the .deb lacks:$missing_files"; fi
   if grep -q '^/usr/local' "$work/deb-files"; then bad "the .deb installs under /usr/local (Debian policy: never)"; else ok "nothing under /usr/local"; fi
   if [ "$(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" = "tokengate $version" ] \
@@ -1161,7 +1162,7 @@ if bash "$repo/scripts/release.sh" --binary "$tokengate" --configuration "$( [ "
       # generate-manual's mdoc: a subcommand is a tagged item at the left margin, its subcommands indented once.
       grep -qE "^ {5}(| {8})${sub##* }( |\$)" "$work/man.txt" || subcommands_missing="$subcommands_missing '$sub'"
     done
-    if [ -z "$man_warnings" ] && [ -z "$subcommands_missing" ] && grep -q -- '--print' "$work/man.txt" && grep -q 'TOKENGATE_LISTEN' "$work/man.txt"; then ok "man tokengate (generate-manual plugin): renders without warnings, every subcommand, the environment"
+    if [ -z "$man_warnings" ] && [ -z "$subcommands_missing" ] && grep -q -- '--print' "$work/man.txt" && grep -q 'TOKENGATE_LISTEN' "$work/man.txt"; then ok "man tokengate (swift-argument-parser's generate-manual): renders without warnings, every subcommand, the environment"
     else echo "$man_warnings" | head -5 | sed 's/^/        /'; bad "man tokengate: warnings, or no section for$subcommands_missing"; fi
   else skip "man is not installed (apt-get install man-db)"; fi
   if bash -n "$scratch/usr/share/bash-completion/completions/tokengate" \
