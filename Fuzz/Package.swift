@@ -36,6 +36,12 @@ let package = Package(
             dependencies: ["CFuzzDriver", .product(name: "TokengateTokens", package: "tokengate")],
             swiftSettings: swiftSettings
         ),
+        // Raw bytes as a JSON request body, scanned for a token field and stripped of it.
+        .executableTarget(
+            name: "FuzzJSONBody",
+            dependencies: ["CFuzzDriver", .product(name: "TokengateTokens", package: "tokengate")],
+            swiftSettings: swiftSettings
+        ),
         // Raw bytes as a configuration file.
         .executableTarget(
             name: "FuzzConfiguration",

@@ -12,6 +12,7 @@
 # Targets:
 #   FuzzTokenVerifier  raw bytes as a token, against every fixture key set (TokengateTokens)
 #   FuzzTokenClaims    raw bytes as a token's header and payload JSON, signed by the harness (TokengateTokens)
+#   FuzzJSONBody       raw bytes as a JSON request body with a token field, scanned and stripped (TokengateTokens)
 #   FuzzConfiguration  raw bytes as a configuration file (TokengateConfig)
 #
 # Corpora grow in Fuzz/.corpus/<target> (kept between runs, never committed). A crash, a timeout (-timeout) or
@@ -21,9 +22,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
+# A finding is reported by libFuzzer and AddressSanitizer; Swift's own backtracer would only add noise.
+export SWIFT_BACKTRACE=enable=no
 
 SECONDS_PER_TARGET=10
-ALL_TARGETS="FuzzTokenVerifier FuzzTokenClaims FuzzConfiguration"
+ALL_TARGETS="FuzzTokenVerifier FuzzTokenClaims FuzzJSONBody FuzzConfiguration"
 TARGETS="$ALL_TARGETS"
 JOBS=1
 BUILD=1
@@ -45,6 +48,7 @@ RSS_LIMIT_MB=512
 declare -A MAX_LEN=(
     [FuzzTokenVerifier]=9000     # past TokenVerifier.maxTokenLength (8192), so the length check is fuzzed too
     [FuzzTokenClaims]=7000       # header + payload that still encode under 8192 bytes
+    [FuzzJSONBody]=65536         # limits.max_token_body_bytes' default (64 KiB)
     [FuzzConfiguration]=65536    # real configurations are a few KiB; 1 MiB is checked below, unfuzzed
 )
 
@@ -92,9 +96,17 @@ for case in fixtures["cases"]:
     parts = token.split(".")
     if len(parts) == 3:
         try:
-            seed("FuzzTokenClaims", unb64(parts[0]) + b"\n" + unb64(parts[1]))
+            header, payload = unb64(parts[0]), unb64(parts[1])
         except Exception:
-            pass  # the deliberately broken encodings are verifier seeds only
+            continue  # the deliberately broken encodings are verifier seeds only
+        seed("FuzzTokenClaims", header + b"\n" + payload)
+        if payload.startswith(b"{") and payload.endswith(b"}"):
+            seed("FuzzJSONBody", payload)
+            seed("FuzzJSONBody", b'{"access_token":"' + token.encode() + b'",' + payload[1:])
+for body in ['{}', '{"access_token":"a.b.c"}', '{"access_token":"a","access_token":"b"}',
+             '{"acc\\u0065ss_token":"x","n":[1.5e3,-0,true,false,null,{"a":"\\ud83d\\ude00"}]}',
+             ' {"a":{"access_token":"nested"},"access_token":"top"} ']:
+    seed("FuzzJSONBody", body)
 
 # Configurations: the shipped ones, the benchmark ones, the one inside the Kubernetes ConfigMap, and every
 # YAML example in the docs.
@@ -130,6 +142,12 @@ write("FuzzTokenVerifier", "many-dots", "." * 8192)
 write("FuzzTokenClaims", "deep-array-claim", '{"alg":"HS256"}\n{"sub":"a","iat":1,"x":' + "[" * 6000)
 write("FuzzTokenClaims", "deep-object-header", '{"a":' * 1200 + "\n{}")
 write("FuzzTokenClaims", "long-escapes", '{"alg":"HS256"}\n{"sub":"' + "\\u0041" * 1000 + '","iat":1}')
+# A body is scanned only within limits.max_token_body_bytes (64 KiB by default, 1 MiB at most): the worst
+# shapes at the default, and one past the cap of nesting.
+write("FuzzJSONBody", "deep-nesting", '{"a":' + "[" * 65000)
+write("FuzzJSONBody", "many-members", "{" + ",".join(f'"k{i}":{i}' for i in range(7000)) + "}")
+write("FuzzJSONBody", "many-tokens", "{" + ",".join('"access_token":"x"' for _ in range(3500)) + "}")
+write("FuzzJSONBody", "long-escapes", '{"access_token":"' + "\\u0041" * 10900 + '"}')
 write("FuzzConfiguration", "over-one-mebibyte", "# " + "x" * (1 << 20) + "\n")
 write("FuzzConfiguration", "deep-flow-nesting", "listeners: " + "[" * 100000)
 write("FuzzConfiguration", "deep-block-nesting", "".join(" " * i + "a:\n" for i in range(2000)))
