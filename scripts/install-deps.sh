@@ -14,6 +14,8 @@ if [ "$profile" = "test" ]; then
   packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
   # scripts/validate-deploy.sh (run by scripts/test.sh): YAML, the syscall-filter check, systemd-analyze.
   packages+=(python3-yaml strace systemd jq)
+  # scripts/soak.sh (run by scripts/test.sh): the healthy backend.
+  packages+=(nginx)
 fi
 
 missing=()
@@ -28,6 +30,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts nginx's own daemon where it can; the tests start the ones they need, on ports of their own.
+  if [[ " ${missing[*]} " == *" nginx "* ]]; then
+    $SUDO service nginx stop >/dev/null 2>&1 || true
+  fi
 fi
 
 # The HTTP/2 flood tests craft frames with Python's h2 (PyPI).
