@@ -20,6 +20,7 @@ let package = Package(
         // The product under test. The explicit name keeps `package: "tokengate"` valid whatever the checkout's
         // directory is called (a path dependency's identity is otherwise the directory name).
         .package(name: "tokengate", path: ".."),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
     ],
     targets: [
         // libFuzzer's driver, declared for Swift (each target's `main` calls it).
@@ -46,6 +47,50 @@ let package = Package(
         .executableTarget(
             name: "FuzzConfiguration",
             dependencies: ["CFuzzDriver", .product(name: "TokengateConfig", package: "tokengate")],
+            swiftSettings: swiftSettings
+        ),
+        // A client's bytes on one HTTP/1.1 connection, read whole, byte by byte and in chunks.
+        .executableTarget(
+            name: "FuzzHTTP1Request",
+            dependencies: [
+                "CFuzzDriver",
+                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A backend's bytes on one connection, read whole, byte by byte and in chunks.
+        .executableTarget(
+            name: "FuzzHTTP1Response",
+            dependencies: [
+                "CFuzzDriver",
+                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A cookie name and Cookie header values, read and stripped.
+        .executableTarget(
+            name: "FuzzCookieHeader",
+            dependencies: [
+                "CFuzzDriver",
+                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A form body, read and stripped of its token field.
+        .executableTarget(
+            name: "FuzzFormBody",
+            dependencies: [
+                "CFuzzDriver",
+                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

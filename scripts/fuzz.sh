@@ -5,7 +5,7 @@
 #
 # Usage: scripts/fuzz.sh [--seconds N] [--targets "FuzzTokenVerifier ..."] [--jobs N] [--no-build]
 #   --seconds N  how long each target fuzzes (default 10; scripts/test.sh runs the default)
-#   --targets    which targets (default: all of them, listed below)
+#   --targets    which targets (default: all of them, listed below; "quick" for the first four)
 #   --jobs N     run N targets side by side (default 1: the machine is shared)
 #   --no-build   use the targets already built
 #
@@ -14,6 +14,11 @@
 #   FuzzTokenClaims    raw bytes as a token's header and payload JSON, signed by the harness (TokengateTokens)
 #   FuzzJSONBody       raw bytes as a JSON request body with a token field, scanned and stripped (TokengateTokens)
 #   FuzzConfiguration  raw bytes as a configuration file (TokengateConfig)
+#   FuzzHTTP1Request   a client's bytes on one connection, read whole, byte by byte and in chunks: the same
+#                      requests either way (HTTP1RequestParser)
+#   FuzzHTTP1Response  a backend's bytes on one connection, likewise (HTTP1ResponseParser)
+#   FuzzCookieHeader   a cookie name and Cookie header values, read and stripped (CookieHeader)
+#   FuzzFormBody       a form body, read and stripped of its token field (FormURLEncoded)
 #
 # Corpora grow in Fuzz/.corpus/<target> (kept between runs, never committed). A crash, a timeout (-timeout) or
 # an input that needs more than -rss_limit_mb stops the run with the input saved as Fuzz/.artifacts/<target>-*,
@@ -26,14 +31,18 @@ export PATH="/opt/swift/usr/bin:$PATH"
 export SWIFT_BACKTRACE=enable=no
 
 SECONDS_PER_TARGET=10
-ALL_TARGETS="FuzzTokenVerifier FuzzTokenClaims FuzzJSONBody FuzzConfiguration"
+# The quick ones (scripts/test.sh runs these): their sanitized build is the token and configuration modules only.
+QUICK_TARGETS="FuzzTokenVerifier FuzzTokenClaims FuzzJSONBody FuzzConfiguration"
+# The HTTP/1.1 parsers and the cookie and form scanners: their build takes the gateway and SwiftNIO along.
+HTTP_TARGETS="FuzzHTTP1Request FuzzHTTP1Response FuzzCookieHeader FuzzFormBody"
+ALL_TARGETS="$QUICK_TARGETS $HTTP_TARGETS"
 TARGETS="$ALL_TARGETS"
 JOBS=1
 BUILD=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) SECONDS_PER_TARGET="$2"; shift 2 ;;
-        --targets) TARGETS="$2"; shift 2 ;;
+        --targets) TARGETS="$2"; [ "$TARGETS" != quick ] || TARGETS="$QUICK_TARGETS"; shift 2 ;;
         --jobs) JOBS="$2"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         *) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
@@ -50,6 +59,10 @@ declare -A MAX_LEN=(
     [FuzzTokenClaims]=7000       # header + payload that still encode under 8192 bytes
     [FuzzJSONBody]=65536         # limits.max_token_body_bytes' default (64 KiB)
     [FuzzConfiguration]=65536    # real configurations are a few KiB; 1 MiB is checked below, unfuzzed
+    [FuzzHTTP1Request]=20000     # past max_header_bytes' default (16 KiB)
+    [FuzzHTTP1Response]=90000    # past the response head limit (80 KiB)
+    [FuzzCookieHeader]=16384
+    [FuzzFormBody]=65536         # limits.max_token_body_bytes' default (64 KiB)
 )
 
 ROOT="$PWD"
@@ -103,6 +116,28 @@ for case in fixtures["cases"]:
         if payload.startswith(b"{") and payload.endswith(b"}"):
             seed("FuzzJSONBody", payload)
             seed("FuzzJSONBody", b'{"access_token":"' + token.encode() + b'",' + payload[1:])
+requests = [
+    "GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    "POST /v1/x?y=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET /b HTTP/1.1\r\nHost: a\r\n\r\n",
+    "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+    "\r\nGET http://a/b HTTP/1.0\r\nConnection: keep-alive\r\nCookie: a=b\r\n\r\n",
+    "PUT /u HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+]
+for request in requests:
+    seed("FuzzHTTP1Request", request)
+responses = [
+    "\x00HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 204 No Content\r\n\r\n",
+    "\x01HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n",
+    "\x02HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    "\x04HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\nuntil the close",
+    "\x06HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n",
+]
+for response in responses:
+    seed("FuzzHTTP1Response", response)
+for cookies in ["auth_token\nauth_token=a.b.c; other=1", "s\n s=\"q\" ;t=2; s=3\nu=4;s", "a\n=; a; a=b=c"]:
+    seed("FuzzCookieHeader", cookies)
+for form in ["access_token=a.b.c&x=1", "x=1;access_token=2&access_token=%41", "a&&=&access%5Ftoken=+%20&b=%zz"]:
+    seed("FuzzFormBody", form)
 for body in ['{}', '{"access_token":"a.b.c"}', '{"access_token":"a","access_token":"b"}',
              '{"acc\\u0065ss_token":"x","n":[1.5e3,-0,true,false,null,{"a":"\\ud83d\\ude00"}]}',
              ' {"a":{"access_token":"nested"},"access_token":"top"} ']:
@@ -148,6 +183,15 @@ write("FuzzJSONBody", "deep-nesting", '{"a":' + "[" * 65000)
 write("FuzzJSONBody", "many-members", "{" + ",".join(f'"k{i}":{i}' for i in range(7000)) + "}")
 write("FuzzJSONBody", "many-tokens", "{" + ",".join('"access_token":"x"' for _ in range(3500)) + "}")
 write("FuzzJSONBody", "long-escapes", '{"access_token":"' + "\\u0041" * 10900 + '"}')
+write("FuzzHTTP1Request", "huge-head", "GET / HTTP/1.1\r\n" + "X-A: " + "a" * (1 << 20) + "\r\n\r\n")
+write("FuzzHTTP1Request", "many-fields", "GET / HTTP/1.1\r\n" + "A: b\r\n" * 100000 + "\r\n")
+write("FuzzHTTP1Request", "many-empty-lines", "\r\n" * 500000)
+write("FuzzHTTP1Request", "long-chunk-line", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;" + "e" * 100000)
+write("FuzzHTTP1Response", "huge-head", "\x00HTTP/1.1 200 OK\r\n" + "X-A: " + "a" * (1 << 20) + "\r\n\r\n")
+write("FuzzHTTP1Response", "many-interim", "\x00" + "HTTP/1.1 103 Early Hints\r\n\r\n" * 20000)
+write("FuzzCookieHeader", "many-cookies", "a\n" + "; ".join(f"c{i}=v" for i in range(4000)))
+write("FuzzFormBody", "many-pairs", "&".join(f"k{i}=v" for i in range(8000)))
+write("FuzzFormBody", "many-semicolons", "x=" + ";" * 65000)
 write("FuzzConfiguration", "over-one-mebibyte", "# " + "x" * (1 << 20) + "\n")
 write("FuzzConfiguration", "deep-flow-nesting", "listeners: " + "[" * 100000)
 write("FuzzConfiguration", "deep-block-nesting", "".join(" " * i + "a:\n" for i in range(2000)))
