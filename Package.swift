@@ -27,7 +27,7 @@ let package = Package(
         // For the fuzz targets (Fuzz/), which link the parsers under test into libFuzzer executables.
         .library(name: "TokengateConfig", targets: ["TokengateConfig"]),
         // For the HTTP/1.1 parser and cookie/form scanner fuzz targets (Fuzz/).
-        .library(name: "TokengateGateway", targets: ["TokengateGateway"]),
+        .library(name: "TokengateHTTP", targets: ["TokengateHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),

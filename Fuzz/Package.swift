@@ -54,7 +54,7 @@ let package = Package(
             name: "FuzzHTTP1Request",
             dependencies: [
                 "CFuzzDriver",
-                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "TokengateHTTP", package: "tokengate"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -65,7 +65,7 @@ let package = Package(
             name: "FuzzHTTP1Response",
             dependencies: [
                 "CFuzzDriver",
-                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "TokengateHTTP", package: "tokengate"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -76,7 +76,7 @@ let package = Package(
             name: "FuzzCookieHeader",
             dependencies: [
                 "CFuzzDriver",
-                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "TokengateHTTP", package: "tokengate"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -87,7 +87,7 @@ let package = Package(
             name: "FuzzFormBody",
             dependencies: [
                 "CFuzzDriver",
-                .product(name: "TokengateGateway", package: "tokengate"),
+                .product(name: "TokengateHTTP", package: "tokengate"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],

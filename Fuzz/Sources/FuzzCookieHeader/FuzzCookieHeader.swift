@@ -3,7 +3,7 @@
 //===----------------------------------------------------------------------===//
 import CFuzzDriver
 import Foundation
-@testable import TokengateGateway
+@testable import TokengateHTTP
 
 /// The input is a cookie name, a newline, and one or more `Cookie` header values separated by newlines, read as
 /// a `cookie:NAME` token source reads them (``CookieHeader``) and stripped as the request is forwarded.

@@ -3,7 +3,7 @@
 //===----------------------------------------------------------------------===//
 import CFuzzDriver
 import Foundation
-@testable import TokengateGateway
+@testable import TokengateHTTP
 
 /// The input is an `application/x-www-form-urlencoded` request body, read as a `form:access_token` token source
 /// reads it (``FormURLEncoded``) and stripped of the field as the request is forwarded.

@@ -5,7 +5,7 @@ import CFuzzDriver
 import Foundation
 import NIOCore
 import NIOHTTP1
-@testable import TokengateGateway
+@testable import TokengateHTTP
 
 /// The input is what a client sends on one HTTP/1.1 connection, read by the gateway's request parser with the
 /// default limits (`max_header_bytes` 16 KiB, `max_uri_bytes` 8 KiB).

@@ -5,7 +5,7 @@ import CFuzzDriver
 import Foundation
 import NIOCore
 import NIOHTTP1
-@testable import TokengateGateway
+@testable import TokengateHTTP
 
 /// The input is what a backend sends on one connection (its first byte says whether the requests were HEAD:
 /// odd for HEAD), read by the gateway's response parser with its default limits, one request sent before each

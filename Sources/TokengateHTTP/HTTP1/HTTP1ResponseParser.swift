@@ -4,7 +4,6 @@
 
 import NIOCore
 import NIOHTTP1
-import TokengateHTTP
 
 /// Reads a backend's HTTP/1.1 responses off a pooled connection, one request at a time: a pure state
 /// machine that takes bytes and gives back response parts (``next(from:)``), with no I/O of its own.
@@ -36,16 +35,18 @@ import TokengateHTTP
 ///
 /// The body is read by ``HTTP1BodyReader`` and split lines are gathered by ``HTTP1LineReader``, both shared
 /// with the client side's ``HTTP1RequestParser``; the status line and the choice of framing are this type's.
-struct HTTP1ResponseParser {
-    struct Limits {
+package struct HTTP1ResponseParser {
+    package struct Limits {
         /// Status line and fields, with their line ends (NIO's decoder allowed 80 KiB as well).
-        var maxHeadBytes = 80 * 1024
-        var maxFields = 1000
+        package var maxHeadBytes = 80 * 1024
+        package var maxFields = 1000
         /// A chunk-size line with its extensions.
-        var maxChunkLineBytes = 4096
+        package var maxChunkLineBytes = 4096
+
+        package init() {}
     }
 
-    typealias Failure = HTTP1ParseFailure
+    package typealias Failure = HTTP1ParseFailure
 
     private enum State {
         /// No request outstanding.
@@ -62,12 +63,12 @@ struct HTTP1ResponseParser {
     private var lines = HTTP1LineReader()
     private var requestWasHEAD = false
     /// Whether the connection may carry another request after this response.
-    private(set) var keepsConnection = true
+    package private(set) var keepsConnection = true
     /// An interim (`1xx`) response to the request outstanding announced a body (see the type's overview): the
     /// connection is not kept after the final response, whatever that says.
     private var interimAnnouncedBody = false
 
-    init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
         self.bodyLimits = HTTP1BodyReader.Limits(
             maxChunkLineBytes: limits.maxChunkLineBytes,
@@ -77,13 +78,13 @@ struct HTTP1ResponseParser {
     }
 
     /// Whether no response is expected or being read.
-    var isIdle: Bool {
+    package var isIdle: Bool {
         if case .idle = self.state { return true }
         return false
     }
 
     /// A request went out: its response comes next. Only when ``isIdle``: one request at a time.
-    mutating func requestSent(method: HTTPMethod) {
+    package mutating func requestSent(method: HTTPMethod) {
         assert(self.isIdle, "a request was sent while a response was still expected")
         self.requestWasHEAD = method == .HEAD
         self.interimAnnouncedBody = false
@@ -93,7 +94,7 @@ struct HTTP1ResponseParser {
 
     /// The next response part in `buffer`, consuming the bytes it used; `nil` when more bytes are needed.
     /// After an error the parser stays failed: the connection must be closed.
-    mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponsePart? {
+    package mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponsePart? {
         do {
             return try self.step(from: &buffer)
         } catch {
@@ -134,7 +135,7 @@ struct HTTP1ResponseParser {
     }
 
     /// The backend closed the connection: the end of a body that runs until the close, or an error.
-    mutating func connectionClosed() throws(Failure) -> UpstreamResponsePart? {
+    package mutating func connectionClosed() throws(Failure) -> UpstreamResponsePart? {
         switch self.state {
         case .idle, .failed:
             return nil
@@ -192,7 +193,7 @@ struct HTTP1ResponseParser {
         )
     }
 
-    struct StatusLine {
+    package struct StatusLine {
         var version: HTTPVersion
         var status: HTTPResponseStatus
         /// Offset of the first field line in the block.
@@ -200,7 +201,7 @@ struct HTTP1ResponseParser {
     }
 
     /// `HTTP/1.x SP 3DIGIT [SP reason] CRLF`.
-    static func statusLine(_ block: UnsafeRawBufferPointer) throws(Failure) -> StatusLine {
+    package static func statusLine(_ block: UnsafeRawBufferPointer) throws(Failure) -> StatusLine {
         guard let end = HTTP1Syntax.lineEnd(block, from: 0) else { throw .malformed("no status line") }
         guard end >= 12, block[0] == UInt8(ascii: "H"), block[1] == UInt8(ascii: "T"), block[2] == UInt8(ascii: "T"),
             block[3] == UInt8(ascii: "P"), block[4] == UInt8(ascii: "/"), block[5] == UInt8(ascii: "1"),
