@@ -37,7 +37,9 @@ import NIOHTTP1
 /// with the client side's ``HTTP1RequestParser``; the status line and the choice of framing are this type's.
 package struct HTTP1ResponseParser {
     package struct Limits {
-        /// Status line and fields, with their line ends (NIO's decoder allowed 80 KiB as well).
+        /// Status line and fields, with their line ends (NIO's decoder allowed 80 KiB as well); the interim
+        /// (`1xx`) heads before a final one count towards it too, so that a backend cannot keep a request's
+        /// response pending with an endless run of them.
         package var maxHeadBytes = 80 * 1024
         package var maxFields = 1000
         /// A chunk-size line with its extensions.
@@ -67,6 +69,8 @@ package struct HTTP1ResponseParser {
     /// An interim (`1xx`) response to the request outstanding announced a body (see the type's overview): the
     /// connection is not kept after the final response, whatever that says.
     private var interimAnnouncedBody = false
+    /// Bytes of the interim heads dropped for the request outstanding (see ``Limits/maxHeadBytes``).
+    private var interimBytes = 0
 
     package init(limits: Limits = Limits()) {
         self.limits = limits
@@ -88,6 +92,7 @@ package struct HTTP1ResponseParser {
         assert(self.isIdle, "a request was sent while a response was still expected")
         self.requestWasHEAD = method == .HEAD
         self.interimAnnouncedBody = false
+        self.interimBytes = 0
         self.state = .head
         self.lines.reset()
     }
@@ -158,7 +163,8 @@ package struct HTTP1ResponseParser {
 
     /// Reads a whole head when it is there; `.some(nil)` for an interim (1xx) response that was dropped.
     private mutating func readHead(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponseHead?? {
-        guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes) else { return nil }
+        let limit = self.limits.maxHeadBytes - self.interimBytes
+        guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: limit) else { return nil }
         let maxFields = self.limits.maxFields
         let (line, fieldCount, fields) = try block.withHTTP1Bytes { bytes throws(Failure) in
             let line = try Self.statusLine(bytes)
@@ -178,6 +184,8 @@ package struct HTTP1ResponseParser {
             if fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 {
                 self.interimAnnouncedBody = true
             }
+            self.interimBytes += block.readableBytes
+            guard self.interimBytes < self.limits.maxHeadBytes else { throw .tooLarge("interim responses") }
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
         }
         self.state = .body(HTTP1BodyReader(try self.chooseFraming(version: line.version, code: code, fields)))
