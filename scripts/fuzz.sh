@@ -49,9 +49,12 @@ while [ $# -gt 0 ]; do
 done
 
 # Per-input bounds, the same for fuzzing and for the over-the-limit inputs below. Every parser refuses more than
-# its limit (8 KiB tokens, 1 MiB configurations) before reading it, so one input taking a second or 512 MiB is a
-# finding, not a slow machine: the slowest seed runs in a few milliseconds under the sanitizers.
-TIMEOUT=5
+# its limit (8 KiB tokens, 16 KiB request heads, 80 KiB response heads, 1 MiB configurations) as it reads, so an
+# input taking 10 s or 512 MiB is a finding: the slowest over-the-limit input takes 2.5 s on a quiet machine in
+# this unoptimised, sanitized build (and several times that on a loaded shared one, hence the margin; libFuzzer's
+# timeout is wall-clock), typical ones a few milliseconds; anything worse than linear in the input would take
+# minutes at these sizes.
+TIMEOUT=10
 RSS_LIMIT_MB=512
 declare -A MAX_LEN=(
     [FuzzTokenVerifier]=9000     # past TokenVerifier.maxTokenLength (8192), so the length check is fuzzed too
@@ -137,6 +140,22 @@ responses = [
 ]
 for response in responses:
     seed("FuzzHTTP1Response", response)
+# The requests and responses the parser tests read (their valid lists and the ambiguities they refuse): Swift
+# string literals without interpolation, unescaped.
+def swift_strings(path):
+    text = open(os.path.join(root, path)).read()
+    found = []
+    for literal in re.findall(r'"((?:[^"\\\n]|\\.)*)"', text):
+        if "\\(" in literal or "HTTP/" not in literal:
+            continue
+        found.append(re.sub(r'\\(u\{([0-9a-fA-F]+)\}|.)', lambda m: chr(int(m.group(2), 16)) if m.group(2)
+                            else {"r": "\r", "n": "\n", "t": "\t", "0": "\0"}.get(m.group(1), m.group(1)), literal))
+    return found
+for request in swift_strings("Tests/TokengateGatewayTests/HTTP1RequestParserTests.swift"):
+    seed("FuzzHTTP1Request", request.encode())
+for response in swift_strings("Tests/TokengateGatewayTests/HTTP1ResponseParserTests.swift"):
+    if response.startswith("HTTP/"):
+        seed("FuzzHTTP1Response", b"\x00" + response.encode())
 for cookies in ["auth_token\nauth_token=a.b.c; other=1", "s\n s=\"q\" ;t=2; s=3\nu=4;s", "a\n=; a; a=b=c"]:
     seed("FuzzCookieHeader", cookies)
 for form in ["access_token=a.b.c&x=1", "x=1;access_token=2&access_token=%41", "a&&=&access%5Ftoken=+%20&b=%zz"]:
