@@ -4,7 +4,7 @@
 # inputs over the limits fail in bounded time and memory, then runs each target for a bounded time.
 #
 # Usage: scripts/fuzz.sh [--seconds N] [--targets "FuzzTokenVerifier ..."] [--jobs N] [--no-build]
-#   --seconds N  how long each target fuzzes (default 10; scripts/test.sh runs 4)
+#   --seconds N  how long each target fuzzes (default 10; scripts/test.sh runs 3)
 #   --targets    which targets (default: all of them, listed below)
 #   --jobs N     run N targets side by side (default 1: the machine is shared)
 #   --no-build   use the targets already built

@@ -17,7 +17,7 @@ swift test --skip-build --no-parallel
 # The parsers a client reaches first under libFuzzer, a few seconds each (scripts/fuzz.sh; --seconds N for
 # longer runs), then a minute of mixed valid and hostile traffic against `tokengate serve` (scripts/soak.sh;
 # ten minutes by default).
-scripts/fuzz.sh --seconds 4
+scripts/fuzz.sh --seconds 3
 scripts/soak.sh --seconds 60 --no-build
 # deploy/ as shipped: manifests, Dockerfile, the three configurations through check-config, the runtime
 # contract (uid 10001, W^X, syscall filter under strace, SIGHUP reload, SIGTERM) and the systemd unit.
