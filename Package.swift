@@ -2,9 +2,10 @@
 //
 // tokengate — an edge reverse proxy that lets a website's mobile apps in with tokens.
 //
-// Layers, each a module (DESIGN §10):
-//   C system libraries (OpenSSL 3, libnghttp2) → C shims → token verification (pure, no I/O)
-//   → TLS handler → configuration → cutoff stores → gateway pipeline → the `tokengate` executable.
+// Layers, each a module (docs/architecture.md has the map and one request's path through it):
+//   C system libraries (OpenSSL 3, libnghttp2, libpq) → C shims → token verification (pure, no I/O)
+//   → TLS → HTTP protocol layer → configuration → cutoff stores → the proxy (TokengateGateway)
+//   → admin listener (TokengateAdmin) → the `tokengate` executable; the demo site (TokengateDemo) beside it.
 // The hot-path benchmarks live in the `Benchmarks/` sub-package so that their dependencies
 // (package-benchmark, jwt-kit) never reach the product.
 import PackageDescription
