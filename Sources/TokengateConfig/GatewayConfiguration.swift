@@ -27,7 +27,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var tokens: TokenSettings
     public var cutoffs: CutoffStoreConfiguration
     public var upstreams: [String: UpstreamConfiguration]
-    /// In file order; ``RouteTable`` decides which one matches a request.
+    /// In file order; the gateway's route table decides which one matches a request.
     public var routes: [RouteConfiguration]
     public var limits: LimitsConfiguration
     /// The `realm` of `WWW-Authenticate: Bearer`. Default `tokengate`.
@@ -193,11 +193,6 @@ public struct GatewayConfiguration: Sendable, Equatable {
             setByEnvironment: setBy
         )
         return ConfigNode(node: root, path: "", context: context)
-    }
-
-    /// Builds the route matcher for ``routes``.
-    public func makeRouteTable() -> RouteTable {
-        RouteTable(routes: self.routes)
     }
 }
 

@@ -31,8 +31,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case readingBody(route: Int, body: ByteBuffer, limit: Int)
         case awaitingUpstream
         case forwarding(UpstreamConnection)
-        /// A request to a token page, answered by the gateway and never forwarded (``TokenPageExchange``).
-        case tokenPage(TokenPageExchange)
+        /// A request to a token page, answered by the gateway and never forwarded (``TokenPageExchange``). Boxed:
+        /// the page's value is large, and inline it would make every copy and destroy of the other states pay for it.
+        indirect case tokenPage(TokenPageExchange)
         /// The gateway answered; the rest of the request is dropped.
         case answered
         case finished

@@ -60,8 +60,8 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         case writabilityChanged(Int32, Bool)
     }
 
-    package let configuration: HTTP2ServerConfiguration
-    package let logger: Logger
+    let configuration: HTTP2ServerConfiguration
+    let logger: Logger
     /// Lends the buffer a round's frames are written into and takes it back once written: the thread's lent
     /// output buffer in the gateway (the TLS handler encrypts from it at the flush and lets it go), so idle
     /// connections hold none. Passed in because where such buffers live is the driver's business.
@@ -73,38 +73,38 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var state: State = .idle
 
     /// The nghttp2 session; created when the channel is active, deleted in `handlerRemoved` or `deinit`.
-    package var session: OpaquePointer?
+    var session: OpaquePointer?
     /// The session's allocator. Set together with `session` and never replaced or cleared: it must outlive the
     /// session, so it is released with the codec, after every `nghttp2_session_del` has run.
-    package private(set) var arena: HTTP2SessionArena?
-    package var context: ChannelHandlerContext?
+    private(set) var arena: HTTP2SessionArena?
+    var context: ChannelHandlerContext?
     /// Every stream the codec keeps, by id. Read through ``stream(_:)``; changed only by ``streamOpened(_:)``,
     /// the close of a stream and ``failAllStreams(code:)``, which keep ``lastStream`` true.
-    package private(set) var streams: [Int32: HTTP2StreamState] = [:]
+    private(set) var streams: [Int32: HTTP2StreamState] = [:]
     /// The stream ``stream(_:)`` found last. nghttp2's callbacks and the stream handles ask for the same stream
     /// several times in a row (every field of a header block, every write of a response, the submit round), and
     /// hashing the id cost more than most of those calls do besides.
     private var lastStream: HTTP2StreamState?
     /// Body queues and header block storage of finished streams, for the next ones.
-    package var spares = HTTP2StreamSpares()
+    var spares = HTTP2StreamSpares()
     /// Streams open from the codec's point of view (created by a request, not yet seen closed).
-    package private(set) var openStreamCount = 0
+    private(set) var openStreamCount = 0
     /// Small to start with: every idle connection holds it; it grows (and stays grown) under many streams.
-    package var events = CircularBuffer<Event>(initialCapacity: 4)
+    var events = CircularBuffer<Event>(initialCapacity: 4)
     /// Streams with something to submit.
     private var dirtyStreams: [Int32] = []
     /// An empty list ``submitPending(_:)`` swaps with ``dirtyStreams``, keeping both lists' capacity.
     private var spareDirtyStreams: [Int32] = []
     /// Request body bytes to give back to the connection window only (data for streams nobody reads).
-    package var connectionConsumePending = 0
-    package var heuristics: HTTP2DoSHeuristics
+    var connectionConsumePending = 0
+    var heuristics: HTTP2DoSHeuristics
     /// The limit a callback found exceeded; acted upon (GOAWAY ENHANCE_YOUR_CALM) after nghttp2 returns.
-    package var calm: HTTP2DoSHeuristics.Event?
+    var calm: HTTP2DoSHeuristics.Event?
     /// A GOAWAY to submit on the next round.
     private var goawayDue: (code: HTTP2ErrorCode, terminate: Bool)?
     private var goawaySubmitted = false
     /// Why the codec itself ends the connection with an error code, for the GOAWAY's warning (``sentGoaway(_:)``).
-    package private(set) var goawayCause: String?
+    private(set) var goawayCause: String?
 
     private var pendingInput = CircularBuffer<ByteBuffer>(initialCapacity: 2)
     private var processing = false
@@ -116,20 +116,20 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     // Timeouts: one scheduled task for the earliest deadline, re-armed when it fires early.
     private var startedAt: NIODeadline = .now()
     /// No frame arrived yet (the preface is awaited).
-    package var awaitingPreface = true
+    var awaitingPreface = true
     /// A header block began and has not ended (HEADERS without END_HEADERS and its CONTINUATIONs). Cleared when
     /// nghttp2 reports the HEADERS frame received, when the header of any other frame than CONTINUATION is
     /// read, or when the block's stream closes after its last frame began (a block nghttp2 rejected): see
     /// ``receivedFrameHeader(_:)`` and ``streamClosed(_:code:)``.
-    package var headerBlockStartedAt: NIODeadline?
+    var headerBlockStartedAt: NIODeadline?
     /// The stream of the header block begun last.
-    package var headerBlockStream: Int32 = 0
+    var headerBlockStream: Int32 = 0
     /// The HEADERS or CONTINUATION frame begun last carries END_HEADERS.
-    package var headerBlockEndsInLastFrame = false
+    var headerBlockEndsInLastFrame = false
     /// When the current round of ``process()`` began: the time the callbacks of that round go by (flood
     /// windows, header block starts, idle periods), read once per round instead of once per frame or stream.
     /// Every callback runs inside a round; the timeouts these feed are seconds long.
-    package var roundStartedAt: NIODeadline = .now()
+    var roundStartedAt: NIODeadline = .now()
     /// No stream has been open since then.
     private var idleSince: NIODeadline?
     /// The frame buffer's pages were handed back in the current idle period (reset when a stream opens).

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateConfig
+
 /// Finds the route for a request: host-specific routes first, then host-less ones; within each, the longest
 /// path prefix wins.
 ///
@@ -18,7 +20,7 @@
 /// Routes are kept as UTF-8 byte arrays, grouped by host and sorted by descending prefix length at build
 /// time, so a match is a short linear scan with no allocation: a gateway has tens of routes, not thousands,
 /// and a scan over contiguous bytes beats hashing a lower-cased copy of the host.
-public struct RouteTable: Sendable {
+struct RouteTable: Sendable {
     private struct Entry: Sendable {
         var prefix: [UInt8]
         var index: Int
@@ -34,7 +36,7 @@ public struct RouteTable: Sendable {
     private var anyHost: [Entry]
 
     /// The routes in configuration order; matches return indexes into this array.
-    public init(routes: [RouteConfiguration]) {
+    init(routes: [RouteConfiguration]) {
         var groups: [HostGroup] = []
         var anyHost: [Entry] = []
         for (index, route) in routes.enumerated() {
@@ -67,7 +69,7 @@ public struct RouteTable: Sendable {
     /// - Parameters:
     ///   - host: The request's host (`Host` header or `:authority`), with or without port; `nil` if absent.
     ///   - path: The request path without the query string.
-    public func match(host: String?, path: String) -> Int? {
+    func match(host: String?, path: String) -> Int? {
         var path = path
         return path.withUTF8 { pathBytes in
             guard var host else {
@@ -80,7 +82,7 @@ public struct RouteTable: Sendable {
     }
 
     /// The same, on raw bytes (for example straight from a request head buffer).
-    public func match(hostBytes: UnsafeBufferPointer<UInt8>?, pathBytes: UnsafeBufferPointer<UInt8>) -> Int? {
+    func match(hostBytes: UnsafeBufferPointer<UInt8>?, pathBytes: UnsafeBufferPointer<UInt8>) -> Int? {
         if let hostBytes, !self.hostGroups.isEmpty {
             let bare = Self.stripPort(hostBytes)
             for group in self.hostGroups where Self.equalsLowercased(bare, group.host) {

@@ -2,9 +2,11 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Foundation
 import Testing
+import TokengateConfig
 
-@testable import TokengateConfig
+@testable import TokengateGateway
 
 @Suite("Route table")
 struct RouteTableTests {
@@ -92,8 +94,8 @@ struct RouteTableTests {
 
     @Test("the configuration's own table matches its routes")
     func fromConfiguration() throws {
-        let config = try GatewayConfiguration.load(path: configDirectory + "/dev.yaml", checkFiles: false)
-        let table = config.makeRouteTable()
+        let config = try GatewayConfiguration.load(path: DevCommandTests.shippedConfiguration, checkFiles: false)
+        let table = RouteTable(routes: config.routes)
         #expect(table.match(host: "localhost:8443", path: "/api/items") == 0)
         #expect(table.match(host: "localhost:8443", path: "/account/me") == 1)
         #expect(table.match(host: "localhost:8443", path: "/token") == 2)
