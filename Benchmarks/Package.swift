@@ -1,6 +1,6 @@
 // swift-tools-version:6.1
 //
-// tokengate hot-path benchmarks (issue 2, item 5; DESIGN §11), kept in their own package so that
+// tokengate hot-path benchmarks (docs/benchmarks.md), kept in their own package so that
 // package-benchmark, jwt-kit and swift-crypto never reach the product's dependency graph.
 //
 // Run from this directory:  swift package --disable-sandbox benchmark
