@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CTokengateNghttp2
+internal import CTokengateNghttp2
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -11,101 +11,14 @@ import NIOHTTP1
 package struct HTTP2SessionError: Error, CustomStringConvertible {
     package var call: String
     package var code: Int32
-    package var description: String { "\(self.call) failed: \(String(cString: nghttp2_strerror(self.code)))" }
-}
-
-// MARK: Session setup
-
-extension HTTP2ServerCodec {
-    /// Creates the server session, with its callbacks, options and allocator arena, and queues the server preface.
-    /// The caller keeps the arena at least as long as the session (``HTTP2SessionArena``).
-    ///
-    /// The session's user data is the codec, unretained: the codec owns the session and deletes it before
-    /// it goes away, so the pointer is valid whenever nghttp2 can call back.
-    package func makeSession() throws(HTTP2SessionError) -> (session: OpaquePointer, arena: HTTP2SessionArena) {
-        var callbacks: OpaquePointer?
-        var result = nghttp2_session_callbacks_new(&callbacks)
-        guard result == 0, let callbacks else {
-            throw HTTP2SessionError(call: "nghttp2_session_callbacks_new", code: result)
-        }
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, onBeginFrame)
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, onBeginHeaders)
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeader)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameReceived)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunk)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamClose)
-        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, onFrameSent)
-        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks, onInvalidFrame)
-        // No error callback: nghttp2's messages can quote header values (a token, a cookie) verbatim.
-
-        var option: OpaquePointer?
-        result = nghttp2_option_new(&option)
-        guard result == 0, let option else { throw HTTP2SessionError(call: "nghttp2_option_new", code: result) }
-        defer { nghttp2_option_del(option) }
-        // WINDOW_UPDATEs only for bytes the request logic passed on (nghttp2_session_consume).
-        nghttp2_option_set_no_auto_window_update(option, 1)
-        // HTTP messaging validation stays on: nghttp2_option_set_no_http_messaging is never called.
-        // Stated explicitly rather than left to the defaults, which changed between releases:
-        nghttp2_option_set_max_continuations(option, 8)
-        nghttp2_option_set_max_outbound_ack(option, 1000)
-        nghttp2_option_set_max_settings(option, 32)
-        // A backstop only: HTTP2DoSHeuristics' clientReset limit is stricter and trips first, with
-        // ENHANCE_YOUR_CALM and a log line; nghttp2's own ends the connection with INTERNAL_ERROR.
-        nghttp2_option_set_stream_reset_rate_limit(option, 1000, 33)
-
-        var session: OpaquePointer?
-        // The arena first: the session allocates from it and must be deleted before it (HTTP2SessionArena).
-        let arena = try HTTP2SessionArena()
-        result = nghttp2_session_server_new3(
-            &session,
-            callbacks,
-            Unmanaged.passUnretained(self).toOpaque(),
-            option,
-            arena.mem
-        )
-        arena.seal()
-        guard result == 0, let session else {
-            throw HTTP2SessionError(call: "nghttp2_session_server_new3", code: result)
-        }
-
-        var settings = [
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
-                value: UInt32(clamping: self.configuration.maxConcurrentStreams)
-            ),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
-                value: UInt32(clamping: self.configuration.initialWindowSize)
-            ),
-            nghttp2_settings_entry(
-                settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
-                value: UInt32(clamping: self.configuration.maxHeaderListSize)
-            ),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-        ]
-        result = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
-        if result == 0, self.configuration.connectionWindowSize > 65_535 {
-            result = nghttp2_session_set_local_window_size(
-                session,
-                UInt8(NGHTTP2_FLAG_NONE.rawValue),
-                0,
-                Int32(clamping: self.configuration.connectionWindowSize)
-            )
-        }
-        guard result == 0 else {
-            nghttp2_session_del(session)  // before `arena` goes out of scope
-            throw HTTP2SessionError(call: "nghttp2_submit_settings", code: result)
-        }
-        return (session, arena)
-    }
+    package var description: String { "\(self.call) failed: \(NGHTTP2ServerSession.describe(self.code))" }
 }
 
 // MARK: What the callbacks record. They never call nghttp2 and never call a handler.
 
 extension HTTP2ServerCodec {
     /// Every frame header, before its payload and before nghttp2 validates it: where floods are counted.
-    package func receivedFrameHeader(_ header: nghttp2_frame_hd) -> Int32 {
+    func receivedFrameHeader(_ header: nghttp2_frame_hd) -> Int32 {
         self.awaitingPreface = false
         let flags = UInt32(header.flags)
         switch UInt32(header.type) {
@@ -149,7 +62,7 @@ extension HTTP2ServerCodec {
         }
     }
 
-    package func beganHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+    func beganHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let id = frame.pointee.hd.stream_id
         self.headerBlockStartedAt = self.roundStartedAt
         self.headerBlockStream = id
@@ -177,7 +90,7 @@ extension HTTP2ServerCodec {
     /// keep the HPACK table in step): the only way to stop paying for the fields of a list already refused.
     /// The reset is what the client sees; a 431 cannot follow (the reset is queued ahead of any response, and
     /// closes the stream when it is sent). NGHTTP2_ERR_CALLBACK_FAILURE stops `mem_recv` and the connection.
-    package func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
+    func receivedHeader(_ frame: UnsafePointer<nghttp2_frame>, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) -> Int32 {
         guard let stream = self.stream(frame.pointee.hd.stream_id) else { return 0 }
         if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
             let wasOversized = stream.request.oversized
@@ -208,7 +121,7 @@ extension HTTP2ServerCodec {
         return false
     }
 
-    package func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+    func receivedFrame(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let header = frame.pointee.hd
         let endStream = UInt32(header.flags) & NGHTTP2_FLAG_END_STREAM.rawValue != 0
         switch UInt32(header.type) {
@@ -280,7 +193,7 @@ extension HTTP2ServerCodec {
         return 0
     }
 
-    package func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+    func sentFrame(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let header = frame.pointee.hd
         let endStream = UInt32(header.flags) & NGHTTP2_FLAG_END_STREAM.rawValue != 0
         switch UInt32(header.type) {
@@ -351,7 +264,7 @@ private func codec(_ userData: UnsafeMutableRawPointer?) -> HTTP2ServerCodec? {
     userData.map { Unmanaged<HTTP2ServerCodec>.fromOpaque($0).takeUnretainedValue() }
 }
 
-private func onBeginFrame(
+func onBeginFrame(
     _ session: OpaquePointer?,
     _ header: UnsafePointer<nghttp2_frame_hd>?,
     _ userData: UnsafeMutableRawPointer?
@@ -360,7 +273,7 @@ private func onBeginFrame(
     return codec.receivedFrameHeader(header.pointee)
 }
 
-private func onBeginHeaders(
+func onBeginHeaders(
     _ session: OpaquePointer?,
     _ frame: UnsafePointer<nghttp2_frame>?,
     _ userData: UnsafeMutableRawPointer?
@@ -369,7 +282,7 @@ private func onBeginHeaders(
     return codec.beganHeaders(frame)
 }
 
-private func onHeader(
+func onHeader(
     _ session: OpaquePointer?,
     _ frame: UnsafePointer<nghttp2_frame>?,
     _ name: UnsafePointer<UInt8>?,
@@ -387,7 +300,7 @@ private func onHeader(
     )
 }
 
-private func onFrameReceived(
+func onFrameReceived(
     _ session: OpaquePointer?,
     _ frame: UnsafePointer<nghttp2_frame>?,
     _ userData: UnsafeMutableRawPointer?
@@ -396,7 +309,7 @@ private func onFrameReceived(
     return codec.receivedFrame(frame)
 }
 
-private func onDataChunk(
+func onDataChunk(
     _ session: OpaquePointer?,
     _ flags: UInt8,
     _ streamID: Int32,
@@ -408,7 +321,7 @@ private func onDataChunk(
     return codec.receivedData(stream: streamID, UnsafeRawBufferPointer(start: data, count: length))
 }
 
-private func onStreamClose(
+func onStreamClose(
     _ session: OpaquePointer?,
     _ streamID: Int32,
     _ errorCode: UInt32,
@@ -418,7 +331,7 @@ private func onStreamClose(
     return codec.streamClosed(streamID, code: errorCode)
 }
 
-private func onFrameSent(
+func onFrameSent(
     _ session: OpaquePointer?,
     _ frame: UnsafePointer<nghttp2_frame>?,
     _ userData: UnsafeMutableRawPointer?
@@ -427,7 +340,7 @@ private func onFrameSent(
     return codec.sentFrame(frame)
 }
 
-private func onInvalidFrame(
+func onInvalidFrame(
     _ session: OpaquePointer?,
     _ frame: UnsafePointer<nghttp2_frame>?,
     _ libraryError: Int32,
@@ -438,7 +351,7 @@ private func onInvalidFrame(
         "HTTP/2 invalid frame",
         metadata: [
             "type": "\(frame.pointee.hd.type)", "stream": "\(frame.pointee.hd.stream_id)",
-            "nghttp2_error": "\(String(cString: nghttp2_strerror(libraryError)))",
+            "nghttp2_error": "\(NGHTTP2ServerSession.describe(libraryError))",
         ]
     )
     return 0

@@ -2,9 +2,9 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CTokengateNghttp2
+internal import CTokengateNghttp2
 import Logging
-import CTokengateShims
+internal import CTokengateShims
 import NIOCore
 import NIOHTTP1
 
@@ -88,32 +88,12 @@ extension HTTP2ServerCodec {
     /// nghttp2's window getters only read the session, so this may be asked at any time.
     package func streamReceiveWindowShut(_ id: Int32) -> Bool {
         guard let session = self.session, self.stream(id) != nil else { return false }
-        return nghttp2_session_get_local_window_size(session) <= 0
-            || nghttp2_session_get_stream_local_window_size(session, id) <= 0
+        return session.connectionWindow <= 0 || session.window(stream: id) <= 0
     }
 
     package func streamIsWritable(_ id: Int32) -> Bool {
         guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil else { return false }
         return stream.writable
-    }
-
-    /// Submits a response head (with or without a body to pull) or trailers through the C shim.
-    package static func submit(
-        _ block: HTTP2HeaderBlock,
-        session: OpaquePointer,
-        stream id: Int32,
-        response: Bool,
-        withBody: Bool
-    ) -> Int32 {
-        block.withFlatFields { bytes, lengths, neverIndex in
-            if response {
-                CTokengateShims_nghttp2_submit_response(
-                    session, id, bytes, lengths, neverIndex, block.count, withBody ? readResponseData : nil
-                )
-            } else {
-                CTokengateShims_nghttp2_submit_trailer(session, id, bytes, lengths, neverIndex, block.count)
-            }
-        }
     }
 
     /// The data provider's pull (called by nghttp2 during `mem_send`): copies up to `length` queued bytes.
@@ -168,7 +148,7 @@ extension HTTP2ServerCodec {
 
 /// nghttp2's data source read callback: finds the codec through the session's user data and the stream by
 /// id (the provider's `source` is unused).
-private func readResponseData(
+func readResponseData(
     _ session: OpaquePointer?,
     _ streamID: Int32,
     _ buffer: UnsafeMutablePointer<UInt8>?,

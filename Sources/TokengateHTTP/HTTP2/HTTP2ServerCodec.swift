@@ -2,8 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CTokengateNghttp2
-import CTokengateShims
+internal import CTokengateNghttp2
+internal import CTokengateShims
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -73,7 +73,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var state: State = .idle
 
     /// The nghttp2 session; created when the channel is active, deleted in `handlerRemoved` or `deinit`.
-    var session: OpaquePointer?
+    var session: NGHTTP2ServerSession?
     /// The session's allocator. Set together with `session` and never replaced or cleared: it must outlive the
     /// session, so it is released with the codec, after every `nghttp2_session_del` has run.
     private(set) var arena: HTTP2SessionArena?
@@ -163,12 +163,6 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.heuristics = HTTP2DoSHeuristics(limits: configuration.dos, now: .now())
     }
 
-    deinit {
-        if let session = self.session {
-            nghttp2_session_del(session)
-        }
-    }
-
     package var allocator: ByteBufferAllocator {
         self.context?.channel.allocator ?? ByteBufferAllocator()
     }
@@ -193,9 +187,8 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.state = .closed
         self.context = nil
         // Never while a round runs: nghttp2 may still be on the stack below us.
-        if !self.processing, let session = self.session {
+        if !self.processing {
             self.session = nil
-            nghttp2_session_del(session)
         }
     }
 
@@ -207,9 +200,9 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.idleSince = now
         self.heuristics = HTTP2DoSHeuristics(limits: self.configuration.dos, now: now)
         do {
-            let made = try self.makeSession()
-            self.arena = made.arena
-            self.session = made.session
+            let session = try NGHTTP2ServerSession(userData: Unmanaged.passUnretained(self).toOpaque(), configuration: self.configuration)
+            self.arena = session.arena
+            self.session = session
         } catch {
             self.logger.error("HTTP/2 session could not be created", metadata: ["error": "\(error)"])
             self.state = .closed
@@ -353,10 +346,9 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.actOnCalm(session)
         } while self.needsProcessing && self.isRunning
         self.processing = false
-        if self.context == nil, let session = self.session {
+        if self.context == nil {
             // handlerRemoved ran during the round and left the deletion to us.
             self.session = nil
-            nghttp2_session_del(session)
             return
         }
         self.closeIfDone(session, context: context)
@@ -372,19 +364,17 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
 
     /// Step 1: `mem_recv` must take every byte (nghttp2 never pauses here: no callback returns
     /// NGHTTP2_ERR_PAUSE). A negative result is fatal for the session.
-    private func feedInput(_ session: OpaquePointer) {
+    private func feedInput(_ session: NGHTTP2ServerSession) {
         while let buffer = self.pendingInput.popFirst() {
             guard case .active = self.state else {
                 self.pendingInput.removeAll()
                 return
             }
-            let result = buffer.withUnsafeReadableBytes { bytes in
-                nghttp2_session_mem_recv(session, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count)
-            }
+            let result = buffer.withUnsafeReadableBytes { session.receive($0) }
             if result < 0 {
                 self.receiveFailed(Int32(truncatingIfNeeded: result))
             } else {
-                precondition(result == buffer.readableBytes, "nghttp2_session_mem_recv left bytes unconsumed")
+                precondition(result == buffer.readableBytes, "nghttp2 left received bytes unconsumed")
             }
         }
     }
@@ -393,7 +383,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         if self.calm != nil {
             return  // Our own callback stopped nghttp2; actOnCalm sends the GOAWAY.
         }
-        let reason = String(cString: nghttp2_strerror(code))
+        let reason = NGHTTP2ServerSession.describe(code)
         self.logger.debug("HTTP/2 session ended by nghttp2", metadata: ["nghttp2_error": "\(reason)"])
         self.goawayCause = reason
         if code == NGHTTP2_ERR_FLOODED.rawValue || code == NGHTTP2_ERR_BAD_CLIENT_MAGIC.rawValue {
@@ -411,7 +401,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     }
 
     /// A rate limit tripped in a callback: GOAWAY ENHANCE_YOUR_CALM, and nothing more is read.
-    private func actOnCalm(_ session: OpaquePointer) {
+    private func actOnCalm(_ session: NGHTTP2ServerSession) {
         guard let event = self.calm, !self.goawaySubmitted else { return }
         self.logger.warning(
             "HTTP/2 client flooding, closing the connection",
@@ -509,7 +499,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
 
     /// Step 3: everything handlers queued since the last round, in nghttp2 calls. None of these calls runs a
     /// callback, so the stream table is safe to walk here.
-    private func submitPending(_ session: OpaquePointer) {
+    private func submitPending(_ session: NGHTTP2ServerSession) {
         // The list is swapped with an empty one kept for this (streams marked during the loop go there, for
         // the next round): emptying a list another reference still shares would allocate a new one per round.
         var dirty = self.spareDirtyStreams
@@ -522,7 +512,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             guard let stream = self.stream(id) else { continue }
             stream.dirty = false
             if stream.consumePending > 0 {
-                nghttp2_session_consume(session, id, stream.consumePending)
+                session.consume(stream: id, bytes: stream.consumePending)
                 stream.consumePending = 0
                 // The client gets window to send more: a stall of its body is measured from now.
                 stream.lastInboundAt = self.roundStartedAt
@@ -532,14 +522,14 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                 stream.resetRequested = nil
                 stream.body.removeAll(keepingCapacity: true)
                 stream.queuedBytes = 0
-                nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, code.rawValue)
+                session.resetStream(id, code: code.rawValue)
                 continue
             }
             if stream.continueDue {
                 stream.continueDue = false
                 // Pointless once the final head is on its way: the client reads that instead.
                 if !stream.headWritten {
-                    let result = CTokengateShims_nghttp2_submit_continue(session, id)
+                    let result = session.submitContinue(stream: id)
                     if result != 0 {
                         self.submitFailed(stream, session: session, result: result)
                         continue
@@ -549,7 +539,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             if let head = stream.pendingHead {
                 stream.pendingHead = nil
                 let bodyless = stream.endWritten && stream.body.isEmpty && stream.pendingTrailers == nil
-                let result = Self.submit(head, session: session, stream: id, response: true, withBody: !bodyless)
+                let result = session.submit(head, stream: id, response: true, withBody: !bodyless)
                 // nghttp2 copied the fields: the block's storage can serve the next response.
                 self.spares.giveBack(headerBlock: head)
                 if result != 0 {
@@ -558,19 +548,19 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                 }
             } else if stream.deferred, !stream.body.isEmpty || stream.endWritten {
                 stream.deferred = false
-                nghttp2_session_resume_data(session, id)
+                session.resumeData(stream: id)
             }
             if stream.trailersDue, let trailers = stream.pendingTrailers {
                 stream.trailersDue = false
                 stream.pendingTrailers = nil
-                let result = Self.submit(trailers, session: session, stream: id, response: false, withBody: false)
+                let result = session.submit(trailers, stream: id, response: false, withBody: false)
                 if result != 0 {
                     self.submitFailed(stream, session: session, result: result)
                 }
             }
         }
         if self.connectionConsumePending > 0 {
-            nghttp2_session_consume_connection(session, self.connectionConsumePending)
+            session.consumeConnection(bytes: self.connectionConsumePending)
             self.connectionConsumePending = 0
         }
         if self.goawayDue != nil {
@@ -578,18 +568,18 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         }
     }
 
-    private func submitFailed(_ stream: HTTP2StreamState, session: OpaquePointer, result: Int32) {
+    private func submitFailed(_ stream: HTTP2StreamState, session: NGHTTP2ServerSession, result: Int32) {
         self.logger.debug(
             "HTTP/2 response could not be submitted",
-            metadata: ["stream": "\(stream.id)", "nghttp2_error": "\(String(cString: nghttp2_strerror(result)))"]
+            metadata: ["stream": "\(stream.id)", "nghttp2_error": "\(NGHTTP2ServerSession.describe(result))"]
         )
         stream.body.removeAll(keepingCapacity: true)
         stream.queuedBytes = 0
         let code = HTTP2ErrorCode.internalError.rawValue
-        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream.id, code)
+        session.resetStream(stream.id, code: code)
     }
 
-    private func submitGoaway(_ session: OpaquePointer) {
+    private func submitGoaway(_ session: NGHTTP2ServerSession) {
         guard let (code, terminate) = self.goawayDue else { return }
         self.goawayDue = nil
         guard !self.goawaySubmitted else { return }
@@ -597,17 +587,16 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         if terminate {
             // GOAWAY with the last processed stream id; nghttp2 then wants neither to read nor to write
             // once it is sent, and the connection closes without waiting for the streams.
-            nghttp2_session_terminate_session(session, code.rawValue)
+            session.terminate(code: code.rawValue)
         } else {
-            let last = nghttp2_session_get_last_proc_stream_id(session)
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, nil, 0)
+            session.submitGoaway(code: code.rawValue)
         }
     }
 
     /// Step 4: takes nghttp2's output into one buffer and writes and flushes it. Stops while the channel
     /// is not writable (the rest stays queued in nghttp2 until `channelWritabilityChanged`), and after
     /// ``HTTP2ServerConfiguration/maxBytesPerFlush`` to look at writability again.
-    private func drain(_ session: OpaquePointer, context: ChannelHandlerContext) {
+    private func drain(_ session: NGHTTP2ServerSession, context: ChannelHandlerContext) {
         guard self.isRunning else { return }
         var finished = false
         while !finished, context.channel.isWritable {
@@ -616,23 +605,22 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             // it go at the flush, so the next round on any connection of the thread writes into it again.
             var buffer = ByteBuffer()
             while buffer.readableBytes < self.configuration.maxBytesPerFlush {
-                var data: UnsafePointer<UInt8>? = nil
-                let count = nghttp2_session_mem_send(session, &data)
-                if count < 0 {
-                    let reason = String(cString: nghttp2_strerror(Int32(truncatingIfNeeded: count)))
+                var error: Int32 = 0
+                guard let frames = session.nextOutput(error: &error) else {
+                    let reason = NGHTTP2ServerSession.describe(error)
                     self.logger.debug("HTTP/2 send failed", metadata: ["nghttp2_error": "\(reason)"])
                     self.state = .closing
                     finished = true
                     break
                 }
-                guard count > 0, let data else {
+                guard !frames.isEmpty else {
                     finished = true
                     break
                 }
                 if buffer.capacity == 0 {
-                    buffer = self.takeOutputBuffer(context.channel.allocator, max(count, 4096))
+                    buffer = self.takeOutputBuffer(context.channel.allocator, max(frames.count, 4096))
                 }
-                buffer.writeBytes(UnsafeRawBufferPointer(start: data, count: count))
+                buffer.writeBytes(frames)
             }
             if buffer.readableBytes > 0 {
                 self.giveBackOutputBuffer(buffer)
@@ -649,9 +637,9 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
 
     /// Closes once nghttp2 is done with the connection (or, when closing, has nothing left to send), after
     /// the last write completed.
-    private func closeIfDone(_ session: OpaquePointer, context: ChannelHandlerContext) {
-        let wantsRead = nghttp2_session_want_read(session) != 0
-        let wantsWrite = nghttp2_session_want_write(session) != 0
+    private func closeIfDone(_ session: NGHTTP2ServerSession, context: ChannelHandlerContext) {
+        let wantsRead = session.wantsRead
+        let wantsWrite = session.wantsWrite
         let linger: TimeAmount
         switch self.state {
         case .active where !wantsRead && !wantsWrite:
@@ -746,8 +734,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.logger.debug("HTTP/2 idle timeout")
             self.goawayDue = (.noError, true)
         } else if self.openStreamCount == 0, !self.idlePagesReleased, let idle = self.idleSince,
-            now >= idle + self.configuration.idlePageReleaseDelay, !self.processing, let session = self.session,
-            let arena = self.arena
+            now >= idle + self.configuration.idlePageReleaseDelay, !self.processing, let session = self.session
         {
             // Once per idle period, tried or not: a session with output pending keeps its pages until the
             // next idle period.
@@ -755,7 +742,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             // Nor does an idle connection keep storage for streams: a busy one drops to no open stream between
             // every batch of requests, so the spares go only once the connection has been idle this long.
             self.spares.release()
-            _ = arena.releasePagesIfIdle(session: session)
+            _ = session.releasePagesIfIdle()
         }
         if self.goawayDue != nil {
             self.state = .closing
@@ -778,11 +765,11 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.bodyCheckAt = nil
         guard let session = self.session else { return }
         let timeout = self.configuration.idleTimeout
-        let connectionWindow = nghttp2_session_get_local_window_size(session)
+        let connectionWindow = session.connectionWindow
         var next: NIODeadline?
         var stalled: [HTTP2StreamState] = []
         for stream in self.streams.values where !stream.remoteEnded && !stream.closed && stream.resetRequested == nil {
-            if connectionWindow <= 0 || nghttp2_session_get_stream_local_window_size(session, stream.id) <= 0 {
+            if connectionWindow <= 0 || session.window(stream: stream.id) <= 0 {
                 stream.lastInboundAt = now
             }
             let deadline = stream.lastInboundAt + timeout

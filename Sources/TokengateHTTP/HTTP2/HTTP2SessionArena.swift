@@ -2,8 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CTokengateNghttp2
-import CTokengateShims
+internal import CTokengateNghttp2
+internal import CTokengateShims
 
 /// The allocator of one nghttp2 session: malloc for small blocks, pages of their own for the 16 KiB frame
 /// buffer, which an idle session hands back to the kernel (`CTokengateShims_nghttp2.h` says why).
@@ -26,7 +26,7 @@ package final class HTTP2SessionArena {
     }
 
     /// What to pass to `nghttp2_session_server_new3`; valid as long as the arena.
-    package var mem: UnsafeMutablePointer<nghttp2_mem> {
+    var mem: UnsafeMutablePointer<nghttp2_mem> {
         CTokengateShims_nghttp2_arena_mem(self.arena)
     }
 
@@ -52,16 +52,8 @@ package final class HTTP2SessionArena {
         CTokengateShims_nghttp2_arena_resident_bytes(self.arena)
     }
 
-    /// Hands the frame buffer's pages back to the kernel; returns the bytes released. Only when `session`
-    /// (served by this arena) serializes no frame — it wants to read and has nothing to write — and never while
-    /// nghttp2 is on the stack; otherwise nothing is released.
-    package func releasePagesIfIdle(session: OpaquePointer) -> Int {
-        guard nghttp2_session_want_read(session) != 0, nghttp2_session_want_write(session) == 0 else { return 0 }
-        return self.releasePages()
-    }
-
     /// Hands every mapped block's pages back unconditionally: they read as zero afterwards. Only when nothing in
-    /// them is needed any more (``releasePagesIfIdle(session:)`` checks that for a session).
+    /// them is needed any more (``NGHTTP2ServerSession/releasePagesIfIdle()`` checks that for a session).
     package func releasePages() -> Int {
         CTokengateShims_nghttp2_arena_release_pages(self.arena)
     }
