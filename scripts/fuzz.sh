@@ -165,16 +165,13 @@ for body in ['{}', '{"access_token":"a.b.c"}', '{"access_token":"a","access_toke
              ' {"a":{"access_token":"nested"},"access_token":"top"} ']:
     seed("FuzzJSONBody", body)
 
-# Configurations: the shipped ones, the benchmark ones, the one inside the Kubernetes ConfigMap, and every
+# Configurations: the shipped ones, the benchmark ones, the Kubernetes ones (base and overlay), and every
 # YAML example in the docs.
 configs = ["Config/tokengate.yaml", "Config/dev.yaml", "scripts/bench/tokengate.yaml",
-           "scripts/bench/tokengate-idle.yaml", "deploy/docker/tokengate.yaml", "deploy/systemd/tokengate.yaml"]
+           "scripts/bench/tokengate-idle.yaml", "deploy/docker/tokengate.yaml", "deploy/systemd/tokengate.yaml",
+           "deploy/kubernetes/base/tokengate.yaml", "deploy/kubernetes/overlays/production/tokengate.yaml"]
 for path in configs:
     seed("FuzzConfiguration", open(os.path.join(root, path), "rb").read())
-configmap = open(os.path.join(root, "deploy/kubernetes/configmap.yaml")).read()
-block = re.search(r"tokengate\.yaml: \|\n((?:    .*\n|\n)+)", configmap)
-if block:
-    seed("FuzzConfiguration", "\n".join(line[4:] for line in block.group(1).splitlines()) + "\n")
 for doc in sorted(os.listdir(os.path.join(root, "docs"))):
     if doc.endswith(".md"):
         text = open(os.path.join(root, "docs", doc)).read()

@@ -335,7 +335,8 @@ struct ConfigMapping {
     /// One error per key that is not among `allowed`, in the file's order, each with a suggestion for a likely
     /// typo: ``ConfigNode/mapping(allowed:)`` throws the first, the top level reports them all.
     func unknownKeys(allowed: [String]) -> [ConfigurationError] {
-        self.entries.filter { !allowed.contains($0.key) }.map { entry in
+        let unknown = self.entries.filter { !allowed.contains($0.key) }
+        var errors = unknown.prefix(Self.unknownKeysReported).map { entry in
             var message = "unknown key"
             if entry.key == "<<" {
                 message += " (YAML merge keys are not supported)"
@@ -346,7 +347,15 @@ struct ConfigMapping {
             }
             return entry.keyNode.error(.unknownKey, message)
         }
+        if unknown.count > Self.unknownKeysReported, let next = unknown.dropFirst(Self.unknownKeysReported).first {
+            errors.append(next.keyNode.error(.unknownKey, "\(unknown.count - Self.unknownKeysReported) more unknown keys from here on"))
+        }
+        return errors
     }
+
+    /// Unknown keys reported one by one per mapping; the rest are one line. A file of tens of thousands of stray
+    /// keys (a pasted data file, a hostile one) gets a bounded answer in bounded memory.
+    static let unknownKeysReported = 20
 
     /// The value of a required key; a missing key is reported at the mapping itself.
     func required(_ key: String) throws(ConfigurationError) -> ConfigNode {

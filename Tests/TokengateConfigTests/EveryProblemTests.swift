@@ -81,4 +81,13 @@ struct EveryProblemTests {
     @Test func aValidFileHasNoProblem() throws {
         #expect(try self.problems(minimalYAML).isEmpty)
     }
+
+    @Test func tensOfThousandsOfStrayKeysGetABoundedAnswer() throws {
+        let yaml = (0..<20_000).map { "k\($0): \($0)\n" }.joined()
+        let unknown = try self.problems(yaml).filter { $0.code == .unknownKey }
+        #expect(unknown.count == ConfigMapping.unknownKeysReported + 1)
+        #expect(unknown.first?.description.contains("k0: unknown key") == true)
+        #expect(unknown.last?.description.contains("19980 more unknown keys from here on") == true)
+        #expect(unknown.last?.description.contains(":21:1:") == true)  // at the first key not listed
+    }
 }

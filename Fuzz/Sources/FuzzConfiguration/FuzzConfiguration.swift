@@ -34,7 +34,6 @@ func fuzzConfiguration(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             sourcePath: "/nonexistent/tokengate-fuzz/tokengate.yaml",
             checkFiles: false
         )
-        _ = configuration.makeRouteTable()
         _ = configuration.warnings
         guard configuration.restartOnlyChanges(comparedTo: configuration).isEmpty else {
             fatalError("a configuration differs from itself for a reload")
