@@ -231,14 +231,22 @@ public actor CutoffSyncService {
             let fullReloadDue = self.lastFullReloadAt.map {
                 now - $0 >= self.configuration.fullReloadInterval.components.seconds
             } ?? true
-            if let table = self.table, let position = table.position, !fullReloadDue, !self.needsFullReload,
-                try await self.followFeedLocked(from: position, table: table)
-            {
-                return
+            var feedNeedsReload = false
+            if let table = self.table, let position = table.position, !fullReloadDue, !self.needsFullReload {
+                switch try await self.followFeedLocked(from: position, table: table) {
+                case .followed:
+                    return
+                case .cannotTell:
+                    feedNeedsReload = true
+                case .noFeed:
+                    // A full load named a position but the store reads no feed (a store wrapping another): the
+                    // marker decides, as for any store without one.
+                    self.table?.position = nil
+                }
             }
             let marker = try await self.store.changeMarker()
             if self.table == nil || marker == nil || marker != self.lastMarker || fullReloadDue
-                || self.needsFullReload || self.table?.position != nil
+                || self.needsFullReload || feedNeedsReload
             {
                 try await self.reloadLocked(marker: marker)
             } else {
@@ -428,11 +436,14 @@ extension CutoffSyncService {
     /// Merges the feed's changes since `position` into the enforced table and publishes it if anything changed.
     /// Caller holds the gate.
     ///
-    /// - Returns: `false` when the feed cannot say what changed, and the caller reloads everything: the store has no
-    ///   feed (any more), the feed was renumbered (another file or database, a restored backup: another feed name,
-    ///   or a sequence lower than the one seen), the force epoch moved (a cutoff forced back or a row deleted, which
+    /// - Returns: ``FeedOutcome/cannotTell`` when the feed cannot say what changed, and the caller reloads
+    ///   everything: the feed was renumbered (another file or database, a restored backup: another feed name, or a
+    ///   sequence lower than the one seen), the force epoch moved (a cutoff forced back or a row deleted, which
     ///   changed rows cannot express), or more than ``Configuration/maxFeedBatches`` reads were waiting.
-    private func followFeedLocked(from position: CutoffFeedPosition, table enforced: CutoffTable) async throws -> Bool {
+    private func followFeedLocked(
+        from position: CutoffFeedPosition,
+        table enforced: CutoffTable
+    ) async throws -> FeedOutcome {
         var table = enforced
         var position = position
         var changed = false
@@ -440,17 +451,17 @@ extension CutoffSyncService {
         for _ in 0..<self.configuration.maxFeedBatches {
             guard let changes = try await self.store.changes(since: position, limit: self.configuration.feedBatch)
             else {
-                return false
+                return .noFeed
             }
             guard changes.position.feed == position.feed, changes.position.sequence >= position.sequence else {
                 self.logger.notice(
                     "the cutoff store's change feed was renumbered (another file or database, or a restored backup); reloading everything",
                     metadata: ["was": "\(position)", "now": "\(changes.position)"]
                 )
-                return false
+                return .cannotTell
             }
             guard changes.forceEpoch == table.forceEpoch else {
-                return false
+                return .cannotTell
             }
             let global = CutoffTable.later(table.globalRevokedBefore, changes.globalRevokedBefore)
             if global != table.globalRevokedBefore {
@@ -478,14 +489,24 @@ extension CutoffSyncService {
                 } else {
                     self.table = table
                 }
-                return true
+                return .followed
             }
         }
         self.logger.info(
             "more cutoff changes are waiting than the change feed reads at once; reloading everything",
             metadata: ["rows": "\(self.configuration.feedBatch * self.configuration.maxFeedBatches)"]
         )
-        return false
+        return .cannotTell
+    }
+
+    /// What reading the change feed came to.
+    enum FeedOutcome {
+        /// The changes are merged (and published, if any).
+        case followed
+        /// The feed cannot say what changed: reload everything.
+        case cannotTell
+        /// The store reads no feed.
+        case noFeed
     }
 
     /// Logs the cutoffs of the enforced table that are further ahead than a write may set (``futureCutoffs``): at

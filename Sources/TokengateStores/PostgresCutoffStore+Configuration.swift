@@ -40,6 +40,11 @@ extension PostgresCutoffStore {
         public var operationTimeout: Duration
         /// Longest time to establish one connection (for a call, also within ``operationTimeout``).
         public var connectTimeout: Duration
+        /// Longest time a full load of every cutoff may take (at start, every resync interval, after a forced
+        /// write), and the schema's upgrade (which builds an index): ten million rows take seconds, not the
+        /// ``operationTimeout`` of one statement. Each `FETCH` of the load is still one statement within
+        /// ``operationTimeout``.
+        public var loadTimeout: Duration
         /// The most pooled connections (the LISTEN connection comes on top), and the number of threads that run
         /// libpq calls.
         public var maxConnections: Int
@@ -58,7 +63,8 @@ extension PostgresCutoffStore {
             rpTable: RPTable? = nil,
             operationTimeout: Duration = .seconds(5),
             connectTimeout: Duration = .seconds(5),
-            maxConnections: Int = 4
+            maxConnections: Int = 4,
+            loadTimeout: Duration = .seconds(120)
         ) {
             self.host = host
             self.port = port
@@ -74,6 +80,7 @@ extension PostgresCutoffStore {
             self.operationTimeout = operationTimeout
             self.connectTimeout = connectTimeout
             self.maxConnections = maxConnections
+            self.loadTimeout = max(loadTimeout, operationTimeout)
         }
 
         /// Parses `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]` (`postgresql://` too;

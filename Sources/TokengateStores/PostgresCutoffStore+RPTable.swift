@@ -136,8 +136,9 @@ extension PostgresCutoffStore {
                 load: """
                     \(self.own.globalLoadRow)
                     UNION ALL
-                    SELECT 1::bigint, \(u)::text, \(p), \(a) FROM \(t) WHERE \(notNull)
+                    SELECT 1::bigint, \(u)::text, \(p), \(a), NULL::bigint FROM \(t) WHERE \(notNull)
                     """,
+                changes: nil,
                 // NULL without the global row, so the sync service reloads and reports it missing.
                 marker: """
                     SELECT (\(self.own.globalMarker))
@@ -156,7 +157,8 @@ extension PostgresCutoffStore {
                     WHERE g.id = 1
                     """,
                 lookupUserID: lookupUserID,
-                lookupGlobalOnly: self.own.globalLookup
+                lookupGlobalOnly: self.own.globalLookup,
+                hasFeed: false
             )
         }
 
