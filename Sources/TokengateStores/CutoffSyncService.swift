@@ -107,6 +107,8 @@ public actor CutoffSyncService {
     private var table: CutoffTable?
     /// Set after a forced write was applied locally: the next poll must reload even if the marker is the same.
     private var needsFullReload = false
+    /// Set while a poll runs for a change signal.
+    private var signalPending = false
     private var lastMarker: String?
     private var lastFullReloadAt: Int64?
     private var gateBusy = false
@@ -212,6 +214,7 @@ public actor CutoffSyncService {
         if self.table?.position == nil {
             self.needsFullReload = true
         }
+        self.signalPending = true
         await self.poll()
     }
 
@@ -225,7 +228,10 @@ public actor CutoffSyncService {
     /// Otherwise just confirm the store is reachable. Failures are recorded, logged and leave the snapshot.
     public func poll() async {
         await self.enterGate()
-        defer { self.leaveGate() }
+        defer {
+            self.signalPending = false
+            self.leaveGate()
+        }
         do {
             let now = self.clock()
             let fullReloadDue = self.lastFullReloadAt.map {
@@ -240,8 +246,9 @@ public actor CutoffSyncService {
                     feedNeedsReload = true
                 case .noFeed:
                     // A full load named a position but the store reads no feed (a store wrapping another): the
-                    // marker decides, as for any store without one.
+                    // marker decides from now on, as for any store without one; a signal reloads, as it does there.
                     self.table?.position = nil
+                    feedNeedsReload = self.signalPending
                 }
             }
             let marker = try await self.store.changeMarker()
