@@ -42,6 +42,7 @@ struct SnapshotScaleMeasurement {
         let lookup = Self.lookups(count: count, idKind: idKind) { snapshot.users[$0] != nil }
         // One user's change while the snapshot holds the table: the path to the user is copied, the rest shared.
         let changes = 1_000
+        let beforeChanges = Self.residentBytes()
         let start = ContinuousClock.now
         for index in 0..<changes {
             users[CutoffUserKey(Self.id((index &* 7_919) % count, kind: idKind))] = UserCutoffs(revokedBefore: -1)
@@ -50,7 +51,7 @@ struct SnapshotScaleMeasurement {
         let grown = Self.residentBytes()
         print("SCALE map ids=\(idKind) users=\(count) resident=\((after - before) >> 20) MiB "
             + "bytes/user=\(Int(Double(after - before) / Double(count))) lookup=\(lookup) change=\(change) "
-            + "resident after \(changes) changes +\((grown - after) >> 10) KiB")
+            + "resident after \(changes) changes +\((grown - beforeChanges) >> 10) KiB")
         #expect(snapshot.users[CutoffUserKey(Self.id(0, kind: idKind))] == UserCutoffs(revokedBefore: 0))
     }
 
