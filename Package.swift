@@ -89,17 +89,31 @@ let package = Package(
         .target(
             name: "TokengateConfig",
             dependencies: [
-                "TokengatePercentEncoding",
+                "TokengateTokens", "TokengateHTTP", "TokengatePercentEncoding",
                 .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: swiftSettings
         ),
 
-        // MARK: The gateway pipeline: HTTP/1.1, routing, extraction, forwarding.
+        // MARK: The protocol layer: HTTP/1.1 parsing and serializing, HTTP/2 over libnghttp2. Knows nothing of
+        // configuration, tokens or sockets (no NIOPosix): it turns bytes into requests and responses into bytes.
+        .target(
+            name: "TokengateHTTP",
+            dependencies: [
+                "TokengatePercentEncoding", "CTokengateNghttp2", "CTokengateShims",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The gateway: listeners, the proxy and token page exchanges, upstream pools, logs and metrics.
         .target(
             name: "TokengateGateway",
             dependencies: [
-                "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding", "CTokengateNghttp2", "CTokengateShims",
+                "TokengateHTTP", "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding",
+                "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -108,6 +122,35 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Atomics", package: "swift-atomics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The admin listener: probes, metrics, reload and the cutoff admin API.
+        .target(
+            name: "TokengateAdmin",
+            dependencies: [
+                "TokengateGateway", "TokengateHTTP", "TokengateStores", "TokengateConfig", "TokengateTLS",
+                "TokengateTokens",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: The demo website and backend that `tokengate dev` and the tests run; part of no library product.
+        .target(
+            name: "TokengateDemo",
+            dependencies: [
+                "TokengateTokens", "TokengateHTTP", "TokengateGateway",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -142,7 +185,8 @@ let package = Package(
         .executableTarget(
             name: "tokengate",
             dependencies: [
-                "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateStores", "TokengateTLS",
+                "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateAdmin", "TokengateDemo",
+                "TokengateHTTP", "TokengateStores", "TokengateTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -199,13 +243,13 @@ let package = Package(
         ),
         .testTarget(
             name: "TokengateConfigTests",
-            dependencies: ["TokengateConfig"],
+            dependencies: ["TokengateConfig", "TokengateHTTP", "TokengateTokens"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TokengateStoresTests",
             dependencies: [
-                "TokengateStores", "TokengateTokens", "TokengateTestSupport",
+                "TokengateStores", "TokengateAdmin", "TokengateTokens", "TokengateTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -230,8 +274,8 @@ let package = Package(
         .testTarget(
             name: "TokengateGatewayTests",
             dependencies: [
-                "TokengateGateway", "TokengateTokens", "TokengateConfig", "TokengateTLS", "TokengateTestSupport",
-                "TokengateClient", "CTokengateNghttp2",
+                "TokengateGateway", "TokengateHTTP", "TokengateAdmin", "TokengateDemo", "TokengateTokens",
+                "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateClient", "CTokengateNghttp2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

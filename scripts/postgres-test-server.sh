@@ -20,7 +20,8 @@
 #
 # Environment (all optional):
 #   TOKENGATE_PG_DIR   data/socket/log directory      (default /tmp/tokengate-pg-$UID)
-#   TOKENGATE_PG_PORT  first port to try              (default 55432; the next free one up to +100 is used)
+#   TOKENGATE_PG_PORT  first port to try              (default 25432, below the kernel's ephemeral range, where
+#                      a client connection's TIME_WAIT can hold a port; the next free one up to +100 is used)
 #   TOKENGATE_PG_BIN   PostgreSQL binaries            (default /usr/lib/postgresql/15/bin)
 #
 # PostgreSQL refuses to run as root, so as root the server runs as the `postgres` system user (created if
@@ -28,7 +29,7 @@
 set -euo pipefail
 
 DIR="${TOKENGATE_PG_DIR:-/tmp/tokengate-pg-$(id -u)}"
-FIRST_PORT="${TOKENGATE_PG_PORT:-55432}"
+FIRST_PORT="${TOKENGATE_PG_PORT:-25432}"
 PGBIN="${TOKENGATE_PG_BIN:-/usr/lib/postgresql/15/bin}"
 DATA="$DIR/data"
 TEST_USER="tokengate"

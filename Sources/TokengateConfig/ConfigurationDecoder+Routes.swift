@@ -2,7 +2,9 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateHTTP
 import TokengatePercentEncoding
+import TokengateTokens
 
 /// What route decoding needs to know about the other sections.
 struct RouteEnvironment {
@@ -113,7 +115,7 @@ extension ConfigurationDecoder {
         let accept = try self.accept(acceptNode)
         var sources: [TokenSource] = []
         var forwardToken = ForwardTokenMode.strip
-        var algorithms: [JWTAlgorithmName]?
+        var algorithms: [TokenAlgorithm]?
         var requiredClaims: [RequiredClaim] = []
         if accept.acceptsTokens {
             guard environment.hasKeys else {
@@ -238,16 +240,10 @@ extension ConfigurationDecoder {
     ]
 
     /// Request headers the gateway removes before forwarding, whatever the route (operations.md, "What the
-    /// backend receives"): hop-by-hop fields, `Expect`, and the fields that say where a request came from. Kept
-    /// equal to the request rewriter's lists by
-    /// `FieldNameSetTests.theConfigurationKnowsWhatTheRewriterDrops`. Besides these, every `X-Tokengate-*` field
-    /// and every name holding `_` is removed.
-    static let headersRemovedBeforeForwarding: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authorization",
-        "proxy-authenticate", "http2-settings", "expect", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
-        "x-forwarded-port", "x-forwarded-prefix", "x-forwarded-server", "forwarded", "x-request-id", "x-real-ip",
-        "true-client-ip", "x-client-ip", "x-original-url", "x-rewrite-url",
-    ]
+    /// backend receives"): hop-by-hop fields, `Expect`, and the fields that say where a request came from — the
+    /// request rewriter's own list (``ProxyFieldRules/removedBeforeForwarding``). Besides these, every
+    /// `X-Tokengate-*` field and every name holding `_` is removed.
+    static let headersRemovedBeforeForwarding: Set<String> = ProxyFieldRules.removedBeforeForwarding
 
     /// Whether the gateway removes a request header of this name before forwarding.
     static func isRemovedBeforeForwarding(header name: String) -> Bool {

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateTokens
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -245,7 +247,7 @@ struct ConfigurationDecoder {
                 audience = [try audienceNode.string()]
             }
         }
-        var algorithms = JWTAlgorithmName.allCases
+        var algorithms = TokenAlgorithm.allCases
         if let algorithmsNode = map["algorithms"] {
             algorithms = try self.algorithmList(algorithmsNode)
         }
@@ -260,10 +262,10 @@ struct ConfigurationDecoder {
         )
     }
 
-    func algorithmList(_ node: ConfigNode) throws(ConfigurationError) -> [JWTAlgorithmName] {
-        var algorithms: [JWTAlgorithmName] = []
+    func algorithmList(_ node: ConfigNode) throws(ConfigurationError) -> [TokenAlgorithm] {
+        var algorithms: [TokenAlgorithm] = []
         for item in try node.sequence(maximumCount: 16) {
-            let algorithm = try item.choice(JWTAlgorithmName.self)
+            let algorithm = try item.choice(TokenAlgorithm.self)
             guard !algorithms.contains(algorithm) else {
                 throw item.error(.duplicate, "\(algorithm.rawValue) is listed twice")
             }
@@ -317,7 +319,7 @@ struct ConfigurationDecoder {
         _ map: ConfigMapping,
         item: ConfigNode,
         tokens: TokenSettings
-    ) throws(ConfigurationError) -> (KeyMaterialSource, JWTAlgorithmName?, String?) {
+    ) throws(ConfigurationError) -> (KeyMaterialSource, TokenAlgorithm?, String?) {
         let sourceKeys = map.present(among: ["jwks", "pem", "hmac_file", "hmac_env"])
         guard sourceKeys.count == 1, let sourceKey = sourceKeys.first, let sourceNode = map[sourceKey] else {
             if sourceKeys.isEmpty {
@@ -329,7 +331,7 @@ struct ConfigurationDecoder {
             )
         }
         let algorithmNode = map["alg"]
-        let algorithm = try algorithmNode?.choice(JWTAlgorithmName.self)
+        let algorithm = try algorithmNode?.choice(TokenAlgorithm.self)
         let kid = try map["kid"]?.string(maximumLength: 256)
         if let kid, !ValueSyntax.isPrintableASCII(kid, allowSpace: false) {
             throw map.keyNode("kid").error(.invalidValue, "kid must be printable ASCII without spaces")

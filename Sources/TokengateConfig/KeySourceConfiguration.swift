@@ -2,17 +2,19 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateTokens
+
 /// One source of verification keys.
 ///
 /// The algorithm is bound to the key (DESIGN §1): a PEM key or an HMAC secret must say which algorithm it is
 /// for, and a JWK Set's keys carry their own `alg` (``algorithm`` then only fills in for JWKs that lack one).
 public struct KeySourceConfiguration: Sendable, Equatable {
     public var source: KeyMaterialSource
-    public var algorithm: JWTAlgorithmName?
+    public var algorithm: TokenAlgorithm?
     /// The `kid` tokens signed with this key carry. For a JWK Set the kids come from the set.
     public var keyID: String?
 
-    public init(source: KeyMaterialSource, algorithm: JWTAlgorithmName? = nil, keyID: String? = nil) {
+    public init(source: KeyMaterialSource, algorithm: TokenAlgorithm? = nil, keyID: String? = nil) {
         self.source = source
         self.algorithm = algorithm
         self.keyID = keyID
@@ -23,11 +25,11 @@ public struct KeySourceConfiguration: Sendable, Equatable {
 /// but the file holds a private key. Never exposed, never logged.
 public struct SigningKeyConfiguration: Sendable, Equatable {
     public var source: KeyMaterialSource
-    public var algorithm: JWTAlgorithmName?
+    public var algorithm: TokenAlgorithm?
     /// Which key of a JWK Set to sign with (required when the set holds several), and the `kid` put in tokens.
     public var keyID: String?
 
-    public init(source: KeyMaterialSource, algorithm: JWTAlgorithmName? = nil, keyID: String? = nil) {
+    public init(source: KeyMaterialSource, algorithm: TokenAlgorithm? = nil, keyID: String? = nil) {
         self.source = source
         self.algorithm = algorithm
         self.keyID = keyID
@@ -47,21 +49,3 @@ public enum KeyMaterialSource: Sendable, Equatable {
     case hmacEnvironment(String)
 }
 
-/// A JWS algorithm tokengate supports (DESIGN §1). `none` does not exist here on purpose.
-public enum JWTAlgorithmName: String, Sendable, Hashable, CaseIterable {
-    case hs256 = "HS256"
-    case hs384 = "HS384"
-    case hs512 = "HS512"
-    case edDSA = "EdDSA"
-    case es256 = "ES256"
-    case rs256 = "RS256"
-    case ps256 = "PS256"
-
-    /// Whether this is a shared-secret (HMAC) algorithm.
-    public var isHMAC: Bool {
-        switch self {
-        case .hs256, .hs384, .hs512: true
-        case .edDSA, .es256, .rs256, .ps256: false
-        }
-    }
-}

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateTokens
+
 /// One route: a host and path-prefix match, and what happens to requests that match.
 public struct RouteConfiguration: Sendable, Equatable {
     /// Lower-cased host name without port; `nil` matches any host.
@@ -18,7 +20,7 @@ public struct RouteConfiguration: Sendable, Equatable {
     /// Overrides `limits.max_body_bytes` for this route.
     public var bodyLimit: Int?
     /// Narrows `tokens.algorithms` for this route.
-    public var algorithms: [JWTAlgorithmName]?
+    public var algorithms: [TokenAlgorithm]?
     /// Claims this route requires to be present (and then checked), on top of those checked when present.
     public var requiredClaims: [RequiredClaim]
 
@@ -31,7 +33,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         sources: [TokenSource] = [.authorization],
         forwardToken: ForwardTokenMode = .strip,
         bodyLimit: Int? = nil,
-        algorithms: [JWTAlgorithmName]? = nil,
+        algorithms: [TokenAlgorithm]? = nil,
         requiredClaims: [RequiredClaim] = []
     ) {
         self.host = host

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateTokens
+
 /// How tokens are read: claim names, lifetimes and the checks applied to every token.
 public struct TokenSettings: Sendable, Equatable {
     public var claims: ClaimNames
@@ -14,7 +16,7 @@ public struct TokenSettings: Sendable, Equatable {
     /// When non-empty, `aud` must be present and contain one of these.
     public var audience: [String]
     /// Algorithms accepted at all (a key's own algorithm must also be in this list). Default: all supported.
-    public var algorithms: [JWTAlgorithmName]
+    public var algorithms: [TokenAlgorithm]
 
     public init(
         claims: ClaimNames = ClaimNames(),
@@ -22,7 +24,7 @@ public struct TokenSettings: Sendable, Equatable {
         clockSkew: Duration = .seconds(60),
         issuer: String? = nil,
         audience: [String] = [],
-        algorithms: [JWTAlgorithmName] = JWTAlgorithmName.allCases
+        algorithms: [TokenAlgorithm] = TokenAlgorithm.allCases
     ) {
         self.claims = claims
         self.sessionMaxAge = sessionMaxAge
@@ -30,18 +32,5 @@ public struct TokenSettings: Sendable, Equatable {
         self.issuer = issuer
         self.audience = audience
         self.algorithms = algorithms
-    }
-}
-
-/// The names of the claims tokengate reads. Defaults: `sub`, `iat`, `api_only`.
-public struct ClaimNames: Sendable, Equatable {
-    public var user: String
-    public var issuedAt: String
-    public var apiOnly: String
-
-    public init(user: String = "sub", issuedAt: String = "iat", apiOnly: String = "api_only") {
-        self.user = user
-        self.issuedAt = issuedAt
-        self.apiOnly = apiOnly
     }
 }

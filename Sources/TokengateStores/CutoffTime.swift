@@ -10,7 +10,7 @@
 /// local time zone by accident.
 public enum CutoffTime {
     /// The longest text accepted; a full RFC 3339 date-time with nanoseconds is 35 bytes.
-    static let maxLength = 64
+    package static let maxLength = 64
 
     /// Parses an RFC 3339 date-time or decimal UNIX seconds into UNIX seconds.
     ///

@@ -10,7 +10,7 @@ import Foundation
 /// succeed for either, so `"force": 1` would silently mean `true` and `"revoked_before": true` would mean 1.
 /// The number's `objCType` tells them apart: the parser makes booleans with type `c` (char) and numbers with
 /// integer or `d` (double) types; it never makes a char-typed number.
-enum JSONScalar {
+package enum JSONScalar {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -20,7 +20,7 @@ enum JSONScalar {
     case array
     case object([String: Any])
 
-    init(_ value: Any) {
+    package init(_ value: Any) {
         switch value {
         case is NSNull:
             self = .null
@@ -47,7 +47,7 @@ enum JSONScalar {
     }
 
     /// A short name for error messages ("a string", "true").
-    var kindDescription: String {
+    package var kindDescription: String {
         switch self {
         case .null: return "null"
         case .bool(let value): return value ? "true" : "false"
@@ -62,11 +62,13 @@ enum JSONScalar {
 
 /// Minimal JSON text output for the admin API: only what tokengate emits (objects of strings, integers, null,
 /// booleans), without a Codable round trip.
-struct JSONWriter {
-    private(set) var text = "{"
+package struct JSONWriter {
+    package private(set) var text = "{"
     private var first = true
 
-    mutating func field(_ key: String, _ value: String?) {
+    package init() {}
+
+    package mutating func field(_ key: String, _ value: String?) {
         self.key(key)
         if let value {
             Self.appendString(value, to: &self.text)
@@ -75,22 +77,22 @@ struct JSONWriter {
         }
     }
 
-    mutating func field(_ key: String, _ value: Int64?) {
+    package mutating func field(_ key: String, _ value: Int64?) {
         self.key(key)
         self.text += value.map { String($0) } ?? "null"
     }
 
-    mutating func field(_ key: String, _ value: UInt64) {
+    package mutating func field(_ key: String, _ value: UInt64) {
         self.key(key)
         self.text += String(value)
     }
 
-    mutating func field(_ key: String, _ value: Bool) {
+    package mutating func field(_ key: String, _ value: Bool) {
         self.key(key)
         self.text += value ? "true" : "false"
     }
 
-    func finished() -> String {
+    package func finished() -> String {
         self.text + "}"
     }
 
@@ -104,7 +106,7 @@ struct JSONWriter {
     }
 
     /// Escapes per RFC 8259 §7: quote, backslash and every control character.
-    static func appendString(_ value: String, to text: inout String) {
+    package static func appendString(_ value: String, to text: inout String) {
         text += "\""
         for scalar in value.unicodeScalars {
             switch scalar {

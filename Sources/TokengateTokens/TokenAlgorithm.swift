@@ -35,7 +35,7 @@ extension TokenAlgorithm {
     @inlinable
     var bit: UInt8 { UInt8(1) << UInt8(self.index) }
 
-    var isHMAC: Bool {
+    public var isHMAC: Bool {
         switch self {
         case .hs256, .hs384, .hs512: return true
         case .edDSA, .es256, .rs256, .ps256: return false

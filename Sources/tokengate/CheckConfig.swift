@@ -5,6 +5,7 @@
 import ArgumentParser
 import Logging
 import TokengateConfig
+import TokengateAdmin
 import TokengateGateway
 import TokengateStores
 
@@ -42,6 +43,7 @@ struct CheckConfig: AsyncParsableCommand {
         }
         do {
             try GatewayServer.check(configuration)
+            try AdminServer.check(configuration)
         } catch {
             fail("\(self.file): \(error)", status: .configuration)
         }

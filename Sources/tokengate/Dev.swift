@@ -8,6 +8,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import TokengateConfig
+import TokengateDemo
 import TokengateGateway
 import TokengateStores
 import TokengateTLS

@@ -5,6 +5,7 @@
 import ArgumentParser
 import Foundation
 import TokengateGateway
+import TokengateHTTP
 import TokengateTokens
 
 /// `tokengate token mint|verify`.

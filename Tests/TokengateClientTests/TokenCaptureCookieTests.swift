@@ -2,11 +2,11 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import Foundation
-import Testing
 
 #if canImport(FoundationNetworking)
+import Foundation
 import FoundationNetworking
+import Testing
 #endif
 
 @testable import TokengateClient

@@ -6,6 +6,7 @@ import Foundation
 import Testing
 
 @testable import TokengateConfig
+import TokengateTokens
 
 @Suite("Example configurations")
 struct ExampleConfigTests {

@@ -6,6 +6,7 @@ import Foundation
 import Testing
 
 @testable import TokengateConfig
+import TokengateTokens
 
 /// Files named by the configuration are resolved against its directory and, by default, must exist.
 @Suite("Files and paths")

@@ -5,6 +5,7 @@
 import NIOCore
 import NIOEmbedded
 import Testing
+import TokengateAdmin
 
 @testable import TokengateGateway
 

@@ -8,7 +8,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Testing
+import TokengateAdmin
 import TokengateConfig
+import TokengateHTTP
 import TokengateTLS
 
 @testable import TokengateGateway

@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import TokengateHTTP
 import TokengateTestSupport
 import TokengateTokens
 

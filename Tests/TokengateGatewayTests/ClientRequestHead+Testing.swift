@@ -5,6 +5,7 @@
 import NIOCore
 import NIOHTTP1
 import TokengateConfig
+import TokengateHTTP
 
 @testable import TokengateGateway
 

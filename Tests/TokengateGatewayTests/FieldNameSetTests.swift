@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Testing
+import TokengateHTTP
 
 @testable import TokengateConfig
 @testable import TokengateGateway
@@ -74,7 +75,7 @@ import Testing
     /// The configuration refuses `forward_token: keep` for a `header:` source the rewriter removes (keep would
     /// forward nothing): its list must be the rewriter's, name for name.
     @Test func theConfigurationKnowsWhatTheRewriterDrops() {
-        let rewriter = Set((RequestRewriter.hopByHopFieldNames + RequestRewriter.forwardingFieldNames).map(\.description) + ["expect"])
+        let rewriter = Set((ProxyFieldRules.hopByHopFieldNames + ProxyFieldRules.forwardingFieldNames).map(\.description) + ["expect"])
         #expect(ConfigurationDecoder.headersRemovedBeforeForwarding == rewriter)
         for name in rewriter {
             #expect(Array(name.utf8).withUnsafeBytes { RequestRewriter.isDroppedFromRequest($0) }, "\(name)")

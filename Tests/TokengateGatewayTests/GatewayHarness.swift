@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import TokengateConfig
+import TokengateDemo
 import TokengateGateway
 import TokengateTLS
 import TokengateTokens

@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import TokengateDemo
 @testable import TokengateGateway
 
 /// The request target, `Host`, declared body sizes and abandoned requests, met the way an attacker sends

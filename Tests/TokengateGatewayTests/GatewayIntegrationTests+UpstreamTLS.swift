@@ -6,6 +6,8 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Testing
+import TokengateDemo
+import TokengateHTTP
 import TokengateTLS
 
 @testable import TokengateGateway

@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import TokengateDemo
 import TokengateGateway
 
 /// `upstreams.*.retries` and `upstreams.*.ejection`, against targets on closed ports (connections refused).

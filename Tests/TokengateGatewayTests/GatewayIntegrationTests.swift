@@ -6,6 +6,7 @@ import Foundation
 import NIOCore
 import Testing
 import TokengateConfig
+import TokengateDemo
 import TokengateGateway
 import TokengateTestSupport
 import TokengateTokens

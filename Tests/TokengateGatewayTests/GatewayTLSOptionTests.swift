@@ -9,6 +9,8 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 import TokengateConfig
+import TokengateDemo
+import TokengateHTTP
 import TokengateTLS
 
 @testable import TokengateGateway

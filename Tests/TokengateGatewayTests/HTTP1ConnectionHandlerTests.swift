@@ -10,6 +10,7 @@ import NIOHTTP1
 import Prometheus
 import Testing
 import TokengateConfig
+import TokengateHTTP
 import TokengateTokens
 
 @testable import TokengateGateway

@@ -4,6 +4,7 @@
 
 import NIOCore
 import Testing
+import TokengateHTTP
 
 @testable import TokengateGateway
 

@@ -5,6 +5,7 @@
 import CTokengateNghttp2
 import Glibc
 import Testing
+import TokengateHTTP
 
 @testable import TokengateGateway
 

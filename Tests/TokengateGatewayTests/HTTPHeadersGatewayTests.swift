@@ -4,6 +4,7 @@
 
 import NIOHTTP1
 import Testing
+import TokengateHTTP
 
 @testable import TokengateGateway
 

@@ -4,6 +4,8 @@
 
 import NIOHTTP1
 import Testing
+import TokengateAdmin
+import TokengateHTTP
 
 @testable import TokengateGateway
 

@@ -5,6 +5,7 @@
 import Foundation
 import Logging
 import Testing
+import TokengateHTTP
 
 @testable import TokengateGateway
 

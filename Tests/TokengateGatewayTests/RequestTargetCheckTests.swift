@@ -4,6 +4,7 @@
 
 import Testing
 import TokengateConfig
+import TokengateHTTP
 import TokengatePercentEncoding
 
 @testable import TokengateGateway

@@ -5,6 +5,7 @@
 import NIOHTTP1
 import Testing
 import TokengateConfig
+import TokengateHTTP
 import TokengateTokens
 
 @testable import TokengateGateway

@@ -6,6 +6,7 @@ import Foundation
 import NIOHTTP1
 import Testing
 import TokengateConfig
+import TokengateHTTP
 import TokengateTokens
 
 @testable import TokengateGateway

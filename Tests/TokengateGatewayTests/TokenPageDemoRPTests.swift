@@ -7,6 +7,7 @@ import NIOCore
 import NIOPosix
 import Testing
 import TokengateClient
+import TokengateDemo
 import TokengateGateway
 import TokengateTokens
 

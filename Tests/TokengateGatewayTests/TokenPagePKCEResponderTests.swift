@@ -7,6 +7,7 @@ import Logging
 import NIOHTTP1
 import Testing
 import TokengateConfig
+import TokengateHTTP
 import TokengateTokens
 
 @testable import TokengateGateway

@@ -4,6 +4,7 @@
 
 import Logging
 import NIOHTTP1
+import TokengateHTTP
 import TokengateTokens
 
 @testable import TokengateGateway

@@ -7,6 +7,7 @@ import NIOHTTP1
 import Testing
 import TokengateClient
 import TokengateConfig
+import TokengateHTTP
 import TokengateTokens
 
 @testable import TokengateGateway

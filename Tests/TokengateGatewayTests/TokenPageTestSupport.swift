@@ -2,18 +2,19 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+
+#if canImport(FoundationNetworking)
 import Foundation
+import FoundationNetworking
 import Logging
 import NIOCore
 import NIOPosix
 import TokengateClient
 import TokengateConfig
+import TokengateDemo
 import TokengateGateway
 import TokengateTLS
 import TokengateTokens
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
 #endif
 
 /// A clock the tests move by hand, shared by the gateway and the demo RP: revocation compares whole seconds

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import Testing
+import TokengateDemo
 
 @testable import TokengateGateway
 

@@ -4,6 +4,7 @@
 
 import NIOCore
 import NIOHTTP1
+import TokengateHTTP
 
 @testable import TokengateGateway
 
@@ -48,11 +49,11 @@ extension UpstreamResponseHead {
         return HTTPHeaders(fields)
     }
 
-    /// The fields the client gets (``RequestRewriter/forEachClientResponseField(of:close:hsts:_:)``), as strings,
+    /// The fields the client gets (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``), as strings,
     /// with the default `Strict-Transport-Security`.
     func clientFields(close: Bool, hsts: String? = "max-age=31536000") -> HTTPHeaders {
         var fields: [(String, String)] = []
-        RequestRewriter.forEachClientResponseField(of: self, close: close, hsts: hsts) { name, value in
+        ProxyFieldRules.forEachClientResponseField(of: self, close: close, hsts: hsts) { name, value in
             fields.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
         return HTTPHeaders(fields)

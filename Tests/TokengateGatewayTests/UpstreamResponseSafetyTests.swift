@@ -11,6 +11,7 @@ import NIOEmbedded
 import NIOHTTP1
 import NIOPosix
 import Testing
+import TokengateHTTP
 
 @testable import TokengateGateway
 

@@ -9,6 +9,7 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 import TokengateConfig
+import TokengateHTTP
 import TokengateTestSupport
 
 @testable import TokengateGateway

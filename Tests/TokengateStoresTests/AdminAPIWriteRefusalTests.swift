@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import SQLiteNIO
 import Testing
+import TokengateAdmin
 import TokengateTestSupport
 import TokengateTokens
 

@@ -4,6 +4,7 @@
 
 import Foundation
 import Testing
+import TokengateAdmin
 import TokengateTokens
 
 @testable import TokengateStores

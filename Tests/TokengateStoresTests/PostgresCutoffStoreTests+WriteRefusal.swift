@@ -5,6 +5,7 @@
 import Foundation
 import Logging
 import Testing
+import TokengateAdmin
 import TokengateTestSupport
 import TokengateTokens
 

@@ -2,9 +2,11 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateHTTP
+
 /// HTML text escaping for element content and double-quoted attribute values.
-enum HTMLEscaping {
-    static func escape(_ text: String) -> String {
+package enum HTMLEscaping {
+    package static func escape(_ text: String) -> String {
         var result = ""
         result.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {

@@ -6,6 +6,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import TokengateTokens
+import TokengateHTTP
 
 /// The process's memory of redeemed PKCE codes (``RedeemedCodes`` under a lock), and the log lines about it
 /// being full.

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import TokengateTokens
+import TokengateHTTP
 
 /// The PKCE codes redeemed in the last minutes, by nonce (``TokenPageCodeNonce``), each until it expires and
 /// then for the clock skew: so that a code is redeemed once (RFC 6749 §4.1.2: a code used twice must be refused).

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import TokengatePercentEncoding
+import TokengateHTTP
 
 /// A return address that is a path on this site, and nothing else: the guard against open redirects
 /// (the login page sends the browser back there, and so does the demo RP after a login).
@@ -18,11 +19,11 @@ import TokengatePercentEncoding
 ///
 /// Accepted: printable ASCII only (anything else must arrive percent-encoded), at most ``maximumLength``
 /// bytes, starting with exactly one `/`, no `\`, no `.` or `..` segment.
-enum SameSiteReturnPath {
-    static let maximumLength = 2048
+package enum SameSiteReturnPath {
+    package static let maximumLength = 2048
 
     /// `candidate` when it is a same-site path, else `nil`.
-    static func validate(_ candidate: String) -> String? {
+    package static func validate(_ candidate: String) -> String? {
         let bytes = Array(candidate.utf8)
         guard !bytes.isEmpty, bytes.count <= Self.maximumLength else { return nil }
         guard Self.isSafe(bytes) else { return nil }

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import NIOHTTP1
+import TokengateHTTP
 
 /// What the gateway does next for a token page request.
 enum TokenPageAction: Sendable, Equatable {

@@ -4,6 +4,7 @@
 
 import NIOCore
 import NIOHTTP1
+import TokengateHTTP
 
 /// What the token page answers: a complete response for the gateway to write as it is.
 ///

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import TokengateTokens
+import TokengateHTTP
 
 /// The confirmation page's double-submit cookie (``TokengateTokens/TokenPageConfirmation``): a fresh random
 /// value set with the page, whose SHA-256 the "continue" form's value is bound to.

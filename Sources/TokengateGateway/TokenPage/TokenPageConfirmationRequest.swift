@@ -5,6 +5,7 @@
 import TokengateConfig
 import TokengatePercentEncoding
 import TokengateTokens
+import TokengateHTTP
 
 /// A click on the confirmation page's "continue": `POST <page>?app=…[&state=…][&code_challenge=…&
 /// code_challenge_method=S256]&confirm=1` with the form body `confirmation=<value>`.

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateHTTP
+
 /// The frame every HTML page of the token page shares (the token page, the confirmation page, their refusals):
 /// one place for the document's head, so no page can come out without the charset or the viewport, or with the
 /// referrer rule of another.

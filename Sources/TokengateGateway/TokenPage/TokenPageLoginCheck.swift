@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import NIOHTTP1
+import TokengateHTTP
 
 /// What the token page's login check found for a request: the same check for the page's `GET` and for a click
 /// on its confirmation page's "continue" (``TokenPageConfirmationRequest``), which is checked again at the click.

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import TokengateTokens
+import TokengateHTTP
 
 /// A PKCE code redemption (RFC 7636 §4.5, RFC 6749 §4.1.3): the form body of `POST` to the token page.
 ///

@@ -6,6 +6,7 @@ import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
 import TokengateTokens
+import TokengateHTTP
 
 /// A token page request, read and checked: the method, the same-site return address and the query
 /// parameters the page understands.

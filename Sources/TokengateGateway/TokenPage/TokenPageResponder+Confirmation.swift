@@ -5,6 +5,7 @@
 import NIOHTTP1
 import TokengateConfig
 import TokengateTokens
+import TokengateHTTP
 
 // MARK: The confirmation page (RFC 8252 §8.6): asking before a login goes to an app nothing vouches for.
 

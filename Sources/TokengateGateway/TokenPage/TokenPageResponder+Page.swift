@@ -4,6 +4,7 @@
 
 import NIOHTTP1
 import TokengateConfig
+import TokengateHTTP
 
 // MARK: The page that shows the token (seed 004: cookie, title and body).
 

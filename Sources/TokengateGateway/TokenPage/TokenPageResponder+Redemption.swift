@@ -5,6 +5,7 @@
 import NIOHTTP1
 import TokengateConfig
 import TokengateTokens
+import TokengateHTTP
 
 // MARK: PKCE code redemption: `POST` to the token page (RFC 7636 §4.5).
 

@@ -6,6 +6,7 @@ import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
 import TokengateTokens
+import TokengateHTTP
 
 /// The token page (DESIGN §8): decides, without any I/O, what a `token_page` route answers.
 ///

@@ -11,6 +11,7 @@ import NIOConcurrencyHelpers
 import NIOPosix
 import TokengateConfig
 import TokengateTLS
+import TokengateHTTP
 
 /// The token page's subrequest to the RP's "who am I" endpoint: `GET url` with the browser's cookies, on
 /// a fresh connection from the requesting connection's event loop, bounded by the configured timeout.

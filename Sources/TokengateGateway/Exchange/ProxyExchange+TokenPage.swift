@@ -1,0 +1,106 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import CoreMetrics
+import Logging
+import NIOCore
+import NIOHTTP1
+import TokengateConfig
+import TokengateTokens
+import TokengateHTTP
+
+// MARK: The token page: answered here, never forwarded.
+
+extension ProxyExchange {
+    /// Routed to a token page: the exchange is the page's (``TokenPageExchange``) from here on.
+    func beginTokenPage(_ page: TokenPageRoute) {
+        var exchange = TokenPageExchange(page: page, head: self.head)
+        let action = exchange.begin(
+            cutoffs: self.runtime.cutoffs.load(), realm: self.runtime.realm, now: self.runtime.now(),
+            nowMilliseconds: self.runtime.nowMilliseconds(), bodyAllocator: self.client.allocator)
+        self.state = .tokenPage(exchange)
+        self.run(action)
+    }
+
+    /// Runs `step` on the token page's exchange, then what it returned.
+    func stepTokenPage(_ step: (inout TokenPageExchange) -> TokenPageExchange.Action?) {
+        guard case .tokenPage(var exchange) = self.state else { return }
+        self.state = .finished  // Parked while the value changes, so a body buffer is not copied on write.
+        let action = step(&exchange)
+        self.state = .tokenPage(exchange)
+        if let action {
+            self.run(action)
+        }
+    }
+
+    /// Does what the token page decided.
+    private func run(_ action: TokenPageExchange.Action) {
+        switch action {
+        case .answer(let answer):
+            self.writeTokenPage(answer)
+        case .refuse(let answer):
+            self.answer(answer)
+        case .readBody(let initial):
+            // Read like a body searched for a token: the same pace, the same memory budget.
+            guard self.holdTokenBodyMemory(initial) else {
+                self.answer(.tokenBodyMemoryFull())
+                return
+            }
+            self.startBodyDeadline()
+            self.sendContinueIfExpected()
+        case .holdBody(let bytes):
+            if !self.holdTokenBodyMemory(bytes) {
+                self.answer(.tokenBodyMemoryFull())
+            }
+        case .askWhoami(let cookies):
+            guard case .tokenPage(let exchange) = self.state, let whoami = exchange.whoami else {
+                self.loginAnswered(.failed, by: nil)
+                return
+            }
+            whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
+                self.loginAnswered($0, by: whoami)
+            }
+        }
+    }
+
+    /// The RP said who is logged in (or could not): the page's second step, for a `GET` or a confirmation alike.
+    private func loginAnswered(_ result: TokenPageWhoamiResult, by whoami: WhoamiClient?) {
+        guard case .tokenPage(var exchange) = self.state else { return }  // The client went away meanwhile.
+        guard let answer = exchange.loginAnswered(result, now: self.runtime.now(), nowMilliseconds: self.runtime.nowMilliseconds())
+        else { return }
+        self.state = .tokenPage(exchange)
+        if let whoami {
+            if let diagnostic = answer.diagnostic {
+                whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
+            } else if case .answered = result {
+                whoami.reportAnswered(logger: self.logger)
+            }
+        }
+        self.writeTokenPage(answer)
+    }
+
+    /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the
+    /// page): only the reason code and the user go to the log.
+    func writeTokenPage(_ answer: TokenPageAnswer) {
+        var head = answer.responseHead(version: self.head.version)
+        let close = self.answerClosed
+        if close {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+        }
+        if let hsts = self.runtime.hsts {
+            head.headers.replaceOrAdd(name: "strict-transport-security", value: hsts)
+        }
+        self.client.write(.head(head))
+        if !answer.body.isEmpty {
+            self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
+        }
+        self.client.writeEnd(nil, closing: close)
+        if let user = answer.user {
+            self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
+        }
+        self.log(status: answer.status.code, reason: answer.reasonCode)
+        self.state = self.requestEnded ? .finished : .answered
+        self.client.exchangeCompleted(closeConnection: close, requestEnded: self.requestEnded)
+    }
+}

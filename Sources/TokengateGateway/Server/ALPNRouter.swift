@@ -1,0 +1,99 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import CoreMetrics
+import Logging
+import NIOCore
+import NIOHTTP1
+import TokengateConfig
+import TokengateTLS
+import TokengateHTTP
+
+/// Sits right after the TLS handler until the handshake completes, then puts the codec ALPN chose in its
+/// place: `h2` gets the HTTP/2 codec, anything else (`http/1.1`, or no ALPN) the HTTP/1.1 pipeline. Both
+/// end in the same ``ProxyExchange``.
+///
+/// Plaintext only flows after the handshake event, so no request byte ever reaches this handler.
+final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let generations: GatewayGenerationHolder
+    private let logger: Logger
+
+    init(generations: GatewayGenerationHolder, logger: Logger) {
+        self.generations = generations
+        self.logger = logger
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is GatewayShutdownEvent {
+            // Still in the pipeline, so the handshake has not completed: no request can be in flight, and a
+            // silent connection must not hold the drain (and the process) up until its handshake timeout.
+            context.close(promise: nil)
+            return
+        }
+        guard case .handshakeCompleted(let negotiated, _, _)? = event as? TLSUserEvent else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        let generation = self.generations.load()
+        generation.runtime.metrics.tlsHandshakes.increment()
+        let configuration = generation.configuration
+        let peer = context.channel.remoteAddress?.ipAddress
+        do {
+            let sync = context.pipeline.syncOperations
+            if negotiated == "h2" {
+                let generations = self.generations
+                let logger = self.logger
+                let eventLoop = context.eventLoop
+                let connectionID = RequestRewriter.newConnectionID()
+                let codec = HTTP2ServerCodec(
+                    configuration: HTTP2ServerConfiguration(
+                        configuration.http2,
+                        limits: configuration.limits,
+                        accessLog: configuration.log.accessLog,
+                        hsts: configuration.hsts
+                    ),
+                    logger: logger,
+                    countAnswer: { generations.load().runtime.metrics.recordUnrouted(reason: $0) },
+                    takeOutputBuffer: { ClientOutputBuffers.output.take(allocator: $0, minimumCapacity: $1) },
+                    giveBackOutputBuffer: { ClientOutputBuffers.output.giveBack($0) }
+                ) { stream in
+                    HTTP2StreamExchange(
+                        stream: stream,
+                        generations: generations,
+                        eventLoop: eventLoop,
+                        clientAddress: peer,
+                        connectionID: connectionID,
+                        logger: logger
+                    )
+                }
+                try sync.addHandler(codec, position: .after(self))
+            } else {
+                let generations = self.generations
+                let logger = self.logger
+                let handler = GatewayServer.http1Handler(limits: configuration.limits) { readDeadlines in
+                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, readDeadlines: readDeadlines, logger: logger)
+                }
+                try sync.addHandler(handler, position: .after(self))
+            }
+            context.fireUserInboundEventTriggered(event)
+            sync.removeHandler(context: context, promise: nil)
+        } catch {
+            self.logger.error("cannot set up the connection's codec", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // Before the handshake completes, every error is a TLS failure (the TLS handler already logged it).
+        if let tlsError = error as? TLSError {
+            self.generations.load().runtime.metrics.recordTLSFailure(tlsError.code.description)
+        }
+        context.close(promise: nil)
+    }
+}
+
+@available(*, unavailable)
+extension ALPNRouter: Sendable {}

@@ -1,0 +1,363 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Atomics
+import Foundation
+import NIOCore
+import Prometheus
+import TokengateConfig
+import TokengateTLS
+import TokengateTokens
+import TokengateHTTP
+
+/// A configuration the gateway cannot run with, found while building the runtime (a key file that does
+/// not parse, a certificate that does not match its key). Names the file and says what is wrong; never
+/// prints key material.
+public struct GatewayStartupError: Error, CustomStringConvertible {
+    public var description: String
+    /// The operating system's error number when a system call refused (a listener's `bind`), else `nil`.
+    public var errnoCode: Int32?
+
+    package init(_ description: String, errnoCode: Int32? = nil) {
+        self.description = description
+        self.errnoCode = errnoCode
+    }
+}
+
+extension GatewayRuntime {
+    /// Builds the runtime from a validated configuration: reads and parses every key file, builds the
+    /// verifiers (the gateway's, and one per route that narrows it), the routes and the upstream settings.
+    /// Throws ``GatewayStartupError``.
+    ///
+    /// - Parameter redeemedCodes: the memory of redeemed PKCE codes: the process's (``GatewayServer`` keeps one
+    ///   across reloads), or a throwaway for a build that serves nothing (``RedeemedCodeMemory/unused()``).
+    ///   No default: a fresh memory made silently would forget every redeemed code.
+    static func build(
+        from configuration: GatewayConfiguration,
+        cutoffs: CutoffSnapshotHolder,
+        metrics: GatewayMetrics? = nil,
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        tokenBodyMemory: TokenBodyMemory? = nil,
+        whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
+        redeemedCodes: RedeemedCodeMemory,
+        now: (@Sendable () -> Int64)? = nil,
+        nowMilliseconds: (@Sendable () -> Int64)? = nil
+    ) throws -> GatewayRuntime {
+        let keys = try Self.loadKeys(configuration.keys)
+        var policy = VerificationPolicy()
+        policy.claimNames = configuration.tokens.claims
+        policy.sessionMaxAge = Int64(configuration.tokens.sessionMaxAge.components.seconds)
+        policy.clockSkew = Int64(configuration.tokens.clockSkew.components.seconds)
+        policy.issuer = configuration.tokens.issuer
+        policy.audiences = configuration.tokens.audience
+        if !configuration.tokens.algorithms.isEmpty {
+            policy.allowedAlgorithms = Set(configuration.tokens.algorithms)
+        }
+        // Nil without keys, which is fine as long as no route checks a token (checked per route below).
+        let verifier = keys.map { TokenVerifier(keys: $0, policy: policy) }
+
+        let upstreamNames = configuration.upstreams.keys.sorted()
+        var upstreams: [UpstreamSettings] = []
+        for name in upstreamNames {
+            let upstream = configuration.upstreams[name]!
+            var tlsContext: TLSClientContext?
+            if upstream.targets.contains(where: { $0.scheme == .https }) {
+                do {
+                    tlsContext = try TLSClientContext(
+                        trustRootsPath: upstream.tls?.caFile?.path,
+                        verifyPeer: upstream.tls?.verify ?? true,
+                        alpnProtocols: ["http/1.1"]
+                    )
+                } catch {
+                    throw GatewayStartupError("upstream '\(name)': cannot set up TLS: \(error)")
+                }
+            }
+            upstreams.append(
+                UpstreamSettings(
+                    name: name,
+                    targets: upstream.targets.map {
+                        .init(host: $0.host, port: $0.port, useTLS: $0.scheme == .https, display: $0.description)
+                    },
+                    connectTimeout: .init(upstream.connectTimeout),
+                    responseTimeout: .init(upstream.responseTimeout),
+                    idleTimeout: .init(upstream.idleTimeout),
+                    maxConnectionsPerTarget: upstream.maxConnectionsPerTarget,
+                    retries: upstream.retries,
+                    failuresBeforeEjection: upstream.ejection.consecutiveFailures,
+                    ejectionTime: .init(upstream.ejection.duration),
+                    tlsContext: tlsContext,
+                    tlsServerName: upstream.tls?.serverName,
+                    keepAlive: upstream.keepAlive
+                )
+            )
+        }
+
+        let deliveryCookies = Self.tokenPageDeliveryCookies(configuration.routes)
+        var routes: [GatewayRoute] = []
+        for (index, route) in configuration.routes.enumerated() {
+            let name = (route.host ?? "") + route.pathPrefix
+            var tokens: RouteTokenCheck?
+            if route.accept.acceptsTokens {
+                guard let verifier else {
+                    throw GatewayStartupError(
+                        "routes[\(index)] (\(name)) accepts tokens, but keys is empty: configure a verification key"
+                    )
+                }
+                var kinds: AcceptedKinds = []
+                if route.accept.api { kinds.insert(.api) }
+                if route.accept.session { kinds.insert(.session) }
+                tokens = RouteTokenCheck(accept: kinds, verifier: Self.routeVerifier(route, gateway: verifier))
+            }
+            let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
+            var tokenPage: TokenPageRoute?
+            if case .tokenPage(let page) = route.kind {
+                if case .sessionCookie = page.login, verifier == nil {
+                    throw GatewayStartupError(
+                        "routes[\(index)] (\(name)) checks a session cookie, but keys is empty: configure a "
+                            + "verification key"
+                    )
+                }
+                tokenPage = try Self.tokenPageRoute(
+                    page, name: name, configuration: configuration, policy: policy, verifier: verifier,
+                    whoamiCallsInFlight: whoamiCallsInFlight, redeemedCodes: redeemedCodes)
+            }
+            routes.append(
+                GatewayRoute(
+                    name: name,
+                    tokens: tokens,
+                    extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
+                    upstreamIndex: upstreamIndex,
+                    stripToken: route.forwardToken == .strip,
+                    withheldCookies: Self.withheldCookies(deliveryCookies, route: route),
+                    tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
+                    bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
+                    tokenPage: tokenPage
+                )
+            )
+        }
+        let metrics =
+            metrics ?? GatewayMetrics(routeNames: routes.map(\.name), upstreamNames: upstreamNames, registry: registry)
+        return GatewayRuntime(
+            routes: routes,
+            routeTable: RouteTable(routes: configuration.routes),
+            upstreams: upstreams,
+            cutoffs: cutoffs,
+            realm: configuration.realm,
+            limits: configuration.limits,
+            accessLog: configuration.log.accessLog,
+            metrics: metrics,
+            hsts: configuration.hsts.headerValue,
+            tokenBodyMemory: tokenBodyMemory,
+            now: now ?? { Int64(Date().timeIntervalSince1970) },
+            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now)
+        )
+    }
+
+    /// The milliseconds clock: the given one; else an injected seconds clock times 1000 (so both agree); else
+    /// the system clock.
+    private static func millisecondClock(
+        _ milliseconds: (@Sendable () -> Int64)?,
+        seconds: (@Sendable () -> Int64)?
+    ) -> @Sendable () -> Int64 {
+        if let milliseconds { return milliseconds }
+        if let seconds { return { seconds() * 1000 } }
+        return { Int64(Date().timeIntervalSince1970 * 1000) }
+    }
+
+    /// Where a token page's delivery cookie goes: its name, and the host and path a browser sends it to.
+    struct DeliveryCookie {
+        let name: String
+        /// The token page route's host; `nil` when it serves every host (the cookie may then come for any).
+        let host: String?
+        /// `cookie_path`.
+        let path: String
+    }
+
+    /// The cookies the token pages deliver api tokens in (`cookie_name`, `auth_token` by default).
+    static func tokenPageDeliveryCookies(_ routes: [RouteConfiguration]) -> [DeliveryCookie] {
+        routes.compactMap { route in
+            guard case .tokenPage(let page) = route.kind else { return nil }
+            return DeliveryCookie(name: page.cookieName, host: route.host, path: page.cookiePath)
+        }
+    }
+
+    /// The token pages' cookies a route's backend must not get: the delivery cookies, and the confirmation cookie.
+    ///
+    /// The delivery cookie holds a long-lived api token and has `Path=/` by default, so a browser or an app's
+    /// web view sends it with every request to the page's host, including to public and session routes that
+    /// never read it: forwarded as is, the api token would end up in every backend's request logs. It is
+    /// withheld on every route a browser may send it to — the page's host (any host for a page or a route that
+    /// has none; the cookie is host-only) and paths under `cookie_path` — except one that reads that cookie as
+    /// its token source and keeps the token (`forward_token: keep`), where forwarding it is what the route asks
+    /// for. A route on another host keeps a cookie of the same name: it is that site's own. (A route that reads
+    /// the cookie and strips it takes it out anyway; listing it here too also covers a request whose token came
+    /// another way.)
+    static func withheldCookies(_ deliveryCookies: [DeliveryCookie], route: RouteConfiguration) -> [String] {
+        var names: [String] = []
+        for cookie in deliveryCookies where !names.contains(cookie.name) {
+            if let pageHost = cookie.host, let routeHost = route.host, pageHost.lowercased() != routeHost.lowercased() {
+                continue
+            }
+            // The route's paths and the cookie's overlap when one prefix lies under the other.
+            guard route.pathPrefix.hasPrefix(cookie.path) || cookie.path.hasPrefix(route.pathPrefix) else { continue }
+            if route.forwardToken == .keep, route.sources.contains(.cookie(cookie.name)) {
+                continue
+            }
+            names.append(cookie.name)
+        }
+        // The confirmation page's cookie (``TokenPageConfirmationCookie``) has `Path=/`: withheld on every route
+        // of a page's host, whatever its path and token sources. It is the gateway's own, never a backend's.
+        let onPageHost = deliveryCookies.contains { cookie in
+            guard let pageHost = cookie.host, let routeHost = route.host else { return true }
+            return pageHost.lowercased() == routeHost.lowercased()
+        }
+        if onPageHost {
+            names.append(TokenPageConfirmationCookie.name)
+        }
+        return names
+    }
+
+    /// The gateway's verifier narrowed by a route's `algorithms` and `require_claims`, or the gateway's own
+    /// when the route narrows nothing. The key set is shared; only the policy differs.
+    static func routeVerifier(_ route: RouteConfiguration, gateway: TokenVerifier) -> TokenVerifier {
+        guard route.algorithms != nil || !route.requiredClaims.isEmpty else { return gateway }
+        var policy = gateway.policy
+        if let names = route.algorithms {
+            // The configuration already keeps a route's list inside tokens.algorithms; intersecting anyway
+            // means a route can only ever narrow.
+            let allowed = Set(names)
+            policy.allowedAlgorithms = policy.allowedAlgorithms.map { $0.intersection(allowed) } ?? allowed
+        }
+        for claim in route.requiredClaims {
+            switch claim {
+            case .exp: policy.requiredClaims.insert(.expiry)
+            case .nbf: policy.requiredClaims.insert(.notBefore)
+            case .iss: policy.requiredClaims.insert(.issuer)
+            case .aud: policy.requiredClaims.insert(.audience)
+            }
+        }
+        return TokenVerifier(keys: gateway.keys, policy: policy)
+    }
+
+    /// The responder of a token page: the signing key (a private JWK Set; never exposed) and the login mode.
+    static func tokenPageRoute(
+        _ page: TokenPageConfiguration,
+        name: String,
+        configuration: GatewayConfiguration,
+        policy: VerificationPolicy,
+        verifier: TokenVerifier?,
+        whoamiCallsInFlight: ManagedAtomic<Int>,
+        redeemedCodes: RedeemedCodeMemory
+    ) throws -> TokenPageRoute {
+        guard let signingKey = configuration.signingKey else {
+            throw GatewayStartupError("a token_page route needs signing_key")
+        }
+        guard case .jwks(let path) = signingKey.source else {
+            throw GatewayStartupError("signing_key: token pages sign with a private JWK Set (jwks: PATH)")
+        }
+        guard let bytes = FileManager.default.contents(atPath: path.path) else {
+            throw GatewayStartupError("signing_key: cannot read \(path)")
+        }
+        let signer: TokenSigner
+        do {
+            signer = try TokenSigner(
+                privateJWKS: Array(bytes),
+                keyID: signingKey.keyID,
+                algorithm: signingKey.algorithm,
+                claimNames: configuration.tokens.claims
+            )
+        } catch {
+            throw GatewayStartupError("signing_key \(path): \(error)")
+        }
+        var whoami: WhoamiClient?
+        if case .whoami(let settings) = page.login {
+            whoami = try WhoamiClient(configuration: settings, callsInFlight: whoamiCallsInFlight)
+        }
+        return TokenPageRoute(
+            responder: TokenPageResponder(
+                configuration: page,
+                signer: signer,
+                sessionVerifier: verifier,
+                policy: policy,
+                page: name,
+                redeemedCodes: redeemedCodes
+            ),
+            whoami: whoami
+        )
+    }
+
+    /// Every verification key of the configuration, merged into one set (several keys at once, so keys
+    /// rotate without downtime). Nil when `keys` is empty (allowed while no route checks tokens).
+    static func loadKeys(_ sources: [KeySourceConfiguration]) throws -> KeySet? {
+        var merged: KeySet?
+        for (index, source) in sources.enumerated() {
+            let keys: KeySet
+            do {
+                switch source.source {
+                case .jwks(let path):
+                    // The entry's alg binds the set's JWKs that carry none of their own.
+                    keys = try KeySet.load(
+                        path: path.path,
+                        algorithm: source.algorithm
+                    )
+                case .pem(let path):
+                    guard let data = FileManager.default.contents(atPath: path.path),
+                        let pem = String(data: data, encoding: .utf8)
+                    else {
+                        throw GatewayStartupError("cannot read \(path)")
+                    }
+                    keys = try KeySet(
+                        pem: pem,
+                        algorithm: source.algorithm,
+                        keyID: source.keyID
+                    )
+                case .hmacFile(let path):
+                    guard var secret = FileManager.default.contents(atPath: path.path).map(Array.init) else {
+                        throw GatewayStartupError("cannot read \(path)")
+                    }
+                    while secret.last == UInt8(ascii: "\n") || secret.last == UInt8(ascii: "\r") { secret.removeLast() }
+                    keys = try Self.hmacKeySet(secret, source: source, origin: path.description)
+                case .hmacEnvironment(let variable):
+                    guard let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty else {
+                        throw GatewayStartupError("environment variable \(variable) is not set")
+                    }
+                    keys = try Self.hmacKeySet(Array(value.utf8), source: source, origin: "$\(variable)")
+                }
+            } catch {
+                // Which entry: with several keys, "the RSA modulus has 1024 bits" alone does not say which.
+                throw GatewayStartupError("keys[\(index)] (\(Self.describe(source))): \(error)")
+            }
+            do {
+                merged = try merged.map { try $0.merging(keys) } ?? keys
+            } catch {
+                throw GatewayStartupError("keys[\(index)] (\(Self.describe(source))): \(error)")
+            }
+        }
+        return merged
+    }
+
+    /// Where a key entry's material comes from, as the configuration names it (never the material).
+    private static func describe(_ source: KeySourceConfiguration) -> String {
+        switch source.source {
+        case .jwks(let path): "jwks \(path.original)"
+        case .pem(let path): "pem \(path.original)"
+        case .hmacFile(let path): "hmac_file \(path.original)"
+        case .hmacEnvironment(let variable): "hmac_env \(variable)"
+        }
+    }
+
+    private static func hmacKeySet(_ secret: [UInt8], source: KeySourceConfiguration, origin: String) throws -> KeySet {
+        guard let algorithm = source.algorithm else {
+            throw GatewayStartupError("the HMAC secret from \(origin) needs an `alg` (HS256, HS384 or HS512)")
+        }
+        return try KeySet(hmacSecret: secret, algorithm: algorithm, keyID: source.keyID)
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

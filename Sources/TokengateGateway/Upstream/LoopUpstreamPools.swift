@@ -1,0 +1,88 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import Logging
+import NIOCore
+import TokengateHTTP
+
+/// The upstream pools of one event loop, one per configured upstream, indexed like
+/// ``GatewayRuntime/upstreams``.
+final class LoopUpstreamPools {
+    let pools: [UpstreamPool]
+
+    /// - Parameter failureLogs: one per upstream, shared by every loop.
+    init(
+        upstreams: [UpstreamSettings],
+        eventLoop: any EventLoop,
+        logger: Logger,
+        metrics: GatewayMetrics,
+        failureLogs: [UpstreamConnectFailureLog]
+    ) {
+        let flushBatch = UpstreamFlushBatch(eventLoop: eventLoop)
+        self.pools = upstreams.enumerated().map { index, settings in
+            UpstreamPool(
+                settings: settings,
+                eventLoop: eventLoop,
+                logger: logger,
+                connectFailures: metrics.upstreams[index].connectFailures,
+                failureLog: failureLogs[index],
+                flushBatch: flushBatch
+            )
+        }
+    }
+}
+
+@available(*, unavailable)
+extension LoopUpstreamPools: Sendable {}
+
+/// Every event loop's pools, built once at start. Immutable after that, so any thread may look up its
+/// loop's entry; the pools themselves are only touched on their own loop.
+final class UpstreamPoolDirectory: Sendable {
+    /// Holds one loop's pools so the directory can be shared across threads.
+    ///
+    /// `@unchecked Sendable` because the pools are non-Sendable loop-bound state: the box is created
+    /// before any loop runs an exchange and afterwards only dereferenced on `eventLoop` (every pool method
+    /// checks `preconditionInEventLoop`). `NIOLoopBound` would say the same but must be created on the
+    /// loop, which the synchronous start-up cannot do without blocking on each loop.
+    private final class Entry: @unchecked Sendable {
+        let eventLoop: any EventLoop
+        let pools: LoopUpstreamPools
+
+        init(eventLoop: any EventLoop, pools: LoopUpstreamPools) {
+            self.eventLoop = eventLoop
+            self.pools = pools
+        }
+    }
+
+    private let byLoop: [ObjectIdentifier: Entry]
+
+    init(upstreams: [UpstreamSettings], group: any EventLoopGroup, logger: Logger, metrics: GatewayMetrics) {
+        var byLoop: [ObjectIdentifier: Entry] = [:]
+        let failureLogs = upstreams.map { upstream in
+            UpstreamConnectFailureLog(upstream: upstream.name, targets: upstream.targets.map(\.display), logger: logger)
+        }
+        for loop in group.makeIterator() {
+            let pools = LoopUpstreamPools(
+                upstreams: upstreams, eventLoop: loop, logger: logger, metrics: metrics, failureLogs: failureLogs)
+            byLoop[ObjectIdentifier(loop)] = Entry(eventLoop: loop, pools: pools)
+        }
+        self.byLoop = byLoop
+    }
+
+    /// The pools of `eventLoop`; call on that loop.
+    func pools(for eventLoop: any EventLoop) -> LoopUpstreamPools {
+        guard let entry = self.byLoop[ObjectIdentifier(eventLoop)] else {
+            preconditionFailure("an event loop outside the gateway's group asked for upstream pools")
+        }
+        eventLoop.preconditionInEventLoop()
+        return entry.pools
+    }
+
+    /// Closes every idle upstream connection (shutdown, reload).
+    func closeAll() {
+        for entry in self.byLoop.values {
+            entry.eventLoop.execute { entry.pools.pools.forEach { $0.closeAll() } }
+        }
+    }
+}
