@@ -211,19 +211,26 @@ extension PostgresCutoffStore {
         public var passwordChangedColumn: String
         public var apiDisabledColumn: String?
         public var timeEncoding: TimeEncoding
+        /// A `bigint` column of the RP's table that the RP's own trigger sets, on every insert and every change
+        /// of a cutoff column, to the next value of tokengate's change counter (`<table>_global.change_seq`): the
+        /// change feed of this mode (``PostgresCutoffStore/changes(since:limit:)``). `nil`: no feed, and every
+        /// change reloads the RP's table whole. The SQL is in `docs/configuration.md`.
+        public var changeColumn: String?
 
         public init(
             table: String,
             userIDColumn: String = "id",
             passwordChangedColumn: String = "password_changed_at",
             apiDisabledColumn: String? = nil,
-            timeEncoding: TimeEncoding = .automatic
+            timeEncoding: TimeEncoding = .automatic,
+            changeColumn: String? = nil
         ) {
             self.table = table
             self.userIDColumn = userIDColumn
             self.passwordChangedColumn = passwordChangedColumn
             self.apiDisabledColumn = apiDisabledColumn
             self.timeEncoding = timeEncoding
+            self.changeColumn = changeColumn
         }
     }
 

@@ -42,6 +42,8 @@ extension PostgresCutoffStore {
         let userID: PostgresIdentifier
         let passwordChanged: PostgresIdentifier
         let apiDisabled: PostgresIdentifier?
+        /// The opt-in change feed's column (``RPTable/changeColumn``).
+        let change: PostgresIdentifier?
         let encoding: TimeEncoding
         /// tokengate's own tables as in copy mode (``Configuration/table``), of which only `<table>_global` is
         /// created and used: the global cutoff is not the RP's to keep.
@@ -58,6 +60,9 @@ extension PostgresCutoffStore {
             )
             self.apiDisabled = try rp.apiDisabledColumn.map {
                 try PostgresIdentifier($0, what: "the api-disabled column", allowSchema: false)
+            }
+            self.change = try rp.changeColumn.map {
+                try PostgresIdentifier($0, what: "the change column", allowSchema: false)
             }
             self.encoding = rp.timeEncoding
         }
@@ -131,6 +136,26 @@ extension PostgresCutoffStore {
                 self.apiDisabled.map { "\(self.passwordChanged.quoted) IS NOT NULL OR \($0.quoted) IS NOT NULL" }
                 ?? "\(self.passwordChanged.quoted) IS NOT NULL"
             let g = self.own.global.quoted
+            var changes: String?
+            if let change = self.change {
+                // bigint only: the numbers come from `<table>_global.change_seq`, and a narrower or fractional
+                // column would wrap or round them, and the feed would skip changes.
+                guard try type(of: change) == "int8" else {
+                    throw CutoffStoreError(
+                        code: .invalidStoreConfiguration,
+                        message: "\(description): the change column \(change) of \(self.table) must be a bigint "
+                            + "(it holds numbers of \(self.own.global).change_seq), not \(try type(of: change))"
+                    )
+                }
+                let c = change.quoted
+                // The global row, then the rows numbered after $1, oldest first, at most $2: as in copy mode.
+                changes = """
+                    \(self.own.globalLoadRow)
+                    UNION ALL
+                    (SELECT 1::bigint, \(u)::text, \(p), \(a), \(c) FROM \(t)
+                     WHERE \(c) > $1 AND (\(notNull)) ORDER BY \(c) LIMIT $2)
+                    """
+            }
             return Statements(
                 // One statement: one snapshot of both tables.
                 load: """
@@ -138,7 +163,7 @@ extension PostgresCutoffStore {
                     UNION ALL
                     SELECT 1::bigint, \(u)::text, \(p), \(a), NULL::bigint FROM \(t) WHERE \(notNull)
                     """,
-                changes: nil,
+                changes: changes,
                 // NULL without the global row, so the sync service reloads and reports it missing.
                 marker: """
                     SELECT (\(self.own.globalMarker))
@@ -158,7 +183,7 @@ extension PostgresCutoffStore {
                     """,
                 lookupUserID: lookupUserID,
                 lookupGlobalOnly: self.own.globalLookup,
-                hasFeed: false
+                hasFeed: changes != nil
             )
         }
 

@@ -126,6 +126,81 @@ struct PostgresChangeFeedTests {
             #expect(loaded.users["old"]?.revokedBefore == 50)
         }
     }
+
+    /// The SQL of docs/configuration.md ("Incremental sync in `rp_table` mode"), for a table `users` with the
+    /// column `tokengate_change` and tokengate's `<table>_global`, with the names of this test.
+    static func rpChangeFeedSQL(users: String, global: String) -> String {
+        """
+        ALTER TABLE \(users) ADD COLUMN tokengate_change bigint NOT NULL DEFAULT 0;
+        CREATE INDEX \(users)_tokengate_change ON \(users) (tokengate_change);
+        CREATE OR REPLACE FUNCTION \(users)_tokengate_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE \(global) SET change_seq = change_seq + 1 WHERE id = 1
+                RETURNING change_seq INTO STRICT NEW.tokengate_change;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER \(users)_tokengate_change
+            BEFORE INSERT OR UPDATE OF password_changed_at ON \(users)
+            FOR EACH ROW EXECUTE FUNCTION \(users)_tokengate_change();
+        """
+    }
+
+    @Test("RP-table mode with change_column: the site's writes are read from the feed, not by reloading its table")
+    func rpTableChangeColumn() async throws {
+        let users = try PostgresCutoffStoreTests.makeRPUsersTable()
+        defer { _ = try? PostgresTestServer.psql("DROP TABLE \(users)") }
+        let rp = PostgresCutoffStore.RPTable(table: users, changeColumn: "tokengate_change")
+        let configuration = try PostgresTestServer.configuration(rpTable: rp)
+        let global = configuration.table + "_global"
+        defer { _ = try? PostgresTestServer.psql("DROP TABLE IF EXISTS \(global)") }
+
+        // Before the column exists, the store names what is missing.
+        await #expect {
+            try await withRunningStore(configuration) { store in _ = try await store.load() }
+        } throws: { error in
+            "\(error)".contains("has no column") && "\(error)".contains("tokengate_change")
+        }
+        // The global table exists once a store without the feed started; then the site installs the trigger.
+        var withoutFeed = rp
+        withoutFeed.changeColumn = nil
+        try await withRunningStore(try PostgresTestServer.configuration(table: configuration.table, rpTable: withoutFeed)) {
+            store in _ = try await store.load()
+        }
+        try PostgresTestServer.psql(Self.rpChangeFeedSQL(users: users, global: global))
+
+        try await withRunningStore(configuration) { store in
+            let counted = FeedCountingStore(store)
+            let published = PublishedSnapshots()
+            let service = Self.service(counted, published, poll: .milliseconds(50))
+            try await service.start()
+            #expect(published.latest?.users["2"]?.revokedBefore == 1_714_564_800)
+            let run = Task { await service.run() }
+            defer { run.cancel() }
+
+            // The site's own writes, as its application makes them: an update, and a new user.
+            try PostgresTestServer.psql("UPDATE \(users) SET password_changed_at = to_timestamp(1750000000) WHERE id = 1")
+            #expect(await eventually(timeout: .seconds(5)) { published.latest?.users["1"]?.revokedBefore == 1_750_000_000 })
+            try PostgresTestServer.psql("INSERT INTO \(users) (id, password_changed_at) VALUES (3, to_timestamp(1750000001))")
+            #expect(await eventually(timeout: .seconds(5)) { published.latest?.users["3"]?.revokedBefore == 1_750_000_001 })
+            // A change of another column is neither numbered nor read.
+            try PostgresTestServer.psql("UPDATE \(users) SET tokengate_change = tokengate_change WHERE id = 2")
+            #expect(await counted.loads == 1, "every change came from the feed")
+            #expect(await counted.feedReads >= 2)
+            #expect(try PostgresTestServer.psql("SELECT tokengate_change > 0 FROM \(users) WHERE id = 3") == "t")
+        }
+
+        // A column of another type than bigint is refused, naming it.
+        try PostgresTestServer.psql("ALTER TABLE \(users) ADD COLUMN narrow integer")
+        var narrow = rp
+        narrow.changeColumn = "narrow"
+        await #expect {
+            try await withRunningStore(try PostgresTestServer.configuration(table: configuration.table, rpTable: narrow)) {
+                store in _ = try await store.load()
+            }
+        } throws: { error in
+            "\(error)".contains("must be a bigint")
+        }
+    }
 }
 
 extension CutoffSyncService {
