@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 import TokengateTokens
 
@@ -10,7 +11,8 @@ import TokengateTokens
 
 /// Measures the sync service against a real SQLite store of many users: the first load (a gateway's start), the
 /// resident memory then, and how long after another process's commit (`tokengate revoke`'s path) a revocation is
-/// enforced while revocations arrive at a steady rate.
+/// enforced while revocations arrive at a steady rate; and the same for two instances sharing a real PostgreSQL
+/// (copy mode), revocations written through one (the admin API's path) and timed until the other enforces them.
 ///
 /// Not a CI test: filling the store takes a minute per ten million rows. Run it with
 /// `TOKENGATE_SCALE_USERS=1000000 swift test -c release --filter CutoffSyncScaleMeasurement` (or through
@@ -108,5 +110,90 @@ struct CutoffSyncScaleMeasurement {
             + "(\((resident - residentBefore) / count) bytes/user) revocations=\(latencies.count) at \(Self.rate)/s: "
             + "enforced after p50=\(percentile(0.5)) ms p99=\(percentile(0.99)) ms max=\(percentile(1)) ms")
         #expect(latencies.count == Self.revocations)
+    }
+
+    @Test(
+        "PostgreSQL: two instances, their start, and revocations at one enforced at the other",
+        .enabled(if: Self.users != nil && PostgresTestServer.url != nil)
+    )
+    func postgres() async throws {
+        let count = try #require(Self.users)
+        let configuration = try PostgresTestServer.configuration()
+        let table = configuration.table
+        defer { _ = try? PostgresTestServer.psql("DROP TABLE IF EXISTS \(table); DROP TABLE IF EXISTS \(table)_global") }
+        try await withRunningStore(configuration) { store in _ = try await store.load() }
+        // The rows, as a site's bulk import would write them: one statement, the row triggers off for its duration
+        // (the feed starts with a full load, which reads them all).
+        _ = try PostgresTestServer.psql(
+            """
+            ALTER TABLE \(table) DISABLE TRIGGER USER;
+            INSERT INTO \(table) (user_id, revoked_before, updated_at)
+                SELECT 'user-' || i, 1000 + i % 1000, 0 FROM generate_series(0, \(count - 1)) AS i;
+            ALTER TABLE \(table) ENABLE TRIGGER USER;
+            ANALYZE \(table);
+            """)
+
+        try await withRunningStore(configuration) { storeA in
+            try await withRunningStore(configuration) { storeB in
+                let publishedA = PublishedSnapshots()
+                let publishedB = PublishedSnapshots()
+                let a = CutoffSyncService(store: storeA, publish: publishedA.publish)
+                let b = CutoffSyncService(store: storeB, publish: publishedB.publish)
+                let residentBefore = SnapshotScaleMeasurement.residentBytes()
+                var started = ContinuousClock.now
+                try await a.start()
+                let startupA = ContinuousClock.now - started
+                let resident = SnapshotScaleMeasurement.residentBytes()
+                started = ContinuousClock.now
+                try await b.start()
+                let startupB = ContinuousClock.now - started
+                #expect(publishedB.latest?.users.count == count)
+                let runA = Task { await a.run() }
+                let runB = Task { await b.run() }
+                defer {
+                    runA.cancel()
+                    runB.cancel()
+                }
+                #expect(await eventually(timeout: .seconds(10)) { storeA.isListening && storeB.isListening })
+
+                // Revocations at A at the rate (each returns once committed and NOTIFY sent), timed at B.
+                let at = Int64(Date().timeIntervalSince1970)
+                let committed = NIOLockedValueBox<[ContinuousClock.Instant]>([])
+                let writer = Task {
+                    let begin = ContinuousClock.now
+                    for index in 0..<Self.revocations {
+                        try await Task.sleep(until: begin.advanced(by: .seconds(Double(index) / Self.rate)))
+                        try await a.passwordChanged(user: "user-\(index &* 7_919 % count)", at: at)
+                        let now = ContinuousClock.now
+                        committed.withLockedValue { $0.append(now) }
+                    }
+                }
+                var latencies: [Double] = []
+                let deadline = ContinuousClock.now.advanced(by: .seconds(Double(Self.revocations) / Self.rate + 30))
+                for index in 0..<Self.revocations {
+                    let user = CutoffUserKey("user-\(index &* 7_919 % count)")
+                    while ContinuousClock.now < deadline,
+                        committed.withLockedValue({ $0.count }) <= index
+                            || publishedB.latest?.users[user]?.revokedBefore != at
+                    {
+                        try await Task.sleep(for: .milliseconds(1))
+                    }
+                    guard ContinuousClock.now < deadline else { break }
+                    let elapsed = ContinuousClock.now - committed.withLockedValue { $0[index] }
+                    latencies.append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
+                }
+                try await writer.value
+
+                latencies.sort()
+                func percentile(_ p: Double) -> Int {
+                    latencies.isEmpty ? -1 : Int(latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000)
+                }
+                print("SCALE sync postgres users=\(count) startup A=\(startupA) B=\(startupB) "
+                    + "resident one instance=\((resident - residentBefore) >> 20) MiB revocations=\(latencies.count) "
+                    + "at \(Self.rate)/s written at A, enforced at B after p50=\(percentile(0.5)) ms "
+                    + "p99=\(percentile(0.99)) ms max=\(percentile(1)) ms")
+                #expect(latencies.count == Self.revocations)
+            }
+        }
     }
 }
