@@ -31,6 +31,11 @@
 ///     FOR EACH STATEMENT EXECUTE FUNCTION tokengate_notify_users();
 /// ```
 ///
+/// With ``RPTable/changeColumn`` (opt-in) the RP's own trigger numbers every changed row from `<table>_global`'s
+/// `change_seq`, and the sync service reads only the rows numbered after the last one it saw
+/// (``PostgresCutoffStore/changes(since:limit:)``) instead of the marker and a whole read; docs/configuration.md
+/// gives the SQL.
+///
 /// A time that moves back in the RP's table (a restored backup) is not taken while the gateway runs: reloads only
 /// move cutoffs forward, so the earlier time takes effect at the next restart. Users deleted from the table keep
 /// their cutoffs until then too. A forced move back of the global cutoff is taken at once (it bumps the force
