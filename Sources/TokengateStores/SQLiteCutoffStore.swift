@@ -213,10 +213,20 @@ public actor SQLiteCutoffStore: CutoffStore {
             SELECT 1, user_id, revoked_before, api_revoked_before, NULL FROM user_cutoffs
             """
         let accumulator = NIOLockedValueBox(LoadAccumulator(base: base))
-        try await self.run(sql, []) { row in
+        let opened = try await self.run(sql, []) { row in
             accumulator.withLockedValue { $0.add(row) }
         }
-        return try self.finished(accumulator.withLockedValue { $0 })
+        var table = try self.finished(accumulator.withLockedValue { $0 })
+        table.position = table.position.map { Self.position($0, connection: opened) }
+        return table
+    }
+
+    /// The feed's name gets the connection's ``openCount``: a reopened file (replaced, its `-wal` removed, written
+    /// over) may number its changes again from a lower counter, as a `-wal` removed with commits in it takes their
+    /// numbers away and the next write takes one of them again; the sync service then reloads everything rather
+    /// than skip the rows whose numbers it believes it has seen.
+    private static func position(_ position: CutoffFeedPosition, connection opened: UInt64) -> CutoffFeedPosition {
+        CutoffFeedPosition(feed: "\(position.feed):\(opened)", sequence: position.sequence)
     }
 
     /// See ``CutoffStore/changes(since:limit:)``. The feed is the `change_seq` column that the schema's triggers
@@ -233,12 +243,12 @@ public actor SQLiteCutoffStore: CutoffStore {
             )
             """
         let accumulator = NIOLockedValueBox(LoadAccumulator(base: nil, collectingChanges: true))
-        try await self.run(sql, [.integer(.init(position.sequence)), .integer(max(1, limit) + 1)]) { row in
-            accumulator.withLockedValue { $0.add(row) }
+        let opened = try await self.run(sql, [.integer(.init(position.sequence)), .integer(max(1, limit) + 1)]) {
+            row in accumulator.withLockedValue { $0.add(row) }
         }
         let result = accumulator.withLockedValue { $0 }
         let table = try self.finished(result)
-        guard let now = table.position else {
+        guard let now = table.position.map({ Self.position($0, connection: opened) }) else {
             return nil
         }
         let hasMore = result.changes.count > max(1, limit)
