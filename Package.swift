@@ -2,9 +2,10 @@
 //
 // tokengate — an edge reverse proxy that lets a website's mobile apps in with tokens.
 //
-// Layers, each a module (DESIGN §10):
-//   C system libraries (OpenSSL 3, libnghttp2) → C shims → token verification (pure, no I/O)
-//   → TLS handler → configuration → cutoff stores → gateway pipeline → the `tokengate` executable.
+// Layers, each a module (docs/architecture.md has the map and one request's path through it):
+//   C system libraries (OpenSSL 3, libnghttp2, libpq) → C shims → token verification (pure, no I/O)
+//   → TLS → HTTP protocol layer → configuration → cutoff stores → the proxy (TokengateGateway)
+//   → admin listener (TokengateAdmin) → the `tokengate` executable; the demo site (TokengateDemo) beside it.
 // The hot-path benchmarks live in the `Benchmarks/` sub-package so that their dependencies
 // (package-benchmark, jwt-kit) never reach the product.
 import PackageDescription
@@ -24,6 +25,10 @@ let package = Package(
         // For the benchmarks' floor proxy (Benchmarks/Sources/NIOFloorProxy), which must use the gateway's own
         // TLS handler to measure what the gateway's construction costs.
         .library(name: "TokengateTLS", targets: ["TokengateTLS"]),
+        // For the fuzz targets (Fuzz/), which link the parsers under test into libFuzzer executables.
+        .library(name: "TokengateConfig", targets: ["TokengateConfig"]),
+        // For the HTTP/1.1 parser and cookie/form scanner fuzz targets (Fuzz/).
+        .library(name: "TokengateHTTP", targets: ["TokengateHTTP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -131,7 +136,7 @@ let package = Package(
             name: "TokengateAdmin",
             dependencies: [
                 "TokengateGateway", "TokengateHTTP", "TokengateStores", "TokengateConfig", "TokengateTLS",
-                "TokengateTokens",
+                "TokengateTokens", "TokengateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -175,6 +180,11 @@ let package = Package(
             dependencies: ["TokengatePercentEncoding"],
             swiftSettings: swiftSettings
         ),
+        // The release's version number, in one place (scripts/release.sh reads it too).
+        .target(
+            name: "TokengateVersion",
+            swiftSettings: swiftSettings
+        ),
         // Percent-encoding shared by the gateway and the client library (pure Swift, no dependencies).
         .target(
             name: "TokengatePercentEncoding",
@@ -186,7 +196,9 @@ let package = Package(
             name: "tokengate",
             dependencies: [
                 "TokengateTokens", "TokengateConfig", "TokengateGateway", "TokengateAdmin", "TokengateDemo",
-                "TokengateHTTP", "TokengateStores", "TokengateTLS",
+                "TokengateHTTP", "TokengateStores", "TokengateTLS", "TokengateVersion",
+                "CTokengateOpenSSL", "CTokengateNghttp2", "CTokengatePQ",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -199,7 +211,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: The load generator (issue 7): TLS + HTTP/1.1 keep-alive or HTTP/2 (libnghttp2 client sessions),
+        // MARK: The load generator: TLS + HTTP/1.1 keep-alive or HTTP/2 (libnghttp2 client sessions),
         // closed-loop and fixed-rate.
         .executableTarget(
             name: "tokengate-bench",
@@ -264,7 +276,7 @@ let package = Package(
         .testTarget(
             name: "tokengateTests",
             dependencies: [
-                "tokengate", "TokengateTokens", "TokengateTestSupport",
+                "tokengate", "TokengateTokens", "TokengateTestSupport", "TokengateVersion",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -276,6 +288,7 @@ let package = Package(
             dependencies: [
                 "TokengateGateway", "TokengateHTTP", "TokengateAdmin", "TokengateDemo", "TokengateTokens",
                 "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateClient", "CTokengateNghttp2",
+                "TokengateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

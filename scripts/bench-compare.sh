@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tokengate side by side with nginx and HAProxy (issue 7, item 2), in one run on one machine, loopback only.
+# tokengate side by side with nginx and HAProxy, in one run on one machine, loopback only.
 #
 # A fixed backend (Debian's nginx, one worker, 100-byte body on 127.0.0.1:9100) is pinned to core 0. In front
 # of it, one after another and pinned to core 0 too, with one worker/thread each:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory per idle TLS connection (issue 7, deliverable 4): tokengate holding N idle keep-alive TLS connections.
+# Memory per idle TLS connection: tokengate holding N idle keep-alive TLS connections.
 #
 # A fixed backend (Debian's nginx, one worker, 127.0.0.1:29100; the gateway on 28443) and the gateway (`tokengate serve`,
 # scripts/bench/tokengate-idle.yaml: event_loops 1, idle_timeout 600s, max_connections 20000) are pinned to

@@ -5,7 +5,8 @@
 #   test:  also the real clients and servers the test suite drives: curl, openssl, nghttp/h2load, python3
 #          with cryptography (the independent token implementation) and h2 (HTTP/2 attack frames),
 #          PostgreSQL (a throwaway server for the store tests), chromium (the token page in a browser) and
-#          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq).
+#          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq, man, zsh, fish) and the
+#          languages of the token-minting examples (scripts/test-examples.sh).
 set -euo pipefail
 profile="${1:-build}"
 
@@ -14,6 +15,15 @@ if [ "$profile" = "test" ]; then
   packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
   # scripts/validate-deploy.sh (run by scripts/test.sh): YAML, the syscall-filter check, systemd-analyze.
   packages+=(python3-yaml strace systemd jq)
+  # scripts/validate-deploy.sh's release checks: objdump (the .deb's Depends), man, and the zsh and fish that
+  # parse the completions.
+  packages+=(binutils man-db zsh fish)
+  # scripts/test-examples.sh: the token-minting examples of docs/examples, each with Debian's own packages.
+  packages+=(python3-jwt ruby ruby-jwt golang-go golang-github-golang-jwt-jwt-dev nodejs php-cli default-jdk-headless)
+  # scripts/test-quickstart.sh: docs/quickstart.md's whoami endpoints in the real frameworks.
+  packages+=(python3-flask python3-django node-express node-cookie-parser ruby-railties ruby-webrick)
+  # scripts/soak.sh (run by scripts/test.sh): the healthy backend.
+  packages+=(nginx)
 fi
 
 missing=()
@@ -28,6 +38,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Debian starts nginx's own daemon where it can; the tests start the ones they need, on ports of their own.
+  if [[ " ${missing[*]} " == *" nginx "* ]]; then
+    $SUDO service nginx stop >/dev/null 2>&1 || true
+  fi
 fi
 
 # The HTTP/2 flood tests craft frames with Python's h2 (PyPI).

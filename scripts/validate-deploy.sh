@@ -13,9 +13,11 @@
 #
 # What it checks:
 #   1. every YAML file under deploy/ parses; every Kubernetes document has apiVersion, kind and metadata.name;
+#      the production overlay builds on the base, its ServiceMonitor and HPA fit the base's Service, Secret,
+#      PodDisruptionBudget and container, its ConfigMap is generated with a content hash (a change rolls out);
 #      the manifests agree with each other and with the embedded tokengate.yaml (selectors, ports, mounted
 #      files, probes, grace period vs drain timeout, security context)
-#   2. the three tokengate.yaml files (Kubernetes ConfigMap, Docker, systemd) pass `tokengate check-config`
+#   2. the four tokengate.yaml files (Kubernetes base and production overlay, Docker, systemd) pass `tokengate check-config`
 #      with generated throw-away certificates, keys and secrets at the paths they name
 #   3. the Dockerfile: every RUN is valid shell, every apt package has a candidate, COPY sources exist and pass
 #      dockerignore.example, the build command's options and product exist, `swift package resolve` runs on
@@ -27,7 +29,11 @@
 #      key file is refused and the old configuration keeps serving; no connection dropped), and exits 0 on
 #      SIGTERM; under strace, every system call it makes is allowed by the unit's SystemCallFilter
 #   5. the systemd unit with `systemd-analyze verify` and `systemd-analyze security`
-#   6. the optional tools above, when present
+#   6. the release artifacts: scripts/release.sh packages the binary under test; the .deb's file list
+#      and control fields (dpkg-deb -c, -f), unpacked into a scratch root (dpkg-deb -x): the binary's version,
+#      the unit (systemd-analyze verify), sysusers, the man page (man --warnings), bash/zsh/fish completions;
+#      the tarball's layout; the release Dockerfile's OCI label arguments
+#   7. the optional tools above, when present (section 8)
 # Exit status: 0 when every check passed, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +46,7 @@ for arg in "$@"; do
     --build) build=1 ;;
     --tools) tools=1 ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate-deploy: unknown argument $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -85,6 +91,7 @@ import os, re, sys, yaml
 
 deploy, out = sys.argv[1], sys.argv[2]
 kdir = os.path.join(deploy, "kubernetes")
+base = os.path.join(kdir, "base")
 fails = 0
 def ok(m): print("ok " + m)
 def fail(m):
@@ -117,9 +124,10 @@ for base, _, files in os.walk(deploy):
         ok("%s: well-formed YAML (%d document%s)" % (rel, len(docs), "" if len(docs) == 1 else "s"))
 
 # Every Kubernetes document names itself.
-objects = {}
+objects, overlay_objects = {}, {}
 for path, docs in sorted(docs_by_file.items()):
-    if not path.startswith(kdir + os.sep):
+    # tokengate.yaml files are configurations a configMapGenerator turns into the ConfigMap, not manifests.
+    if not path.startswith(kdir + os.sep) or os.path.basename(path) == "tokengate.yaml":
         continue
     rel = os.path.relpath(path, os.path.dirname(deploy))
     for i, doc in enumerate(docs):
@@ -133,8 +141,25 @@ for path, docs in sorted(docs_by_file.items()):
         missing = [k for k, v in (("apiVersion", doc.get("apiVersion")), ("kind", doc.get("kind")), ("metadata.name", name)) if not v]
         if missing:
             fail("%s[%d]: missing %s" % (rel, i, ", ".join(missing))); continue
-        objects[(doc["kind"], name)] = (doc, rel)
+        if os.sep + "overlays" + os.sep in path:
+            overlay_objects[(doc["kind"], name)] = (doc, rel)
+        else:
+            objects[(doc["kind"], name)] = (doc, rel)
         ok("%s: %s %s/%s" % (rel, doc["apiVersion"], doc["kind"], name))
+
+# The base's generated ConfigMap, as kustomize makes it: its files are its keys.
+kust = docs_by_file.get(os.path.join(base, "kustomization.yaml"), [{}])[0]
+generated = set()
+for generator in kust.get("configMapGenerator", []):
+    data = {}
+    for entry in generator.get("files", []):
+        key, _, source = entry.partition("=")
+        source = source or key
+        with open(os.path.join(base, source)) as f:
+            data[os.path.basename(key)] = f.read()
+        generated.add(source)
+    objects[("ConfigMap", generator["name"])] = ({"kind": "ConfigMap", "metadata": {"name": generator["name"]}, "data": data}, "deploy/kubernetes/base/kustomization.yaml")
+    ok("kustomization.yaml: ConfigMap %s generated from %s (its name carries the content's hash: a change rolls the pods out)" % (generator["name"], ", ".join(sorted(data))))
 
 def get(kind, name):
     entry = objects.get((kind, name))
@@ -143,9 +168,8 @@ def get(kind, name):
     return entry[0]
 
 # The kustomization lists every manifest except the Secret templates, and nothing else.
-kust = docs_by_file.get(os.path.join(kdir, "kustomization.yaml"), [{}])[0]
 listed = set(kust.get("resources", []))
-present = {f for f in os.listdir(kdir) if f.endswith(".yaml") and f != "kustomization.yaml"}
+present = {f for f in os.listdir(base) if f.endswith(".yaml") and f != "kustomization.yaml" and f not in generated}
 if listed == present:
     ok("kustomization.yaml lists every manifest (%d); the Secret templates in secrets/ are left out" % len(listed))
 else:
@@ -171,6 +195,55 @@ config = yaml.safe_load(config_text)
 with open(os.path.join(out, "kubernetes.yaml"), "w") as f:
     f.write(config_text)
 ok("ConfigMap tokengate-config: tokengate.yaml extracted for check-config")
+
+# The production overlay: the base, a ServiceMonitor and an HPA that fit it, its own configuration generated
+# (hashed) in place of the base's, and the replica count left to the HPA.
+prod = os.path.join(kdir, "overlays", "production")
+pk = docs_by_file.get(os.path.join(prod, "kustomization.yaml"), [{}])[0]
+for r in pk.get("resources", []):
+    if not os.path.exists(os.path.join(prod, r)): fail("overlays/production: resource %s does not exist" % r)
+if os.path.normpath(os.path.join(prod, (pk.get("resources") or [""])[0])) == base: ok("overlays/production builds on ../../base")
+else: fail("overlays/production's first resource must be ../../base")
+gens = {g["name"]: g for g in pk.get("configMapGenerator", [])}
+g = gens.get("tokengate-config", {})
+if g.get("behavior") == "replace" and g.get("files") == ["tokengate.yaml"] and not (g.get("options") or {}).get("disableNameSuffixHash"):
+    ok("overlays/production: ConfigMap tokengate-config replaced from its tokengate.yaml, name hashed (a change rolls out)")
+else: fail("overlays/production: configMapGenerator tokengate-config must replace the base's from tokengate.yaml, hashed")
+with open(os.path.join(prod, "tokengate.yaml")) as f, open(os.path.join(out, "kubernetes-production.yaml"), "w") as o:
+    o.write(f.read())
+patched_out = any("/spec/replicas" in str(p.get("patch", "")) and (p.get("target") or {}).get("kind") == "Deployment" for p in pk.get("patches", []))
+(ok if patched_out else fail)("overlays/production: the Deployment's replicas removed (the HPA owns the count)")
+admin_svc = next((d for (k, n), (d, _) in objects.items() if k == "Service" and any(p.get("name") == "admin" for p in d["spec"].get("ports", []))), None)
+sm = overlay_objects.get(("ServiceMonitor", "tokengate"), (None,))[0]
+if sm is None or admin_svc is None: fail("overlays/production: a ServiceMonitor tokengate and a Service with an admin port are needed")
+else:
+    sel = sm["spec"]["selector"]["matchLabels"]
+    ep = sm["spec"]["endpoints"][0]
+    cred = ((ep.get("authorization") or {}).get("credentials") or {})
+    secret_keys = set((objects.get(("Secret", cred.get("name")), ({},))[0].get("stringData") or {}).keys())
+    if sel.items() <= admin_svc["metadata"]["labels"].items() and ep.get("port") == "admin" and ep.get("path") == "/metrics":
+        ok("ServiceMonitor: selects Service %s, port admin, /metrics" % admin_svc["metadata"]["name"])
+    else: fail("ServiceMonitor: does not select the admin Service's labels, port admin and /metrics")
+    if cred.get("key") in secret_keys: ok("ServiceMonitor: the bearer secret from Secret %s key %s (/metrics needs it)" % (cred["name"], cred["key"]))
+    else: fail("ServiceMonitor: authorization.credentials must name the admin Secret's key")
+    if float(str(ep.get("scrapeTimeout", "10s")).rstrip("s")) < 10: ok("ServiceMonitor: scrapeTimeout %s, under the admin listener's 10 s idle close" % ep["scrapeTimeout"])
+    else: fail("ServiceMonitor: scrapeTimeout must stay under the admin listener's deadlines")
+hpa = overlay_objects.get(("HorizontalPodAutoscaler", "tokengate"), (None,))[0]
+pdb = next((d for (k, n), (d, _) in objects.items() if k == "PodDisruptionBudget"), None)
+if hpa is None: fail("overlays/production: no HorizontalPodAutoscaler tokengate")
+else:
+    t = hpa["spec"]["scaleTargetRef"]
+    lo, hi = hpa["spec"].get("minReplicas", 1), hpa["spec"]["maxReplicas"]
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    cpu_request = ((container.get("resources") or {}).get("requests") or {}).get("cpu")
+    if t.get("kind") == "Deployment" and t.get("name") == dep["metadata"]["name"]: ok("HPA: scales Deployment %s" % t["name"])
+    else: fail("HPA: scaleTargetRef is not the Deployment")
+    min_available = (pdb or {}).get("spec", {}).get("minAvailable", 0)
+    if isinstance(min_available, int) and min_available < lo <= hi: ok("HPA: %d to %d replicas, above the PodDisruptionBudget's minAvailable %d" % (lo, hi, min_available))
+    else: fail("HPA: minReplicas %s must exceed the PDB's minAvailable %s and not exceed maxReplicas %s" % (lo, min_available, hi))
+    if any(m.get("resource", {}).get("name") == "cpu" for m in hpa["spec"].get("metrics", [])) and cpu_request:
+        ok("HPA: on CPU utilization; the container requests cpu %s (utilization needs a request)" % cpu_request)
+    else: fail("HPA: a CPU metric needs the container's cpu request")
 
 spec = dep["spec"]; pod = spec["template"]["spec"]; labels = spec["template"]["metadata"]["labels"]
 containers = pod["containers"]
@@ -434,7 +507,7 @@ PY
 }
 
 section "3. configurations through tokengate check-config"
-for pair in "kubernetes:$work/configs/kubernetes.yaml" "docker:$repo/deploy/docker/tokengate.yaml" "systemd:$repo/deploy/systemd/tokengate.yaml"; do
+for pair in "kubernetes:$work/configs/kubernetes.yaml" "kubernetes-production:$work/configs/kubernetes-production.yaml" "docker:$repo/deploy/docker/tokengate.yaml" "systemd:$repo/deploy/systemd/tokengate.yaml"; do
   name="${pair%%:*}" source="${pair#*:}"
   root="$work/check-$name"
   if ! info="$(materialise "$source" "$root" 2> "$work/materialise-$name.log")"; then
@@ -541,6 +614,25 @@ else: fail("CMD must be serve --config /etc/tokengate/tokengate.yaml")
 hc = instr(runtime, "HEALTHCHECK")
 if hc and "tokengate-probe" in hc[0] and "/healthz" in hc[0]: ok("HEALTHCHECK uses tokengate-probe /healthz (no curl in the image)")
 else: fail("HEALTHCHECK must use tokengate-probe /healthz")
+
+# OCI labels on the runtime image, the version agreeing with the source's one place for it.
+source_version = re.search(r'public static let string = "([^"]+)"', open(os.path.join(repo, "Sources/TokengateVersion/TokengateVersion.swift")).read()).group(1)
+runtime_args = dict(rest.split("=", 1) for rest in instr(runtime, "ARG") if "=" in rest)
+labels = {}
+for rest in instr(runtime, "LABEL"):
+    for word in shlex.split(rest):
+        k, _, v = word.partition("=")
+        labels[k] = re.sub(r"\$\{(\w+)\}", lambda m: runtime_args.get(m.group(1), m.group(0)), v)
+required = ["title", "description", "version", "revision", "created", "licenses", "base.name"]
+missing = [k for k in required if not labels.get("org.opencontainers.image." + k)]
+if missing: fail("runtime LABEL lacks org.opencontainers.image.%s" % ", .".join(missing))
+else: ok("runtime LABELs: the OCI annotations %s" % ", ".join(required))
+if labels.get("org.opencontainers.image.version") == source_version:
+    ok("org.opencontainers.image.version defaults to %s, the version in Sources/TokengateVersion" % source_version)
+else:
+    fail("org.opencontainers.image.version is %r, Sources/TokengateVersion says %s" % (labels.get("org.opencontainers.image.version"), source_version))
+if labels.get("org.opencontainers.image.base.name") == runtime["image"]: ok("org.opencontainers.image.base.name is the runtime stage's image")
+else: fail("org.opencontainers.image.base.name %r is not the runtime image %s" % (labels.get("org.opencontainers.image.base.name"), runtime["image"]))
 
 # Every RUN is valid shell; every apt package has a candidate in Debian 12's archive.
 baseline = {"libc6", "libstdc++6", "libgcc-s1", "zlib1g"}   # already in debian:bookworm-slim (apt, dpkg need them)
@@ -901,6 +993,10 @@ else
 fi
 if grep -qF "$(head -1 "$secret_file")" "$work/gateway.log"; then bad "the gateway log contains the admin secret"
 else ok "the admin secret appears nowhere in the gateway's log"; fi
+source_version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
+if head -1 "$work/gateway.log" | python3 -c 'import json, sys; line = json.loads(sys.stdin.readline()); sys.exit(0 if line.get("msg") == "starting" and line.get("version") == sys.argv[1] else 1)' "$source_version"; then
+  ok "the gateway's first log line is starting, version $source_version"
+else bad "the gateway's first log line does not name version $source_version: $(head -c 200 "$work/gateway.log")"; fi
 
 if [ "$use_strace" = 1 ] && [ -s "$work/strace.log" ]; then
   pycheck "$work/strace.log" "$rootfs/usr/local/bin/tokengate" <<'PY'
@@ -992,7 +1088,122 @@ for path in [config["cutoffs"].get("sqlite", "")]:
 PY
 
 # ---------------------------------------------------------------------------------------------------------
-section "7. optional checkers"
+section "7. release artifacts (scripts/release.sh with the binary under test; the .deb installed in a scratch root)"
+release_started="$(date +%s)"
+if bash "$repo/scripts/release.sh" --binary "$tokengate" --out "$work/dist" --allow-unpackaged-libraries --fast > "$work/release.log" 2>&1; then
+  ok "scripts/release.sh built $(cd "$work/dist" && ls | paste -sd' ' -)"
+  version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
+  deb="$(ls "$work"/dist/tokengate_"$version"_*.deb 2> /dev/null | head -1)"
+  tarball="$(ls "$work"/dist/tokengate-"$version"-linux-*.tar.gz 2> /dev/null | head -1)"
+  if [ -n "$deb" ] && [ -n "$tarball" ] && (cd "$work/dist" && sha256sum --quiet -c SHA256SUMS); then
+    ok "the .deb, the tarball and the image definition are named for $version and match SHA256SUMS"
+  else bad "missing artifact for $version, or SHA256SUMS does not match"; fi
+  # What the package installs, as dpkg lists it, and its control fields.
+  dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|; s|/$||' | sort > "$work/deb-files"
+  missing_files=""
+  for f in /usr/bin/tokengate /lib/systemd/system/tokengate.service /usr/lib/sysusers.d/tokengate.conf \
+    /usr/share/man/man1/tokengate.1.gz /usr/share/bash-completion/completions/tokengate \
+    /usr/share/zsh/vendor-completions/_tokengate /usr/share/fish/vendor_completions.d/tokengate.fish \
+    /usr/share/doc/tokengate/changelog.gz /usr/share/doc/tokengate/examples/tokengate.yaml \
+    /usr/share/doc/tokengate/docs/configuration.md /etc/tokengate; do
+    grep -qxF "$f" "$work/deb-files" || missing_files="$missing_files $f"
+  done
+  if [ -z "$missing_files" ]; then ok "dpkg-deb -c: the binary, the unit, sysusers, man page, bash/zsh/fish completions, changelog, example, docs"
+  else bad "the .deb lacks:$missing_files"; fi
+  if grep -q '^/usr/local' "$work/deb-files"; then bad "the .deb installs under /usr/local (Debian policy: never)"; else ok "nothing under /usr/local"; fi
+  if [ "$(dpkg-deb -f "$deb" Package) $(dpkg-deb -f "$deb" Version)" = "tokengate $version" ] \
+    && dpkg-deb -f "$deb" Depends | grep -q 'libssl3' && dpkg-deb -f "$deb" Depends | grep -q 'libnghttp2-14' \
+    && dpkg-deb -f "$deb" Depends | grep -q 'libpq5'; then
+    ok "control: tokengate $version, Depends: $(dpkg-deb -f "$deb" Depends | tr -s ' ' | cut -c1-110)"
+  else bad "control fields: $(dpkg-deb -f "$deb" Package Version Depends | paste -sd' ' -)"; fi
+  if [ "$(dpkg-deb -c "$deb" | awk '{print $2}' | sort -u)" = "root/root" ]; then ok "every file is owned by root:root"
+  else bad "files in the .deb not owned by root:root"; fi
+  dpkg-deb -e "$deb" "$work/deb-control"
+  for script in postinst prerm postrm; do
+    if sh -n "$work/deb-control/$script"; then ok "DEBIAN/$script is valid sh"; else bad "DEBIAN/$script is not valid sh"; fi
+  done
+  # Installed by dpkg -i into a scratch root, maintainer scripts run (DPKG_ROOT: the user goes into the scratch
+  # root's /etc/passwd, the host's systemd is left alone). The root's dpkg database holds the host's entries of
+  # the packages the .deb depends on, so dpkg checks Depends against what is really installed here.
+  scratch="$work/deb-root"
+  mkdir -p "$scratch/var/lib/dpkg/info" "$scratch/var/lib/dpkg/updates" "$scratch/etc"
+  : > "$scratch/var/lib/dpkg/available"
+  for package in $(dpkg-deb -f "$deb" Depends | tr ',|' '\n\n' | sed 's/(.*)//; s/ //g' | sort -u); do
+    dpkg-query -s "$package" 2> /dev/null | grep -v '^Conffiles:\|^ /' && echo || true
+  done > "$scratch/var/lib/dpkg/status"
+  if dpkg --root="$scratch" --force-script-chrootless -i "$deb" > "$work/dpkg-install.log" 2>&1 \
+    && [ "$(dpkg --root="$scratch" -s tokengate 2> /dev/null | sed -n 's/^Status: //p')" = "install ok installed" ]; then
+    ok "dpkg -i: installed in a scratch root against this host's libssl3, libnghttp2-14 and libpq5"
+  else sed 's/^/        /' "$work/dpkg-install.log" | tail -10; bad "dpkg -i of the .deb failed"; fi
+  if grep -q '^tokengate:x:10001:10001:.*:/var/lib/tokengate:/usr/sbin/nologin$' "$scratch/etc/passwd" 2> /dev/null \
+    && grep -q '^tokengate:x:10001:' "$scratch/etc/group" 2> /dev/null; then
+    ok "postinst: the tokengate user and group, uid 10001, home /var/lib/tokengate, no login shell"
+  else bad "postinst did not create the tokengate user in the scratch root"; fi
+  if [ "$("$scratch/usr/bin/tokengate" --version)" = "$version" ] && "$scratch/usr/bin/tokengate" version | grep -q '^openssl: OpenSSL 3'; then
+    ok "the packaged binary: --version $version; version names $("$scratch/usr/bin/tokengate" version | sed -n 2p)"
+  else bad "the packaged binary does not report $version"; fi
+  if grep -q '^ExecStart=/usr/bin/tokengate serve' "$scratch/lib/systemd/system/tokengate.service" \
+    && ! grep -q '/usr/local' "$scratch/lib/systemd/system/tokengate.service"; then
+    ok "the packaged unit runs /usr/bin/tokengate"
+  else bad "the packaged unit does not run /usr/bin/tokengate"; fi
+  if command -v systemd-analyze > /dev/null; then
+    mkdir -p "$work/systemd-packaged"
+    sed "s|/usr/bin/tokengate|$scratch/usr/bin/tokengate|g" "$scratch/lib/systemd/system/tokengate.service" > "$work/systemd-packaged/tokengate.service"
+    if output="$(systemd-analyze verify --man=no "$work/systemd-packaged/tokengate.service" 2>&1)" && [ -z "$output" ]; then ok "systemd-analyze verify: the packaged unit has no warnings"
+    else echo "$output" | sed 's/^/        /'; bad "systemd-analyze verify: the packaged unit"; fi
+  fi
+  if [ "$(sed -n 's/^u \(\S*\) \([0-9]*\).*/\1 \2/p' "$scratch/usr/lib/sysusers.d/tokengate.conf")" = "tokengate 10001" ]; then ok "sysusers.d: user tokengate, uid 10001 (the image's)"
+  else bad "sysusers.d/tokengate.conf does not declare tokengate 10001"; fi
+  # The man page renders without warnings and documents every subcommand; the completions parse.
+  if command -v man > /dev/null; then
+    man_warnings="$(MANWIDTH=100 man --warnings -l "$scratch/usr/share/man/man1/tokengate.1.gz" 2>&1 > "$work/man.txt")"
+    subcommands_missing=""
+    for sub in serve dev check-config keygen token "token mint" "token verify" revoke version; do
+      # generate-manual's mdoc: a subcommand is a tagged item at the left margin, its subcommands indented once.
+      grep -qE "^ {5}(| {8})${sub##* }( |\$)" "$work/man.txt" || subcommands_missing="$subcommands_missing '$sub'"
+    done
+    if [ -z "$man_warnings" ] && [ -z "$subcommands_missing" ] && grep -q -- '--print' "$work/man.txt" && grep -q 'TOKENGATE_LISTEN' "$work/man.txt"; then ok "man tokengate (swift-argument-parser's generate-manual): renders without warnings, every subcommand, the environment"
+    else echo "$man_warnings" | head -5 | sed 's/^/        /'; bad "man tokengate: warnings, or no section for$subcommands_missing"; fi
+  else skip "man is not installed (apt-get install man-db)"; fi
+  if bash -n "$scratch/usr/share/bash-completion/completions/tokengate" \
+    && bash -c "source '$scratch/usr/share/bash-completion/completions/tokengate' && complete -p tokengate" > /dev/null 2>&1; then
+    ok "bash completion: parses and registers for tokengate"
+  else bad "bash completion does not load"; fi
+  for shell_name in zsh fish; do
+    file="$scratch/usr/share/zsh/vendor-completions/_tokengate"; [ "$shell_name" = fish ] && file="$scratch/usr/share/fish/vendor_completions.d/tokengate.fish"
+    if command -v "$shell_name" > /dev/null; then
+      if "$shell_name" -n "$file" 2> "$work/$shell_name.err"; then ok "$shell_name completion: parses ($shell_name -n)"
+      else sed 's/^/        /' "$work/$shell_name.err"; bad "$shell_name completion does not parse"; fi
+    else skip "$shell_name is not installed"; fi
+  done
+  if grep -q 'check-config' "$scratch/usr/share/fish/vendor_completions.d/tokengate.fish" && grep -q 'check-config' "$scratch/usr/share/zsh/vendor-completions/_tokengate"; then
+    ok "zsh and fish completions name the subcommands"
+  else bad "zsh or fish completion lacks the subcommands"; fi
+  # Removed by dpkg -r: nothing of the package is left (the user stays, as Debian leaves system users).
+  if dpkg --root="$scratch" --force-script-chrootless -r tokengate > "$work/dpkg-remove.log" 2>&1 \
+    && [ ! -e "$scratch/usr/bin/tokengate" ] && [ ! -e "$scratch/lib/systemd/system/tokengate.service" ] \
+    && [ ! -e "$scratch/usr/share/man/man1/tokengate.1.gz" ]; then
+    ok "dpkg -r: the binary, the unit and the man page are gone"
+  else sed 's/^/        /' "$work/dpkg-remove.log" | tail -10; bad "dpkg -r of the package failed or left files"; fi
+  # The tarball holds the same binary and files under one directory.
+  tar -tzf "$tarball" | sed 's|^[^/]*/||' | sort > "$work/tar-files"
+  if [ "$(tar -tzf "$tarball" | cut -d/ -f1 | sort -u)" = "$(basename "$tarball" .tar.gz)" ] \
+    && grep -qx 'bin/tokengate' "$work/tar-files" && grep -qx 'share/man/man1/tokengate.1' "$work/tar-files" \
+    && grep -qx 'share/tokengate/systemd/tokengate.service' "$work/tar-files" && grep -qx 'share/completions/_tokengate' "$work/tar-files"; then
+    ok "tarball: one top directory with bin/tokengate, the man page, the unit and the completions"
+  else bad "tarball layout"; fi
+  if grep -q "^ARG IMAGE_VERSION=$version\$" "$work"/dist/tokengate-"$version".Dockerfile \
+    && grep -q "^ARG IMAGE_REVISION=[0-9a-f]\{40\}\$" "$work"/dist/tokengate-"$version".Dockerfile; then
+    ok "the release's Dockerfile carries version $version and the commit for the OCI labels"
+  else bad "the release's Dockerfile lacks the version or the revision"; fi
+else
+  sed 's/^/        /' "$work/release.log" | tail -20
+  bad "scripts/release.sh failed"
+fi
+echo "  ..    release artifacts checked in $(($(date +%s) - release_started))s"
+
+# ---------------------------------------------------------------------------------------------------------
+section "8. optional checkers"
 venv="$repo/.build/deploy-tools"
 if [ "$tools" = 1 ] && [ ! -x "$venv/bin/kubernetes-validate" ]; then
   python3 -m venv "$venv"
@@ -1001,18 +1212,41 @@ fi
 tool() { if [ -x "$venv/bin/$1" ]; then echo "$venv/bin/$1"; else command -v "$1" || true; fi; }
 kv="$(tool kubernetes-validate)"
 if [ -n "$kv" ]; then
-  k8s_files=("$repo"/deploy/kubernetes/{namespace,configmap,deployment,service,poddisruptionbudget,networkpolicy}.yaml "$repo"/deploy/kubernetes/secrets/secrets.example.yaml)
+  k8s_files=("$repo"/deploy/kubernetes/base/{namespace,deployment,service,poddisruptionbudget,networkpolicy}.yaml "$repo"/deploy/kubernetes/overlays/production/horizontalpodautoscaler.yaml "$repo"/deploy/kubernetes/secrets/secrets.example.yaml)
   if output="$("$kv" --strict --quiet "${k8s_files[@]}" 2>&1)"; then ok "kubernetes-validate --strict (schemas of Kubernetes $("$kv" --version 2>/dev/null | awk '{print $NF}')): all manifests valid"
   else echo "$output" | sed 's/^/        /'; bad "kubernetes-validate --strict"; fi
 else skip "kubernetes-validate (--tools installs it)"; fi
 kubectl_bin="$(tool kubectl)"
 if [ -n "$kubectl_bin" ]; then
-  if "$kubectl_bin" kustomize "$repo/deploy/kubernetes" > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
-    count="$(grep -c '^kind:' "$work/rendered.yaml")"
-    if grep -q 'image: registry.example.com/tokengate:0.1.0' "$work/rendered.yaml" && ! grep -q '^kind: Secret' "$work/rendered.yaml"; then
-      ok "kubectl kustomize renders $count objects (image set, no Secret)"
-    else bad "kubectl kustomize: unexpected output (image not set or a Secret rendered)"; fi
-  else sed 's/^/        /' "$work/kustomize.err"; bad "kubectl kustomize deploy/kubernetes failed"; fi
+  version="$(sed -n 's/^ *public static let string = "\(.*\)"$/\1/p' "$repo/Sources/TokengateVersion/TokengateVersion.swift")"
+  for overlay in base overlays/production; do
+    if "$kubectl_bin" kustomize "$repo/deploy/kubernetes/$overlay" > "$work/rendered.yaml" 2> "$work/kustomize.err"; then
+      count="$(grep -c '^kind:' "$work/rendered.yaml")"
+      configmap="$(python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cms = [d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"]
+dep = [d for d in docs if d["kind"] == "Deployment"][0]
+refs = [s["configMap"]["name"] for v in dep["spec"]["template"]["spec"]["volumes"] for s in (v.get("projected") or {}).get("sources", []) if "configMap" in s]
+ok = len(cms) == 1 and cms[0].startswith("tokengate-config-") and refs == cms
+print(cms[0] if ok else "")' "$work/rendered.yaml")"
+      if grep -q "image: registry.example.com/tokengate:$version" "$work/rendered.yaml" && ! grep -q '^kind: Secret' "$work/rendered.yaml" && [ -n "$configmap" ]; then
+        ok "kubectl kustomize $overlay renders $count objects (image $version, no Secret, the Deployment mounts $configmap)"
+      else bad "kubectl kustomize $overlay: unexpected output (image not $version, a Secret rendered, or the ConfigMap not hashed and referenced)"; fi
+      if [ "$overlay" = overlays/production ]; then
+        # A change of the configuration is a new ConfigMap name, hence a new pod template: a rollout.
+        cp -r "$repo/deploy/kubernetes" "$work/k8s-changed"
+        echo "# changed" >> "$work/k8s-changed/overlays/production/tokengate.yaml"
+        changed="$("$kubectl_bin" kustomize "$work/k8s-changed/overlays/production" | sed -n 's/^ *name: \(tokengate-config-[a-z0-9]*\)$/\1/p' | sort -u)"
+        if [ -n "$changed" ] && [ "$changed" != "$configmap" ]; then ok "overlays/production: a changed tokengate.yaml renames the ConfigMap ($configmap -> $changed): the Deployment rolls out"
+        else bad "overlays/production: a changed tokengate.yaml keeps the ConfigMap's name ($configmap)"; fi
+        if grep -q '^kind: ServiceMonitor' "$work/rendered.yaml" && grep -q '^kind: HorizontalPodAutoscaler' "$work/rendered.yaml" \
+          && ! python3 -c 'import sys, yaml; sys.exit(0 if any(d["kind"] == "Deployment" and "replicas" in d["spec"] for d in yaml.safe_load_all(open(sys.argv[1])) if d) else 1)' "$work/rendered.yaml"; then
+          ok "overlays/production: ServiceMonitor and HPA rendered, the Deployment has no replicas (the HPA's)"
+        else bad "overlays/production: ServiceMonitor or HPA missing, or replicas still set"; fi
+      fi
+    else sed 's/^/        /' "$work/kustomize.err"; bad "kubectl kustomize deploy/kubernetes/$overlay failed"; fi
+  done
 else skip "kubectl kustomize (--tools installs it)"; fi
 hadolint_bin="$(tool hadolint)"
 if [ -n "$hadolint_bin" ]; then

@@ -9,8 +9,8 @@ import TokengateHTTP
 import TokengateStores
 import TokengateTokens
 
-/// What the admin listener answers — the probes, `/metrics`, `/admin/reload` and the cutoff admin API — and
-/// the reload that `/admin/reload` and SIGHUP share.
+/// What the admin listener answers — the probes, `/metrics`, `/version`, `/admin/reload` and the cutoff admin
+/// API — and the reload that `/admin/reload` and SIGHUP share.
 package enum AdminRoutes {
     /// What the admin listener answers: probes, metrics, reload, and the cutoff admin API.
     ///
@@ -29,7 +29,7 @@ package enum AdminRoutes {
     ) -> AdminServer.Handler {
         { request in
             switch request.path {
-            case "/healthz", "/readyz", "/metrics":
+            case "/healthz", "/readyz", "/metrics", "/version":
                 // Read-only: a probe or scraper with another method is told so rather than answered.
                 guard request.method == "GET" || request.method == "HEAD" else {
                     return Self.methodNotAllowed(allow: "GET, HEAD")
@@ -40,6 +40,8 @@ package enum AdminRoutes {
             switch request.path {
             case "/healthz":
                 return .init(status: 200, body: "{\"status\":\"ok\"}")
+            case "/version":
+                return .init(status: 200, body: AdminVersion.json)
             case "/metrics":
                 let snapshot = await sync.snapshot
                 server.metrics.cutoffGeneration.record(Int64(snapshot.generation))
@@ -51,7 +53,11 @@ package enum AdminRoutes {
                 let now = CutoffSyncService.systemNow()
                 server.metrics.cutoffLag.record(max(0, now - confirmedAt))
                 server.metrics.cutoffFutureCutoffs.record(Int64(await sync.futureCutoffCount(now: now)))
-                return .init(status: 200, contentType: "text/plain; version=0.0.4", body: server.metrics.render())
+                let exposition = server.metrics.render()
+                return .init(
+                    status: 200, contentType: "text/plain; version=0.0.4",
+                    body: exposition + (exposition.hasSuffix("\n") || exposition.isEmpty ? "" : "\n") + AdminVersion.buildInfoMetric
+                )
             case "/admin/reload":
                 guard request.method == "POST" else {
                     return Self.methodNotAllowed(allow: "POST")

@@ -10,7 +10,7 @@ import FoundationNetworking
 #endif
 
 /// Where a request carries the token: the `Authorization` header (the default, RFC 6750 §2.1) or a field of
-/// an `application/x-www-form-urlencoded` body (§2.2). Never the URL (§2.3 and seed 004: URLs end up in
+/// an `application/x-www-form-urlencoded` body (§2.2). Never the URL (§2.3: URLs end up in
 /// logs, histories and `Referer` headers); there is no way to ask for that.
 public struct TokenAttachment: Sendable, Hashable {
     enum Place: Sendable, Hashable {

@@ -5,7 +5,7 @@
 import Foundation
 import TokengatePercentEncoding
 
-// MARK: The app callback (seeds 001–003: `myapp://token#access_token=…&expires_in=…`).
+// MARK: The app callback (`myapp://token#access_token=…&expires_in=…`, as OAuth 2.0 implicit grants deliver it).
 
 extension TokenCapture {
     /// From the URL the app was opened with (or the web view was sent to), for the callback registered with

@@ -8,7 +8,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-// MARK: Cookies: the seed's "split on `;`, then on the first `=`", done right.
+// MARK: Cookies: "split on `;`, then on the first `=`", done right (RFC 6265 §5.2).
 
 extension TokenCapture {
     /// From a `Cookie` request-header string, as Android's `CookieManager.getCookie(url)` returns it:

@@ -4,8 +4,8 @@
 
 import Foundation
 
-/// Finds the token the token page handed over, in each of the ways it hands it over (seed 004 and the
-/// OAuth-style callbacks of seeds 001–003): the cookie, the page title, or the app's callback URL.
+/// Finds the token the token page handed over, in each of the ways it hands it over (a web view's
+/// cookie and page title, or an OAuth-style callback): the cookie, the page title, or the app's callback URL.
 ///
 /// Every path is strict: a candidate must be token-shaped (RFC 6750 `b64token`, at most 8192 bytes), and
 /// anything ambiguous or broken is refused rather than guessed at. The expiry kept is the earliest of what the

@@ -12,6 +12,9 @@ struct DecodingContext {
     var baseDirectory: String
     /// Whether files and environment variables the configuration names must exist.
     var checkFiles: Bool
+    /// The key paths a `TOKENGATE_…` variable set, with its name: a problem there names the variable, since the
+    /// file's line would point at a value that is not the one judged.
+    var setByEnvironment: [String: String] = [:]
 }
 
 /// A YAML node with its key path, the unit the decoder works on.
@@ -33,6 +36,14 @@ struct ConfigNode {
 
     func error(_ code: ConfigurationError.Code, _ message: String) -> ConfigurationError {
         let mark = self.node.mark
+        if let variable = self.context.setByEnvironment[self.path] {
+            return ConfigurationError(
+                code: code,
+                file: self.context.file,
+                keyPath: self.path,
+                message: "\(message) (set by \(variable))"
+            )
+        }
         return ConfigurationError(
             code: code,
             file: self.context.file,
@@ -261,16 +272,8 @@ struct ConfigNode {
     /// A mapping whose keys must all be among `allowed`; unknown keys are errors with a suggestion.
     func mapping(allowed: [String]) throws(ConfigurationError) -> ConfigMapping {
         let mapping = try self.anyMapping()
-        for entry in mapping.entries where !allowed.contains(entry.key) {
-            var message = "unknown key"
-            if entry.key == "<<" {
-                message += " (YAML merge keys are not supported)"
-            } else if let suggestion = ValueSyntax.suggestion(for: entry.key, among: allowed) {
-                message += ", did you mean '\(suggestion)'?"
-            } else {
-                message += "; expected one of: \(allowed.joined(separator: ", "))"
-            }
-            throw entry.keyNode.error(.unknownKey, message)
+        if let first = mapping.unknownKeys(allowed: allowed).first {
+            throw first
         }
         return mapping
     }
@@ -327,6 +330,22 @@ struct ConfigMapping {
     /// Whether `key` is present with a non-null value.
     func has(_ key: String) -> Bool {
         self[key] != nil
+    }
+
+    /// One error per key that is not among `allowed`, in the file's order, each with a suggestion for a likely
+    /// typo: ``ConfigNode/mapping(allowed:)`` throws the first, the top level reports them all.
+    func unknownKeys(allowed: [String]) -> [ConfigurationError] {
+        self.entries.filter { !allowed.contains($0.key) }.map { entry in
+            var message = "unknown key"
+            if entry.key == "<<" {
+                message += " (YAML merge keys are not supported)"
+            } else if let suggestion = ValueSyntax.suggestion(for: entry.key, among: allowed) {
+                message += ", did you mean '\(suggestion)'?"
+            } else {
+                message += "; expected one of: \(allowed.joined(separator: ", "))"
+            }
+            return entry.keyNode.error(.unknownKey, message)
+        }
     }
 
     /// The value of a required key; a missing key is reported at the mapping itself.

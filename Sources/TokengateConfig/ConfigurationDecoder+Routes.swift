@@ -10,6 +10,10 @@ import TokengateTokens
 struct RouteEnvironment {
     var tokens: TokenSettings
     var upstreams: [String: UpstreamConfiguration]
+    /// Upstreams whose own definition has a problem (reported there): a route may name them.
+    var invalidUpstreams: Set<String> = []
+    /// The upstreams section itself failed: no route's upstream can be judged.
+    var upstreamsFailed = false
     var hasKeys: Bool
     var hasSigningKey: Bool
 }
@@ -26,7 +30,13 @@ extension ConfigurationDecoder {
     ]
     static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
 
-    func routes(_ node: ConfigNode, environment: RouteEnvironment) throws(ConfigurationError) -> [RouteConfiguration] {
+    /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
+    /// own: a broken one does not hide the next one's mistake).
+    func routes(
+        _ node: ConfigNode,
+        environment: RouteEnvironment,
+        problems: inout [ConfigurationError]
+    ) throws(ConfigurationError) -> [RouteConfiguration] {
         let items = try node.sequence(maximumCount: 1000)
         guard !items.isEmpty else {
             throw node.error(.missingKey, "at least one route is needed")
@@ -34,19 +44,23 @@ extension ConfigurationDecoder {
         var routes: [RouteConfiguration] = []
         var seen: [String: Int] = [:]
         for (index, item) in items.enumerated() {
-            let map = try item.mapping(
-                allowed: ["host", "path_prefix", "kind"] + Self.proxyRouteKeys + Self.tokenPageRouteKeys
-            )
-            let route = try self.route(map, item: item, environment: environment)
-            let identity = (route.host ?? "*") + " " + route.pathPrefix
-            if let other = seen[identity] {
-                throw map.keyNode("path_prefix").error(
-                    .duplicate,
-                    "same host and path_prefix as routes[\(other)]"
+            do throws(ConfigurationError) {
+                let map = try item.mapping(
+                    allowed: ["host", "path_prefix", "kind"] + Self.proxyRouteKeys + Self.tokenPageRouteKeys
                 )
+                let route = try self.route(map, item: item, environment: environment)
+                let identity = (route.host ?? "*") + " " + route.pathPrefix
+                if let other = seen[identity] {
+                    throw map.keyNode("path_prefix").error(
+                        .duplicate,
+                        "same host and path_prefix as routes[\(other)]"
+                    )
+                }
+                seen[identity] = index
+                routes.append(route)
+            } catch {
+                problems.append(error)
             }
-            seen[identity] = index
-            routes.append(route)
         }
         return routes
     }
@@ -99,8 +113,10 @@ extension ConfigurationDecoder {
     ) throws(ConfigurationError) -> RouteConfiguration {
         let upstreamNode = try map.required("upstream")
         let upstream = try upstreamNode.string(maximumLength: 64)
-        guard environment.upstreams[upstream] != nil else {
-            let names = environment.upstreams.keys.sorted()
+        guard environment.upstreams[upstream] != nil || environment.invalidUpstreams.contains(upstream)
+            || environment.upstreamsFailed
+        else {
+            let names = Set(environment.upstreams.keys).union(environment.invalidUpstreams).sorted()
             var message = "unknown upstream '\(upstream)'"
             if let suggestion = ValueSyntax.suggestion(for: upstream, among: names) {
                 message += ", did you mean '\(suggestion)'?"

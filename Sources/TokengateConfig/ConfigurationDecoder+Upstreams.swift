@@ -5,17 +5,28 @@
 // MARK: Upstreams
 
 extension ConfigurationDecoder {
-    func upstreams(_ node: ConfigNode) throws(ConfigurationError) -> [String: UpstreamConfiguration] {
+    /// The upstreams that decode; each one that does not adds its problem to `problems` and its name to
+    /// `invalid` (so that a route naming it is not also reported as naming an unknown upstream).
+    func upstreams(
+        _ node: ConfigNode,
+        problems: inout [ConfigurationError],
+        invalid: inout Set<String>
+    ) throws(ConfigurationError) -> [String: UpstreamConfiguration] {
         let map = try node.anyMapping()
         guard map.entries.count <= 256 else {
             throw node.error(.tooLarge, "at most 256 upstreams")
         }
         var upstreams: [String: UpstreamConfiguration] = [:]
         for entry in map.entries {
-            guard ValueSyntax.isSimpleName(entry.key) else {
-                throw entry.keyNode.error(.invalidValue, "upstream names may hold letters, digits, _ and - only")
+            do throws(ConfigurationError) {
+                guard ValueSyntax.isSimpleName(entry.key) else {
+                    throw entry.keyNode.error(.invalidValue, "upstream names may hold letters, digits, _ and - only")
+                }
+                upstreams[entry.key] = try self.upstream(entry.value, name: entry.key)
+            } catch {
+                problems.append(error)
+                invalid.insert(entry.key)
             }
-            upstreams[entry.key] = try self.upstream(entry.value, name: entry.key)
         }
         return upstreams
     }

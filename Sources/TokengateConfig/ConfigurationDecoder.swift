@@ -22,43 +22,118 @@ struct ConfigurationDecoder {
         "trusted_proxies", "log", "http2", "hsts", "event_loops",
     ]
 
+    /// The first problem, as ``decode(_:problems:)`` finds them: what `serve`, a reload and the tests are told.
     func decode(_ root: ConfigNode) throws(ConfigurationError) -> GatewayConfiguration {
-        let top = try root.mapping(allowed: Self.topLevelKeys)
-        let tokens =
+        var problems: [ConfigurationError] = []
+        let configuration = self.decode(root, problems: &problems)
+        if let first = problems.first {
+            throw first
+        }
+        guard let configuration else {
+            preconditionFailure("a configuration that failed to decode reported no problem")
+        }
+        return configuration
+    }
+
+    /// Decodes every part that does not depend on another, and appends one problem per part that fails (the
+    /// part's first: within a section, a later check often only repeats an earlier one), so that `check-config`
+    /// shows every mistake of a file in one run. Returns the configuration only when there was no problem.
+    ///
+    /// Independent parts: each top-level section, each unknown top-level key, each route and each upstream. A part
+    /// that depends on a section that failed is skipped, not reported against a stand-in, so no problem is ever a
+    /// consequence of another: keys, signing_key and routes need tokens; routes take a failed upstream's name as
+    /// defined and assume keys and a signing key when those sections failed. The first problem is the one
+    /// ``decode(_:)`` throws, the same one that stopping at the first error would give.
+    func decode(_ root: ConfigNode, problems: inout [ConfigurationError]) -> GatewayConfiguration? {
+        let problemsBefore = problems.count
+        let top: ConfigMapping
+        do {
+            top = try root.anyMapping()
+        } catch {
+            problems.append(error)
+            return nil
+        }
+        problems += top.unknownKeys(allowed: Self.topLevelKeys)
+        let tokens = Self.part(&problems) { () throws(ConfigurationError) in
             try top["tokens"].map { node throws(ConfigurationError) in try self.tokens(node) } ?? TokenSettings()
-        let listeners = try self.listeners(try top.required("listen"))
-        let admin = try top["admin"].map { node throws(ConfigurationError) in
-            try self.admin(node, listeners: listeners)
         }
-        let keys = try top["keys"].map { node throws(ConfigurationError) in try self.keys(node, tokens: tokens) } ?? []
-        let signingKey = try top["signing_key"].map { node throws(ConfigurationError) in
-            try self.signingKey(node, tokens: tokens)
+        let listeners = Self.part(&problems) { () throws(ConfigurationError) in
+            try self.listeners(try top.required("listen"))
         }
-        let cutoffs = try self.cutoffs(try top.required("cutoffs"))
-        let upstreams = try top["upstreams"].map { node throws(ConfigurationError) in try self.upstreams(node) } ?? [:]
-        let limits =
-            try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) }
-            ?? LimitsConfiguration()
-        let routes = try self.routes(
-            try top.required("routes"),
-            environment: RouteEnvironment(
-                tokens: tokens,
-                upstreams: upstreams,
-                hasKeys: !keys.isEmpty,
-                hasSigningKey: signingKey != nil
-            )
-        )
-        let realm = try top["realm"].map { node throws(ConfigurationError) in try self.realm(node) } ?? "tokengate"
-        let trustedProxies =
-            try top["trusted_proxies"].map { node throws(ConfigurationError) in
-                try self.trustedProxies(node)
-            } ?? []
-        let log = try top["log"].map { node throws(ConfigurationError) in try self.log(node) } ?? LogConfiguration()
-        let http2 =
-            try top["http2"].map { node throws(ConfigurationError) in try self.http2(node) }
-            ?? HTTP2Configuration()
-        let hsts = try top["hsts"].map { node throws(ConfigurationError) in try self.hsts(node) } ?? HSTSConfiguration()
-        let eventLoops = try top["event_loops"].map { node throws(ConfigurationError) in try node.int(in: 1...256) }
+        let admin = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["admin"].map { node throws(ConfigurationError) in
+                try self.admin(node, listeners: listeners ?? [])
+            }
+        }
+        let keys = tokens.flatMap { tokens in
+            Self.part(&problems) { () throws(ConfigurationError) in
+                try top["keys"].map { node throws(ConfigurationError) in try self.keys(node, tokens: tokens) } ?? []
+            }
+        }
+        let signingKey = tokens.flatMap { tokens in
+            Self.part(&problems) { () throws(ConfigurationError) in
+                try top["signing_key"].map { node throws(ConfigurationError) in
+                    try self.signingKey(node, tokens: tokens)
+                }
+            }
+        }
+        let cutoffs = Self.part(&problems) { () throws(ConfigurationError) in
+            try self.cutoffs(try top.required("cutoffs"))
+        }
+        // Each upstream and each route is a part of its own: their problems are appended after their section's.
+        var upstreamProblems: [ConfigurationError] = []
+        var invalidUpstreams: Set<String> = []
+        let upstreams = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["upstreams"].map { node throws(ConfigurationError) in
+                try self.upstreams(node, problems: &upstreamProblems, invalid: &invalidUpstreams)
+            } ?? [:]
+        }
+        problems += upstreamProblems
+        let limits = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) } ?? LimitsConfiguration()
+        }
+        var routeProblems: [ConfigurationError] = []
+        let routes = tokens.flatMap { tokens in
+            Self.part(&problems) { () throws(ConfigurationError) in
+                try self.routes(
+                    try top.required("routes"),
+                    environment: RouteEnvironment(
+                        tokens: tokens,
+                        upstreams: upstreams ?? [:],
+                        invalidUpstreams: invalidUpstreams,
+                        upstreamsFailed: upstreams == nil,
+                        hasKeys: keys.map { !$0.isEmpty } ?? true,
+                        hasSigningKey: signingKey.map { $0 != nil } ?? true
+                    ),
+                    problems: &routeProblems
+                )
+            }
+        }
+        problems += routeProblems
+        let realm = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["realm"].map { node throws(ConfigurationError) in try self.realm(node) } ?? "tokengate"
+        }
+        let trustedProxies = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["trusted_proxies"].map { node throws(ConfigurationError) in try self.trustedProxies(node) } ?? []
+        }
+        let log = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["log"].map { node throws(ConfigurationError) in try self.log(node) } ?? LogConfiguration()
+        }
+        let http2 = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["http2"].map { node throws(ConfigurationError) in try self.http2(node) } ?? HTTP2Configuration()
+        }
+        let hsts = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["hsts"].map { node throws(ConfigurationError) in try self.hsts(node) } ?? HSTSConfiguration()
+        }
+        let eventLoops = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["event_loops"].map { node throws(ConfigurationError) in try node.int(in: 1...256) }
+        }
+        guard problems.count == problemsBefore, let tokens, let listeners, let admin, let keys, let signingKey,
+            let cutoffs, let upstreams, let limits, let routes, let realm, let trustedProxies, let log, let http2,
+            let hsts, let eventLoops
+        else {
+            return nil
+        }
         return GatewayConfiguration(
             listeners: listeners,
             admin: admin,
@@ -77,6 +152,19 @@ struct ConfigurationDecoder {
             eventLoops: eventLoops,
             sourcePath: root.context.file
         )
+    }
+
+    /// Runs one independent part of the decoding: its value, or `nil` with its problem appended.
+    static func part<Value>(
+        _ problems: inout [ConfigurationError],
+        _ body: () throws(ConfigurationError) -> Value
+    ) -> Value? {
+        do {
+            return try body()
+        } catch {
+            problems.append(error)
+            return nil
+        }
     }
 
     // MARK: Listeners

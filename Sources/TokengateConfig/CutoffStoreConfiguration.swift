@@ -68,7 +68,7 @@ public struct PostgresStoreConfiguration: Sendable, Equatable {
     }
 }
 
-/// The RP's own users table, read instead of a copy (the seed's "timestamp in its database for every user").
+/// The RP's own users table, read instead of a copy (its time of each user's last password change).
 /// Every name is validated as an SQL identifier at load, so the store can quote it safely.
 public struct RPTableConfiguration: Sendable, Equatable {
     public var table: String

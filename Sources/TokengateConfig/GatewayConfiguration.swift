@@ -15,7 +15,8 @@ import Yams
 /// The whole gateway configuration: plain typed values, validated at load (DESIGN §6).
 ///
 /// Loading either returns a configuration in which every cross-reference resolves and every file exists, or
-/// throws one ``ConfigurationError`` naming the file, line, column and key path of the first problem. The
+/// throws one ``ConfigurationError`` naming the file, line, column and key path of the first problem
+/// (``loadReportingEveryProblem(path:checkFiles:environment:)``: all of them). The
 /// gateway turns these values into runtime objects (TLS contexts, key sets, pools); nothing here opens a socket
 /// or reads a key.
 public struct GatewayConfiguration: Sendable, Equatable {
@@ -87,18 +88,64 @@ public struct GatewayConfiguration: Sendable, Equatable {
     ///   - path: The file; relative paths inside it are resolved against its directory.
     ///   - checkFiles: Whether certificates, keys and other named files (and `hmac_env` variables) must exist.
     ///     `false` only for tooling that validates a configuration away from its deployment (and for tests).
-    /// - Throws: ``ConfigurationError``.
-    public static func load(path: String, checkFiles: Bool = true) throws -> GatewayConfiguration {
+    ///   - environment: The `TOKENGATE_…` overrides (``EnvironmentOverrides``); by default this process's, so that
+    ///     `serve` and every reload apply the same ones.
+    /// - Throws: ``ConfigurationError``, the first problem.
+    public static func load(
+        path: String,
+        checkFiles: Bool = true,
+        environment: EnvironmentOverrides = .fromProcess()
+    ) throws -> GatewayConfiguration {
         let bytes = try self.readFile(path)
         let text = try self.decodeUTF8(bytes, file: path)
-        return try GatewayConfiguration(yaml: text, sourcePath: path, checkFiles: checkFiles)
+        return try GatewayConfiguration(yaml: text, sourcePath: path, checkFiles: checkFiles, environment: environment)
+    }
+
+    /// As ``load(path:checkFiles:environment:)``, but reports every problem the decoder finds in one run
+    /// (`check-config`): each top-level section, route and upstream is judged on its own. A file that cannot be
+    /// read or parsed as YAML is one problem.
+    public static func loadReportingEveryProblem(
+        path: String,
+        checkFiles: Bool = true,
+        environment: EnvironmentOverrides = .fromProcess()
+    ) throws(ConfigurationProblems) -> GatewayConfiguration {
+        let root: ConfigNode
+        do {
+            let bytes = try self.readFile(path)
+            let text = try self.decodeUTF8(bytes, file: path)
+            root = try self.rootNode(yaml: text, sourcePath: path, checkFiles: checkFiles, environment: environment)
+        } catch {
+            throw ConfigurationProblems(errors: [error])
+        }
+        var problems: [ConfigurationError] = []
+        let configuration = ConfigurationDecoder().decode(root, problems: &problems)
+        guard problems.isEmpty, let configuration else {
+            throw ConfigurationProblems(errors: problems)
+        }
+        return configuration
     }
 
     /// Parses and validates configuration text. `sourcePath` names it in messages and anchors relative paths
     /// (its directory; the current directory when it has none).
     ///
     /// - Throws: ``ConfigurationError``.
-    public init(yaml: String, sourcePath: String, checkFiles: Bool = true) throws {
+    public init(
+        yaml: String,
+        sourcePath: String,
+        checkFiles: Bool = true,
+        environment: EnvironmentOverrides = .none
+    ) throws {
+        let root = try Self.rootNode(yaml: yaml, sourcePath: sourcePath, checkFiles: checkFiles, environment: environment)
+        self = try ConfigurationDecoder().decode(root)
+    }
+
+    /// The text checked, parsed into a YAML tree and given the environment's overrides: what the decoder reads.
+    fileprivate static func rootNode(
+        yaml: String,
+        sourcePath: String,
+        checkFiles: Bool,
+        environment: EnvironmentOverrides
+    ) throws(ConfigurationError) -> ConfigNode {
         var yaml = yaml
         if yaml.unicodeScalars.first == "\u{FEFF}" {
             // A UTF-8 byte-order mark (editors on Windows add one). libyaml, told the encoding up front, would
@@ -127,22 +174,25 @@ public struct GatewayConfiguration: Sendable, Equatable {
                 message: error.message
             )
         }
-        let root: Node?
+        let parsed: Node?
         do {
-            root = try Yams.compose(yaml: yaml, .default, .default, .utf8)
+            parsed = try Yams.compose(yaml: yaml, .default, .default, .utf8)
         } catch let error as YamlError {
             throw GatewayConfiguration.translate(error, file: sourcePath)
+        } catch {
+            throw ConfigurationError(code: .syntax, file: sourcePath, message: "\(error)")
         }
-        guard let root else {
+        guard let parsed else {
             throw ConfigurationError(code: .empty, file: sourcePath, message: "the configuration is empty")
         }
+        let (root, setBy) = try environment.apply(to: parsed, file: sourcePath)
         let context = DecodingContext(
             file: sourcePath,
             baseDirectory: GatewayConfiguration.baseDirectory(for: sourcePath),
-            checkFiles: checkFiles
+            checkFiles: checkFiles,
+            setByEnvironment: setBy
         )
-        let decoder = ConfigurationDecoder()
-        self = try decoder.decode(ConfigNode(node: root, path: "", context: context))
+        return ConfigNode(node: root, path: "", context: context)
     }
 
     /// Builds the route matcher for ``routes``.

@@ -11,7 +11,7 @@ import TokengateGateway
 import TokengateHTTP
 import TokengateTokens
 
-/// A small relying party (the website of seed 004) for the dev default and the end-to-end tests: a login
+/// A small relying party — a website with a login of its own — for the dev default and the end-to-end tests: a login
 /// form, the site's session cookie, a "who am I" endpoint, and the account page's password change and
 /// "disable mobile apps" buttons, which move the user's cutoffs.
 ///

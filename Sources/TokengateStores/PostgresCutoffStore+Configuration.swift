@@ -195,8 +195,8 @@ extension PostgresCutoffStore {
         }
     }
 
-    /// RP-table mode: the RP's own users table is the source of truth (the seed's "timestamp in its database for
-    /// every user account"), read and never written.
+    /// RP-table mode: the RP's own users table is the source of truth (the time of each user's last
+    /// password change, kept by the website anyway), read and never written.
     ///
     /// `SELECT <userIDColumn>::text, <passwordChangedColumn>, <apiDisabledColumn> FROM <table>`: a user's
     /// `revoked_before` is the password-changed time, `api_revoked_before` the api-disabled time. Both columns hold

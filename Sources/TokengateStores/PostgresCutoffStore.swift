@@ -13,8 +13,8 @@ import TokengateTokens
 /// ### Two modes
 /// - **Copy mode** (default): tokengate's own tables, created on first start (see the schema below). Writes come
 ///   from the admin API and `tokengate revoke` of any instance.
-/// - **RP-table mode** (``Configuration/rpTable``): the RP's own users table is read directly, the seed's
-///   "timestamp in its database for every user account". The users' cutoffs are read-only: their writes are
+/// - **RP-table mode** (``Configuration/rpTable``): the RP's own users table is read directly: the
+///   time of each user's last password change, which the website keeps anyway. The users' cutoffs are read-only: their writes are
 ///   refused with ``CutoffStoreError/Code/readOnlyStore`` naming the table and column to update instead. The
 ///   global cutoff (the emergency switch, DESIGN §1) is tokengate's own, in `<table>_global` exactly as in copy
 ///   mode: the one table tokengate creates in the RP's database, written by the admin API and

@@ -16,7 +16,7 @@ import Glibc
 #endif
 
 /// `tokengate-bench idle`: opens N TLS connections, one request each, holds them idle in keep-alive and
-/// reports the gateway's memory per connection (issue 7: "RSS at 10,000 idle TLS connections").
+/// reports the gateway's memory per connection (the resident memory at, say, 10,000 idle TLS connections).
 struct IdleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "idle",

@@ -4,7 +4,7 @@
 
 import ArgumentParser
 
-/// `tokengate-bench`: the gateway's load generator (issue 7) and the helpers bench-compare.sh uses.
+/// `tokengate-bench`: the gateway's load generator, and the tools bench-compare.sh uses.
 @main
 struct TokengateBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

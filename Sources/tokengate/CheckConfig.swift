@@ -28,6 +28,14 @@ struct CheckConfig: AsyncParsableCommand {
     )
     var connect = false
 
+    @Flag(
+        help: """
+            Also print the configuration as the gateway will run it (defaults filled in, TOKENGATE_… environment \
+            variables applied, paths resolved), secrets elided.
+            """
+    )
+    var print = false
+
     func run() async throws {
         // Run where the gateway will: a host whose libraries are too old would refuse to serve.
         do {
@@ -37,9 +45,10 @@ struct CheckConfig: AsyncParsableCommand {
         }
         let configuration: GatewayConfiguration
         do {
-            configuration = try GatewayConfiguration.load(path: self.file)
+            // Every problem the file has, one line each: a file with three mistakes takes one run, not three.
+            configuration = try GatewayConfiguration.loadReportingEveryProblem(path: self.file)
         } catch {
-            fail("\(error)", status: .configuration)
+            fail("\(error.errors.map(\.description).joined(separator: "\ntokengate: "))", status: .configuration)
         }
         do {
             try GatewayServer.check(configuration)
@@ -59,7 +68,7 @@ struct CheckConfig: AsyncParsableCommand {
             do {
                 let logger = Logger(label: "tokengate.check-config")
                 if let report = try await CutoffStoreFactory.probe(configuration.cutoffs, logger: logger) {
-                    print(
+                    Swift.print(
                         "\(self.file): cutoff store: connected; "
                             + (report.createsTables
                                 ? "tokengate's tables do not exist yet, and the role may create them at the first start"
@@ -77,7 +86,10 @@ struct CheckConfig: AsyncParsableCommand {
         for warning in warnings {
             FileOutput.standardError("tokengate: \(self.file): warning: \(warning)\n")
         }
-        print(
+        if self.print {
+            Swift.print(EffectiveConfigurationText.render(configuration), terminator: "")
+        }
+        Swift.print(
             "\(self.file): ok (\(configuration.listeners.count) listeners, \(configuration.routes.count) routes, "
                 + "\(configuration.upstreams.count) upstreams)"
         )

@@ -14,6 +14,7 @@ import TokengateGateway
 import TokengateStores
 import TokengateTLS
 import TokengateTokens
+import TokengateVersion
 import UnixSignals
 
 /// Starts everything a configuration asks for — the cutoff store and its sync service, the gateway's
@@ -41,6 +42,7 @@ struct GatewayLauncher {
         signal(SIGHUP, SIG_IGN)
         Self.bootstrapLogging(self.configuration.log.level)
         let logger = Logger(label: "tokengate")
+        logger.info("starting", metadata: ["version": "\(TokengateVersion.string)"])
         for warning in GatewayServer.warnings(for: self.configuration) {
             logger.warning("configuration: \(warning)")
         }

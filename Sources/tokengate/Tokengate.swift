@@ -3,8 +3,9 @@
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser
-import TokengateGateway
 import Foundation
+import TokengateGateway
+import TokengateVersion
 
 /// The `tokengate` command: the gateway and the tools around it.
 @main
@@ -12,8 +13,23 @@ struct Tokengate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tokengate",
         abstract: "An edge reverse proxy that lets a website's mobile apps in with tokens, and nobody else.",
+        discussion: """
+            Environment: TOKENGATE_LISTEN, TOKENGATE_ADMIN_ADDRESS, TOKENGATE_ADMIN_SECRET_FILE, \
+            TOKENGATE_LOG_LEVEL, TOKENGATE_CUTOFFS_SQLITE, TOKENGATE_CUTOFFS_FILE, TOKENGATE_CUTOFFS_POSTGRES, \
+            TOKENGATE_CUTOFFS_PASSWORD_FILE and TOKENGATE_SIGNING_KEY_FILE replace the values of the configuration \
+            file they name (docs/configuration.md, "Environment variables").
+
+            Exit status: 0 success; 1 an invalid token (token verify); 64 usage; 65 bad data; 66 an input file \
+            missing; 69 unavailable (a store that cannot be used as it is, libraries too old); 70 internal error; \
+            71 a listener address in use; 73 an output file; 75 a store that did not answer; 78 a configuration \
+            to fix.
+
+            Files: /etc/tokengate/tokengate.yaml, the configuration the systemd unit serves; /var/lib/tokengate, \
+            the state directory (the SQLite cutoff store).
+            """,
+        version: TokengateVersion.string,
         subcommands: [
-            Serve.self, Dev.self, CheckConfig.self, Keygen.self, TokenCommand.self, Revoke.self,
+            Serve.self, Dev.self, CheckConfig.self, Keygen.self, TokenCommand.self, Revoke.self, VersionCommand.self,
         ]
     )
 

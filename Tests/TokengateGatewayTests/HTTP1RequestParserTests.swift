@@ -143,6 +143,22 @@ import TokengateHTTP
         #expect(outcome.failure == nil && outcome.heads.count == 2 && outcome.ends == ["", ""], "\(outcome)")
     }
 
+    /// Found by fuzzing: half a mebibyte of CRLFs was read and skipped to the end, a block of empty lines at a
+    /// time, so a client could keep a connection's parser busy for as long as it kept sending them.
+    @Test func emptyLinesBeforeARequestLineCountTowardsTheHeadLimit() {
+        let small = HTTP1RequestParser.Limits(maxHeadBytes: 4096, maxURIBytes: 1024)
+        let within = String(repeating: "\r\n", count: 2000) + "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+        #expect(self.parse(within, limits: small).heads.count == 1)
+        let over = Array(String(repeating: "\r\n", count: 250_000).utf8)
+        #expect(self.parse([over], limits: small).failure == .tooLarge("empty lines before a request line"))
+        let dribbled = self.parse(Array(repeating: Array("\r\n\r\n".utf8), count: 1100), limits: small)
+        #expect(dribbled.failure == .tooLarge("empty lines before a request line"))
+        // The count starts again after each request: keep-alive clients that end bodies with a CRLF stay served.
+        let request = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nz" + String(repeating: "\r\n", count: 1500)
+        let outcome = self.parse(String(repeating: request, count: 4), limits: small)
+        #expect(outcome.failure == nil && outcome.heads.count == 4, "\(outcome)")
+    }
+
     @Test(arguments: [
         ("both framings", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
         ("a coding other than chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),

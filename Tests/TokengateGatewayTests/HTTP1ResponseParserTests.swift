@@ -201,6 +201,32 @@ import TokengateHTTP
         #expect(outcome.heads == ["200 Content-Length=1"] && outcome.body == [UInt8(ascii: "x")], "\(outcome)")
     }
 
+    /// Found by fuzzing: interim responses were dropped without a count, so a backend could keep a request's
+    /// response pending, and its connection's parser busy, for as long as it sent them.
+    @Test func interimResponsesCountTowardsTheHeadLimit() {
+        let hints = "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+        let final = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx"
+        let few = self.parse(String(repeating: hints, count: 100) + final)
+        #expect(few.heads == ["200 Content-Length=1"] && few.failure == nil, "\(few)")
+        let endless = self.parse(String(repeating: hints, count: 20_000) + final)
+        #expect(endless.failure == "\(HTTP1ResponseParser.Failure.tooLarge("interim responses"))", "\(endless)")
+        // Interim heads and the final head share the limit.
+        let nearly = String(repeating: hints, count: (80 * 1024 - 100) / hints.utf8.count)
+        let bigFinal = "HTTP/1.1 200 OK\r\nX-A: \(String(repeating: "a", count: 200))\r\nContent-Length: 0\r\n\r\n"
+        #expect(self.parse(nearly + bigFinal).failure?.contains("too large") == true)
+        // The count starts again with each request.
+        var parser = HTTP1ResponseParser()
+        for _ in 0..<3 {
+            parser.requestSent(method: .GET)
+            var buffer = ByteBuffer(string: String(repeating: hints, count: 1500) + final)
+            var ended = false
+            while let part = try? parser.next(from: &buffer) {
+                if case .end = part { ended = true }
+            }
+            #expect(ended && parser.isIdle)
+        }
+    }
+
     @Test func aBodyWithoutLengthRunsUntilTheCloseAndTheConnectionIsNotReused() {
         let (outcome, parser) = self.parse([Array("HTTP/1.1 200 OK\r\n\r\nabc".utf8), Array("def".utf8)], close: true)
         #expect(outcome.body == Array("abcdef".utf8) && outcome.ends == [""] && outcome.failure == nil)

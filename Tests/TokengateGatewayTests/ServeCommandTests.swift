@@ -7,6 +7,7 @@ import Testing
 import TokengateTLS
 import TokengateTestSupport
 import TokengateTokens
+import TokengateVersion
 
 /// The `tokengate serve` binary itself, started the way an operator starts it: what it does when its
 /// cutoff store is unreachable at start.
@@ -440,6 +441,44 @@ struct ServeCommandTests {
         #expect(try metrics("new-secret-0123456789abcdef-test-only") == 200, "a refused reload keeps the secret in force")
     }
 
+    /// Which tokengate runs, where an operator looks: the first log line of `serve`, `GET /version` and the
+    /// `tokengate_build_info` gauge on the admin listener — the last two behind the admin secret, like `/metrics`.
+    @Test func theVersionIsInTheStartupLogAndOnTheAdminListener() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let secret = "version-secret-0123456789abcdef-test-only"
+        try secret.write(toFile: setup.directory + "/admin.secret", atomically: true, encoding: .utf8)
+        let path = setup.directory + "/tokengate.yaml"
+        let yaml = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
+            of: "admin: { address: 127.0.0.1:\(setup.adminPort) }",
+            with: "admin: { address: 127.0.0.1:\(setup.adminPort), secret_file: admin.secret }"
+        )
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        let output = setup.directory + "/serve.log"
+        let process = try self.serveWithJSONFileStore(setup, output: output)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        let started = try await self.awaitOutputLine(output, containing: #""msg":"starting""#)
+        #expect(started?.contains(#""version":"\#(TokengateVersion.string)""#) == true, "\(started ?? "no start line")")
+
+        let admin = "http://127.0.0.1:\(setup.adminPort)"
+        let anonymous = try Curl.run([admin + "/version"], caFile: nil)
+        #expect(anonymous.status == 401, "the version is told without the admin secret: \(anonymous.body)")
+        #expect(!anonymous.body.contains(TokengateVersion.string))
+        let bearer = ["-H", "Authorization: Bearer \(secret)"]
+        let version = try Curl.run(bearer + [admin + "/version"], caFile: nil)
+        #expect(version.status == 200)
+        #expect(version.body == "{\"version\":\"\(TokengateVersion.string)\"}", "\(version.body)")
+        let metrics = try Curl.run(bearer + [admin + "/metrics"], caFile: nil)
+        let buildInfo = metrics.body.split(separator: "\n").filter { $0.hasPrefix("tokengate_build_info") }
+        #expect(buildInfo == ["tokengate_build_info{version=\"\(TokengateVersion.string)\"} 1"], "\(metrics.body.suffix(300))")
+        #expect(metrics.body.contains("# TYPE tokengate_build_info gauge\n"))
+    }
+
     /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
     /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
     @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {
@@ -461,7 +500,7 @@ struct ServeCommandTests {
         for (method, endpoint, allow) in [
             ("POST", "/metrics", "GET, HEAD"), ("PUT", "/metrics", "GET, HEAD"), ("GET", "/admin/reload", "POST"),
             ("POST", "/admin/users/alice", "GET"), ("GET", "/admin/revoke-all", "POST"),
-            ("POST", "/healthz", "GET, HEAD"), ("DELETE", "/readyz", "GET, HEAD"),
+            ("POST", "/healthz", "GET, HEAD"), ("DELETE", "/readyz", "GET, HEAD"), ("POST", "/version", "GET, HEAD"),
         ] {
             let answer = try Curl.run(["-X", method, admin + endpoint], caFile: nil)
             #expect(answer.status == 405, "\(method) \(endpoint): \(answer.status) \(answer.body.prefix(80))")

@@ -6,14 +6,14 @@ import NIOHTTP1
 import TokengateConfig
 import TokengateHTTP
 
-// MARK: The page that shows the token (seed 004: cookie, title and body).
+// MARK: The page that shows the token: in a cookie, in its title and in its body.
 
 extension TokenPageResponder {
     /// The `200` page: the token in a `Set-Cookie`, in the `<title>` and in the body.
     ///
     /// The page has no script, no style, no form, no link and no image, so the CSP can be
     /// `default-src 'none'` and nothing on it can send the token anywhere; the app is expected to close the
-    /// web view as soon as it has the token (seed 004), and a person can still copy it by hand.
+    /// web view as soon as it has the token, and a person can still copy it by hand.
     func page(token: String, user: String, lifetime: Int64?) -> TokenPageAnswer {
         let escaped = HTMLEscaping.escape(token)
         let content = """

@@ -4,7 +4,7 @@
 
 /// Reading and rewriting `Cookie` request headers (RFC 6265 §4.2, §5.4).
 ///
-/// The seed's "split on `;`, then on the first `=`" done right: optional whitespace around pairs, a
+/// The naive "split on `;`, then on the first `=`" done right: optional whitespace around pairs, a
 /// value in double quotes is unquoted, names compare case-sensitively (as browsers send them), and a
 /// pair without `=` is skipped rather than taken for a name.
 package enum CookieHeader {

@@ -19,7 +19,8 @@ import NIOHTTP1
 /// an HTTP/1.0 request, twice, or with `Content-Length`; more than one `Content-Length`, or one that is not all
 /// digits; obs-fold lines, whitespace before a colon, bare CR or LF, NUL or other control bytes in a field; a
 /// request target with spaces, control or non-ASCII bytes; any version but HTTP/1.0 and HTTP/1.1. Empty lines
-/// before a request line are skipped (RFC 9112 §2.2). A request without either length field has no body.
+/// before a request line are skipped (RFC 9112 §2.2), up to ``Limits/maxHeadBytes`` of them: a client
+/// cannot keep a connection busy with an endless run of them. A request without either length field has no body.
 ///
 /// Limits are checked while bytes are gathered: the request line and fields together within
 /// ``Limits/maxHeadBytes`` (`max_header_bytes`; over it, ``HTTP1ParseFailure/uriTooLong`` when the target
@@ -59,6 +60,8 @@ package struct HTTP1RequestParser {
     /// ``checkHeadSoFar()``); with how far the gathered bytes were searched for its end.
     private var requestLineChecked = false
     private var searchedForLineEnd = 0
+    /// Bytes of empty lines skipped since the last request head (see the type's overview).
+    private var skippedEmptyLineBytes = 0
 
     /// Between requests, with nothing of the next one gathered.
     package var isAtMessageBoundary: Bool {
@@ -104,7 +107,14 @@ package struct HTTP1RequestParser {
                 self.requestLineChecked = false
                 self.searchedForLineEnd = 0
                 // Only empty lines: skipped, the request line is still to come.
-                guard var head = try self.head(from: block) else { continue }
+                guard var head = try self.head(from: block) else {
+                    self.skippedEmptyLineBytes += block.readableBytes
+                    guard self.skippedEmptyLineBytes <= self.limits.maxHeadBytes else {
+                        throw .tooLarge("empty lines before a request line")
+                    }
+                    continue
+                }
+                self.skippedEmptyLineBytes = 0
                 let (framing, lastRequest) = try Self.framing(of: head.request.version, head.framing)
                 head.request.isKeepAlive = !lastRequest
                 self.state = .body(HTTP1BodyReader(framing), lastRequest: lastRequest)

@@ -4,7 +4,6 @@
 
 import NIOCore
 import NIOHTTP1
-import TokengateHTTP
 
 /// Reads a backend's HTTP/1.1 responses off a pooled connection, one request at a time: a pure state
 /// machine that takes bytes and gives back response parts (``next(from:)``), with no I/O of its own.
@@ -36,16 +35,20 @@ import TokengateHTTP
 ///
 /// The body is read by ``HTTP1BodyReader`` and split lines are gathered by ``HTTP1LineReader``, both shared
 /// with the client side's ``HTTP1RequestParser``; the status line and the choice of framing are this type's.
-struct HTTP1ResponseParser {
-    struct Limits {
-        /// Status line and fields, with their line ends (NIO's decoder allowed 80 KiB as well).
-        var maxHeadBytes = 80 * 1024
-        var maxFields = 1000
+package struct HTTP1ResponseParser {
+    package struct Limits {
+        /// Status line and fields, with their line ends (NIO's decoder allowed 80 KiB as well); the interim
+        /// (`1xx`) heads before a final one count towards it too, so that a backend cannot keep a request's
+        /// response pending with an endless run of them.
+        package var maxHeadBytes = 80 * 1024
+        package var maxFields = 1000
         /// A chunk-size line with its extensions.
-        var maxChunkLineBytes = 4096
+        package var maxChunkLineBytes = 4096
+
+        package init() {}
     }
 
-    typealias Failure = HTTP1ParseFailure
+    package typealias Failure = HTTP1ParseFailure
 
     private enum State {
         /// No request outstanding.
@@ -62,12 +65,14 @@ struct HTTP1ResponseParser {
     private var lines = HTTP1LineReader()
     private var requestWasHEAD = false
     /// Whether the connection may carry another request after this response.
-    private(set) var keepsConnection = true
+    package private(set) var keepsConnection = true
     /// An interim (`1xx`) response to the request outstanding announced a body (see the type's overview): the
     /// connection is not kept after the final response, whatever that says.
     private var interimAnnouncedBody = false
+    /// Bytes of the interim heads dropped for the request outstanding (see ``Limits/maxHeadBytes``).
+    private var interimBytes = 0
 
-    init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         self.limits = limits
         self.bodyLimits = HTTP1BodyReader.Limits(
             maxChunkLineBytes: limits.maxChunkLineBytes,
@@ -77,23 +82,24 @@ struct HTTP1ResponseParser {
     }
 
     /// Whether no response is expected or being read.
-    var isIdle: Bool {
+    package var isIdle: Bool {
         if case .idle = self.state { return true }
         return false
     }
 
     /// A request went out: its response comes next. Only when ``isIdle``: one request at a time.
-    mutating func requestSent(method: HTTPMethod) {
+    package mutating func requestSent(method: HTTPMethod) {
         assert(self.isIdle, "a request was sent while a response was still expected")
         self.requestWasHEAD = method == .HEAD
         self.interimAnnouncedBody = false
+        self.interimBytes = 0
         self.state = .head
         self.lines.reset()
     }
 
     /// The next response part in `buffer`, consuming the bytes it used; `nil` when more bytes are needed.
     /// After an error the parser stays failed: the connection must be closed.
-    mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponsePart? {
+    package mutating func next(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponsePart? {
         do {
             return try self.step(from: &buffer)
         } catch {
@@ -134,7 +140,7 @@ struct HTTP1ResponseParser {
     }
 
     /// The backend closed the connection: the end of a body that runs until the close, or an error.
-    mutating func connectionClosed() throws(Failure) -> UpstreamResponsePart? {
+    package mutating func connectionClosed() throws(Failure) -> UpstreamResponsePart? {
         switch self.state {
         case .idle, .failed:
             return nil
@@ -157,7 +163,8 @@ struct HTTP1ResponseParser {
 
     /// Reads a whole head when it is there; `.some(nil)` for an interim (1xx) response that was dropped.
     private mutating func readHead(from buffer: inout ByteBuffer) throws(Failure) -> UpstreamResponseHead?? {
-        guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: self.limits.maxHeadBytes) else { return nil }
+        let limit = self.limits.maxHeadBytes - self.interimBytes
+        guard let block = try self.lines.block(from: &buffer, startingWithLine: true, limit: limit) else { return nil }
         let maxFields = self.limits.maxFields
         let (line, fieldCount, fields) = try block.withHTTP1Bytes { bytes throws(Failure) in
             let line = try Self.statusLine(bytes)
@@ -177,6 +184,8 @@ struct HTTP1ResponseParser {
             if fields.transferEncodings > 0 || fields.length > 0 || fields.lengths > 1 {
                 self.interimAnnouncedBody = true
             }
+            self.interimBytes += block.readableBytes
+            guard self.interimBytes < self.limits.maxHeadBytes else { throw .tooLarge("interim responses") }
             return .some(nil)  // Interim: the final response follows. State stays `.head`.
         }
         self.state = .body(HTTP1BodyReader(try self.chooseFraming(version: line.version, code: code, fields)))
@@ -192,7 +201,7 @@ struct HTTP1ResponseParser {
         )
     }
 
-    struct StatusLine {
+    package struct StatusLine {
         var version: HTTPVersion
         var status: HTTPResponseStatus
         /// Offset of the first field line in the block.
@@ -200,7 +209,7 @@ struct HTTP1ResponseParser {
     }
 
     /// `HTTP/1.x SP 3DIGIT [SP reason] CRLF`.
-    static func statusLine(_ block: UnsafeRawBufferPointer) throws(Failure) -> StatusLine {
+    package static func statusLine(_ block: UnsafeRawBufferPointer) throws(Failure) -> StatusLine {
         guard let end = HTTP1Syntax.lineEnd(block, from: 0) else { throw .malformed("no status line") }
         guard end >= 12, block[0] == UInt8(ascii: "H"), block[1] == UInt8(ascii: "T"), block[2] == UInt8(ascii: "T"),
             block[3] == UInt8(ascii: "P"), block[4] == UInt8(ascii: "/"), block[5] == UInt8(ascii: "1"),

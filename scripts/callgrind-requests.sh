@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Instructions per request, counted by valgrind's callgrind: deterministic where wall-clock figures are noise.
+#
+# A backend (Debian's nginx, 100-byte body) and, for each gateway binary named, `tokengate serve` under
+# `valgrind --tool=callgrind` with the benchmark configuration (scripts/bench/tokengate.yaml: HS256, full
+# checks, access log off, one event loop). One client connection (h2load, one request at a time) sends
+# --warmup requests, the counters are zeroed (`callgrind_control --zero`), --requests more requests are sent,
+# and the counters are dumped: the dump's instruction total over --requests is the figure, for HTTP/1.1 and for
+# HTTP/2 on the same connection shape. Everything the process does in that window counts: the event loop, TLS,
+# parsing, the token check, the upstream exchange, timers.
+#
+# Usage: scripts/callgrind-requests.sh [--requests 2000] [--warmup 200] [--protocols "1.1 2"]
+#                                      [--gateway LABEL=PATH ...] [--out DIR] [--port-base 18400]
+# Without --gateway it measures the release build of this checkout (built when missing). With several, the
+# ratio of each to the first is printed: an A/B of two builds (`--gateway before=/path --gateway after=/path`).
+# Loopback only; every process it starts is stopped on exit.
+#
+# Debian 12's valgrind (3.19) cannot read the DWARF the Swift 6 toolchain writes: each binary is measured as a
+# copy without its debug sections (the symbol table stays, so callgrind_annotate still names functions). And
+# valgrind stops in libdispatch's signal thread (scripts/callgrind/sigsuspend-copy.c says why): the gateway runs
+# with that small library preloaded.
+set -euo pipefail
+
+REQUESTS=2000
+WARMUP=200
+PROTOCOLS="1.1 2"
+OUT=""
+PORT_BASE=18400
+LABELS=()
+declare -A GATEWAYS=()
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --requests) REQUESTS="$2"; shift 2 ;;
+        --warmup) WARMUP="$2"; shift 2 ;;
+        --protocols) PROTOCOLS="$2"; shift 2 ;;
+        --out) OUT="$2"; shift 2 ;;
+        --port-base) PORT_BASE="$2"; shift 2 ;;
+        --gateway)
+            label="${2%%=*}"; path="${2#*=}"
+            [ "$label" != "$2" ] && [ -x "$path" ] || { echo "--gateway takes LABEL=PATH to an executable" >&2; exit 2; }
+            LABELS+=("$label"); GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
+            shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+done
+for number in "$REQUESTS" "$WARMUP" "$PORT_BASE"; do
+    [[ "$number" =~ ^[0-9]+$ ]] && [ "$number" -gt 0 ] || { echo "options take positive integers" >&2; exit 2; }
+done
+[ "$REQUESTS" -le 100000 ] || { echo "--requests: at most 100000 (a bounded run)" >&2; exit 2; }
+for protocol in $PROTOCOLS; do
+    case "$protocol" in 1.1|2) ;; *) echo "--protocols: 1.1 and/or 2" >&2; exit 2 ;; esac
+done
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TEMPLATES="$ROOT/scripts/bench"
+export PATH="/opt/swift/usr/bin:$PATH"
+log() { printf '[callgrind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+missing=()
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v nginx >/dev/null || missing+=(nginx)
+command -v h2load >/dev/null || missing+=(nghttp2-client)
+command -v openssl >/dev/null || missing+=(openssl)
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+    $SUDO service nginx stop >/dev/null 2>&1 || true
+fi
+
+if [ ${#LABELS[@]} -eq 0 ]; then
+    (cd "$ROOT" && swift build -c release --product tokengate >/dev/null && swift build -c release --product tokengate-bench >/dev/null)
+    LABELS=(tokengate)
+    GATEWAYS[tokengate]="$(cd "$ROOT" && swift build -c release --show-bin-path)/tokengate"
+fi
+# TOKENGATE_BENCH: a tokengate-bench binary to mint the token and cutoffs with (default: this checkout's).
+BENCH="${TOKENGATE_BENCH:-$(cd "$ROOT" && swift build -c release --show-bin-path)/tokengate-bench}"
+[ -x "$BENCH" ] || (cd "$ROOT" && swift build -c release --product tokengate-bench >/dev/null)
+
+TMP="$(mktemp -d /tmp/tokengate-callgrind.XXXXXX)"
+
+log "$(valgrind --version)"
+cc -shared -fPIC -O2 -o "$TMP/sigsuspend-copy.so" "$ROOT/scripts/callgrind/sigsuspend-copy.c"
+# shellcheck source=bench/processes.sh
+source "$TEMPLATES/processes.sh"
+[ -n "$OUT" ] || OUT="$TMP/results"
+mkdir -p "$OUT"
+PROXY_PORT="$PORT_BASE"
+BACKEND_PORT=$((PORT_BASE + 1))
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null
+K="$(openssl rand 32 | openssl base64 -A | tr '+/' '-_' | tr -d '=')"
+printf '{"keys":[{"kty":"oct","kid":"bench","alg":"HS256","use":"sig","k":"%s"}]}\n' "$K" > "$TMP/hs256.jwks"
+chmod 600 "$TMP/hs256.jwks" "$TMP/key.pem"
+"$BENCH" cutoffs --users 5000 --out "$TMP/cutoffs.json" --haproxy-map "$TMP/cutoffs.map" >/dev/null
+"$BENCH" mint --key "$TMP/hs256.jwks" --users 1 --kind api --out "$TMP/tokens.txt" >/dev/null
+TOKEN="$(head -n 1 "$TMP/tokens.txt")"
+BODY="$(printf 'x%.0s' $(seq 1 99))"
+sed -e "s|@TMP@|$TMP|g" -e "s|@BODY@|$BODY\\\\n|g" -e "s|9100|$BACKEND_PORT|g" "$TEMPLATES/backend-nginx.conf" > "$TMP/backend-nginx.conf"
+sed -e "s|8443|$PROXY_PORT|g" -e "s|9100|$BACKEND_PORT|g" "$TEMPLATES/tokengate.yaml" > "$TMP/tokengate.yaml"
+
+nginx -p "$TMP" -e "$TMP/backend-error.log" -c "$TMP/backend-nginx.conf" &
+STARTED_PIDS+=($!)
+wait_port "$BACKEND_PORT" "$!" || { log "the backend did not start"; cat "$TMP/backend-error.log" >&2; exit 1; }
+
+for label in "${LABELS[@]}"; do
+    objcopy --strip-debug "${GATEWAYS[$label]}" "$TMP/gateway-$label"
+    GATEWAYS[$label]="$TMP/gateway-$label"
+done
+
+URL="https://127.0.0.1:$PROXY_PORT/api/bench"
+load() {  # protocol count: one connection, one request at a time; fails unless every answer is a 2xx
+    local flags=() output
+    [ "$1" = 1.1 ] && flags=(--h1)
+    output="$(timeout 600 h2load "${flags[@]}" -n "$2" -c 1 -m 1 -H "authorization: Bearer $TOKEN" "$URL" 2>&1)" || true
+    grep -q "status codes: $2 2xx" <<< "$output" || { log "not every answer was a 2xx:"; echo "$output" >&2; return 1; }
+}
+
+RESULTS="$OUT/results.tsv"
+printf 'gateway\tprotocol\trequests\tinstructions\tinstructions_per_request\n' > "$RESULTS"
+for label in "${LABELS[@]}"; do
+    for protocol in $PROTOCOLS; do
+        log "$label, HTTP/$protocol: $WARMUP + $REQUESTS requests under callgrind"
+        dump="$TMP/callgrind.$label.$protocol"
+        LD_PRELOAD="$TMP/sigsuspend-copy.so" valgrind --tool=callgrind --callgrind-out-file="$dump.%p" "${GATEWAYS[$label]}" serve \
+            --config "$TMP/tokengate.yaml" >"$TMP/$label.log" 2>&1 &
+        pid=$!
+        STARTED_PIDS+=("$pid")
+        for _ in $(seq 1 600); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        port_busy "$PROXY_PORT" || { log "$label did not start"; tail -n 20 "$TMP/$label.log" >&2; exit 1; }
+        load "$protocol" "$WARMUP"
+        callgrind_control --zero "$pid" >/dev/null
+        load "$protocol" "$REQUESTS"
+        callgrind_control --dump="measured" "$pid" >/dev/null
+        # The dump of the measured window is the newest part file: `<file>.<pid>.<n>`.
+        part="$(ls -t "$dump.$pid".* 2>/dev/null | head -n 1)"
+        total="$(awk '/^summary:/ {print $2}' "$part")"
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        wait_gone "$PROXY_PORT" || { log "port $PROXY_PORT still busy"; exit 1; }
+        cp "$part" "$OUT/callgrind.$label.http$protocol.out"
+        printf '%s\thttp/%s\t%s\t%s\t%s\n' "$label" "$protocol" "$REQUESTS" "$total" \
+            "$(python3 -c "print(round($total/$REQUESTS))")" >> "$RESULTS"
+    done
+done
+
+python3 - "$RESULTS" <<'EOF' | tee "$OUT/summary.txt"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+labels = list(dict.fromkeys(r["gateway"] for r in rows))
+print(f"{'gateway':<14}{'protocol':<10}{'instructions/request':>22}{'ratio to ' + labels[0]:>20}")
+for r in rows:
+    base = next((b for b in rows if b["gateway"] == labels[0] and b["protocol"] == r["protocol"]), None)
+    ratio = int(r["instructions_per_request"]) / int(base["instructions_per_request"]) if base else float("nan")
+    print(f"{r['gateway']:<14}{r['protocol']:<10}{int(r['instructions_per_request']):>22,}{ratio:>20.4f}")
+EOF
+log "callgrind files and results: $OUT"
+if [ "$OUT" = "$TMP/results" ]; then
+    cp -r "$OUT" "/tmp/tokengate-callgrind-results.$$"
+    log "copied to /tmp/tokengate-callgrind-results.$$ (the temporary directory is removed on exit)"
+fi
