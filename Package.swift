@@ -41,6 +41,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // The cutoff snapshot's persistent map (TreeDictionary): one user's change shares the rest of the table.
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
     ],
     targets: [
         // MARK: C libraries and shims
@@ -71,6 +73,7 @@ let package = Package(
             dependencies: [
                 "CTokengateShims", "CTokengateOpenSSL",
                 .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "HashTreeCollections", package: "swift-collections"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -163,6 +166,7 @@ let package = Package(
             dependencies: [
                 "TokengateTokens", "CTokengatePQ", "CTokengateOpenSSL",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "HashTreeCollections", package: "swift-collections"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -54,7 +54,7 @@ extension ConfigurationDecoder {
         store.cacheFile = try map["cache_file"]?.creatablePath()
         if let rpNode = map["rp_table"] {
             let rp = try rpNode.mapping(allowed: [
-                "table", "user_column", "password_changed_column", "api_disabled_column",
+                "table", "user_column", "password_changed_column", "api_disabled_column", "change_column",
             ])
             store.rpTable = RPTableConfiguration(
                 table: try self.sqlIdentifier(try rp.required("table"), qualified: true)!,
@@ -63,7 +63,8 @@ extension ConfigurationDecoder {
                     try rp.required("password_changed_column"),
                     qualified: false
                 )!,
-                apiDisabledColumn: try self.sqlIdentifier(rp["api_disabled_column"], qualified: false)
+                apiDisabledColumn: try self.sqlIdentifier(rp["api_disabled_column"], qualified: false),
+                changeColumn: try self.sqlIdentifier(rp["change_column"], qualified: false)
             )
         }
         return store

@@ -75,12 +75,22 @@ public struct RPTableConfiguration: Sendable, Equatable {
     public var userColumn: String
     public var passwordChangedColumn: String
     public var apiDisabledColumn: String?
+    /// `change_column`: the opt-in change feed, a `bigint` column that the RP's trigger numbers from tokengate's
+    /// counter (docs/configuration.md); without it every change reloads the RP's table whole.
+    public var changeColumn: String?
 
-    public init(table: String, userColumn: String, passwordChangedColumn: String, apiDisabledColumn: String? = nil) {
+    public init(
+        table: String,
+        userColumn: String,
+        passwordChangedColumn: String,
+        apiDisabledColumn: String? = nil,
+        changeColumn: String? = nil
+    ) {
         self.table = table
         self.userColumn = userColumn
         self.passwordChangedColumn = passwordChangedColumn
         self.apiDisabledColumn = apiDisabledColumn
+        self.changeColumn = changeColumn
     }
 }
 

@@ -16,6 +16,22 @@ public protocol CutoffStore: Sendable {
     /// Reads every cutoff in one consistent read.
     func load() async throws -> CutoffTable
 
+    /// Reads every cutoff in one consistent read and lays each row over `base` as it arrives, the later of each
+    /// cutoff winning (``CutoffTable/mergedForward(onto:)``); `nil` gives the table as stored.
+    ///
+    /// The sync service's full reload: merged row by row into the persistent map, a reload that finds what is
+    /// already enforced allocates nothing but the rows in flight, where building a second table first doubled the
+    /// gateway's memory for as long as the reload took. The default loads a table and merges it.
+    func load(onto base: CutoffTable?) async throws -> CutoffTable
+
+    /// The users changed after `position` (at most `limit` of them, oldest change first) and the global row now,
+    /// in one consistent read; `nil` when the store has no change feed (the JSON file; an RP table without a
+    /// sequence column), and the sync service then reloads whole tables. The default returns `nil`.
+    ///
+    /// A position of another feed (``CutoffFeedPosition/feed``) may be answered from the store's own feed: the
+    /// caller compares the feeds before it trusts the rows.
+    func changes(since position: CutoffFeedPosition, limit: Int) async throws -> CutoffChanges?
+
     /// A cheap marker that changes when the store's content may have changed since the marker was taken
     /// (SQLite's `data_version`, a file's inode/size/mtime). The sync service polls it and reloads only when
     /// it differs; `nil` means "cannot tell", and the service then reloads on every poll.
@@ -42,6 +58,15 @@ public protocol CutoffStore: Sendable {
 
 extension CutoffStore {
     public var changeSignals: AsyncStream<CutoffChangeSignal>? {
+        nil
+    }
+
+    public func load(onto base: CutoffTable?) async throws -> CutoffTable {
+        let loaded = try await self.load()
+        return base.map { loaded.mergedForward(onto: $0) } ?? loaded
+    }
+
+    public func changes(since position: CutoffFeedPosition, limit: Int) async throws -> CutoffChanges? {
         nil
     }
 }

@@ -16,12 +16,18 @@ public import TokengateTokens
 /// cutoff check.
 ///
 /// ### Overview
-/// The request path never waits on a database. It reads a snapshot that this service builds from a whole
+/// The request path never waits on a database. It reads a snapshot that this service builds from a
 /// ``CutoffTable`` and hands to `publish` (the gateway passes `holder.store(_:)` of its lock-free holder).
-/// The service loads the store at ``start()`` (a failure there means "refuse to start"), then ``run()`` polls
-/// the store's cheap ``CutoffStore/changeMarker()`` every ``Configuration/pollInterval`` and reloads when it
-/// changed, plus a full reload every ``Configuration/fullReloadInterval`` as a safety net. A store that pushes
-/// ``CutoffStore/changeSignals`` (PostgreSQL) gets a full reload on every signal, without waiting for the poll.
+/// The service loads the store at ``start()`` (a failure there means "refuse to start"), then ``run()`` follows it:
+/// - A store with a change feed (SQLite, PostgreSQL copy mode, an RP table with a sequence column) is asked for
+///   the rows changed since the last position (``CutoffStore/changes(since:limit:)``) every
+///   ``Configuration/feedPollInterval``, and at once on every ``CutoffStore/changeSignals`` hint (PostgreSQL's
+///   LISTEN/NOTIFY). Only those rows are merged, so a revocation costs the same with ten users or ten million.
+/// - Any other store (the JSON file, an RP table without one) is polled for its cheap
+///   ``CutoffStore/changeMarker()`` every ``Configuration/pollInterval`` and reloaded whole when it changed.
+/// - Either way, everything is reloaded every ``Configuration/fullReloadInterval`` as a safety net, and whenever the
+///   feed cannot say what changed: its force epoch moved (a cutoff forced back, a row deleted), it was renumbered
+///   (another file, a restored backup), or more changes wait than ``Configuration/maxFeedBatches`` reads take.
 ///
 /// ### Rules
 /// - **Forward only.** A reload is merged onto the enforced table with ``CutoffTable/mergedForward(onto:)``,
@@ -44,13 +50,25 @@ public import TokengateTokens
 ///   the write is logged once as a configuration problem and neither ``lastError`` nor readiness changes.
 ///
 /// ### Implementation
-/// The service keeps the enforced table next to the published snapshot. They share the dictionary's storage,
-/// so the first write after a publish copies it (O(users)); see the scale notes in the module's report.
+/// The service keeps the enforced table next to the published snapshot. They share a persistent map
+/// (``CutoffUserMap``), so publishing one user's change copies O(log users) nodes and shares the rest with the
+/// snapshots requests still hold. A full reload merges the store's rows into that map as they are read
+/// (``CutoffStore/load(onto:)``), so it allocates only for what changed; only a reload taken as it is (after the
+/// force epoch moved) builds a second map next to the enforced one for its duration.
 public actor CutoffSyncService {
     /// Timing and limits of the service.
     public struct Configuration: Sendable {
-        /// How often ``run()`` asks the store whether anything changed.
+        /// How often ``run()`` asks a store without a change feed whether anything changed (a marker, then a full
+        /// reload when it moved).
         public var pollInterval: Duration
+        /// How often ``run()`` reads a change feed (one indexed query that usually returns no row), besides at
+        /// every change signal: the bound on how long a write by another process (a `tokengate revoke` against
+        /// SQLite) waits to be enforced.
+        public var feedPollInterval: Duration
+        /// Rows asked of the change feed per read.
+        public var feedBatch: Int
+        /// Reads of the feed in one sync before it gives up and reloads everything (a bulk import).
+        public var maxFeedBatches: Int
         /// How often ``run()`` reloads everything even if the store's marker did not change.
         public var fullReloadInterval: Duration
         /// After this long without a successful sync, ``isStale(now:)`` is true.
@@ -63,9 +81,15 @@ public actor CutoffSyncService {
             pollInterval: Duration = .seconds(1),
             fullReloadInterval: Duration = .seconds(300),
             staleAfter: Duration = .seconds(30),
-            maxFutureSkew: Duration = .seconds(300)
+            maxFutureSkew: Duration = .seconds(300),
+            feedPollInterval: Duration = .milliseconds(250),
+            feedBatch: Int = 10_000,
+            maxFeedBatches: Int = 20
         ) {
             self.pollInterval = pollInterval
+            self.feedPollInterval = feedPollInterval
+            self.feedBatch = max(1, feedBatch)
+            self.maxFeedBatches = max(1, maxFeedBatches)
             self.fullReloadInterval = fullReloadInterval
             self.staleAfter = staleAfter
             self.maxFutureSkew = maxFutureSkew
@@ -83,6 +107,8 @@ public actor CutoffSyncService {
     private var table: CutoffTable?
     /// Set after a forced write was applied locally: the next poll must reload even if the marker is the same.
     private var needsFullReload = false
+    /// Set while a poll runs for a change signal.
+    private var signalPending = false
     private var lastMarker: String?
     private var lastFullReloadAt: Int64?
     private var gateBusy = false
@@ -145,8 +171,9 @@ public actor CutoffSyncService {
         try await self.reloadLocked(marker: try? await self.store.changeMarker())
     }
 
-    /// Polls the store until the task is cancelled, and resyncs at once on every ``CutoffStore/changeSignals``
-    /// hint the store pushes (PostgreSQL's LISTEN/NOTIFY). Call after ``start()``.
+    /// Polls the store until the task is cancelled, and syncs at once on every ``CutoffStore/changeSignals``
+    /// hint the store pushes (PostgreSQL's LISTEN/NOTIFY): from the change feed when the store has one, else by a
+    /// full reload. Call after ``start()``.
     ///
     /// Polling goes on next to the signals: a signal can be lost (a notification sent while the listening
     /// connection was down), and an operator's own SQL may change the store without sending one.
@@ -156,14 +183,14 @@ public actor CutoffSyncService {
             if let signals {
                 group.addTask {
                     for await _ in signals {
-                        await self.resync()
+                        await self.signalled()
                     }
                 }
             }
             group.addTask {
                 while !Task.isCancelled {
                     do {
-                        try await Task.sleep(for: self.configuration.pollInterval)
+                        try await Task.sleep(for: await self.currentPollInterval)
                     } catch {
                         return
                     }
@@ -174,26 +201,59 @@ public actor CutoffSyncService {
         }
     }
 
-    /// Reloads the whole store now, whatever its change marker says; what ``run()`` does on a change signal.
-    /// Failures are recorded, logged and leave the snapshot, as in ``poll()``.
+    /// Reloads the whole store now, whatever its change marker or feed says. Failures are recorded, logged and
+    /// leave the snapshot, as in ``poll()``.
     public func resync() async {
         self.needsFullReload = true
         await self.poll()
     }
 
-    /// One poll: reload if the store's marker changed, a forced write is pending, or a full reload is due;
-    /// otherwise just confirm the store is reachable. Failures are recorded, logged and leave the snapshot.
+    /// A change signal: the feed is read at once (it catches up on whatever a lost signal announced); a store
+    /// without one is reloaded whole.
+    func signalled() async {
+        if self.table?.position == nil {
+            self.needsFullReload = true
+        }
+        self.signalPending = true
+        await self.poll()
+    }
+
+    /// The feed's interval once the store showed it has one, else ``Configuration/pollInterval``.
+    var currentPollInterval: Duration {
+        self.table?.position == nil ? self.configuration.pollInterval : self.configuration.feedPollInterval
+    }
+
+    /// One poll: with a change feed, merge the changes since the last position; without one (or when the feed
+    /// cannot tell), reload if the store's marker changed, a forced write is pending, or a full reload is due.
+    /// Otherwise just confirm the store is reachable. Failures are recorded, logged and leave the snapshot.
     public func poll() async {
         await self.enterGate()
-        defer { self.leaveGate() }
+        defer {
+            self.signalPending = false
+            self.leaveGate()
+        }
         do {
-            let marker = try await self.store.changeMarker()
             let now = self.clock()
             let fullReloadDue = self.lastFullReloadAt.map {
                 now - $0 >= self.configuration.fullReloadInterval.components.seconds
             } ?? true
+            var feedNeedsReload = false
+            if let table = self.table, let position = table.position, !fullReloadDue, !self.needsFullReload {
+                switch try await self.followFeedLocked(from: position, table: table) {
+                case .followed:
+                    return
+                case .cannotTell:
+                    feedNeedsReload = true
+                case .noFeed:
+                    // A full load named a position but the store reads no feed (a store wrapping another): the
+                    // marker decides from now on, as for any store without one; a signal reloads, as it does there.
+                    self.table?.position = nil
+                    feedNeedsReload = self.signalPending
+                }
+            }
+            let marker = try await self.store.changeMarker()
             if self.table == nil || marker == nil || marker != self.lastMarker || fullReloadDue
-                || self.needsFullReload
+                || self.needsFullReload || feedNeedsReload
             {
                 try await self.reloadLocked(marker: marker)
             } else {
@@ -340,23 +400,31 @@ public struct CutoffReceipt: Sendable, Hashable {
 
 extension CutoffSyncService {
     /// Loads the store and installs it, merged forward unless the force epoch changed. Caller holds the gate.
+    ///
+    /// The rows are merged into the enforced map as they are read (``CutoffStore/load(onto:)``). When the loaded
+    /// force epoch turns out to be newer, that merge is thrown away and the store read again as it is: rare (an
+    /// admin's force, a deleted row), and the one time a second map exists next to the enforced one.
     private func reloadLocked(marker: String?) async throws {
-        let loaded = try await self.store.load()
         let next: CutoffTable
-        if let current = self.table, loaded.forceEpoch <= current.forceEpoch {
-            if loaded.forceEpoch < current.forceEpoch {
-                // The epoch only grows. A lower one is an old backup copied over the store, or tables
-                // recreated: never let it drop a revocation the running gateway enforces.
-                self.logger.error(
-                    "the cutoff store's force epoch went backwards (restored from a backup?); keeping every cutoff already enforced",
-                    metadata: ["loaded": "\(loaded.forceEpoch)", "enforced": "\(current.forceEpoch)"]
-                )
+        if let current = self.table {
+            let merged = try await self.store.load(onto: current)
+            if merged.forceEpoch > current.forceEpoch {
+                // A cutoff was forced back (the epoch grew). The gate guarantees that no write of ours happened
+                // between the load and now, so the store is the whole truth.
+                next = try await self.store.load(onto: nil)
+            } else {
+                if merged.forceEpoch < current.forceEpoch {
+                    // The epoch only grows. A lower one is an old backup copied over the store, or tables
+                    // recreated: never let it drop a revocation the running gateway enforces.
+                    self.logger.error(
+                        "the cutoff store's force epoch went backwards (restored from a backup?); keeping every cutoff already enforced",
+                        metadata: ["loaded": "\(merged.forceEpoch)", "enforced": "\(current.forceEpoch)"]
+                    )
+                }
+                next = merged
             }
-            next = loaded.mergedForward(onto: current)
         } else {
-            // First load, or a cutoff was forced back (the epoch grew). The gate guarantees that no write of
-            // ours happened between the load and now, so the store is the whole truth.
-            next = loaded
+            next = try await self.store.load(onto: nil)
         }
         let changed = next != self.table
         self.needsFullReload = false
@@ -368,18 +436,94 @@ extension CutoffSyncService {
         if changed {
             self.install(next)
         }
-        self.checkFutureCutoffs(in: next, now: now)
+        self.futureCutoffs = FutureCutoffs(in: next, after: now + self.configuration.maxFutureSkew.components.seconds)
+        self.reportFutureCutoffs(now: now)
     }
 
-    /// Counts the cutoffs of the enforced table that are further ahead than a write may set, and logs them: at
-    /// once when there are new ones, else at most every ``outageReportInterval`` while a reload finds them.
+    /// Merges the feed's changes since `position` into the enforced table and publishes it if anything changed.
+    /// Caller holds the gate.
+    ///
+    /// - Returns: ``FeedOutcome/cannotTell`` when the feed cannot say what changed, and the caller reloads
+    ///   everything: the feed was renumbered (another file or database, a restored backup: another feed name, or a
+    ///   sequence lower than the one seen), the force epoch moved (a cutoff forced back or a row deleted, which
+    ///   changed rows cannot express), or more than ``Configuration/maxFeedBatches`` reads were waiting.
+    private func followFeedLocked(
+        from position: CutoffFeedPosition,
+        table enforced: CutoffTable
+    ) async throws -> FeedOutcome {
+        var table = enforced
+        var position = position
+        var changed = false
+        var changedUsers: [CutoffChanges.ChangedUser] = []
+        for _ in 0..<self.configuration.maxFeedBatches {
+            guard let changes = try await self.store.changes(since: position, limit: self.configuration.feedBatch)
+            else {
+                return .noFeed
+            }
+            guard changes.position.feed == position.feed, changes.position.sequence >= position.sequence else {
+                self.logger.notice(
+                    "the cutoff store's change feed was renumbered (another file or database, or a restored backup); reloading everything",
+                    metadata: ["was": "\(position)", "now": "\(changes.position)"]
+                )
+                return .cannotTell
+            }
+            guard changes.forceEpoch == table.forceEpoch else {
+                return .cannotTell
+            }
+            let global = CutoffTable.later(table.globalRevokedBefore, changes.globalRevokedBefore)
+            if global != table.globalRevokedBefore {
+                table.globalRevokedBefore = global
+                changed = true
+            }
+            for user in changes.users where table.mergeForward(user.user, user.cutoffs) {
+                changed = true
+                changedUsers.append(user)
+            }
+            position = changes.position
+            table.position = position
+            guard changes.hasMore else {
+                let now = self.clock()
+                self.lastSyncAt = now
+                self.syncSucceeded(now: now)
+                if changed {
+                    self.install(table)
+                    let limit = now + self.configuration.maxFutureSkew.components.seconds
+                    self.futureCutoffs.note(global: table.globalRevokedBefore, after: limit)
+                    for user in changedUsers {
+                        self.futureCutoffs.note(user.user, table.users[user.user] ?? user.cutoffs, after: limit)
+                    }
+                    self.reportFutureCutoffs(now: now)
+                } else {
+                    self.table = table
+                }
+                return .followed
+            }
+        }
+        self.logger.info(
+            "more cutoff changes are waiting than the change feed reads at once; reloading everything",
+            metadata: ["rows": "\(self.configuration.feedBatch * self.configuration.maxFeedBatches)"]
+        )
+        return .cannotTell
+    }
+
+    /// What reading the change feed came to.
+    enum FeedOutcome {
+        /// The changes are merged (and published, if any).
+        case followed
+        /// The feed cannot say what changed: reload everything.
+        case cannotTell
+        /// The store reads no feed.
+        case noFeed
+    }
+
+    /// Logs the cutoffs of the enforced table that are further ahead than a write may set (``futureCutoffs``): at
+    /// once when there are new ones, else at most every ``outageReportInterval`` while syncs find them.
     ///
     /// The line names up to five user ids (the admin API's audit lines name users too; never a token), the number,
     /// and how far ahead the furthest is. A cutoff in milliseconds reads as tens of thousands of years ahead.
-    private func checkFutureCutoffs(in table: CutoffTable, now: Int64) {
+    private func reportFutureCutoffs(now: Int64) {
         let skew = self.configuration.maxFutureSkew.components.seconds
-        let future = FutureCutoffs(in: table, after: now + skew)
-        self.futureCutoffs = future
+        let future = self.futureCutoffs
         guard !future.isEmpty else {
             self.futureCutoffsReported = nil
             return

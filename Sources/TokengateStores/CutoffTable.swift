@@ -11,17 +11,27 @@ public import TokengateTokens
 public struct CutoffTable: Sendable, Hashable {
     /// Tokens of every user issued before this time are rejected.
     public var globalRevokedBefore: Int64?
-    /// Per-user cutoffs, keyed by user id.
-    public var users: [CutoffUserKey: UserCutoffs]
+    /// Per-user cutoffs, keyed by user id: the persistent map the snapshot publishes, so the table the sync service
+    /// keeps and the snapshot it published share every user the next change does not touch.
+    public var users: CutoffUserMap
     /// A counter the store bumps whenever any cutoff moves to an earlier time (a forced write, or an
     /// operator's manual `UPDATE`/`DELETE`). While it stays the same, a reload may only move cutoffs
     /// forward; when it changes, the reload is taken as it is. A store without the notion keeps it at 0.
     public var forceEpoch: Int64
+    /// Where the store's change feed stood when this table was read (``CutoffStore/changes(since:limit:)``): the
+    /// sync service asks for the changes after it. `nil` for a store without a feed.
+    public var position: CutoffFeedPosition?
 
-    public init(globalRevokedBefore: Int64? = nil, users: [CutoffUserKey: UserCutoffs] = [:], forceEpoch: Int64 = 0) {
+    public init(
+        globalRevokedBefore: Int64? = nil,
+        users: CutoffUserMap = [:],
+        forceEpoch: Int64 = 0,
+        position: CutoffFeedPosition? = nil
+    ) {
         self.globalRevokedBefore = globalRevokedBefore
         self.users = users
         self.forceEpoch = forceEpoch
+        self.position = position
     }
 
     /// This (newly loaded) table laid over `enforced` so that no cutoff moves backward: for each user and
@@ -34,19 +44,32 @@ public struct CutoffTable: Sendable, Hashable {
     public func mergedForward(onto enforced: CutoffTable) -> CutoffTable {
         var merged = enforced
         merged.forceEpoch = self.forceEpoch
+        merged.position = self.position
         merged.globalRevokedBefore = Self.later(enforced.globalRevokedBefore, self.globalRevokedBefore)
-        merged.users.reserveCapacity(Swift.max(enforced.users.count, self.users.count))
         for (user, loaded) in self.users {
-            if let current = merged.users[user] {
-                merged.users[user] = UserCutoffs(
-                    revokedBefore: Self.later(current.revokedBefore, loaded.revokedBefore),
-                    apiRevokedBefore: Self.later(current.apiRevokedBefore, loaded.apiRevokedBefore)
-                )
-            } else {
-                merged.users[user] = loaded
-            }
+            merged.mergeForward(user, loaded)
         }
         return merged
+    }
+
+    /// Lays `loaded` over the user's enforced cutoffs, the later of each winning, and changes the map only if that
+    /// changes anything: a reload that finds what is already enforced copies no node of the persistent map.
+    /// - Returns: whether the user's cutoffs changed.
+    @discardableResult
+    public mutating func mergeForward(_ user: CutoffUserKey, _ loaded: UserCutoffs) -> Bool {
+        guard let current = self.users[user] else {
+            self.users[user] = loaded
+            return true
+        }
+        let merged = UserCutoffs(
+            revokedBefore: Self.later(current.revokedBefore, loaded.revokedBefore),
+            apiRevokedBefore: Self.later(current.apiRevokedBefore, loaded.apiRevokedBefore)
+        )
+        guard merged != current else {
+            return false
+        }
+        self.users[user] = merged
+        return true
     }
 
     /// The later of two optional cutoffs; `nil` means "no cutoff", so any time is later than it.

@@ -39,6 +39,21 @@ struct FutureCutoffs: Equatable, Sendable {
         self.users = users
     }
 
+    /// Takes a change the feed brought (``CutoffSyncService`` reads changed rows, not the whole table): the user's
+    /// merged cutoffs now, which may have become one of them.
+    mutating func note(_ user: CutoffUserKey, _ cutoffs: UserCutoffs, after limit: Int64) {
+        if let latest = CutoffTable.later(cutoffs.revokedBefore, cutoffs.apiRevokedBefore), latest > limit {
+            self.users[user] = latest
+        } else {
+            self.users[user] = nil
+        }
+    }
+
+    /// Takes the global cutoff as the feed read it.
+    mutating func note(global: Int64?, after limit: Int64) {
+        self.global = global.flatMap { $0 > limit ? $0 : nil }
+    }
+
     var isEmpty: Bool {
         self.global == nil && self.users.isEmpty
     }

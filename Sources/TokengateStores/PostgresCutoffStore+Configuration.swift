@@ -40,6 +40,11 @@ extension PostgresCutoffStore {
         public var operationTimeout: Duration
         /// Longest time to establish one connection (for a call, also within ``operationTimeout``).
         public var connectTimeout: Duration
+        /// Longest time a full load of every cutoff may take (at start, every resync interval, after a forced
+        /// write), and the schema's upgrade (which builds an index): ten million rows take seconds, not the
+        /// ``operationTimeout`` of one statement. Each `FETCH` of the load is still one statement within
+        /// ``operationTimeout``.
+        public var loadTimeout: Duration
         /// The most pooled connections (the LISTEN connection comes on top), and the number of threads that run
         /// libpq calls.
         public var maxConnections: Int
@@ -58,7 +63,8 @@ extension PostgresCutoffStore {
             rpTable: RPTable? = nil,
             operationTimeout: Duration = .seconds(5),
             connectTimeout: Duration = .seconds(5),
-            maxConnections: Int = 4
+            maxConnections: Int = 4,
+            loadTimeout: Duration = .seconds(120)
         ) {
             self.host = host
             self.port = port
@@ -74,6 +80,7 @@ extension PostgresCutoffStore {
             self.operationTimeout = operationTimeout
             self.connectTimeout = connectTimeout
             self.maxConnections = maxConnections
+            self.loadTimeout = max(loadTimeout, operationTimeout)
         }
 
         /// Parses `postgres://USER@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require]` (`postgresql://` too;
@@ -204,19 +211,26 @@ extension PostgresCutoffStore {
         public var passwordChangedColumn: String
         public var apiDisabledColumn: String?
         public var timeEncoding: TimeEncoding
+        /// A `bigint` column of the RP's table that the RP's own trigger sets, on every insert and every change
+        /// of a cutoff column, to the next value of tokengate's change counter (`<table>_global.change_seq`): the
+        /// change feed of this mode (``PostgresCutoffStore/changes(since:limit:)``). `nil`: no feed, and every
+        /// change reloads the RP's table whole. The SQL is in `docs/configuration.md`.
+        public var changeColumn: String?
 
         public init(
             table: String,
             userIDColumn: String = "id",
             passwordChangedColumn: String = "password_changed_at",
             apiDisabledColumn: String? = nil,
-            timeEncoding: TimeEncoding = .automatic
+            timeEncoding: TimeEncoding = .automatic,
+            changeColumn: String? = nil
         ) {
             self.table = table
             self.userIDColumn = userIDColumn
             self.passwordChangedColumn = passwordChangedColumn
             self.apiDisabledColumn = apiDisabledColumn
             self.timeEncoding = timeEncoding
+            self.changeColumn = changeColumn
         }
     }
 

@@ -141,6 +141,7 @@ extension PostgresCutoffStore {
     /// work was queued). If the caller stops waiting (timeout, cancellation), the interrupt fires and the thread
     /// leaves its `poll()` at once, dropping the connection it was using.
     func withConnection<T: Sendable>(
+        timeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresSession) throws -> T
     ) async throws -> T {
         if self.isClosed {
@@ -151,7 +152,7 @@ extension PostgresCutoffStore {
         let parameters = self.poolParameters
         let passwordFile = self.passwordFile
         let description = self.storeDescription
-        let timeout = self.configuration.operationTimeout
+        let timeout = timeout ?? self.configuration.operationTimeout
         let connectTimeout = self.configuration.connectTimeout
         do {
             let value = try await withDeadline(

@@ -15,6 +15,8 @@ extension PostgresCutoffStore {
         let updated: PostgresIdentifier
         let deleted: PostgresIdentifier
         let truncated: PostgresIdentifier
+        let numbered: PostgresIdentifier
+        let byChange: PostgresIdentifier
 
         init(table: String) throws {
             let users = try PostgresIdentifier(table, what: "the cutoff table")
@@ -25,6 +27,8 @@ extension PostgresCutoffStore {
             self.updated = try users.suffixed("_updated", what: "a trigger function")
             self.deleted = try users.suffixed("_deleted", what: "a trigger function")
             self.truncated = try users.suffixed("_truncated", what: "a trigger function")
+            self.numbered = try users.suffixed("_numbered", what: "a trigger function")
+            self.byChange = try users.suffixed("_by_change", what: "an index")
         }
 
         var statements: Statements {
@@ -35,7 +39,14 @@ extension PostgresCutoffStore {
                 load: """
                     \(self.globalLoadRow)
                     UNION ALL
-                    SELECT 1::bigint, user_id, revoked_before, api_revoked_before FROM \(u)
+                    SELECT 1::bigint, user_id, revoked_before, api_revoked_before, NULL::bigint FROM \(u)
+                    """,
+                // The global row, then the rows numbered after $1, oldest first, at most $2.
+                changes: """
+                    \(self.globalLoadRow)
+                    UNION ALL
+                    (SELECT 1::bigint, user_id, revoked_before, api_revoked_before, change_seq FROM \(u)
+                     WHERE change_seq > $1 ORDER BY change_seq LIMIT $2)
                     """,
                 marker: self.globalMarker,
                 lookup: """
@@ -44,15 +55,18 @@ extension PostgresCutoffStore {
                     WHERE g.id = 1
                     """,
                 lookupUserID: .text,
-                lookupGlobalOnly: self.globalLookup
+                lookupGlobalOnly: self.globalLookup,
+                hasFeed: true
             )
         }
 
         // MARK: The global row, read the same way in both modes (RP-table mode keeps its global cutoff here too).
 
-        /// The global row as a row of ``Statements/load``: `(0, NULL, revoked_before, force_epoch)`.
+        /// The global row as a row of ``Statements/load``: `(0, store_id, revoked_before, force_epoch, change_seq)`.
         var globalLoadRow: String {
-            "SELECT 0::bigint, NULL::text, revoked_before, force_epoch FROM \(self.global.quoted) WHERE id = 1"
+            """
+            SELECT 0::bigint, store_id, revoked_before, force_epoch, change_seq FROM \(self.global.quoted) WHERE id = 1
+            """
         }
 
         /// `change_seq:force_epoch`, which every change of either table moves (the triggers); NULL without the
@@ -204,6 +218,49 @@ extension PostgresCutoffStore {
                 """
                 CREATE TRIGGER \(trigger(self.truncated)) AFTER TRUNCATE ON \(u)
                 FOR EACH STATEMENT EXECUTE FUNCTION \(self.truncated.quoted)()
+                """,
+            ]
+        }
+
+        /// Version 2's additions (the change feed, ``PostgresCutoffStore/changes(since:limit:)``), run after
+        /// version 1's tables exist, by a new store and by the upgrade of an old one alike; each can run again.
+        ///
+        /// - `<table>_global.store_id`: a random id, the feed's name (``CutoffFeedPosition/feed``).
+        /// - Copy mode: `<table>.change_seq` with its index, and a `BEFORE INSERT OR UPDATE` row trigger that takes
+        ///   the next value of the global row's `change_seq` for it. The `UPDATE` of the global row locks it until
+        ///   the writing transaction ends, so writers take their numbers one after the other, in the order they
+        ///   commit: a reader that sees the counter at N sees every row numbered up to N (a plain `SEQUENCE` would
+        ///   not promise that: a smaller number can commit after a larger one, and a reader past it would miss it).
+        ///   Writes were already serialised on that row by the statement triggers; an operator's transaction that
+        ///   changes many rows in an order that crosses another's can now deadlock, which PostgreSQL detects and
+        ///   undoes (one of them fails; nothing is half written).
+        func version2Statements(tables: OwnTables) -> [String] {
+            let g = self.global.quoted
+            let global = [
+                "ALTER TABLE \(g) ADD COLUMN IF NOT EXISTS store_id text",
+                "UPDATE \(g) SET store_id = md5(random()::text || clock_timestamp()::text) WHERE id = 1 AND store_id IS NULL",
+            ]
+            guard tables == .globalAndUsers else {
+                return global
+            }
+            let u = self.users.quoted
+            let trigger = Self.triggerName
+            return global + [
+                "ALTER TABLE \(u) ADD COLUMN IF NOT EXISTS change_seq bigint NOT NULL DEFAULT 0",
+                "CREATE INDEX IF NOT EXISTS \(trigger(self.byChange)) ON \(u) (change_seq)",
+                """
+                CREATE OR REPLACE FUNCTION \(self.numbered.quoted)() RETURNS trigger LANGUAGE plpgsql AS $fn$
+                BEGIN
+                    UPDATE \(g) SET change_seq = change_seq + 1 WHERE id = 1 RETURNING change_seq INTO NEW.change_seq;
+                    RETURN NEW;
+                END
+                $fn$
+                """,
+                "DROP TRIGGER IF EXISTS \(trigger(self.numbered)) ON \(u)",
+                """
+                CREATE TRIGGER \(trigger(self.numbered))
+                BEFORE INSERT OR UPDATE OF user_id, revoked_before, api_revoked_before ON \(u)
+                FOR EACH ROW EXECUTE FUNCTION \(self.numbered.quoted)()
                 """,
             ]
         }

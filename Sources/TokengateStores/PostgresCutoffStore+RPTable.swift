@@ -31,6 +31,11 @@
 ///     FOR EACH STATEMENT EXECUTE FUNCTION tokengate_notify_users();
 /// ```
 ///
+/// With ``RPTable/changeColumn`` (opt-in) the RP's own trigger numbers every changed row from `<table>_global`'s
+/// `change_seq`, and the sync service reads only the rows numbered after the last one it saw
+/// (``PostgresCutoffStore/changes(since:limit:)``) instead of the marker and a whole read; docs/configuration.md
+/// gives the SQL.
+///
 /// A time that moves back in the RP's table (a restored backup) is not taken while the gateway runs: reloads only
 /// move cutoffs forward, so the earlier time takes effect at the next restart. Users deleted from the table keep
 /// their cutoffs until then too. A forced move back of the global cutoff is taken at once (it bumps the force
@@ -42,6 +47,8 @@ extension PostgresCutoffStore {
         let userID: PostgresIdentifier
         let passwordChanged: PostgresIdentifier
         let apiDisabled: PostgresIdentifier?
+        /// The opt-in change feed's column (``RPTable/changeColumn``).
+        let change: PostgresIdentifier?
         let encoding: TimeEncoding
         /// tokengate's own tables as in copy mode (``Configuration/table``), of which only `<table>_global` is
         /// created and used: the global cutoff is not the RP's to keep.
@@ -58,6 +65,9 @@ extension PostgresCutoffStore {
             )
             self.apiDisabled = try rp.apiDisabledColumn.map {
                 try PostgresIdentifier($0, what: "the api-disabled column", allowSchema: false)
+            }
+            self.change = try rp.changeColumn.map {
+                try PostgresIdentifier($0, what: "the change column", allowSchema: false)
             }
             self.encoding = rp.timeEncoding
         }
@@ -131,13 +141,34 @@ extension PostgresCutoffStore {
                 self.apiDisabled.map { "\(self.passwordChanged.quoted) IS NOT NULL OR \($0.quoted) IS NOT NULL" }
                 ?? "\(self.passwordChanged.quoted) IS NOT NULL"
             let g = self.own.global.quoted
+            var changes: String?
+            if let change = self.change {
+                // bigint only: the numbers come from `<table>_global.change_seq`, and a narrower or fractional
+                // column would wrap or round them, and the feed would skip changes.
+                guard try type(of: change) == "int8" else {
+                    throw CutoffStoreError(
+                        code: .invalidStoreConfiguration,
+                        message: "\(description): the change column \(change) of \(self.table) must be a bigint "
+                            + "(it holds numbers of \(self.own.global).change_seq), not \(try type(of: change))"
+                    )
+                }
+                let c = change.quoted
+                // The global row, then the rows numbered after $1, oldest first, at most $2: as in copy mode.
+                changes = """
+                    \(self.own.globalLoadRow)
+                    UNION ALL
+                    (SELECT 1::bigint, \(u)::text, \(p), \(a), \(c) FROM \(t)
+                     WHERE \(c) > $1 AND (\(notNull)) ORDER BY \(c) LIMIT $2)
+                    """
+            }
             return Statements(
                 // One statement: one snapshot of both tables.
                 load: """
                     \(self.own.globalLoadRow)
                     UNION ALL
-                    SELECT 1::bigint, \(u)::text, \(p), \(a) FROM \(t) WHERE \(notNull)
+                    SELECT 1::bigint, \(u)::text, \(p), \(a), NULL::bigint FROM \(t) WHERE \(notNull)
                     """,
+                changes: changes,
                 // NULL without the global row, so the sync service reloads and reports it missing.
                 marker: """
                     SELECT (\(self.own.globalMarker))
@@ -156,7 +187,8 @@ extension PostgresCutoffStore {
                     WHERE g.id = 1
                     """,
                 lookupUserID: lookupUserID,
-                lookupGlobalOnly: self.own.globalLookup
+                lookupGlobalOnly: self.own.globalLookup,
+                hasFeed: changes != nil
             )
         }
 

@@ -32,6 +32,7 @@ extension PostgresCutoffStore {
     ///   an RP-table instance, or `<table>` was dropped: an empty table would accept every revoked token).
     /// - Parameter creating: `false` for `check-config --connect`, which must change nothing: a missing table is
     ///   not created, and only whether the role may create it is checked.
+    /// - Parameter needsUpgrade: set to whether an existing schema is of version 1 (``upgradeSchema(_:tables:in:logger:description:)``).
     /// - Returns: whether `<table>_global` existed.
     @discardableResult
     static func createOrCheckSchema(
@@ -40,7 +41,8 @@ extension PostgresCutoffStore {
         in session: PostgresSession,
         logger: Logger,
         description: String,
-        creating: Bool = true
+        creating: Bool = true,
+        needsUpgrade: UnsafeMutablePointer<Bool>? = nil
     ) throws -> Bool {
         try session.transaction {
             try session.execute(
@@ -61,7 +63,9 @@ extension PostgresCutoffStore {
                 table: layout.global, role: role, schema: layout.global.schema ?? existing.text(0, 3) ?? "public",
                 tables: tables, description: description)
             if try existing.bool(0, 0) == true {
-                try refused.mapping(.reading) { try Self.checkSchemaVersion(layout, in: session, description) }
+                let version = try refused.mapping(.reading) {
+                    try Self.checkSchemaVersion(layout, in: session, description)
+                }
                 if tables == .globalAndUsers, try existing.bool(0, 1) != true {
                     throw CutoffStoreError(
                         code: .invalidStoreConfiguration,
@@ -71,6 +75,9 @@ extension PostgresCutoffStore {
                             + "Restore \(layout.users), or choose another `table`"
                     )
                 }
+                // Not here: building the index of a large table takes longer than one operation may
+                // (``upgradeSchema(_:tables:in:logger:description:)``, under the load timeout).
+                needsUpgrade?.pointee = version < 2
                 return true
             }
             guard creating else {
@@ -87,6 +94,7 @@ extension PostgresCutoffStore {
                 for statement in layout.schemaStatements(now: CutoffSyncService.systemNow(), tables: tables) {
                     try session.execute(statement)
                 }
+                try Self.migrateToVersion2(layout, tables: tables, in: session)
             }
             // Logged once the tables exist, not before trying: a refused attempt is retried (and its error is
             // logged by the caller), so a line per attempt would read as if the tables were made again and again.
@@ -96,12 +104,60 @@ extension PostgresCutoffStore {
         }
     }
 
+    /// Brings a version 1 schema to version 2, in one transaction under the schema's advisory lock (the one
+    /// ``createOrCheckSchema(_:tables:in:logger:description:creating:needsUpgrade:)`` takes), after reading the
+    /// version again: another instance may have done it meanwhile. Nothing is dropped or rewritten; a failure
+    /// leaves version 1, and the next call tries again.
+    static func upgradeSchema(
+        _ layout: CopyLayout,
+        tables: OwnTables,
+        in session: PostgresSession,
+        logger: Logger,
+        description: String
+    ) throws {
+        try session.transaction {
+            try session.execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1))", [.text("tokengate schema \(layout.global)")])
+            let rows = try session.query("SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1")
+            try rows.expectColumns(1)
+            guard rows.count > 0, let version = try rows.int64(0, 0), version < 2 else {
+                return
+            }
+            try PostgresPermissionDenied.mapping {
+                try Self.migrateToVersion2(layout, tables: tables, in: session)
+            } to: {
+                PostgresPermissionDenied.error(
+                    description,
+                    refused: "the role may not alter \(layout.global) and \(layout.users) to schema version 2",
+                    remedy: "run tokengate once as the tables' owner, or make its role their owner"
+                )
+            }
+            logger.notice(
+                "cutoff schema upgraded to version 2 (change feed)",
+                metadata: ["store": "\(description)", "table": "\(layout.global)"])
+        }
+    }
+
+    /// Version 1 (before the change feed) to version 2, inside the caller's transaction and advisory lock: only
+    /// additions (``CopyLayout/version2Statements(tables:)``), so a crash or an error leaves version 1 as it was.
+    /// Building the index of a large table can take longer than the pooled sessions' `statement_timeout`, which is
+    /// lifted for this transaction only. Rows already there get sequence 0: every reader starts a feed with a full
+    /// load, which has them.
+    static func migrateToVersion2(_ layout: CopyLayout, tables: OwnTables, in session: PostgresSession) throws {
+        try session.execute("SET LOCAL statement_timeout = 0")
+        for statement in layout.version2Statements(tables: tables) {
+            try session.execute(statement)
+        }
+        try session.execute("UPDATE \(layout.global.quoted) SET schema_version = 2 WHERE id = 1")
+    }
+
     /// Refuses a schema version newer than this tokengate's, or a missing global row.
+    /// - Returns: the version.
     private static func checkSchemaVersion(
         _ layout: CopyLayout,
         in session: PostgresSession,
         _ description: String
-    ) throws {
+    ) throws -> Int64 {
         let rows = try session.query("SELECT schema_version FROM \(layout.global.quoted) WHERE id = 1")
         try rows.expectColumns(1)
         guard rows.count > 0, let version = try rows.int64(0, 0) else {
@@ -114,6 +170,7 @@ extension PostgresCutoffStore {
                     + "\(Self.schemaVersion); upgrade tokengate"
             )
         }
+        return version
     }
 
     /// Turns PostgreSQL's `insufficient_privilege` (SQLSTATE 42501) while creating or checking tokengate's own

@@ -64,23 +64,29 @@ import TokengateTokens
 /// only when the commit is durable, so no instance can reload before the write is there, and ``apply(_:)`` returns
 /// after the commit. `'*'` (the global cutoff or a forced write) tells instances to take the whole table.
 ///
-/// ### Schema (version 1; RP-table mode creates only `<table>_global` and its trigger)
-/// - `<table>(user_id text PRIMARY KEY, revoked_before bigint, api_revoked_before bigint, updated_at bigint)`.
-/// - `<table>_global(id = 1, schema_version, revoked_before, force_epoch, change_seq, updated_at)`: the global
-///   cutoff, the schema version row, the force epoch (see ``CutoffTable/forceEpoch``), and a counter that every
-///   change bumps, read by ``changeMarker()``.
+/// ### Schema (version 2; RP-table mode creates only `<table>_global` and its trigger)
+/// - `<table>(user_id text PRIMARY KEY, revoked_before bigint, api_revoked_before bigint, updated_at bigint,
+///   change_seq bigint)`, indexed on `change_seq`.
+/// - `<table>_global(id = 1, schema_version, revoked_before, force_epoch, change_seq, updated_at, store_id)`: the
+///   global cutoff, the schema version row, the force epoch (see ``CutoffTable/forceEpoch``), a counter that every
+///   change bumps (read by ``changeMarker()``, and the source of the users' `change_seq`), and a random id naming
+///   the change feed.
+/// - A version 1 schema is brought to version 2 by the first instance that reaches it, in one transaction under
+///   the schema's advisory lock (``migrateToVersion2(_:tables:in:)``); a tokengate of version 1 then refuses it.
 /// - Statement-level triggers keep the two counters right whoever writes (the store, the CLI, an operator's own
 ///   SQL): any change bumps `change_seq`; a cutoff that moves back, a deleted row or a `TRUNCATE` also bumps
 ///   `force_epoch`. An operator's SQL does not send a notification; instances notice it at their next poll, or
 ///   at once if the operator runs `NOTIFY <channel>, '*'`.
 ///
 /// ### Scale
-/// Every change makes every instance reload the whole table (one `SELECT`, copied out of libpq's result); fine
-/// for the admin-rate writes of up to some hundred thousand users, and the place to add delta reloads when tables
-/// grow larger.
+/// In copy mode every user row carries the number of its last change (schema version 2, see
+/// ``CopyLayout/version2Statements(tables:)``), and a notification makes every instance read only the rows numbered
+/// after the last one it saw (``changes(since:limit:)``), whatever the table's size. Full loads (at start, every
+/// `resync_interval`, after a forced write) read through a cursor in batches. RP-table mode reads the RP's table
+/// whole at every change.
 public actor PostgresCutoffStore: CutoffStore {
     /// The schema version this code writes and understands (copy mode).
-    public static let schemaVersion: Int64 = 1
+    public static let schemaVersion: Int64 = 2
 
     nonisolated let configuration: Configuration
     nonisolated let source: Source
@@ -222,38 +228,69 @@ public actor PostgresCutoffStore: CutoffStore {
     // MARK: CutoffStore
 
     public func load() async throws -> CutoffTable {
+        try await self.load(onto: nil)
+    }
+
+    /// Rows fetched per round trip of the full load's cursor: libpq holds a whole result in memory, and a
+    /// `SELECT` of ten million rows held all of them (and their copies) next to the table being built.
+    static let loadBatchRows = 50_000
+
+    /// The full load: a cursor in one `REPEATABLE READ READ ONLY` transaction (one snapshot of both tables), read
+    /// ``loadBatchRows`` at a time and merged into `base` row by row (``CutoffTable/mergeForward(_:_:)``), so memory
+    /// holds one batch of rows besides the table. Bounded by ``Configuration/loadTimeout`` (each `FETCH` by the
+    /// `statement_timeout` of ``Configuration/operationTimeout``).
+    public func load(onto base: CutoffTable?) async throws -> CutoffTable {
         let statements = try await self.ready()
         let description = self.storeDescription
-        return try await self.withConnection { session in
-            let rows = try session.query(statements.load)
-            try rows.expectColumns(4)
-            var table = CutoffTable()
-            var sawGlobalRow = false
-            for row in 0..<rows.count {
-                let kind = try rows.int64(row, 0)
-                let first = try rows.int64(row, 2)
-                let second = try rows.int64(row, 3)
-                if kind == 0 {
-                    sawGlobalRow = true
-                    table.globalRevokedBefore = first
-                    table.forceEpoch = second ?? 0
-                } else if let user = rows.text(row, 1), !user.isEmpty {
-                    // An RP table without a unique user id may hold a user twice; the later cutoffs win.
-                    let loaded = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
-                    if let existing = table.users[CutoffUserKey(user)] {
-                        table.users[CutoffUserKey(user)] = UserCutoffs(
-                            revokedBefore: CutoffTable.later(existing.revokedBefore, loaded.revokedBefore),
-                            apiRevokedBefore: CutoffTable.later(existing.apiRevokedBefore, loaded.apiRevokedBefore)
-                        )
-                    } else {
-                        table.users[CutoffUserKey(user)] = loaded
+        let operationTimeout = self.configuration.operationTimeout
+        return try await self.withConnection(timeout: self.configuration.loadTimeout) { whole in
+            var accumulator = PostgresLoadAccumulator(base: base, hasFeed: statements.hasFeed)
+            // Every statement on its own within the operation timeout; the load as a whole within the load timeout.
+            let session = whole.bounded(by: operationTimeout)
+            try session.transaction {
+                try session.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                try session.execute("DECLARE tokengate_load NO SCROLL CURSOR FOR \(statements.load)")
+                while true {
+                    let rows = try session.query("FETCH FORWARD \(Self.loadBatchRows) FROM tokengate_load")
+                    try accumulator.add(rows)
+                    if rows.count < Self.loadBatchRows {
+                        break
                     }
                 }
             }
-            if !sawGlobalRow {
+            guard accumulator.sawGlobalRow else {
                 throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
             }
-            return table
+            return accumulator.table
+        }
+    }
+
+    /// See ``CutoffStore/changes(since:limit:)``; copy mode only (the numbering is ``CopyLayout/version2Statements(tables:)``).
+    public func changes(since position: CutoffFeedPosition, limit: Int) async throws -> CutoffChanges? {
+        let statements = try await self.ready()
+        guard let sql = statements.changes else {
+            return nil
+        }
+        let description = self.storeDescription
+        let limit = max(1, limit)
+        return try await self.withConnection { session in
+            let rows = try session.query(sql, [.int8(position.sequence), .int8(Int64(limit) + 1)])
+            var accumulator = PostgresLoadAccumulator(base: nil, hasFeed: true, collectingChanges: true)
+            try accumulator.add(rows)
+            guard accumulator.sawGlobalRow, let now = accumulator.table.position else {
+                throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
+            }
+            let hasMore = accumulator.changes.count > limit
+            let users = Array(accumulator.changes.prefix(limit))
+            // With more waiting, the next read starts after the last row returned, not at the counter.
+            let sequence = hasMore ? (users.last?.sequence ?? position.sequence) : now.sequence
+            return CutoffChanges(
+                globalRevokedBefore: accumulator.table.globalRevokedBefore,
+                forceEpoch: accumulator.table.forceEpoch,
+                users: users.map { CutoffChanges.ChangedUser(user: $0.user, cutoffs: $0.cutoffs) },
+                position: CutoffFeedPosition(feed: now.feed, sequence: sequence),
+                hasMore: hasMore
+            )
         }
     }
 
@@ -387,9 +424,13 @@ extension PostgresCutoffStore {
 
     /// The statements of one mode, built from validated and quoted names only.
     struct Statements: Sendable {
-        /// Rows of `(kind bigint, user_id text, first bigint, second bigint)`: kind 0 is the global row
-        /// (global cutoff, force epoch), kind 1 a user (revoked_before, api_revoked_before).
+        /// Rows of `(kind bigint, text, first bigint, second bigint, sequence bigint)`: kind 0 is the global row
+        /// (store_id, global cutoff, force epoch, change_seq), kind 1 a user (user_id, revoked_before,
+        /// api_revoked_before, change_seq or NULL).
         var load: String
+        /// `$1` = the position's sequence, `$2` = the most rows: the global row and the users numbered after `$1`,
+        /// as ``load``'s rows; `nil` without a change feed.
+        var changes: String?
         /// One text column that changes whenever the content may have.
         var marker: String
         /// `$1` = user id; one row of `(global, revoked_before, api_revoked_before)`, none without the global row.
@@ -398,6 +439,8 @@ extension PostgresCutoffStore {
         /// No parameter; the row of ``lookup`` for a user id that cannot be in the table (not an integer, where the
         /// RP's ids are): the global cutoff only.
         var lookupGlobalOnly: String
+        /// Whether the global row's counter and store id name a change feed of the users' rows (copy mode).
+        var hasFeed: Bool
     }
 
     /// Creates or checks tokengate's own tables (both in copy mode, the global one in RP-table mode) and resolves
@@ -412,18 +455,27 @@ extension PostgresCutoffStore {
         let source = self.source
         let description = self.storeDescription
         let logger = self.logger
-        let statements: Statements = try await self.withConnection { session in
+        let (statements, upgrade): (Statements, (CopyLayout, OwnTables)?) = try await self.withConnection { session in
+            var needsUpgrade = false
             switch source {
             case .copy(let layout):
                 try Self.createOrCheckSchema(
-                    layout, tables: .globalAndUsers, in: session, logger: logger, description: description)
-                return layout.statements
+                    layout, tables: .globalAndUsers, in: session, logger: logger, description: description,
+                    needsUpgrade: &needsUpgrade)
+                return (layout.statements, needsUpgrade ? (layout, .globalAndUsers) : nil)
             case .rpTable(let layout):
                 // The RP's table first: a wrong name there is the likelier mistake, and nothing is created then.
                 let statements = try layout.resolve(in: session, description: description)
                 try Self.createOrCheckSchema(
-                    layout.own, tables: .globalOnly, in: session, logger: logger, description: description)
-                return statements
+                    layout.own, tables: .globalOnly, in: session, logger: logger, description: description,
+                    needsUpgrade: &needsUpgrade)
+                return (statements, needsUpgrade ? (layout.own, .globalOnly) : nil)
+            }
+        }
+        if let (layout, tables) = upgrade {
+            // An index to build over every row: the load timeout, not one operation's.
+            try await self.withConnection(timeout: self.configuration.loadTimeout) { session in
+                try Self.upgradeSchema(layout, tables: tables, in: session, logger: logger, description: description)
             }
         }
         self.statements = statements

@@ -13,14 +13,35 @@ struct PostgresSession {
     let deadline: ContinuousClock.Instant
     let interrupt: PostgresInterrupt
 
+    /// When set, each statement must also finish within this long from its own start.
+    var statementTimeout: Duration? = nil
+
+    /// The same connection where each statement must finish within `timeout` from its start, and all of them by the
+    /// session's deadline: for a long call (a full load, under ``PostgresCutoffStore/Configuration/loadTimeout``)
+    /// whose statements must each still fail by the ``PostgresCutoffStore/Configuration/operationTimeout`` when the
+    /// server stops answering.
+    func bounded(by timeout: Duration) -> PostgresSession {
+        var session = self
+        session.statementTimeout = timeout
+        return session
+    }
+
+    /// The deadline of a statement starting now.
+    private var statementDeadline: ContinuousClock.Instant {
+        guard let timeout = self.statementTimeout else {
+            return self.deadline
+        }
+        return min(self.deadline, ContinuousClock.now.advanced(by: timeout))
+    }
+
     /// Runs one statement with text parameters and returns its rows.
     func query(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresFailure) -> PostgresRows {
-        try self.connection.query(sql, parameters, deadline: self.deadline, interrupt: self.interrupt)
+        try self.connection.query(sql, parameters, deadline: self.statementDeadline, interrupt: self.interrupt)
     }
 
     /// Runs one statement and ignores its rows.
     func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresFailure) {
-        try self.connection.execute(sql, parameters, deadline: self.deadline, interrupt: self.interrupt)
+        try self.connection.execute(sql, parameters, deadline: self.statementDeadline, interrupt: self.interrupt)
     }
 
     /// `BEGIN`, `body`, `COMMIT`; `ROLLBACK` when `body` throws. An error at `COMMIT` leaves the outcome unknown

@@ -56,7 +56,7 @@ extension SQLiteCutoffStore {
         }
         let configured: (walFiles: SQLiteWALFiles, pageSize: Int64)
         do {
-            configured = try await Self.configure(sqlite, description: description)
+            configured = try await Self.configure(sqlite, description: description, logger: logger)
         } catch {
             await Self.closeCompletely(sqlite, logger: logger)
             if let error = error as? CutoffStoreError {
@@ -79,12 +79,13 @@ extension SQLiteCutoffStore {
     /// connection opened.
     private static func configure(
         _ sqlite: SQLiteConnection,
-        description: String
+        description: String,
+        logger: Logger
     ) async throws -> (walFiles: SQLiteWALFiles, pageSize: Int64) {
         // busy_timeout first: it replaces sqlite-nio's busy handler, which retries forever without sleeping.
         _ = try await sqlite.query("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)")
         // Before anything that writes: a database that is not tokengate's is refused as it is, not turned to WAL.
-        try await Self.checkSchema(sqlite, description: description)
+        let version = try await Self.checkSchema(sqlite, description: description)
         let mode = try await sqlite.query("PRAGMA journal_mode = WAL")
         guard mode.first?.columns.first?.data.string?.lowercased() == "wal" else {
             throw CutoffStoreError(
@@ -97,6 +98,9 @@ extension SQLiteCutoffStore {
         let synchronous = try await sqlite.query("PRAGMA synchronous")
         guard synchronous.first?.columns.first?.data.integer == 2 else {
             throw CutoffStoreError(code: .storeUnavailable, message: "\(description): synchronous=FULL did not take")
+        }
+        if version < 2 {
+            try await Self.migrateToVersion2(sqlite, description: description, logger: logger)
         }
         // A read in WAL mode: the connection opens (creating them if need be) the -wal and -shm files it keeps.
         let pageSize = try await sqlite.query("PRAGMA page_size").first?.columns.first?.data.integer ?? 0
@@ -133,7 +137,7 @@ extension SQLiteCutoffStore {
         }
         try await Self.using(sqlite, description: description, logger: logger) {
             _ = try await sqlite.query("PRAGMA busy_timeout = \(Self.busyTimeoutMilliseconds)")
-            try await Self.checkSchema(sqlite, description: description)
+            _ = try await Self.checkSchema(sqlite, description: description)
         }
     }
 
@@ -163,7 +167,9 @@ extension SQLiteCutoffStore {
     /// database, or pointed at another application's file) was quietly given an empty schema, reported as
     /// recovered, and after a restart accepted every revoked token. Only a file that did not exist gets a schema
     /// (``createDatabase(at:description:logger:)``).
-    static func checkSchema(_ sqlite: SQLiteConnection, description: String) async throws {
+    /// - Returns: the schema version.
+    @discardableResult
+    static func checkSchema(_ sqlite: SQLiteConnection, description: String) async throws -> Int64 {
         func invalid(_ message: String) -> CutoffStoreError {
             CutoffStoreError(code: .invalidStoreFile, message: "\(description): \(message)")
         }
@@ -183,12 +189,14 @@ extension SQLiteCutoffStore {
                     + "(restore it from a backup); if it belongs to something else, point cutoffs.sqlite at another path"
             )
         }
+        var version: Int64 = 0
         if tables.contains("schema_version") {
             let versions = try await sqlite.query("SELECT max(version) FROM schema_version")
-            guard let version = versions.first?.columns.first?.data.integer else {
+            guard let found = versions.first?.columns.first?.data.integer else {
                 throw invalid("the schema_version table holds no version: the store is damaged; restore it from a backup")
             }
-            if Int64(version) > Self.schemaVersion {
+            version = Int64(found)
+            if version > Self.schemaVersion {
                 throw CutoffStoreError(
                     code: .unsupportedSchema,
                     message: "\(description): schema version \(version) is newer than this tokengate's "
@@ -202,7 +210,63 @@ extension SQLiteCutoffStore {
                     + "\(missing.count == 1 ? "is" : "are") missing: the store is damaged; restore it from a backup"
             )
         }
+        return version
     }
+
+    /// Brings a version 1 store to version 2 (the change feed, ``changes(since:limit:)``), in one `BEGIN IMMEDIATE`
+    /// transaction that only adds: if anything fails, nothing changed, and the open fails with the error.
+    ///
+    /// The version is read again inside the transaction: two processes opening an old store at once both see
+    /// version 1, and the second then finds the work done. Existing rows get sequence 0, which every reader has
+    /// already seen whole (a feed starts with a full load), and the store gets its random id. A tokengate of
+    /// version 1 writing to the store afterwards (one not yet upgraded) still numbers its rows: the triggers do it.
+    static func migrateToVersion2(_ sqlite: SQLiteConnection, description: String, logger: Logger) async throws {
+        _ = try await sqlite.query("BEGIN IMMEDIATE")
+        do {
+            let versions = try await sqlite.query("SELECT max(version) FROM schema_version")
+            if let version = versions.first?.columns.first?.data.integer, Int64(version) < 2 {
+                for statement in Self.version2Statements {
+                    _ = try await sqlite.query(statement)
+                }
+                _ = try await sqlite.query("UPDATE schema_version SET version = 2")
+            }
+            _ = try await sqlite.query("COMMIT")
+        } catch {
+            _ = try? await sqlite.query("ROLLBACK")
+            throw error
+        }
+        logger.notice("cutoff store upgraded to schema version 2 (change feed)", metadata: ["store": "\(description)"])
+    }
+
+    /// Version 2's additions to version 1: the change feed's counter and the store's id in the global row, the
+    /// sequence column and its index, and the triggers that number every inserted or changed user row.
+    ///
+    /// The triggers run after the row's own write, inside the same transaction; their `UPDATE` of `change_seq` alone
+    /// fires no trigger (the others watch the cutoff columns only).
+    static let version2Statements = [
+        "ALTER TABLE global_cutoff ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE global_cutoff ADD COLUMN store_id TEXT NOT NULL DEFAULT ''",
+        "UPDATE global_cutoff SET store_id = lower(hex(randomblob(16))) WHERE id = 1",
+        "ALTER TABLE user_cutoffs ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX user_cutoffs_by_change ON user_cutoffs (change_seq)",
+        """
+        CREATE TRIGGER user_cutoffs_inserted_numbered AFTER INSERT ON user_cutoffs
+        BEGIN
+            UPDATE global_cutoff SET change_seq = change_seq + 1 WHERE id = 1;
+            UPDATE user_cutoffs SET change_seq = (SELECT change_seq FROM global_cutoff WHERE id = 1)
+            WHERE user_id = NEW.user_id;
+        END
+        """,
+        """
+        CREATE TRIGGER user_cutoffs_updated_numbered
+        AFTER UPDATE OF user_id, revoked_before, api_revoked_before ON user_cutoffs
+        BEGIN
+            UPDATE global_cutoff SET change_seq = change_seq + 1 WHERE id = 1;
+            UPDATE user_cutoffs SET change_seq = (SELECT change_seq FROM global_cutoff WHERE id = 1)
+            WHERE user_id = NEW.user_id;
+        END
+        """,
+    ]
 
     /// Creates a new store at `path`, where nothing is: builds it whole under a temporary name in the same
     /// directory and links it into place, so the path never names a file without the schema.
@@ -260,7 +324,7 @@ extension SQLiteCutoffStore {
         logger.notice("created a new, empty cutoff store", metadata: ["path": "\(path)"])
     }
 
-    /// The tables, triggers and rows of a new store (schema version 1); run in one transaction.
+    /// The tables, triggers and rows of a new store (schema version 2); run in one transaction.
     private static func createSchema(_ sqlite: SQLiteConnection) async throws {
         let statements = [
             "CREATE TABLE schema_version (version INTEGER NOT NULL)",
@@ -310,15 +374,20 @@ extension SQLiteCutoffStore {
             "INSERT INTO global_cutoff (id, revoked_before, force_epoch, updated_at) VALUES (1, NULL, 0, ?1)",
             "INSERT INTO schema_version (version) VALUES (?1)",
         ]
+        // Version 1's tables, then version 2's additions: the one path every store takes, old or new.
         for (index, statement) in statements.enumerated() {
             let binds: [SQLiteData]
             switch index {
             case statements.count - 2: binds = [.integer(.init(Self.unixNow()))]
-            case statements.count - 1: binds = [.integer(.init(Self.schemaVersion))]
+            case statements.count - 1: binds = [.integer(1)]
             default: binds = []
             }
             _ = try await sqlite.query(statement, binds)
         }
+        for statement in Self.version2Statements {
+            _ = try await sqlite.query(statement)
+        }
+        _ = try await sqlite.query("UPDATE schema_version SET version = 2")
     }
 
     /// `path` as an SQLite URI filename with the given `mode` (`rw`: open an existing file, never create one;
@@ -367,35 +436,55 @@ private func syncDirectory(_ directory: String) {
     close(fd)
 }
 
-/// Collects the rows of the full load; fed on the thread-pool thread, read after the query finished.
+/// Collects the rows of a full load (merged forward onto a base table as they arrive, ``CutoffTable/mergeForward(_:_:)``)
+/// or of a read of the change feed; fed on the thread-pool thread, read after the query finished.
+///
+/// Rows are `(kind, text, first, second, sequence)`: kind 0 is the global row `(0, store_id, revoked_before,
+/// force_epoch, change_seq)`, kind 1 a user `(1, user_id, revoked_before, api_revoked_before, change_seq or NULL)`.
 struct LoadAccumulator {
-    var table = CutoffTable()
+    var table: CutoffTable
     var sawGlobalRow = false
     var problem: String?
+    /// With `collectingChanges`, the user rows in the order read, instead of merged into ``table``.
+    var changes: [(user: CutoffUserKey, cutoffs: UserCutoffs, sequence: Int64)] = []
+    let collectingChanges: Bool
+
+    init(base: CutoffTable?, collectingChanges: Bool = false) {
+        self.table = base ?? CutoffTable()
+        self.collectingChanges = collectingChanges
+    }
 
     mutating func add(_ row: SQLiteRow) {
         let columns = row.columns
-        guard self.problem == nil, columns.count == 4, let kind = columns[0].data.integer else {
+        guard self.problem == nil, columns.count == 5, let kind = columns[0].data.integer else {
             self.problem = self.problem ?? "a row has an unexpected shape"
             return
         }
-        guard let first = Self.time(columns[2].data), let second = Self.time(columns[3].data) else {
+        guard let first = Self.time(columns[2].data), let second = Self.time(columns[3].data),
+            let sequence = Self.time(columns[4].data)
+        else {
             self.problem = "a cutoff column holds a value that is not an integer"
             return
         }
         if kind == 0 {
             self.sawGlobalRow = true
-            self.table.globalRevokedBefore = first
+            self.table.globalRevokedBefore = CutoffTable.later(self.table.globalRevokedBefore, first)
             self.table.forceEpoch = second ?? 0
+            if let id = columns[1].data.string, !id.isEmpty, let sequence {
+                self.table.position = CutoffFeedPosition(feed: "sqlite:\(id)", sequence: sequence)
+            } else {
+                self.problem = "the global_cutoff row has no store_id or change_seq"
+            }
         } else if let user = columns[1].data.string {
             // The table keys users by bytes (``CutoffUserKey``), like the store's primary key, so ids that differ
             // only in Unicode normalization stay two users. A repeated id cannot come from the table; if one
-            // did, the later of each cutoff is kept (fail closed).
-            let previous = self.table.users[CutoffUserKey(user)] ?? UserCutoffs()
-            self.table.users[CutoffUserKey(user)] = UserCutoffs(
-                revokedBefore: CutoffTable.later(previous.revokedBefore, first),
-                apiRevokedBefore: CutoffTable.later(previous.apiRevokedBefore, second)
-            )
+            // did, the later of each cutoff is kept (fail closed), the rule that merges onto the base table too.
+            let cutoffs = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
+            if self.collectingChanges {
+                self.changes.append((CutoffUserKey(user), cutoffs, sequence ?? 0))
+            } else {
+                self.table.mergeForward(CutoffUserKey(user), cutoffs)
+            }
         } else {
             self.problem = "a user row has no user id"
         }

@@ -37,13 +37,19 @@ extension SQLiteCutoffStore {
     /// reader's sight (and out of the file at the next crash). Such a write fails
     /// (``CutoffStoreError/Code/storeUnavailable``) rather than be acknowledged; writes move cutoffs forward only,
     /// so the caller's retry is safe.
+    ///
+    /// - Returns: the ``openCount`` of the connection the statement ran on, which the change feed's name carries
+    ///   (``changes(since:limit:)``).
+    @discardableResult
     func run(
         _ sql: String,
         _ binds: [SQLiteData],
         writing: Bool = false,
         onRow: @escaping @Sendable (SQLiteRow) -> Void
-    ) async throws {
+    ) async throws -> UInt64 {
         let connection = try await self.lease()
+        // No suspension since the lease: the current connection is the leased one, and this is its count.
+        let opened = self.openCount
         do {
             try await connection.sqlite.query(sql, binds, onRow)
         } catch let error as CancellationError {
@@ -72,6 +78,7 @@ extension SQLiteCutoffStore {
             }
         }
         await self.giveBack(connection.id, retiring: false)
+        return opened
     }
 
     /// How many times one call reopens a file that keeps being replaced before it gives up.

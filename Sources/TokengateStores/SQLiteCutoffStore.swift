@@ -24,14 +24,20 @@ import TokengateTokens
 /// (about 35 s once on 2 cores) and it allocates a row object per result row, which only the full reload
 /// pays. A hand-written `CTokengateSQLite` wrapper would add C interop code that is not the product.
 ///
-/// ### Schema (version 1)
+/// ### Schema (version 2)
 /// - `schema_version(version)`: one row; a newer version than ``schemaVersion`` refuses to open.
 /// - `user_cutoffs(user_id TEXT PRIMARY KEY, revoked_before INTEGER, api_revoked_before INTEGER,
-///   updated_at INTEGER)`: UNIX seconds, `NULL` for "no cutoff".
-/// - `global_cutoff(id = 1, revoked_before, force_epoch, updated_at)`: the emergency cutoff and the force
-///   epoch (see ``CutoffTable/forceEpoch``).
+///   updated_at INTEGER, change_seq INTEGER)`: UNIX seconds, `NULL` for "no cutoff"; `change_seq` (indexed) is
+///   the change feed's number of the row's last change.
+/// - `global_cutoff(id = 1, revoked_before, force_epoch, updated_at, change_seq, store_id)`: the emergency cutoff,
+///   the force epoch (see ``CutoffTable/forceEpoch``), the feed's counter and the store's random id (the feed's
+///   name, ``CutoffFeedPosition``).
 /// - Triggers bump `force_epoch` whenever any cutoff moves backward or a user row is deleted, whoever does it
-///   (a forced write here, the CLI, or an operator's own SQL), so every reader knows to take the earlier value.
+///   (a forced write here, the CLI, or an operator's own SQL), so every reader knows to take the earlier value;
+///   and number every inserted or changed user row from the counter (``changes(since:limit:)``).
+/// - A version 1 store (before the change feed) is brought to version 2 when it is opened, in one transaction
+///   that only adds (``migrateToVersion2(_:description:logger:)``): columns, an index, triggers. A tokengate of
+///   version 1 then refuses to open it ("upgrade tokengate") rather than run without knowing of the feed.
 ///
 /// ### Durability
 /// `journal_mode=WAL` with `synchronous=FULL`: every commit `fsync`s the WAL before `sqlite3_step` returns, and
@@ -67,7 +73,7 @@ import TokengateTokens
 /// file), at start and at every reopen.
 public actor SQLiteCutoffStore: CutoffStore {
     /// The schema version this code writes and understands.
-    public static let schemaVersion: Int64 = 1
+    public static let schemaVersion: Int64 = 2
 
     /// How long a statement waits for another process's lock before failing.
     static let busyTimeoutMilliseconds = 5000
@@ -196,17 +202,70 @@ public actor SQLiteCutoffStore: CutoffStore {
     // MARK: Reads
 
     public func load() async throws -> CutoffTable {
+        try await self.load(onto: nil)
+    }
+
+    public func load(onto base: CutoffTable?) async throws -> CutoffTable {
         // One statement, so the global row and the user rows come from one read transaction.
         let sql = """
-            SELECT 0, NULL, revoked_before, force_epoch FROM global_cutoff WHERE id = 1
+            SELECT 0, store_id, revoked_before, force_epoch, change_seq FROM global_cutoff WHERE id = 1
             UNION ALL
-            SELECT 1, user_id, revoked_before, api_revoked_before FROM user_cutoffs
+            SELECT 1, user_id, revoked_before, api_revoked_before, NULL FROM user_cutoffs
             """
-        let accumulator = NIOLockedValueBox(LoadAccumulator())
-        try await self.run(sql, []) { row in
+        let accumulator = NIOLockedValueBox(LoadAccumulator(base: base))
+        let opened = try await self.run(sql, []) { row in
             accumulator.withLockedValue { $0.add(row) }
         }
+        var table = try self.finished(accumulator.withLockedValue { $0 })
+        table.position = table.position.map { Self.position($0, connection: opened) }
+        return table
+    }
+
+    /// The feed's name gets the connection's ``openCount``: a reopened file (replaced, its `-wal` removed, written
+    /// over) may number its changes again from a lower counter, as a `-wal` removed with commits in it takes their
+    /// numbers away and the next write takes one of them again; the sync service then reloads everything rather
+    /// than skip the rows whose numbers it believes it has seen.
+    private static func position(_ position: CutoffFeedPosition, connection opened: UInt64) -> CutoffFeedPosition {
+        CutoffFeedPosition(feed: "\(position.feed):\(opened)", sequence: position.sequence)
+    }
+
+    /// See ``CutoffStore/changes(since:limit:)``. The feed is the `change_seq` column that the schema's triggers
+    /// set on every row written (by anyone: this store, `tokengate revoke`, an operator's SQL), from the global
+    /// row's counter, inside the writing transaction; SQLite runs one write transaction at a time, so the numbers
+    /// are handed out in commit order and a read sees every change up to the counter it reads.
+    public func changes(since position: CutoffFeedPosition, limit: Int) async throws -> CutoffChanges? {
+        let sql = """
+            SELECT 0, store_id, revoked_before, force_epoch, change_seq FROM global_cutoff WHERE id = 1
+            UNION ALL
+            SELECT * FROM (
+                SELECT 1, user_id, revoked_before, api_revoked_before, change_seq FROM user_cutoffs
+                WHERE change_seq > ?1 ORDER BY change_seq LIMIT ?2
+            )
+            """
+        let accumulator = NIOLockedValueBox(LoadAccumulator(base: nil, collectingChanges: true))
+        let opened = try await self.run(sql, [.integer(.init(position.sequence)), .integer(max(1, limit) + 1)]) {
+            row in accumulator.withLockedValue { $0.add(row) }
+        }
         let result = accumulator.withLockedValue { $0 }
+        let table = try self.finished(result)
+        guard let now = table.position.map({ Self.position($0, connection: opened) }) else {
+            return nil
+        }
+        let hasMore = result.changes.count > max(1, limit)
+        let users = Array(result.changes.prefix(max(1, limit)))
+        // With more waiting, the next read starts after the last row returned, not at the counter.
+        let sequence = hasMore ? (users.last?.sequence ?? position.sequence) : now.sequence
+        return CutoffChanges(
+            globalRevokedBefore: table.globalRevokedBefore,
+            forceEpoch: table.forceEpoch,
+            users: users.map { CutoffChanges.ChangedUser(user: $0.user, cutoffs: $0.cutoffs) },
+            position: CutoffFeedPosition(feed: now.feed, sequence: sequence),
+            hasMore: hasMore
+        )
+    }
+
+    /// The table an accumulator built, or the problem it found.
+    private func finished(_ result: LoadAccumulator) throws -> CutoffTable {
         if let problem = result.problem {
             throw CutoffStoreError(code: .invalidStoreFile, message: "\(self.storeDescription): \(problem)")
         }

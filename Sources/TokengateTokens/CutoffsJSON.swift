@@ -29,9 +29,9 @@ public enum CutoffsJSON {
     /// What a file holds.
     public struct Contents: Sendable, Equatable {
         public var globalRevokedBefore: Int64?
-        public var users: [CutoffUserKey: UserCutoffs]
+        public var users: CutoffUserMap
 
-        public init(globalRevokedBefore: Int64? = nil, users: [CutoffUserKey: UserCutoffs] = [:]) {
+        public init(globalRevokedBefore: Int64? = nil, users: CutoffUserMap = [:]) {
             self.globalRevokedBefore = globalRevokedBefore
             self.users = users
         }
@@ -97,15 +97,14 @@ public enum CutoffsJSON {
 
     // MARK: Reading.
 
-    private static func users(_ object: [UInt8]) throws(CutoffFileError) -> [CutoffUserKey: UserCutoffs] {
+    private static func users(_ object: [UInt8]) throws(CutoffFileError) -> CutoffUserMap {
         let members: JSONTopLevelMembers
         do {
             members = try JSONTopLevelMembers(parsing: object)
         } catch {
             throw invalid("\"users\" must be an object of user id to cutoffs")
         }
-        var users: [CutoffUserKey: UserCutoffs] = [:]
-        users.reserveCapacity(members.members.count)
+        var users = CutoffUserMap()
         for member in members.members {
             if let problem = UserIDRules.problem(member.name) {
                 throw invalid("a key of \"users\" is not a valid user id: the user id \(problem)")

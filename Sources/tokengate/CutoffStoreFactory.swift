@@ -86,7 +86,8 @@ enum CutoffStoreFactory {
                             table: $0.table,
                             userIDColumn: $0.userColumn,
                             passwordChangedColumn: $0.passwordChangedColumn,
-                            apiDisabledColumn: $0.apiDisabledColumn
+                            apiDisabledColumn: $0.apiDisabledColumn,
+                            changeColumn: $0.changeColumn
                         )
                     }
                 ),

@@ -496,6 +496,27 @@ struct ConfigurationErrorTests {
         #expect(store.resyncInterval == .seconds(60))
         #expect(store.staleAfter == .seconds(300))
         #expect(store.rpTable?.apiDisabledColumn == nil)
+        #expect(store.rpTable?.changeColumn == nil)
+        let withFeed = try parse(
+            self.replacing(
+                line: 5,
+                with: "cutoffs: { postgres: \"postgres://gate@127.0.0.1/cutoffs\", rp_table: { table: app.users, "
+                    + "user_column: id, password_changed_column: pw_changed_at, change_column: tokengate_change } }"
+            )
+        )
+        guard case .postgres(let fed) = withFeed.cutoffs else {
+            Issue.record("expected postgres")
+            return
+        }
+        #expect(fed.rpTable?.changeColumn == "tokengate_change")
+        let badName = parseError(
+            self.replacing(
+                line: 5,
+                with: "cutoffs: { postgres: \"postgres://gate@127.0.0.1/cutoffs\", rp_table: { table: app.users, "
+                    + "user_column: id, password_changed_column: pw, change_column: \"a;b\" } }"
+            )
+        )
+        #expect(badName?.description.contains("cutoffs.rp_table.change_column: expected an SQL name") == true, "\(String(describing: badName))")
     }
 
     @Test("a password in the PostgreSQL URL is refused and never echoed")

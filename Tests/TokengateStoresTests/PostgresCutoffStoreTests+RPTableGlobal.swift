@@ -35,7 +35,7 @@ extension PostgresCutoffStoreTests {
         try await Self.withTwoInstances(configuration) { a, b in
             let (storeA, storeB, publishedA, publishedB) = (a.store, b.store, a.published, b.published)
             // Only the global table is made in the RP's database, with the copy-mode schema version.
-            #expect(try PostgresTestServer.psql("SELECT schema_version FROM \(global)") == "1")
+            #expect(try PostgresTestServer.psql("SELECT schema_version FROM \(global)") == "2")
             #expect(try PostgresTestServer.psql("SELECT to_regclass('\(configuration.table)') IS NULL") == "t")
             #expect(publishedB.latest?.globalRevokedBefore == nil)
             #expect(publishedB.latest?.users["2"]?.revokedBefore == 1_714_564_800)

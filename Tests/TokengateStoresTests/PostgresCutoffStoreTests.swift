@@ -25,8 +25,11 @@ struct PostgresCutoffStoreTests {
     ) -> CutoffSyncService {
         CutoffSyncService(
             store: store,
+            // The feed is read no more often than the marker would be: within a test only LISTEN/NOTIFY brings a
+            // change made elsewhere before the poll interval.
             configuration: .init(
-                pollInterval: pollInterval, fullReloadInterval: .seconds(3600), staleAfter: staleAfter),
+                pollInterval: pollInterval, fullReloadInterval: .seconds(3600), staleAfter: staleAfter,
+                feedPollInterval: pollInterval),
             publish: published.publish
         )
     }
@@ -73,8 +76,11 @@ struct PostgresCutoffStoreTests {
         let configuration = try PostgresTestServer.configuration()
         let table = configuration.table
         try await withRunningStore(configuration) { store in
-            #expect(try await store.load() == CutoffTable())
-            #expect(try PostgresTestServer.psql("SELECT schema_version FROM \(table)_global") == "1")
+            let empty = try await store.load()
+            #expect(empty.users.isEmpty && empty.globalRevokedBefore == nil && empty.forceEpoch == 0)
+            let storeID = try PostgresTestServer.psql("SELECT store_id FROM \(table)_global")
+            #expect(empty.position?.feed == "postgres:" + storeID && storeID.count == 32)
+            #expect(try PostgresTestServer.psql("SELECT schema_version FROM \(table)_global") == "2")
 
             let first = try await store.passwordChanged(user: "alice", at: 1_000)
             #expect(first == CutoffWriteResult(cutoff: 1_000, changed: true, forced: false))
@@ -236,8 +242,9 @@ struct PostgresCutoffStoreTests {
                 async let first = a.load()
                 async let second = b.load()
                 let (x, y) = try await (first, second)
-                #expect(x == CutoffTable())
-                #expect(y == CutoffTable())
+                #expect(x.users.isEmpty && x.globalRevokedBefore == nil)
+                #expect(y.users.isEmpty && y.globalRevokedBefore == nil)
+                #expect(x.position != nil && x.position == y.position, "one schema, one feed")
             }
         }
     }
@@ -248,7 +255,7 @@ struct PostgresCutoffStoreTests {
         try await withRunningStore(configuration) { store in
             _ = try await store.load()
         }
-        try PostgresTestServer.psql("UPDATE \(configuration.table)_global SET schema_version = 2")
+        try PostgresTestServer.psql("UPDATE \(configuration.table)_global SET schema_version = 3")
         try await withRunningStore(configuration) { store in
             await expectStoreError(.unsupportedSchema) { try await store.load() }
         }

@@ -17,16 +17,20 @@ struct SQLiteCutoffStoreTests {
         #expect(!FileManager.default.fileExists(atPath: path))
         let store = try await SQLiteCutoffStore.open(path: path)
         #expect(FileManager.default.fileExists(atPath: path))
-        #expect(try await store.load() == CutoffTable())
+        let loaded = try await store.load()
+        #expect(loaded.users.isEmpty && loaded.globalRevokedBefore == nil && loaded.forceEpoch == 0)
+        let position = try #require(loaded.position, "a new store has a change feed")
         try await store.close()
 
         #expect(try pythonSQLite(path, "PRAGMA journal_mode") == "wal")
-        #expect(try pythonSQLite(path, "SELECT version FROM schema_version") == "1")
+        #expect(try pythonSQLite(path, "SELECT version FROM schema_version") == "2")
+        // The store's id and the connection's open count (a reopened file is another numbering).
+        #expect(try position.feed == "sqlite:" + pythonSQLite(path, "SELECT store_id FROM global_cutoff") + ":1")
         let tables = try pythonSQLite(path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         #expect(tables.split(separator: "\n") == ["global_cutoff", "schema_version", "user_cutoffs"])
         let columns = try pythonSQLite(path, "SELECT name FROM pragma_table_info('user_cutoffs') ORDER BY cid")
-        #expect(columns.split(separator: "\n") == ["user_id", "revoked_before", "api_revoked_before", "updated_at"])
-        #expect(try pythonSQLite(path, "SELECT id, revoked_before, force_epoch FROM global_cutoff") == "1|NULL|0")
+        #expect(columns.split(separator: "\n") == ["user_id", "revoked_before", "api_revoked_before", "updated_at", "change_seq"])
+        #expect(try pythonSQLite(path, "SELECT id, revoked_before, force_epoch, change_seq FROM global_cutoff") == "1|NULL|0|0")
     }
 
     @Test("a missing directory is an error, not a new empty store")
@@ -213,7 +217,7 @@ struct SQLiteCutoffStoreTests {
         let directory = try TemporaryDirectory()
         let path = directory.file("cutoffs.db")
         try await SQLiteCutoffStore.open(path: path).close()
-        try pythonSQLite(path, "UPDATE schema_version SET version = 2")
+        try pythonSQLite(path, "UPDATE schema_version SET version = 3")
         await expectStoreError(.unsupportedSchema) { try await SQLiteCutoffStore.open(path: path) }
     }
 

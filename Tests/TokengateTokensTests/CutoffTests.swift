@@ -117,7 +117,7 @@ import Testing
                 )
             }
             let global: Int64? = [nil, -1, 42, .max].randomElement(using: &generator)!
-            let contents = CutoffsJSON.Contents(globalRevokedBefore: global, users: users)
+            let contents = CutoffsJSON.Contents(globalRevokedBefore: global, users: CutoffUserMap(users))
             let written = CutoffsJSON.write(contents)
             let read = try CutoffsJSON.parse(written)
             #expect(read.globalRevokedBefore == global.map { max($0, 0) })

@@ -55,8 +55,7 @@ struct BenchFixture: Sendable {
     /// ~10k users, each with both cutoffs; the token's user has cutoffs before `iat`, so the lookup hits and the
     /// token is still accepted (the common case: a user who once changed a password).
     static func makeCutoffs(issuedAt: Int64) -> CutoffSnapshot {
-        var users: [CutoffUserKey: UserCutoffs] = [:]
-        users.reserveCapacity(Self.userCount)
+        var users = CutoffUserMap()
         for index in 0..<Self.userCount {
             users[CutoffUserKey("user-\(index)")] = UserCutoffs(
                 revokedBefore: issuedAt - 86_400 - Int64(index),

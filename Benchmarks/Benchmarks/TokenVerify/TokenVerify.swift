@@ -98,6 +98,92 @@ let benchmarks: @Sendable () -> Void = {
             }
         }
     }
+    cutoffBenchmarks()
+}
+
+/// The cutoff lookup alone (``CutoffSnapshot/revocation(subject:issuedAt:kind:)``), in snapshots of 5,000 and
+/// 10 million users (the persistent map is 3 and 5 levels deep there): 1000 lookups of users spread over the table
+/// per measured (scaled) iteration, so the figures are per 1000 lookups. Next to each, `cutoffs/dictionary-…`: the
+/// same lookups in the snapshot as it was before the persistent map (a `Dictionary` of two `Int64?`), for the
+/// comparison in one run. Registered after the verification rows; building the 10-million tables takes some
+/// seconds of setup each.
+let cutoffBenchmarks: @Sendable () -> Void = {
+    for userCount in [5_000, 10_000_000] {
+        let issuedAt: Int64 = 1_700_000_000
+        var users = CutoffUserMap()
+        for index in 0..<userCount {
+            users[CutoffUserKey("user-\(index)")] = UserCutoffs(revokedBefore: issuedAt - 86_400)
+        }
+        let snapshot = CutoffSnapshot(users: users, generation: 1)
+        let subjects = (0..<1000).map { "user-\(($0 &* 7_919) % userCount)" }
+        Benchmark(
+            "cutoffs/lookup-\(userCount)-users",
+            configuration: .init(
+                metrics: [.wallClock, .mallocCountTotal, .instructions],
+                timeUnits: .nanoseconds,
+                warmupIterations: 10,
+                scalingFactor: .kilo,
+                maxDuration: .seconds(2),
+                maxIterations: 2_000
+            )
+        ) { benchmark in
+            for _ in benchmark.scaledIterations {
+                for subject in subjects {
+                    blackHole(snapshot.revocation(subject: subject, issuedAt: issuedAt, kind: .api))
+                }
+            }
+        }
+        let dictionary = DictionarySnapshot(userCount: userCount, revokedBefore: issuedAt - 86_400)
+        Benchmark(
+            "cutoffs/dictionary-lookup-\(userCount)-users",
+            configuration: .init(
+                metrics: [.wallClock, .mallocCountTotal, .instructions],
+                timeUnits: .nanoseconds,
+                warmupIterations: 10,
+                scalingFactor: .kilo,
+                maxDuration: .seconds(2),
+                maxIterations: 2_000
+            )
+        ) { benchmark in
+            for _ in benchmark.scaledIterations {
+                for subject in subjects {
+                    blackHole(dictionary.revocation(subject: subject, issuedAt: issuedAt, kind: .api))
+                }
+            }
+        }
+    }
+}
+
+/// The snapshot's table and lookup as they were before the persistent map: a `Dictionary` keyed by user, each
+/// entry two optional times (32 bytes), the lookup of ``CutoffSnapshot/revocation(subject:issuedAt:kind:)`` then.
+final class DictionarySnapshot: Sendable {
+    struct Cutoffs: Hashable {
+        var revokedBefore: Int64?
+        var apiRevokedBefore: Int64?
+    }
+
+    let globalRevokedBefore: Int64? = nil
+    let users: [CutoffUserKey: Cutoffs]
+
+    init(userCount: Int, revokedBefore: Int64) {
+        var users: [CutoffUserKey: Cutoffs] = [:]
+        users.reserveCapacity(userCount)
+        for index in 0..<userCount {
+            users[CutoffUserKey("user-\(index)")] = Cutoffs(revokedBefore: revokedBefore)
+        }
+        self.users = users
+    }
+
+    @inline(never)
+    func revocation(subject: String, issuedAt: Int64, kind: TokenKind) -> RejectionReason? {
+        if let global = self.globalRevokedBefore, issuedAt < global { return .revoked }
+        guard !self.users.isEmpty, let user = self.users[CutoffUserKey(subject)] else { return nil }
+        if let revokedBefore = user.revokedBefore, issuedAt < revokedBefore { return .revoked }
+        if kind == .api, let apiRevokedBefore = user.apiRevokedBefore, issuedAt < apiRevokedBefore {
+            return .apiRevoked
+        }
+        return nil
+    }
 }
 
 /// Carries the jwt-kit key collection from a benchmark's async setup to its iterations.
