@@ -251,6 +251,7 @@ final class UpstreamPool {
             self.connectSucceeded(index)
             self.failureLog.connected(target: index)
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
+            handler.connected()
             return self.adopt(channel, index: index, handler: handler)
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1
