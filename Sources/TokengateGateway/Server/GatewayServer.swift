@@ -90,6 +90,11 @@ public final class GatewayServer: Sendable {
     /// The number of the configuration generation now serving (1 at start, +1 per successful reload).
     public var generation: Int { self.generations.load().number }
 
+    /// Connections of upstream `index` (configuration order) in use or connecting, on every loop.
+    func busyUpstreamConnections(upstream index: Int) async throws -> Int {
+        try await self.generations.load().pools.busyConnections(upstream: index)
+    }
+
     /// Reloads configuration, keys and certificates: `configuration` is built into a complete new
     /// generation first (every key file parsed, every certificate loaded), and only then swapped in. A
     /// configuration that fails to build throws, and the old one keeps serving, untouched.

@@ -79,6 +79,15 @@ final class UpstreamPoolDirectory: Sendable {
         return entry.pools
     }
 
+    /// The busy connections (``UpstreamPool/busyConnections``) of upstream `index`, summed over the loops.
+    func busyConnections(upstream index: Int) async throws -> Int {
+        var total = 0
+        for entry in self.byLoop.values {
+            total += try await entry.eventLoop.submit { entry.pools.pools[index].busyConnections }.get()
+        }
+        return total
+    }
+
     /// Closes every idle upstream connection (shutdown, reload).
     func closeAll() {
         for entry in self.byLoop.values {

@@ -71,6 +71,10 @@ final class UpstreamPool {
     /// The number of open connections (idle and busy), for metrics and tests.
     var openConnections: Int { self.open.reduce(0, +) }
 
+    /// The open connections not idle in the pool: in use by an exchange, or connecting. Back to 0 once no request
+    /// is under way; one that never comes back is a slot lost against `max_connections_per_target`.
+    var busyConnections: Int { self.openConnections - self.idle.reduce(0) { $0 + $1.count } }
+
     /// An idle connection to a usable target, when the target the round-robin picks next has one: the
     /// common case under load, served without a future. `nil` means ``acquire()`` decides.
     func acquireIdle() -> UpstreamConnection? {
@@ -251,6 +255,7 @@ final class UpstreamPool {
             self.connectSucceeded(index)
             self.failureLog.connected(target: index)
             let handler = try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self)
+            handler.connected()
             return self.adopt(channel, index: index, handler: handler)
         }.flatMapErrorThrowing { error in
             self.open[index] -= 1

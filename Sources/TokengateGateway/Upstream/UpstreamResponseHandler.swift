@@ -34,6 +34,8 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     var receiver: (any UpstreamResponseReceiver)?
     /// Called once when the channel goes inactive, so the pool forgets the connection.
     var onClose: (() -> Void)?
+    /// The close was handled (``channelClosed()``): NIO may tell of it twice, inactive then unregistered.
+    private var closeHandled = false
     private var readingPaused = false
     private var pendingRead = false
     private var parser = HTTP1ResponseParser()
@@ -233,6 +235,33 @@ final class UpstreamResponseHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        self.channelClosed()
+        context.fireChannelInactive()
+    }
+
+    /// Also the close of a channel that never became fully active: NIO succeeds the connect promise before it
+    /// fires `channelActive`, and a channel closed from that promise's callbacks (a fresh connection given back
+    /// by an exchange whose client went away while it connected) fires only `channelUnregistered`, never
+    /// `channelInactive`. Without this the pool would never hear of the close, and the connection's slot
+    /// (``UpstreamPool``'s count against `max_connections_per_target`) would be lost for good.
+    func channelUnregistered(context: ChannelHandlerContext) {
+        self.channelClosed()
+        context.fireChannelUnregistered()
+    }
+
+    /// The connect promise succeeded: the channel is open, although NIO fires `channelActive` only after that
+    /// promise's callbacks, in which the pool hands the connection out (or back, to be kept idle).
+    func connected() {
+        if let context = self.context {
+            self.isOpen = context.channel.isActive
+        }
+    }
+
+    /// The channel closed (`channelInactive`, or `channelUnregistered` when it never became fully active):
+    /// ends the exchange on it and tells the pool, once.
+    private func channelClosed() {
+        guard !self.closeHandled else { return }
+        self.closeHandled = true
         self.isOpen = false
         // A body that runs until the close ends here; anything else unfinished is a failure.
         do {
