@@ -237,6 +237,17 @@ let package = Package(
             path: "Sources/TokengateTestSupport",
             swiftSettings: swiftSettings
         ),
+        // Messages built from NIO's header types, for the protocol and gateway tests.
+        .target(
+            name: "TokengateHTTPTestSupport",
+            dependencies: [
+                "TokengateHTTP",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            path: "Sources/TokengateHTTPTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TokengateTokensTests",
             dependencies: ["TokengateTokens", "CTokengateOpenSSL", "TokengateTestSupport"],
@@ -250,6 +261,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The wire protocols on their own: parsers, serializers and the nghttp2 session, without a gateway.
+        .testTarget(
+            name: "TokengateHTTPTests",
+            dependencies: [
+                "TokengateHTTP", "TokengateHTTPTestSupport", "CTokengateNghttp2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -287,7 +309,8 @@ let package = Package(
             name: "TokengateGatewayTests",
             dependencies: [
                 "TokengateGateway", "TokengateHTTP", "TokengateAdmin", "TokengateDemo", "TokengateTokens",
-                "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateClient", "CTokengateNghttp2",
+                "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateHTTPTestSupport", "TokengateClient",
+                "CTokengateNghttp2",
                 "TokengateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

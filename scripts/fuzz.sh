@@ -151,9 +151,9 @@ def swift_strings(path):
         found.append(re.sub(r'\\(u\{([0-9a-fA-F]+)\}|.)', lambda m: chr(int(m.group(2), 16)) if m.group(2)
                             else {"r": "\r", "n": "\n", "t": "\t", "0": "\0"}.get(m.group(1), m.group(1)), literal))
     return found
-for request in swift_strings("Tests/TokengateGatewayTests/HTTP1RequestParserTests.swift"):
+for request in swift_strings("Tests/TokengateHTTPTests/HTTP1RequestParserTests.swift"):
     seed("FuzzHTTP1Request", request.encode())
-for response in swift_strings("Tests/TokengateGatewayTests/HTTP1ResponseParserTests.swift"):
+for response in swift_strings("Tests/TokengateHTTPTests/HTTP1ResponseParserTests.swift"):
     if response.startswith("HTTP/"):
         seed("FuzzHTTP1Response", b"\x00" + response.encode())
 for cookies in ["auth_token\nauth_token=a.b.c; other=1", "s\n s=\"q\" ;t=2; s=3\nu=4;s", "a\n=; a; a=b=c"]:

@@ -11,6 +11,7 @@ import Prometheus
 import Testing
 import TokengateConfig
 import TokengateHTTP
+import TokengateHTTPTestSupport
 import TokengateTokens
 
 @testable import TokengateGateway

@@ -6,6 +6,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
+import TokengateHTTPTestSupport
 @testable import TokengateHTTP
 
 @testable import TokengateGateway

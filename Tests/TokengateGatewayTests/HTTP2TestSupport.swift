@@ -9,6 +9,7 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
 @testable import TokengateGateway
 

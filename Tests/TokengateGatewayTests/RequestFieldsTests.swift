@@ -8,6 +8,7 @@ import NIOHTTP1
 import Testing
 import TokengateConfig
 import TokengateHTTP
+import TokengateHTTPTestSupport
 import TokengateTokens
 
 @testable import TokengateGateway

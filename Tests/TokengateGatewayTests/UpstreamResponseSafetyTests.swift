@@ -12,6 +12,7 @@ import NIOHTTP1
 import NIOPosix
 import Testing
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
 @testable import TokengateGateway
 

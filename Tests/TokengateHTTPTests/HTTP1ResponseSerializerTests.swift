@@ -7,8 +7,8 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
-@testable import TokengateGateway
 
 /// The client side's response bytes: the same as NIO's `HTTPResponseEncoder` wrote for every head the
 /// gateway produces (checked side by side), and framing decided only from what the head really carries.

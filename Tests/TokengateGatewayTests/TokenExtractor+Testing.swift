@@ -6,37 +6,9 @@ import NIOCore
 import NIOHTTP1
 import TokengateConfig
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
 @testable import TokengateGateway
-
-extension RequestFields {
-    /// `headers` as the lines a parser would keep. Test values hold no CR, LF or NUL (``RequestFields``'s
-    /// invariant); the parsers' own tests check that such lines never get this far.
-    init(_ headers: HTTPHeaders) {
-        self.init()
-        for (name, value) in headers {
-            precondition(!value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }, "a test field value that could end its line")
-            self.add(name: name, value: value)
-        }
-    }
-}
-
-extension ClientRequestHead {
-    init(version: HTTPVersion, method: HTTPMethod, uri: String, headers: HTTPHeaders) {
-        self.init(version: version, method: method, uri: uri, fields: RequestFields(headers))
-    }
-
-    /// The fields as strings, for comparing with what NIO's decoder makes of the same bytes.
-    var headers: HTTPHeaders { self.fields.headers }
-}
-
-extension HTTP2RequestHeadBuilder {
-    /// ``add(name:value:)`` with the field as nghttp2 would hand over its bytes.
-    @discardableResult
-    mutating func add(name: String, value: String) -> Bool {
-        FieldBytes.withBytes(of: name, value) { name, value in self.add(name: name, value: value) }
-    }
-}
 
 extension TokenExtractor {
     func extract(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: [UInt8]?) -> Outcome {

@@ -7,7 +7,6 @@ import Glibc
 import Testing
 @testable import TokengateHTTP
 
-@testable import TokengateGateway
 
 /// The allocator nghttp2 sessions get, called the way nghttp2 calls it (through the `nghttp2_mem` table).
 @Suite struct HTTP2SessionArenaTests {

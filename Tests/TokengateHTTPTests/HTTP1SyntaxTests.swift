@@ -7,7 +7,6 @@ import NIOHTTP1
 import Testing
 import TokengateHTTP
 
-@testable import TokengateGateway
 
 /// The line-end scans every head goes through (`memchr` searches and the line-end check, down to the rule it
 /// names), against plain byte-by-byte definitions, on every string of up to 7 bytes over CR, LF, NUL and a

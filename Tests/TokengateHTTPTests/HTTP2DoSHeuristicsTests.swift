@@ -6,7 +6,6 @@ import NIOCore
 import Testing
 import TokengateHTTP
 
-@testable import TokengateGateway
 
 @Suite struct HTTP2DoSHeuristicsTests {
     let start = NIODeadline.uptimeNanoseconds(1_000_000_000)

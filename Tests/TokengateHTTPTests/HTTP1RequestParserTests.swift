@@ -7,8 +7,8 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
-@testable import TokengateGateway
 
 /// The client-side request parser: where a request ends decides what the backend sees as a request, so it
 /// must never be in doubt (request smuggling). Checked against NIO's llhttp-based decoder (which it

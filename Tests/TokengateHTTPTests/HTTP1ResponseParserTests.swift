@@ -7,8 +7,8 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
-@testable import TokengateGateway
 
 /// The upstream response parser: a pooled connection serves many users in turn, so where a response ends
 /// must never be in doubt. Checked against NIO's llhttp-based decoder (which it replaced) on generated and

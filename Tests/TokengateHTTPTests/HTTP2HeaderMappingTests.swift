@@ -5,8 +5,8 @@
 import NIOHTTP1
 import Testing
 import TokengateHTTP
+import TokengateHTTPTestSupport
 
-@testable import TokengateGateway
 
 @Suite struct HTTP2HeaderMappingTests {
     private func build(_ fields: [(String, String)], limit: Int = 4096) -> HTTP2RequestHeadBuilder.Outcome {
