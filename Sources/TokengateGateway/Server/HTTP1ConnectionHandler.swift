@@ -33,63 +33,31 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private enum State {
-        case idle
-        case exchanging(ProxyExchange)
-        /// The exchange is over before its request was: the rest of the request is read and dropped, then
-        /// the connection goes on or closes.
-        case discarding(close: Bool)
-        case closed
-    }
-
-    private var state: State = .idle
+    /// Which request is in flight, what may be parsed next, when reads are held back and when to close: the
+    /// connection's state, a value this handler drives (its contract is ``HTTP1ConnectionStateMachine``'s).
+    private var machine: HTTP1ConnectionStateMachine
+    /// The exchange of the request in flight, from its head until it completes.
+    private var exchange: ProxyExchange?
     private let generations: GatewayGenerationHolder
     private let logger: Logger
     let clientAddress: String?
     let viaTrustedProxy: Bool
     private var context: ChannelHandlerContext?
-    /// The exchange holds the request body back (its upstream is not there yet, or not writable).
-    private var readingPaused = false
-    /// Bytes of a next request are waiting in ``unparsed``: read no more until they are processed.
-    private var pipelinePaused = false
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
     /// The idle timeout and the slowloris guard, told about every read, when a head arrived and when the next
     /// one is due.
     private let readDeadlines: HTTP1ReadDeadlines
-    /// The request in flight was read to its end: whatever follows belongs to the next one.
-    private var requestEndReceived = false
-    /// The current response's `.end` was written. The exchange still has bookkeeping to do before
-    /// ``exchangeCompleted(closeConnection:requestEnded:)``, and a read resumed in between (a TLS handler may
-    /// deliver buffered plaintext at once) must not start anything: such bytes wait in ``unparsed`` too.
-    private var responseEndWritten = false
-    /// The current response's final (non-1xx) head was written: from then on a failure can only cut the
-    /// response short, never replace it with an answer of the gateway's own.
-    private var responseHeadWritten = false
-    private var parser: HTTP1RequestParser
-    /// Bytes read and not parsed yet: a later request's, held while one is in flight. `nil` when there are
-    /// none, so an idle connection holds no buffer.
-    private var unparsed: ByteBuffer?
     /// ``parseAndProcess(context:)`` is on the stack: an exchange completing inside it must not start another
     /// loop (a pipeline of requests answered at once would nest one loop per request).
     private var parsing = false
-    private var pendingRead = false
-    private var requestCounter = 0
     private let connectionID: String
-    /// Set by graceful shutdown: finish the exchange in flight, then close.
-    private var closeWhenIdle = false
     /// The method of the request being answered: a response to `HEAD` has no body.
     private var requestMethod: HTTPMethod = .GET
     private var serializer = HTTP1ResponseSerializer()
     /// The current response's bytes not yet written to the pipeline: written at its end, at a flush, or
     /// before a large body part.
     private var output: ByteBuffer?
-    /// The channel's writability, kept from `channelWritabilityChanged` instead of asked of the channel (an
-    /// existential call into NIO's write state) for every request the exchange and the parse loop look at it.
-    private var channelWritable = true
-    /// The response written must be followed by the connection's close: a body delimited by it, or a head that
-    /// told the client `Connection: close`.
-    private var closeAfterResponse = false
 
     init(
         generations: GatewayGenerationHolder,
@@ -104,12 +72,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         self.clientAddress = clientAddress
         self.logger = logger
         self.connectionID = RequestRewriter.newConnectionID()
-        self.parser = HTTP1RequestParser(limits: HTTP1RequestParser.Limits(generations.load().runtime.limits))
+        self.machine = HTTP1ConnectionStateMachine(limits: HTTP1RequestParser.Limits(generations.load().runtime.limits))
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        self.channelWritable = context.channel.isWritable
+        _ = self.machine.writabilityChanged(isWritable: context.channel.isWritable)
         // Added after a TLS handshake the channel is active already; on a plain listener it becomes active later.
         if context.channel.isActive {
             self.startReadDeadlines(context: context)
@@ -139,131 +107,91 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = self.unwrapInboundIn(data)
         self.readDeadlines.bytesArrived(bytes.readableBytes)
-        if var held = self.unparsed.take() {
-            held.writeImmutableBuffer(bytes)
-            self.unparsed = held
-        } else {
-            self.unparsed = bytes
-        }
+        self.machine.bytesRead(bytes)
         self.parseAndProcess(context: context)
         self.readDeadlines.bytesParsed(context: context)
     }
 
-    /// Parses what the client sent and acts on each part, as far as the state allows: bytes of a request
-    /// that follows the one in flight stay in ``unparsed`` (and reading pauses) until that one is answered.
+    /// Runs what the machine finds in the bytes read, as far as its state allows: bytes of a request that
+    /// follows the one in flight stay unparsed (and reading pauses) until that one is answered.
     private func parseAndProcess(context: ChannelHandlerContext) {
         guard !self.parsing else { return }  // The loop further up the stack goes on with the new state.
         self.parsing = true
         defer { self.parsing = false }
-        while var buffer = self.unparsed.take() {
-            if case .closed = self.state {
-                return  // Pipelined bytes after a close are never acted upon.
-            }
-            if self.mustDefer {
-                if buffer.readableBytes > 0 {
-                    self.unparsed = buffer
-                    self.pipelinePaused = true
+        while true {
+            switch self.machine.nextRequestAction() {
+            case .wait:
+                return
+            case .startExchange(let head, let requestNumber, let closeRequested):
+                self.startExchange(head, requestNumber: requestNumber, closeRequested: closeRequested, context: context)
+            case .forwardBody(let buffer):
+                self.exchange?.receivedBody(buffer)
+            case .forwardEnd(let trailers):
+                self.exchange?.receivedEnd(trailers)
+            case .awaitNextHead:
+                self.readDeadlines.awaitNextHead()
+            case .answerAndClose(let answer):
+                self.answer(answer, context: context)
+                return
+            case .abortExchange(let answer):
+                // A broken request body (a bad chunk line, oversized trailers) of a request already in flight: the
+                // exchange ends, its upstream connection is closed (it saw part of a request), and the client
+                // gets the 400 that names the rule unless a response has begun already, when all that is left is
+                // to cut it short.
+                self.exchange.take()?.requestBodyBroken()
+                if let answer {
+                    // The exchange logged and counted the request under its route (`malformed_http`); this answer
+                    // to it is not one more request, and not an unrouted one.
+                    self.answer(answer, counted: false, context: context)
+                } else {
+                    context.close(promise: nil)
                 }
                 return
-            }
-            let part: ClientRequestPart?
-            do {
-                part = try self.parser.next(from: &buffer)
-            } catch {
-                self.parseFailed(error, context: context)
+            case .close:
+                context.close(promise: nil)
                 return
             }
-            guard let part else {
-                // More bytes are needed; the parser kept what it gathered.
-                self.pipelinePaused = false
-                return
-            }
-            // Kept even when empty: a part may be followed by another without new bytes (a head by its end).
-            self.unparsed = buffer
-            self.process(part, context: context)
-        }
-        self.pipelinePaused = false
-    }
-
-    /// Whether what the client sends now must wait: it is for a later request than the one in flight, or for
-    /// a next request while the client is not taking the answers already written. The gateway answers many
-    /// requests itself at once (a pipeline of refusals); a client that sends them and never reads would
-    /// otherwise have every answer queued in memory, without bound.
-    private var mustDefer: Bool {
-        switch self.state {
-        case .exchanging: self.requestEndReceived || self.responseEndWritten
-        case .idle: !self.isWritable
-        case .discarding, .closed: false
         }
     }
 
-    private func process(_ part: ClientRequestPart, context: ChannelHandlerContext) {
-        switch (part, self.state) {
-        case (_, .closed):
-            return
-        case (.head(let head), .idle):
-            self.readDeadlines.headReceived()
-            self.requestCounter += 1
-            self.requestMethod = head.method
-            let requestID = RequestRewriter.requestID(from: head) { self.connectionID + "-" + String(self.requestCounter) }
-            // One atomic load per request: the configuration it is served with, even across a reload.
-            let generation = self.generations.load()
-            let exchange = ProxyExchange(
-                head: head,
-                requestID: requestID,
-                client: self,
-                runtime: generation.runtime,
-                pools: generation.pools.pools(for: context.eventLoop),
-                logger: self.logger,
-                closeRequested: !head.isKeepAlive || self.closeWhenIdle
-            )
-            self.state = .exchanging(exchange)
-            self.responseEndWritten = false
-            self.responseHeadWritten = false
-            self.requestEndReceived = false
-            exchange.begin()
-        case (.head, .exchanging), (.head, .discarding):
-            preconditionFailure("a request head arrived while another request was in flight")
-        case (.body(let buffer), .exchanging(let exchange)):
-            exchange.receivedBody(buffer)
-        case (.end(let trailers), .exchanging(let exchange)):
-            self.requestEndReceived = true
-            exchange.receivedEnd(trailers)
-        case (.end, .discarding(let close)):
-            self.finishDiscarding(close: close, context: context)
-        case (.body, .discarding):
-            break
-        case (.body, .idle), (.end, .idle):
-            preconditionFailure("a request part arrived with no request in flight")
-        }
+    private func startExchange(_ head: ClientRequestHead, requestNumber: Int, closeRequested: Bool, context: ChannelHandlerContext) {
+        self.readDeadlines.headReceived()
+        self.requestMethod = head.method
+        let requestID = RequestRewriter.requestID(from: head) { self.connectionID + "-" + String(requestNumber) }
+        // One atomic load per request: the configuration it is served with, even across a reload.
+        let generation = self.generations.load()
+        let exchange = ProxyExchange(
+            head: head,
+            requestID: requestID,
+            client: self,
+            runtime: generation.runtime,
+            pools: generation.pools.pools(for: context.eventLoop),
+            logger: self.logger,
+            closeRequested: closeRequested
+        )
+        self.exchange = exchange
+        exchange.begin()
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         self.readDeadlines.readBatchEnded(context: context)
-        if case .exchanging(let exchange) = self.state {
-            exchange.clientReadComplete()
-        }
+        self.exchange?.clientReadComplete()
         context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         self.readDeadlines.stop()
-        if case .exchanging(let exchange) = self.state {
-            exchange.clientClosed()
-        }
-        self.state = .closed
-        self.unparsed = nil
+        self.connectionClosed()
         context.fireChannelInactive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        self.channelWritable = context.channel.isWritable
-        switch self.state {
-        case .exchanging(let exchange):
-            exchange.clientWritabilityChanged(isWritable: self.channelWritable)
-        case .idle where self.channelWritable:
+        switch self.machine.writabilityChanged(isWritable: context.channel.isWritable) {
+        case .tellExchange(let isWritable):
+            self.exchange?.clientWritabilityChanged(isWritable: isWritable)
+        case .resumeParsing:
             self.resumeParsing(context: context)  // What waited for the answers before it to be taken.
-        case .idle, .discarding, .closed:
+        case .none:
             break
         }
         context.fireChannelWritabilityChanged()
@@ -271,17 +199,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is GatewayShutdownEvent {
-            self.closeWhenIdle = true
-            if case .idle = self.state {
-                self.state = .closed
+            if self.machine.shutdownRequested() {
                 context.close(promise: nil)
             }
             return
         }
         if event is GatewayDrainEndedEvent {
-            if case .exchanging(let exchange) = self.state {
-                exchange.drainEnded()
-            }
+            self.exchange?.drainEnded()
             return
         }
         if case .handshakeCompleted = event as? TLSUserEvent {
@@ -293,17 +217,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// No bytes from the client for the idle timeout. Between requests that ends the connection; during an
     /// exchange the response timeout is the one that counts, unless the client stalls its own body.
     private func idleTimedOut(context: ChannelHandlerContext) {
-        switch self.state {
-        case .idle, .discarding:
-            self.state = .closed
+        switch self.machine.idleTimedOut(exchangeReadsBody: self.exchange?.isReadingRequestBody ?? false) {
+        case .close:
             context.close(promise: nil)
-        case .exchanging(let exchange) where exchange.isReadingRequestBody && !self.readingPaused:
-            // The client stopped sending a body it announced, and not because the gateway held it back: it
-            // must not keep an upstream connection waiting forever.
-            exchange.clientClosed()
-            self.state = .closed
+        case .closeWithExchange:
+            self.exchange.take()?.clientClosed()
             context.close(promise: nil)
-        case .exchanging, .closed:
+        case .none:
             break
         }
     }
@@ -314,40 +234,15 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         } else {
             self.logger.debug("client connection error", metadata: ["error": "\(error)"])
         }
-        if case .exchanging(let exchange) = self.state {
-            exchange.clientClosed()
-        }
-        self.state = .closed
+        self.connectionClosed()
         context.close(promise: nil)
     }
 
-    /// The client's bytes broke HTTP/1.1. Between requests that gets an answer; within a body (a broken
-    /// chunk) the request is already on its way and can only be cut off. Either way the connection closes:
-    /// where the next request would start is unknown.
-    private func parseFailed(_ failure: HTTP1ParseFailure, context: ChannelHandlerContext) {
-        self.unparsed = nil
-        switch self.state {
-        case .idle:
-            self.answer(.parseFailure(failure), context: context)
-        case .exchanging(let exchange):
-            // A broken request body (a bad chunk line, oversized trailers) of a request already in flight:
-            // the exchange ends, its upstream connection is closed (it saw part of a request), and the client
-            // gets the 400 that names the rule unless a response has begun already, when all that is left is
-            // to cut it short.
-            exchange.requestBodyBroken()
-            if !self.responseHeadWritten {
-                // The exchange logged and counted the request under its route (`malformed_http`); this answer to
-                // it is not one more request, and not an unrouted one.
-                self.answer(.bodyParseFailure(failure), counted: false, context: context)
-                return
-            }
-            self.state = .closed
-            context.close(promise: nil)
-        case .discarding:
-            self.state = .closed
-            context.close(promise: nil)
-        case .closed:
-            break
+    /// The connection is gone or going: an exchange in flight hears of it as the client's close.
+    private func connectionClosed() {
+        let exchange = self.exchange.take()
+        if self.machine.connectionClosed() {
+            exchange?.clientClosed()
         }
     }
 
@@ -371,27 +266,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         if runtime.accessLog {
             self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
         }
-        self.state = .closed
         context.close(promise: nil)
     }
 
     // MARK: Outbound: backpressure on the client's reads.
 
     func read(context: ChannelHandlerContext) {
-        if self.readingPaused || self.pipelinePaused {
-            self.pendingRead = true
-        } else {
+        if self.machine.readRequested() {
             context.read()
-        }
-    }
-
-    private func finishDiscarding(close: Bool, context: ChannelHandlerContext) {
-        if close {
-            self.state = .closed
-            context.close(promise: nil)
-        } else {
-            self.state = .idle
-            self.readDeadlines.awaitNextHead()
         }
     }
 }
@@ -401,18 +283,16 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 extension HTTP1ConnectionHandler {
     var eventLoop: any EventLoop { self.context!.eventLoop }
     var allocator: ByteBufferAllocator { self.context!.channel.allocator }
-    var isWritable: Bool { self.context != nil && self.channelWritable }
+    var isWritable: Bool { self.context != nil && self.machine.isWritable }
     var closesConnectionOnAnswer: Bool { true }
-    var isDraining: Bool { self.closeWhenIdle }
+    var isDraining: Bool { self.machine.isDraining }
     var isRequestBodyHeldBack: Bool { false }
 
     func write(_ part: HTTPServerResponsePart) {
         guard let context = self.context else { return }
         switch part {
         case .head(let head):
-            if head.status.code >= 200 {
-                self.responseHeadWritten = true
-            }
+            self.machine.responseHeadWritten(status: head.status)
             var buffer = self.takeOutput(context: context)
             self.serializer.writeHead(head, requestMethod: self.requestMethod, into: &buffer)
             self.output = buffer
@@ -434,19 +314,15 @@ extension HTTP1ConnectionHandler {
         // (RFC 9112 §9.6), also when the exchange's reason for it is gone by the end: a request whose body was
         // still coming when the backend answered has ended by then, and the client waits for the close.
         if close {
-            self.closeAfterResponse = true
+            self.machine.responseHeadSaysClose()
         }
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {
         guard let context = self.context else { return }
-        self.responseEndWritten = true
         // An HTTP/1.0 body of unknown length ends with the connection, whatever the exchange decided; and so does a
         // response whose head said `Connection: close`.
-        let closing = closing || self.closeAfterResponse || self.serializer.closesToDelimitBody
-        if closing {
-            self.closeAfterResponse = true
-        }
+        let closing = self.machine.responseEnded(closing: closing || self.serializer.closesToDelimitBody)
         guard self.output != nil || self.serializer.endHasBytes || closing else {
             self.serializer.reset()  // A body that ended with a large part already written: nothing is left.
             return
@@ -508,14 +384,14 @@ extension HTTP1ConnectionHandler {
     }
 
     func setRequestReadingPaused(_ paused: Bool) {
-        self.readingPaused = paused
-        self.readIfHeldBack()
+        if self.machine.setRequestReadingPaused(paused), let context = self.context {
+            context.read()
+        }
     }
 
     /// Passes on the read held back while paused, once nothing pauses reading any more.
     private func readIfHeldBack() {
-        if !self.readingPaused, !self.pipelinePaused, self.pendingRead, let context = self.context {
-            self.pendingRead = false
+        if let context = self.context, self.machine.takeHeldRead() {
             context.read()
         }
     }
@@ -523,37 +399,34 @@ extension HTTP1ConnectionHandler {
     func exchangeCompleted(closeConnection: Bool, requestEnded: Bool) {
         guard let context = self.context else { return }
         self.setRequestReadingPaused(false)
-        let close = closeConnection || self.closeWhenIdle || self.closeAfterResponse
-        if !requestEnded {
-            self.state = .discarding(close: close)
+        self.exchange = nil
+        switch self.machine.exchangeCompleted(closeConnection: closeConnection, requestEnded: requestEnded) {
+        case .discardRequest(let closeSoon):
             context.flush()
             self.resumeParsing(context: context)
-            if close {
+            if closeSoon {
                 // Give the client a moment to read the answer before the socket goes: closing at once with
                 // unread body bytes in the kernel becomes a reset that can eat the answer. A client that
                 // finishes its body sooner gets the close at its `.end`.
                 context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(200)) {
-                    if case .discarding = self.state {
-                        self.state = .closed
+                    if self.machine.discardGraceEnded() {
                         context.close(promise: nil)
                     }
                 }
             }
-            return
-        }
-        if close {
-            self.state = .closed
+        case .closeAfterWrite:
             context.flush()
             if let written = self.lastResponseEnd {
                 written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
             } else {
                 context.close(promise: nil)
             }
-        } else {
-            self.state = .idle
+        case .awaitNextHead:
             self.readDeadlines.awaitNextHead()
             context.flush()
             self.resumeParsing(context: context)
+        case .none:
+            break
         }
     }
 
@@ -562,25 +435,24 @@ extension HTTP1ConnectionHandler {
     /// and reading resumes once nothing is left.
     private func resumeParsing(context: ChannelHandlerContext) {
         guard !self.parsing else { return }  // Inside a read: its loop goes on, and channelReadComplete follows.
-        guard self.unparsed != nil else {
-            self.pipelinePaused = false
-            self.readIfHeldBack()
+        guard self.machine.hasUnparsedBytes else {
+            if self.machine.nothingLeftToParse() {
+                context.read()
+            }
             return
         }
         self.parseAndProcess(context: context)
         // These parts came outside a read batch: no channelReadComplete follows to push them upstream.
-        if case .exchanging(let exchange) = self.state {
-            exchange.clientReadComplete()
-        }
+        self.exchange?.clientReadComplete()
         self.readIfHeldBack()
     }
 
     func abort() {
         guard let context = self.context else { return }
-        self.state = .closed
+        self.exchange = nil
+        _ = self.machine.connectionClosed()
         context.close(promise: nil)
     }
 }
-
 @available(*, unavailable)
 extension HTTP1ConnectionHandler: Sendable {}
