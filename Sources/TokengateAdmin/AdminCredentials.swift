@@ -45,11 +45,8 @@ public final class AdminCredentials: Sendable {
     /// Reads `admin.secret_file` and loads `admin.tls`, or throws naming what is wrong.
     package static func read(_ configuration: AdminConfiguration) throws -> Files {
         let secret = try configuration.secretFile.map { try AdminServer.loadSecret($0) }
-        do {
-            return Files(secret: secret, tls: try configuration.tls.map { try AdminServer.makeTLSContext($0) })
-        } catch {
-            throw GatewayStartupError("admin listener \(configuration.address): \(error)")
-        }
+        // A certificate that cannot be loaded is reported under its setting (`admin.tls.certificates[0].key: …`).
+        return Files(secret: secret, tls: try configuration.tls.map { try AdminServer.makeTLSContext($0) })
     }
 
     /// The files as they are now, for a reload. Nothing is replaced here: a reload reads first and swaps

@@ -368,6 +368,6 @@ extension AdminServer {
 
     /// The admin listener's TLS context (HTTP/1.1 only), for `serve` and `check-config` alike.
     public static func makeTLSContext(_ tls: TLSListenerConfiguration) throws -> TLSServerContext {
-        try TLSServerContext(listener: tls, alpnProtocols: ["http/1.1"])
+        try TLSServerContext(listener: tls, key: "admin.tls", alpnProtocols: ["http/1.1"])
     }
 }

@@ -73,9 +73,25 @@ public struct TLSError: Error, Hashable, CustomStringConvertible, Sendable {
     /// Holds the message out of line so that `TLSError` stays one word wide in existentials.
     private final class Backing: Sendable {
         let message: String
+        let file: CertificateFile?
 
-        init(message: String) {
+        init(message: String, file: CertificateFile?) {
             self.message = message
+            self.file = file
+        }
+    }
+
+    /// Which file of a ``TLSServerContext``'s certificates an error or warning is about, so that a caller that
+    /// knows where the certificates were configured can name the setting (`certificates[1].key`).
+    public struct CertificateFile: Hashable, Sendable {
+        /// The position in the `certificates` the context was made from.
+        public let index: Int
+        /// The private key file rather than the certificate (chain) file.
+        public let isPrivateKey: Bool
+
+        public init(index: Int, isPrivateKey: Bool) {
+            self.index = index
+            self.isPrivateKey = isPrivateKey
         }
     }
 
@@ -88,9 +104,19 @@ public struct TLSError: Error, Hashable, CustomStringConvertible, Sendable {
         self.backing.message
     }
 
-    public init(code: Code, message: String) {
+    /// The certificate file this is about, when it came from loading one (``TLSServerContext``).
+    public var file: CertificateFile? {
+        self.backing.file
+    }
+
+    public init(code: Code, message: String, file: CertificateFile? = nil) {
         self.code = code
-        self.backing = Backing(message: message)
+        self.backing = Backing(message: message, file: file)
+    }
+
+    /// The same error, said to be about `file`.
+    func about(_ file: CertificateFile) -> TLSError {
+        TLSError(code: self.code, message: self.message, file: file)
     }
 
     public var description: String {

@@ -4,7 +4,6 @@
 
 internal import CTokengateOpenSSL
 internal import CTokengateShims
-public import Logging
 
 /// Server-side TLS configuration: one `SSL_CTX` per certificate, SNI selection between them, and ALPN.
 ///
@@ -53,12 +52,12 @@ public final class TLSServerContext: @unchecked Sendable {
     /// - Throws: ``TLSError`` naming the file and what is wrong with it: ``TLSError/Code/fileUnreadable``,
     ///   ``TLSError/Code/notPEM``, ``TLSError/Code/invalidCertificate``, ``TLSError/Code/invalidPrivateKey``,
     ///   ``TLSError/Code/keyMismatch``, or ``TLSError/Code/invalidConfiguration``. An expired certificate only
-    ///   warns (through `logger` and ``warnings``), so a renewal failure does not take the listener down.
+    ///   warns (in ``warnings``, for the caller to report), so a renewal failure does not take the listener down.
+    ///   Each error and warning says which certificate and file it is about (``TLSError/file``).
     public init(
         certificates: [TLSCertificateSource],
         alpnProtocols: [String],
-        minimumVersion: TLSMinimumVersion = .tls12,
-        logger: Logger = Logger(label: "tokengate.tls")
+        minimumVersion: TLSMinimumVersion = .tls12
     ) throws {
         guard !certificates.isEmpty else {
             throw TLSError(code: .invalidConfiguration, message: "a TLS listener needs at least one certificate")
@@ -80,13 +79,18 @@ public final class TLSServerContext: @unchecked Sendable {
                     throw TLSError(code: .internalError, message: "out of memory for the ALPN list")
                 }
             }
-            for source in certificates {
+            for (index, source) in certificates.enumerated() {
                 let context = try TLSPolicy.makeContext(server: true, minimumVersion: minimumVersion)
                 contexts.append(context)
-                let loaded = try Self.load(source, into: context)
+                let loaded: LoadedCertificate
+                do {
+                    loaded = try Self.load(source, into: context)
+                } catch {
+                    throw error.about(Self.file(of: error, loading: source, index: index))
+                }
                 names.append(loaded.dnsNames)
                 selectingNames.append(source.serverNames.isEmpty ? loaded.dnsNames : source.serverNames)
-                warnings.append(contentsOf: loaded.warnings)
+                warnings += loaded.warnings.map { $0.about(TLSError.CertificateFile(index: index, isPrivateKey: false)) }
                 if let alpnConfiguration {
                     CTokengateShims_SSL_CTX_set_alpn_server(context, alpnConfiguration)
                 }
@@ -104,10 +108,6 @@ public final class TLSServerContext: @unchecked Sendable {
         self.alpnProtocols = alpnProtocols
         self.minimumVersion = minimumVersion
         self.warnings = warnings
-
-        for warning in warnings {
-            logger.warning("TLS certificate warning", metadata: ["tls.error": "\(warning)"])
-        }
         // The callback argument is `self` unretained: `self` owns the contexts, and every connection's
         // TLSHandler holds `self` strongly, so the pointer outlives every SSL that can call back.
         if contexts.count > 1 {
@@ -116,6 +116,23 @@ public final class TLSServerContext: @unchecked Sendable {
                 CTokengateShims_SSL_CTX_set_tlsext_servername_callback(context, tokengateServerNameCallback, argument)
             }
         }
+    }
+
+    /// Which file of `source` (the `index`th certificate) `error` from loading it is about: the key for a key
+    /// that is unreadable, unparseable or not the certificate's, the certificate (chain) file otherwise.
+    private static func file(of error: TLSError, loading source: TLSCertificateSource, index: Int) -> TLSError.CertificateFile {
+        let isPrivateKey: Bool
+        switch error.code {
+        case .keyMismatch, .invalidPrivateKey:
+            isPrivateKey = true
+        case .fileUnreadable, .notPEM:
+            // Said of one path: the key's when the message names it and the certificate is another file.
+            isPrivateKey = source.privateKeyPath != source.certificatePath && error.message.contains(source.privateKeyPath)
+                && !error.message.contains(source.certificatePath)
+        default:
+            isPrivateKey = false
+        }
+        return TLSError.CertificateFile(index: index, isPrivateKey: isPrivateKey)
     }
 
     deinit {

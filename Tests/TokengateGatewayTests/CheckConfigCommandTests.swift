@@ -63,6 +63,56 @@ struct CheckConfigCommandTests {
         }
     }
 
+    /// A certificate's key that is not its own fails under the key's setting, and an expired certificate warns under
+    /// the certificate's, like every other configuration message; `serve` says the same. The expired certificate is
+    /// made by python3-cryptography, the mismatched key by openssl: no part of tokengate writes them.
+    @Test func certificateProblemsNameTheirSetting() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let setup = try Setup()
+        defer { setup.remove() }
+        let other = try ChildProcess.run(
+            "/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", setup.directory + "/other.key"])
+        try #require(other.status == 0, "\(other.stderr)")
+        let expired = try ChildProcess.run("/usr/bin/env", ["python3", "-c", """
+            import datetime, sys
+            from cryptography import x509
+            from cryptography.x509.oid import NameOID
+            from cryptography.hazmat.primitives import hashes, serialization
+            key = serialization.load_pem_private_key(open(sys.argv[1] + "/key.pem", "rb").read(), None)
+            name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+            certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(7).not_valid_before(datetime.datetime(2020, 1, 1)).not_valid_after(datetime.datetime(2020, 2, 1))
+                .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), False).sign(key, hashes.SHA256()))
+            open(sys.argv[1] + "/expired.pem", "wb").write(certificate.public_bytes(serialization.Encoding.PEM))
+            """, setup.directory])
+        try #require(expired.status == 0, "\(expired.stderr)")
+        let yaml = try String(contentsOfFile: setup.path, encoding: .utf8)
+
+        try setup.write(
+            "tokengate.yaml",
+            yaml.replacingOccurrences(
+                of: "certificates: [ { cert: cert.pem, key: key.pem } ]",
+                with: "certificates: [ { cert: cert.pem, key: key.pem }, { cert: cert.pem, key: other.key, server_names: [ b.test ] } ]"),
+            mode: 0o644)
+        let mismatch = try setup.checkConfig()
+        #expect(mismatch.status == 78, "\(mismatch.stdout) \(mismatch.stderr)")
+        #expect(
+            mismatch.stderr.contains("listen[0].tls.certificates[1].key: the private key in \(setup.directory)/other.key does not match"),
+            "\(mismatch.stderr)")
+        #expect(!mismatch.stderr.contains("PRIVATE KEY"))
+
+        try setup.write(
+            "tokengate.yaml",
+            yaml.replacingOccurrences(of: "{ cert: cert.pem, key: key.pem }", with: "{ cert: expired.pem, key: key.pem }"),
+            mode: 0o644)
+        let warned = try setup.checkConfig()
+        #expect(warned.status == 0, "\(warned.stdout) \(warned.stderr)")
+        #expect(
+            warned.stderr.contains("warning: listen[0].tls.certificates[0].cert: \(setup.directory)/expired.pem has expired"),
+            "\(warned.stderr)")
+        #expect(!warned.stderr.contains("TLSError"), "a configuration message, not an error's type name: \(warned.stderr)")
+    }
+
     /// An empty or short admin secret file fails `check-config` with words for what is wrong, and `serve`
     /// refuses it the same way before any public listener says "listening". Before, `check-config` said ok
     /// and `serve` called an empty (readable) file unreadable, after its listeners had started.

@@ -68,6 +68,7 @@ import Testing
         }
         #expect(error.code == .keyMismatch)
         #expect(error.message.contains(a.certificatePath) && error.message.contains(b.privateKeyPath))
+        #expect(error.file == TLSError.CertificateFile(index: 0, isPrivateKey: true))
         #expect(!error.message.contains("PRIVATE KEY"))
     }
 
@@ -79,6 +80,7 @@ import Testing
             alpnProtocols: ["http/1.1"]
         )
         #expect(context.warnings.map(\.code) == [.certificateExpired])
+        #expect(context.warnings.map(\.file) == [TLSError.CertificateFile(index: 0, isPrivateKey: false)])
         #expect(context.warnings.first?.message.contains(expiredPath) == true)
         #expect(context.serverNames == [["old.example"]])
     }

@@ -74,15 +74,12 @@ final class GatewayGeneration: Sendable, AtomicReference {
         var contexts: [Int: TLSServerContext] = [:]
         for (index, listener) in configuration.listeners.enumerated() {
             guard case .tls(let tls) = listener.mode else { continue }
-            do {
-                contexts[index] = try TLSServerContext(
-                    listener: tls,
-                    // HTTP/2 preferred, as mobile HTTP stacks expect; HTTP/1.1 for everyone else.
-                    alpnProtocols: configuration.http2.enabled ? ["h2", "http/1.1"] : ["http/1.1"]
-                )
-            } catch {
-                throw GatewayStartupError("listener \(listener.address): \(error)")
-            }
+            contexts[index] = try TLSServerContext(
+                listener: tls,
+                key: "listen[\(index)].tls",
+                // HTTP/2 preferred, as mobile HTTP stacks expect; HTTP/1.1 for everyone else.
+                alpnProtocols: configuration.http2.enabled ? ["h2", "http/1.1"] : ["http/1.1"]
+            )
         }
         return contexts
     }

@@ -207,6 +207,7 @@ public final class GatewayServer: Sendable {
             tlsListeners.append(("admin.tls", tls))
         }
         for (key, tls) in tlsListeners {
+            warnings += TLSServerContext.warnings(listener: tls, key: key)
             for (index, certificate) in tls.certificates.enumerated() {
                 let missing = TLSServerContext.serverNamesNotCovered(certificate.serverNames, certificatePath: certificate.cert.path)
                 guard !missing.isEmpty else { continue }
