@@ -435,10 +435,13 @@ extension HTTP1ConnectionHandler {
     /// and reading resumes once nothing is left.
     private func resumeParsing(context: ChannelHandlerContext) {
         guard !self.parsing else { return }  // Inside a read: its loop goes on, and channelReadComplete follows.
-        guard self.machine.hasUnparsedBytes else {
-            if self.machine.nothingLeftToParse() {
-                context.read()
-            }
+        switch self.machine.parsingResumes() {
+        case .parse:
+            break
+        case .read:
+            context.read()
+            return
+        case .none:
             return
         }
         self.parseAndProcess(context: context)

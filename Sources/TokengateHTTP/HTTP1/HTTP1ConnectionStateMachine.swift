@@ -124,28 +124,23 @@ package struct HTTP1ConnectionStateMachine {
     private var pipelinePaused = false
     /// A read the socket asked for while reads were held back.
     private var readPending = false
-    /// Graceful shutdown: finish the exchange in flight, then close.
-    private var closeWhenIdle = false
+    /// The server drains (graceful shutdown): the exchange in flight is the connection's last, then it closes.
+    package private(set) var isDraining = false
     /// The response written must be followed by the connection's close: a body delimited by it, or a head that
     /// told the client `Connection: close`.
     private var closeAfterResponse = false
-    private var writable = true
+    /// The client may be written to now (kept from the driver's writability events, not asked of the socket).
+    package private(set) var isWritable = true
     private var requestCount = 0
 
     package init(limits: HTTP1RequestParser.Limits, isWritable: Bool = true) {
         self.parser = HTTP1RequestParser(limits: limits)
-        self.writable = isWritable
+        self.isWritable = isWritable
     }
 
-    /// The client may be written to now (kept from the driver's writability events, not asked of the socket).
-    package var isWritable: Bool { self.writable }
-    /// The server drains: the exchange in flight is the connection's last.
-    package var isDraining: Bool { self.closeWhenIdle }
     package var isClosed: Bool {
         if case .closed = self.state { true } else { false }
     }
-    /// Bytes wait to be parsed.
-    package var hasUnparsedBytes: Bool { self.unparsed != nil }
 
     // MARK: Inbound
 
@@ -198,7 +193,7 @@ package struct HTTP1ConnectionStateMachine {
     private var mustDefer: Bool {
         switch self.state {
         case .exchanging(let exchange): exchange.requestEnded || exchange.responseEnded
-        case .idle: !self.writable
+        case .idle: !self.isWritable
         case .discarding, .closed: false
         }
     }
@@ -211,7 +206,7 @@ package struct HTTP1ConnectionStateMachine {
         case (.head(let head), .idle):
             self.requestCount += 1
             self.state = .exchanging(Exchange())
-            return .startExchange(head, requestNumber: self.requestCount, closeRequested: !head.isKeepAlive || self.closeWhenIdle)
+            return .startExchange(head, requestNumber: self.requestCount, closeRequested: !head.isKeepAlive || self.isDraining)
         case (.head, .exchanging), (.head, .discarding):
             // The parser yields a head only after the previous request's end, and that end moves the state on.
             preconditionFailure("a request head arrived while another request was in flight")
@@ -276,10 +271,22 @@ package struct HTTP1ConnectionStateMachine {
         return true
     }
 
-    /// Parsing resumes with nothing left unparsed: a read held back for a waiting request may go.
-    package mutating func nothingLeftToParse() -> Bool {
+    /// What the driver does when the state may let it parse again (the exchange completed, the client became
+    /// writable) outside a read.
+    package enum ResumeAction: Equatable {
+        /// Bytes wait: run ``nextRequestAction()`` until it says `wait`, then ``takeHeldRead()``.
+        case parse
+        /// Nothing waits, and the read held back for it may go.
+        case read
+        case none
+    }
+
+    /// Parsing may resume: bytes that waited are parsed, or, when there are none, the read held back for them
+    /// goes.
+    package mutating func parsingResumes() -> ResumeAction {
+        guard self.unparsed == nil else { return .parse }
         self.pipelinePaused = false
-        return self.takeHeldRead()
+        return self.takeHeldRead() ? .read : .none
     }
 
     /// Whether a request is in flight whose exchange wants the end of a read batch (to push what it got
@@ -324,7 +331,7 @@ package struct HTTP1ConnectionStateMachine {
         if case .closed = self.state {
             return .none
         }
-        let close = closeConnection || self.closeWhenIdle || self.closeAfterResponse
+        let close = closeConnection || self.isDraining || self.closeAfterResponse
         if !requestEnded {
             self.state = .discarding(close: close)
             return .discardRequest(closeSoon: close)
@@ -349,7 +356,7 @@ package struct HTTP1ConnectionStateMachine {
 
     /// The socket's writability changed.
     package mutating func writabilityChanged(isWritable: Bool) -> WritabilityAction {
-        self.writable = isWritable
+        self.isWritable = isWritable
         switch self.state {
         case .exchanging: return .tellExchange(isWritable: isWritable)
         case .idle where isWritable: return .resumeParsing
@@ -360,7 +367,7 @@ package struct HTTP1ConnectionStateMachine {
     /// Graceful shutdown began: `true` when the connection is between requests and closes now; otherwise the
     /// exchange in flight is its last.
     package mutating func shutdownRequested() -> Bool {
-        self.closeWhenIdle = true
+        self.isDraining = true
         guard case .idle = self.state else { return false }
         self.state = .closed
         return true
