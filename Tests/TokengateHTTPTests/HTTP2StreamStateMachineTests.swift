@@ -462,6 +462,17 @@ import Testing
         #expect(!machine.isWritable)
     }
 
+    @Test func endStreamReportedAfterTheCloseStillCompletesTheResponse() {
+        var machine = self.bodylessRequest()
+        #expect(machine.writeHead() == .queue)
+        #expect(machine.writeEnd(trailers: false) == .queue)
+        #expect(machine.nextSubmission(bodyIsEmpty: true) == .submitHead(withBody: false))
+        machine.closedByNghttp2()
+        #expect(machine.sentEndStream() == .none)
+        #expect(machine.response == .closed(endStreamSent: true))
+        #expect(machine.removed() == false)
+    }
+
     @Test func aClosedStreamIsNotWritable() {
         var machine = self.bodylessRequest()
         #expect(machine.writeHead() == .queue)

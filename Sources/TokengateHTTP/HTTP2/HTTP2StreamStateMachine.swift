@@ -196,6 +196,11 @@ struct HTTP2StreamStateMachine: Sendable {
 
     mutating func sentEndStream() -> SentEndAction {
         switch self.response {
+        case .closed(endStreamSent: false):
+            // nghttp2 reports the frame before it closes the stream; should it ever be the other way round, the
+            // response still counts as complete when the handler is let go.
+            self.response = .closed(endStreamSent: true)
+            return .none
         case .closed, .resetRequested, .reset, .ended:
             return .none
         case .nothingWritten, .continueDue, .headPending, .streaming, .trailersDue, .endQueued:
