@@ -21,8 +21,10 @@ import NIOHTTP1
 /// ### The reentrancy rule
 /// nghttp2 must never be entered from inside one of its own callbacks, and a handler must never run while
 /// nghttp2 is on the stack (a handler may write, reset, or close the channel, which would re-enter). So the
-/// callbacks only *record*: they update ``HTTP2StreamState`` and append ``Event``s. Everything else happens
-/// in ``process()``, one round at a time, in a fixed order:
+/// callbacks only *record*: they feed each stream's ``HTTP2StreamStateMachine`` (the protocol state; the codec
+/// runs the action each input returns and decides nothing about a stream itself), update the storage in
+/// ``HTTP2StreamState`` and append ``Event``s. Everything else happens in ``process()``, one round at a time, in
+/// a fixed order:
 /// 1. feed queued input to `mem_recv`;
 /// 2. deliver the recorded events to the handlers (which may write: their writes are queued, not submitted);
 /// 3. submit what is queued (`submit_response`, `resume_data`, `submit_trailer`, `submit_rst_stream`,
