@@ -368,6 +368,40 @@ import TokengateHTTPTestSupport
         #expect(client.log.resets.isEmpty)  // The handler asked for it: it is not told again.
     }
 
+    /// A handler's writes out of order (the gateway's bug, never the client's doing) reset that stream with
+    /// INTERNAL_ERROR instead of sending a response it did not mean, or stopping the process; the
+    /// connection's other streams go on.
+    @Test(arguments: ["body before head", "body after end", "second head"])
+    func anIllegalWriteResetsItsStreamOnly(_ sequence: String) throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        try client.send(.request(1, path: "/hang"))
+        try client.read()
+        let stream = try #require(client.log.streams[1])
+        let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "2"])
+        switch sequence {
+        case "body before head":
+            stream.writeBody(ByteBuffer(string: "ok"))
+        case "body after end":
+            stream.writeHead(head)
+            stream.writeBody(ByteBuffer(string: "ok"))
+            stream.writeEnd(nil)
+            stream.writeBody(ByteBuffer(string: "more"))
+        default:
+            stream.writeHead(head)
+            stream.writeHead(HTTPResponseHead(version: .http1_1, status: .notFound))
+        }
+        let frames = try client.read().filter { $0.stream == 1 }
+        #expect(frames.map(\.type) == [H2Frame.rstStream], "\(sequence)")
+        #expect(frames.first?.errorCode == 0x2)
+        // The handler did not ask for the reset: it is told.
+        #expect(client.log.resets.map(\.0) == [1])
+        try client.send(.request(3, path: "/other"))
+        let other = client.headerBlocks(try client.read()).filter { $0.stream == 3 }
+        #expect(other.first?.fields.value(":status") == "200")
+    }
+
     @Test func anEarlyCompleteResponseAsksTheClientToStopSending() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }

@@ -76,7 +76,7 @@ extension HTTP2ServerCodec {
                 openedAt: self.roundStartedAt
             )
             self.streamOpened(stream)
-        } else if let stream = self.stream(id) {
+        } else if let stream = self.stream(id), stream.machine.beganTrailers() == .record {
             stream.trailers = HTTPHeaders()
             stream.trailerListSize = 0
         }
@@ -129,21 +129,19 @@ extension HTTP2ServerCodec {
             self.headerBlockStartedAt = nil
             guard let stream = self.stream(header.stream_id) else { return 0 }
             if frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                guard stream.machine.receivedHead(endStream: endStream) == .record else { return 0 }
                 self.record(.requestHead(header.stream_id))
                 if endStream {
-                    stream.remoteEnded = true
                     self.record(.requestEnd(header.stream_id, nil))
                 }
-            } else if endStream {
+            } else if stream.machine.receivedTrailers(endStream: endStream) == .record {
                 // Trailers (nghttp2 insists they end the stream).
-                stream.remoteEnded = true
                 let trailers = stream.trailers
                 stream.trailers = nil
                 self.record(.requestEnd(header.stream_id, trailers))
             }
         case NGHTTP2_DATA.rawValue:
-            if endStream, let stream = self.stream(header.stream_id) {
-                stream.remoteEnded = true
+            if endStream, let stream = self.stream(header.stream_id), stream.machine.receivedEndStream() == .record {
                 self.record(.requestEnd(header.stream_id, nil))
             }
         default:
@@ -153,7 +151,7 @@ extension HTTP2ServerCodec {
     }
 
     package func receivedData(stream id: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-        guard let stream = self.stream(id), stream.handler != nil || !stream.answeredByCodec else {
+        guard let stream = self.stream(id), stream.machine.receivedData() == .record else {
             // Nobody will read it: only the connection window needs it back.
             self.connectionConsumePending += bytes.count
             return 0
@@ -184,7 +182,7 @@ extension HTTP2ServerCodec {
             self.headerBlockStartedAt = nil
         }
         guard let stream = self.stream(id) else { return 0 }
-        stream.closed = true
+        stream.machine.closedByNghttp2()
         // Keeping the capacity: the state goes with the stream, and `removeAll()` would allocate a new, empty
         // backing store for every stream that closes.
         stream.body.removeAll(keepingCapacity: true)
@@ -213,14 +211,10 @@ extension HTTP2ServerCodec {
             if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0 {
                 self.heuristics.sentDataFrame(now: self.roundStartedAt)
             }
-            if endStream, let stream = self.stream(header.stream_id) {
-                stream.localEnded = true
-                if !stream.remoteEnded, !stream.closed {
-                    // A complete response before the complete request: ask the client to stop sending
-                    // (RFC 9113 §8.1), next round.
-                    stream.resetRequested = .noError
-                    self.markDirty(stream)
-                }
+            if endStream, let stream = self.stream(header.stream_id), stream.machine.sentEndStream() == .markDirty {
+                // A complete response before the complete request: the client is asked to stop sending
+                // (RFC 9113 §8.1), next round.
+                self.markDirty(stream)
             }
         default:
             break

@@ -12,11 +12,24 @@ import NIOHTTP1
 
 extension HTTP2ServerCodec {
     package func streamWriteHead(_ id: Int32, _ block: HTTP2HeaderBlock) {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.headWritten else {
-            return
+        guard let stream = self.stream(id) else { return }
+        switch stream.machine.writeHead() {
+        case .queue:
+            stream.pendingHead = block
+            self.markDirty(stream)
+        case .drop:
+            break
+        case .reset:
+            self.resetForIllegalWrite(stream, "a second response head")
         }
-        stream.headWritten = true
-        stream.pendingHead = block
+    }
+
+    /// The handler wrote what the stream's state does not allow (its bug, never the client's doing): the
+    /// machine turned it into RST_STREAM INTERNAL_ERROR, submitted next round; what was queued is dropped.
+    private func resetForIllegalWrite(_ stream: HTTP2StreamState, _ what: StaticString) {
+        self.logger.debug("HTTP/2 stream reset: \(what) was written", metadata: ["stream": "\(stream.id)"])
+        stream.body.removeAll(keepingCapacity: true)
+        stream.queuedBytes = 0
         self.markDirty(stream)
     }
 
@@ -29,48 +42,46 @@ extension HTTP2ServerCodec {
 
     /// Queues `100 Continue` for a stream whose final head is not written yet and whose request still sends.
     package func streamWriteContinue(_ id: Int32) {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.headWritten,
-            !stream.remoteEnded
-        else { return }
-        stream.continueDue = true
+        guard let stream = self.stream(id), stream.machine.writeContinue() == .queue else { return }
         self.markDirty(stream)
     }
 
     package func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, buffer.readableBytes > 0
-        else { return }
-        guard stream.headWritten, !stream.endWritten else {
-            preconditionFailure("HTTP/2 stream \(id): a body part was written before the head or after the end")
+        guard buffer.readableBytes > 0, let stream = self.stream(id) else { return }
+        let queued = stream.queuedBytes + buffer.readableBytes
+        switch stream.machine.writeBody(queuedBytes: queued, limit: self.configuration.maxQueuedBytesPerStream) {
+        case .queue(let becameUnwritable):
+            stream.body.append(buffer)
+            stream.queuedBytes = queued
+            if becameUnwritable {
+                self.record(.writabilityChanged(id, false))
+            }
+            self.markDirty(stream)
+        case .drop:
+            break
+        case .reset:
+            self.resetForIllegalWrite(stream, "a body part before the head or after the end")
         }
-        if stream.answersWithoutContent { return }
-        stream.body.append(buffer)
-        stream.queuedBytes += buffer.readableBytes
-        if stream.writable, stream.queuedBytes > self.configuration.maxQueuedBytesPerStream {
-            stream.writable = false
-            self.record(.writabilityChanged(id, false))
-        }
-        self.markDirty(stream)
     }
 
     package func streamWriteEnd(_ id: Int32, _ trailers: HTTPHeaders?) {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil, !stream.endWritten else {
-            return
-        }
-        guard stream.headWritten else {
-            // An end without a head is a bug in the caller; the client must not see a half response.
-            stream.resetRequested = .internalError
+        guard let stream = self.stream(id) else { return }
+        let block = trailers.flatMap { HTTP2HeaderBlock.trailers($0) }
+        switch stream.machine.writeEnd(trailers: block != nil) {
+        case .queue:
+            stream.pendingTrailers = block
             self.markDirty(stream)
-            return
+        case .drop:
+            break
+        case .reset:
+            // The client must not see half a response.
+            self.resetForIllegalWrite(stream, "an end before the head")
         }
-        stream.endWritten = true
-        stream.pendingTrailers = trailers.flatMap { HTTP2HeaderBlock.trailers($0) }
-        self.markDirty(stream)
     }
 
     package func streamReset(_ id: Int32, code: HTTP2ErrorCode) {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil else { return }
+        guard let stream = self.stream(id), stream.machine.handlerReset(code) == .reset else { return }
         stream.handler = nil  // It asked: it is not told again.
-        stream.resetRequested = code
         stream.body.removeAll(keepingCapacity: true)
         stream.queuedBytes = 0
         self.markDirty(stream)
@@ -92,8 +103,7 @@ extension HTTP2ServerCodec {
     }
 
     package func streamIsWritable(_ id: Int32) -> Bool {
-        guard let stream = self.stream(id), !stream.closed, stream.resetRequested == nil else { return false }
-        return stream.writable
+        self.stream(id)?.machine.isWritable ?? false
     }
 
     /// The data provider's pull (called by nghttp2 during `mem_send`): copies up to `length` queued bytes.
@@ -107,7 +117,7 @@ extension HTTP2ServerCodec {
         length: Int,
         flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        guard let stream = self.stream(id), !stream.closed else {
+        guard let stream = self.stream(id), !stream.machine.isClosed else {
             return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         var written = 0
@@ -125,24 +135,24 @@ extension HTTP2ServerCodec {
             written += count
         }
         stream.queuedBytes -= written
-        if !stream.writable, stream.queuedBytes <= self.configuration.maxQueuedBytesPerStream / 2 {
-            stream.writable = true
+        if stream.machine.bodyDrained(queuedBytes: stream.queuedBytes, limit: self.configuration.maxQueuedBytesPerStream) {
             self.record(.writabilityChanged(id, true))
         }
-        if stream.body.isEmpty, stream.endWritten {
-            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            if stream.pendingTrailers != nil {
-                flags.pointee |= NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
-                stream.trailersDue = true
-                self.markDirty(stream)
-            }
+        switch stream.machine.pulled(copied: written, bodyIsEmpty: stream.body.isEmpty) {
+        case .data:
             return written
-        }
-        if written == 0 {
-            stream.deferred = true
+        case .deferred:
             return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        case .endOfData:
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            return written
+        case .endOfDataBeforeTrailers:
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue | NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue
+            self.markDirty(stream)
+            return written
+        case .fail:
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
-        return written
     }
 }
 

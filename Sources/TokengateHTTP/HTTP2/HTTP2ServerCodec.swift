@@ -21,8 +21,10 @@ import NIOHTTP1
 /// ### The reentrancy rule
 /// nghttp2 must never be entered from inside one of its own callbacks, and a handler must never run while
 /// nghttp2 is on the stack (a handler may write, reset, or close the channel, which would re-enter). So the
-/// callbacks only *record*: they update ``HTTP2StreamState`` and append ``Event``s. Everything else happens
-/// in ``process()``, one round at a time, in a fixed order:
+/// callbacks only *record*: they feed each stream's ``HTTP2StreamStateMachine`` (the protocol state; the codec
+/// runs the action each input returns and decides nothing about a stream itself), update the storage in
+/// ``HTTP2StreamState`` and append ``Event``s. Everything else happens in ``process()``, one round at a time, in
+/// a fixed order:
 /// 1. feed queued input to `mem_recv`;
 /// 2. deliver the recorded events to the handlers (which may write: their writes are queued, not submitted);
 /// 3. submit what is queued (`submit_response`, `resume_data`, `submit_trailer`, `submit_rst_stream`,
@@ -232,9 +234,8 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             stream.handle.detach()
             let handler = stream.handler
             stream.handler = nil
-            stream.closed = true
-            if let handler, !(stream.localEnded && stream.remoteEnded) {
-                handler.streamReset(code)
+            if stream.machine.removed() {
+                handler?.streamReset(code)
             }
         }
     }
@@ -419,14 +420,16 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         while let event = self.events.popFirst() {
             switch event {
             case .requestHead(let id):
-                guard let stream = self.stream(id), !stream.closed else { continue }
-                stream.answersWithoutContent = stream.request.isHeadRequest
+                guard let stream = self.stream(id), !stream.machine.isClosed else { continue }
+                let headRequest = stream.request.isHeadRequest
                 switch stream.request.build() {
                 case .head(let head):
+                    stream.machine.handlerTookRequest(headRequest: headRequest)
                     let handler = self.makeHandler(stream.handle)
                     stream.handler = handler
                     handler.received(.head(head))
                 case .reject(let answer):
+                    stream.machine.codecAnswersRequest(headRequest: headRequest)
                     self.answer(answer, on: stream)
                 }
             case .requestBody(let id, let buffer):
@@ -434,7 +437,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                     self.connectionConsumePending += buffer.readableBytes
                     continue
                 }
-                if let handler = stream.handler {
+                if stream.machine.deliversToHandler, let handler = stream.handler {
                     handler.received(.body(buffer))
                 } else {
                     // Nobody reads it (the codec answered, or the handler reset): the connection window
@@ -463,8 +466,8 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                 stream.unconsumed = 0
                 let handler = stream.handler
                 stream.handler = nil
-                if let handler, !(stream.localEnded && stream.remoteEnded) {
-                    handler.streamReset(code)
+                if stream.machine.removed() {
+                    handler?.streamReset(code)
                 }
             case .writabilityChanged(let id, let writable):
                 self.stream(id)?.handler?.writabilityChanged(writable)
@@ -479,7 +482,6 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// the only addition. Nothing from the request is logged: it was refused, so its path or fields (a
     /// query string, a token) may be anything.
     private func answer(_ answer: GatewayAnswer, on stream: HTTP2StreamState) {
-        stream.answeredByCodec = true
         self.countAnswer(answer.reasonCode)
         if self.configuration.accessLog {
             self.logger.info(
@@ -517,46 +519,39 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                 // The client gets window to send more: a stall of its body is measured from now.
                 stream.lastInboundAt = self.roundStartedAt
             }
-            guard !stream.closed else { continue }
-            if let code = stream.resetRequested {
-                stream.resetRequested = nil
+            let result: Int32
+            switch stream.machine.nextSubmission(bodyIsEmpty: stream.body.isEmpty) {
+            case .none:
+                continue
+            case .resetStream(let code):
                 stream.body.removeAll(keepingCapacity: true)
                 stream.queuedBytes = 0
                 session.resetStream(id, code: code.rawValue)
                 continue
-            }
-            if stream.continueDue {
-                stream.continueDue = false
-                // Pointless once the final head is on its way: the client reads that instead.
-                if !stream.headWritten {
-                    let result = session.submitContinue(stream: id)
-                    if result != 0 {
-                        self.submitFailed(stream, session: session, result: result)
-                        continue
-                    }
+            case .submitContinue:
+                result = session.submitContinue(stream: id)
+            case .submitHead(let withBody):
+                guard let head = stream.pendingHead else {
+                    result = NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                    break
                 }
-            }
-            if let head = stream.pendingHead {
                 stream.pendingHead = nil
-                let bodyless = stream.endWritten && stream.body.isEmpty && stream.pendingTrailers == nil
-                let result = session.submit(head, stream: id, response: true, withBody: !bodyless)
+                result = session.submit(head, stream: id, response: true, withBody: withBody)
                 // nghttp2 copied the fields: the block's storage can serve the next response.
                 self.spares.giveBack(headerBlock: head)
-                if result != 0 {
-                    self.submitFailed(stream, session: session, result: result)
-                    continue
-                }
-            } else if stream.deferred, !stream.body.isEmpty || stream.endWritten {
-                stream.deferred = false
+            case .resumeData:
                 session.resumeData(stream: id)
-            }
-            if stream.trailersDue, let trailers = stream.pendingTrailers {
-                stream.trailersDue = false
-                stream.pendingTrailers = nil
-                let result = session.submit(trailers, stream: id, response: false, withBody: false)
-                if result != 0 {
-                    self.submitFailed(stream, session: session, result: result)
+                continue
+            case .submitTrailers:
+                guard let trailers = stream.pendingTrailers else {
+                    result = NGHTTP2_ERR_INVALID_ARGUMENT.rawValue
+                    break
                 }
+                stream.pendingTrailers = nil
+                result = session.submit(trailers, stream: id, response: false, withBody: false)
+            }
+            if result != 0 {
+                self.submitFailed(stream, session: session, result: result)
             }
         }
         if self.connectionConsumePending > 0 {
@@ -573,6 +568,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             "HTTP/2 response could not be submitted",
             metadata: ["stream": "\(stream.id)", "nghttp2_error": "\(NGHTTP2ServerSession.describe(result))"]
         )
+        stream.machine.submissionFailed()
         stream.body.removeAll(keepingCapacity: true)
         stream.queuedBytes = 0
         let code = HTTP2ErrorCode.internalError.rawValue
@@ -768,7 +764,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         let connectionWindow = session.connectionWindow
         var next: NIODeadline?
         var stalled: [HTTP2StreamState] = []
-        for stream in self.streams.values where !stream.remoteEnded && !stream.closed && stream.resetRequested == nil {
+        for stream in self.streams.values where stream.machine.awaitsRequest {
             if connectionWindow <= 0 || session.window(stream: stream.id) <= 0 {
                 stream.lastInboundAt = now
             }
@@ -780,14 +776,14 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             }
         }
         self.bodyCheckAt = next
-        for stream in stalled where !stream.closed && stream.resetRequested == nil {
+        for stream in stalled where stream.machine.awaitsRequest {
             self.logger.info(
                 "HTTP/2 request body timeout, resetting the stream",
                 metadata: ["stream": "\(stream.id)", "idle_timeout": "\(timeout)"]
             )
+            guard stream.machine.requestStalled() == .reset else { continue }
             let handler = stream.handler
             stream.handler = nil
-            stream.resetRequested = .cancel
             stream.body.removeAll(keepingCapacity: true)
             stream.queuedBytes = 0
             self.markDirty(stream)

@@ -18,16 +18,16 @@ package final class HTTP2StreamState {
     /// request the codec answered itself, and after the handler reset the stream.
     var handler: (any HTTP2StreamHandler)?
 
+    /// The stream's protocol state: where the request and the response are. The codec asks it, and runs the
+    /// actions its inputs return; the properties below are only the storage those actions use.
+    var machine = HTTP2StreamStateMachine()
+
     // MARK: Request (inbound)
 
     var request: HTTP2RequestHeadBuilder
     /// Trailers being collected (a second header block, with END_STREAM).
     var trailers: HTTPHeaders?
     var trailerListSize = 0
-    /// The codec answered the request itself (431, 400): its body is dropped and counted as consumed.
-    var answeredByCodec = false
-    /// END_STREAM received.
-    var remoteEnded = false
     /// Request body bytes handed to the handler and not yet reported consumed. On close, whatever is left
     /// is given back to the connection window, or a client could shrink it for good by resetting streams.
     var unconsumed = 0
@@ -40,36 +40,16 @@ package final class HTTP2StreamState {
 
     // MARK: Response (outbound)
 
-    /// The request was a `HEAD`: the response has no content (RFC 9110 §9.3.2), so body writes are dropped, as
-    /// HTTP/1.1's serializer drops them. A gateway answer (401, 404, …) comes with its JSON body whatever the
-    /// method; sent as DATA on a `HEAD` stream, clients (curl, nghttp2) reset the stream as a protocol error.
-    var answersWithoutContent = false
-    /// `100 Continue` to submit next round (the request said `expect: 100-continue` and the gateway wants its
-    /// body); dropped once the final head is written.
-    var continueDue = false
-    /// A head was written (queued or submitted).
-    var headWritten = false
     /// The head's block, until it is submitted.
     var pendingHead: HTTP2HeaderBlock?
     var body: CircularBuffer<ByteBuffer>
     var queuedBytes = 0
-    var endWritten = false
+    /// The trailers' block, until they are submitted.
     var pendingTrailers: HTTP2HeaderBlock?
-    /// The data provider returned EOF without END_STREAM: the trailers are to be submitted next round.
-    var trailersDue = false
-    /// The data provider returned NGHTTP2_ERR_DEFERRED: `nghttp2_session_resume_data` once there is more.
-    var deferred = false
-    /// END_STREAM sent.
-    var localEnded = false
-    var writable = true
-    /// An RST_STREAM to submit next round.
-    var resetRequested: HTTP2ErrorCode?
 
     // MARK: Bookkeeping
 
-    /// nghttp2 closed the stream (on_stream_close); nothing more is submitted for it.
-    var closed = false
-    /// Listed in the codec's dirty list for the next submit round.
+    /// Listed in the codec's dirty list for the next submit round (the list's membership, not protocol state).
     var dirty = false
 
     /// - Parameter body: an empty queue for the response body (``HTTP2StreamSpares/takeBody()``).
