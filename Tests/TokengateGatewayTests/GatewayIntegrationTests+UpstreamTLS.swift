@@ -49,7 +49,8 @@ extension GatewayIntegrationTests {
             self.process.waitUntilExit()
         }
 
-        private static func accepts(port: Int) -> Bool {
+        /// Whether something accepts TCP connections on loopback `port`.
+        static func accepts(port: Int) -> Bool {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             defer { close(fd) }
             var address = sockaddr_in()

@@ -706,6 +706,59 @@ struct GatewayIntegrationTests {
         }
     }
 
+    /// Over HTTP/2 the backend's head waits for the stream's next processing round. A backend whose head, part
+    /// of its body and its close come in one read (Python's socket with `TCP_CORK`: one segment with FIN) fails
+    /// before that round: the client gets the gateway's 502 in place of the unsent head, not a reset stream with no
+    /// status while the log says 200.
+    @Test func aBackendFailingInItsFirstReadIsA502OverHTTP2() async throws {
+        let port = try Self.unusedPort()
+        let script = """
+            import socket, sys
+            server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", int(sys.argv[1]))); server.listen(8)
+            while True:
+                connection, _ = server.accept()
+                request = b""
+                while b"\\r\\n\\r\\n" not in request:
+                    chunk = connection.recv(65536)
+                    if not chunk: break
+                    request += chunk
+                connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+                connection.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 1000\\r\\n\\r\\npartial")
+                connection.close()
+            """
+        let backend = Process()
+        backend.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        backend.arguments = ["-c", script, String(port)]
+        backend.standardOutput = FileHandle.nullDevice
+        try backend.run()
+        defer {
+            kill(backend.processIdentifier, SIGKILL)
+            backend.waitUntilExit()
+        }
+        for _ in 0..<100 where !OpenSSLServer.accepts(port: port) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await self.withGateway(
+            routes: """
+                  - { path_prefix: /, upstream: api, accept: none }
+                """,
+            upstreams: """
+                  api: { targets: [ "http://127.0.0.1:\(port)" ] }
+                """
+        ) { gateway in
+            for index in 0..<3 {
+                let result = try self.curl(gateway, ["--http2", "-H", "X-Request-Id: cut-h2-\(index)", "\(gateway.baseURL)/cut"])
+                #expect(result.exitCode == 0, "a complete answer, not a reset stream: \(result.stderr)")
+                #expect(result.status == 502, "\(result.status) \(result.body)")
+                #expect(result.body.contains("\"error\""), "the gateway's JSON answer: \(result.body)")
+                #expect(!result.body.contains("partial"), "nothing of the backend's cut response: \(result.body)")
+                let access = gateway.logLines.all.filter { $0.hasPrefix("info request ") && $0.contains("request_id=cut-h2-\(index)") }
+                #expect(access.count == 1 && access[0].contains("status=502"), "\(access)")
+            }
+        }
+    }
+
     @Test func aLargeBodyStreamsThroughWithBoundedMemory() async throws {
         try await self.withGateway(limits: "limits: { max_body_bytes: 200MiB }") { gateway in
             let size = 100 * 1024 * 1024

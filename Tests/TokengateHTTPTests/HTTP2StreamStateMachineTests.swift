@@ -97,6 +97,24 @@ import Testing
         #expect(machine.removed() == false)
     }
 
+    @Test func aHeadNotSubmittedYetCanBeTakenBackForAnotherAnswer() {
+        var machine = self.bodylessRequest()
+        #expect(machine.withdrawHead() == false, "no head written")
+        #expect(machine.writeHead() == .queue)
+        #expect(machine.writeBody(queuedBytes: 10, limit: Self.limit) == .queue(becameUnwritable: false))
+        #expect(machine.withdrawHead() == true)
+        #expect(machine.response == .nothingWritten)
+        // The gateway's answer takes its place.
+        #expect(machine.writeHead() == .queue)
+        #expect(machine.nextSubmission(bodyIsEmpty: false) == .submitHead(withBody: true))
+        #expect(machine.withdrawHead() == false, "a submitted head is the client's")
+
+        var ended = self.bodylessRequest()
+        #expect(ended.writeHead() == .queue)
+        #expect(ended.writeEnd(trailers: false) == .queue)
+        #expect(ended.withdrawHead() == false, "a complete response is not taken back")
+    }
+
     // MARK: 100 Continue
 
     @Test func continueThenTheFinalHead() {

@@ -28,6 +28,11 @@ protocol ExchangeClient: AnyObject {
     /// A graceful shutdown is in progress: the response should tell the client the connection ends.
     var isDraining: Bool { get }
 
+    /// Takes back the backend's response head written and not sent yet (with what body followed it), so that the
+    /// exchange can answer instead: `true` when nothing of it reached the client. HTTP/2 queues a head until its
+    /// next processing round; HTTP/1.1 has the head in the socket once written, and says `false`.
+    func withdrawResponseHead() -> Bool
+
     func write(_ part: HTTPServerResponsePart)
     /// Writes the backend's response head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``);
     /// each protocol turns the backend's fields into its own head in one pass.

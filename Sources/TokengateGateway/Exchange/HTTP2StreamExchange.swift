@@ -168,6 +168,10 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         self.setRequestReadingPaused(false)
     }
 
+    func withdrawResponseHead() -> Bool {
+        self.stream.withdrawHead()
+    }
+
     func abort() {
         self.stream.reset(code: .internalError)
         self.exchange = nil

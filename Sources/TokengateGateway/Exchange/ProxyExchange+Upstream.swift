@@ -200,6 +200,11 @@ extension ProxyExchange {
         guard case .forwarding(let connection) = self.state else { return }
         self.cancelResponseTimer()
         self.release(connection, reusable: false)
+        // A head the client has not received yet (HTTP/2 queues it until the next round: a backend that closes in
+        // the middle of its first read leaves it there) is taken back, and the gateway answers in its place.
+        if self.clientHasBackendHead, self.client.withdrawResponseHead() {
+            self.clientHasBackendHead = false
+        }
         if self.clientHasBackendHead {
             // The client has the head (and maybe some of the body): all it can be told now is that the response
             // is cut off. Its line carries the backend's status, which the client got.

@@ -450,6 +450,12 @@ extension HTTP1ConnectionHandler {
         self.readIfHeldBack()
     }
 
+    /// The head is written with the first flush after it, which follows the read it came in: by the time the
+    /// backend can fail, it is the client's.
+    func withdrawResponseHead() -> Bool {
+        false
+    }
+
     func abort() {
         guard let context = self.context else { return }
         self.exchange = nil

@@ -87,6 +87,17 @@ extension HTTP2ServerCodec {
         self.markDirty(stream)
     }
 
+    /// ``HTTP2StreamStateMachine/withdrawHead()``: the queued head and body are dropped when it says so.
+    package func streamWithdrawHead(_ id: Int32) -> Bool {
+        guard let stream = self.stream(id), stream.machine.withdrawHead() else { return false }
+        if let head = stream.pendingHead.take() {
+            self.spares.giveBack(headerBlock: head)
+        }
+        stream.body.removeAll(keepingCapacity: true)
+        stream.queuedBytes = 0
+        return true
+    }
+
     package func streamConsumed(_ id: Int32, bytes: Int) {
         guard bytes > 0, let stream = self.stream(id) else { return }
         let count = min(bytes, stream.unconsumed)

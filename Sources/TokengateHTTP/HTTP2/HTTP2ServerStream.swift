@@ -67,6 +67,12 @@ package final class HTTP2ServerStream {
         self.codec?.streamWriteEnd(self.id, trailers)
     }
 
+    /// Takes back the response head (and body) written but not yet sent, so that another response can take its
+    /// place; `false` when it has gone out already (or there is none), and the response can only be cut.
+    package func withdrawHead() -> Bool {
+        self.codec?.streamWithdrawHead(self.id) ?? false
+    }
+
     /// Resets the stream (RST_STREAM with `code`); queued response bytes are dropped.
     package func reset(code: HTTP2ErrorCode) {
         self.codec?.streamReset(self.id, code: code)

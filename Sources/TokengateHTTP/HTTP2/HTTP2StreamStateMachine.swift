@@ -266,6 +266,16 @@ struct HTTP2StreamStateMachine: Sendable {
         }
     }
 
+    /// Takes back a head (and what body followed it) that is queued and not submitted yet, so that the stream can
+    /// still be answered otherwise: a backend that closed in the middle of its first read leaves its head queued,
+    /// and a reset then would give the client neither that head nor an answer. `false` once the head is
+    /// submitted, or when there is none: then all that is left is to cut the stream.
+    mutating func withdrawHead() -> Bool {
+        guard case .headPending(.open) = self.response else { return false }
+        self.response = .nothingWritten
+        return true
+    }
+
     /// `100 Continue`, for a request that still sends and whose final head is not written.
     mutating func writeContinue() -> WriteAction {
         guard self.request != .ended else { return .drop }
