@@ -191,7 +191,7 @@ struct ConfigurationDecoder {
                     "a listener needs tls (tokengate serves over TLS) or plain_http: reject|redirect"
                 )
             case (.some(let tls), nil):
-                mode = .tls(try self.tls(tls))
+                mode = .tls(try self.tls(tls, isPublic: true))
             case (nil, .some(let plain)):
                 mode = .plain(try plain.choice(PlainHTTPMode.self))
             }
@@ -232,8 +232,12 @@ struct ConfigurationDecoder {
         }
     }
 
-    func tls(_ node: ConfigNode) throws(ConfigurationError) -> TLSListenerConfiguration {
-        let map = try node.mapping(allowed: ["certificates", "handshake_timeout", "min_version"])
+    /// A listener's `tls:` section. `isPublic`: a public listener's, which also takes `misdirected_requests`
+    /// (the admin listener has no routes for a request to be misdirected to).
+    func tls(_ node: ConfigNode, isPublic: Bool = false) throws(ConfigurationError) -> TLSListenerConfiguration {
+        let map = try node.mapping(
+            allowed: ["certificates", "handshake_timeout", "min_version"] + (isPublic ? ["misdirected_requests"] : [])
+        )
         guard let certificatesNode = map["certificates"] else {
             throw node.error(.missingKey, "a TLS listener needs certificates: [ { cert: FILE, key: FILE } ]")
         }
@@ -280,7 +284,8 @@ struct ConfigurationDecoder {
             certificates: certificates,
             handshakeTimeout: try map["handshake_timeout"]?.duration(in: .milliseconds(100)...(.seconds(300)))
                 ?? .seconds(10),
-            minimumVersion: try map["min_version"]?.choice(TLSProtocolVersion.self) ?? .tls12
+            minimumVersion: try map["min_version"]?.choice(TLSProtocolVersion.self) ?? .tls12,
+            misdirectedRequests: try map["misdirected_requests"]?.choice(MisdirectedRequests.self) ?? .refuse
         )
     }
 

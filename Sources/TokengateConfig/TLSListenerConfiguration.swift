@@ -10,16 +10,32 @@ public struct TLSListenerConfiguration: Sendable, Equatable {
     public var handshakeTimeout: Duration
     /// The lowest protocol version accepted. Default TLS 1.2; TLS 1.3 is always accepted.
     public var minimumVersion: TLSProtocolVersion
+    /// What a public listener with more than one certificate does with a request whose host its connection's
+    /// certificate does not cover. Default `refuse` (421). Not read on the admin listener, which does not
+    /// accept the key.
+    public var misdirectedRequests: MisdirectedRequests
 
     public init(
         certificates: [CertificateConfiguration],
         handshakeTimeout: Duration = .seconds(10),
-        minimumVersion: TLSProtocolVersion = .tls12
+        minimumVersion: TLSProtocolVersion = .tls12,
+        misdirectedRequests: MisdirectedRequests = .refuse
     ) {
         self.certificates = certificates
         self.handshakeTimeout = handshakeTimeout
         self.minimumVersion = minimumVersion
+        self.misdirectedRequests = misdirectedRequests
     }
+}
+
+/// `listen[].tls.misdirected_requests`: a request on a connection whose certificate does not cover the
+/// request's host (RFC 9110 §15.5.20).
+public enum MisdirectedRequests: String, Sendable, Equatable, CaseIterable {
+    /// Answered `421 Misdirected Request`, never routed: a connection validated for one name carries no
+    /// requests for another.
+    case refuse
+    /// Routed by its host as any other request, whatever certificate its connection got.
+    case allow
 }
 
 /// A certificate chain and its private key, both PEM files. Only their existence is checked at load.

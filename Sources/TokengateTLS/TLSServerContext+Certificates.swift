@@ -12,6 +12,8 @@ extension TLSServerContext {
     struct LoadedCertificate {
         /// The DNS subjectAltNames of the leaf, in certificate order.
         var dnsNames: [String]
+        /// The leaf's subject common name, read only when it has no DNS subjectAltName.
+        var commonName: String?
         /// Non-fatal findings (expired or not yet valid).
         var warnings: [TLSError]
     }
@@ -77,7 +79,12 @@ extension TLSServerContext {
         } else if X509_cmp_current_time(X509_get0_notBefore(leaf)) > 0 {
             warnings.append(TLSError(code: .certificateExpired, message: "\(certificatePath) is not valid yet"))
         }
-        return LoadedCertificate(dnsNames: Self.dnsNames(of: leaf), warnings: warnings)
+        let dnsNames = Self.dnsNames(of: leaf)
+        return LoadedCertificate(
+            dnsNames: dnsNames,
+            commonName: dnsNames.isEmpty ? Self.commonName(of: leaf) : nil,
+            warnings: warnings
+        )
     }
 
     /// Parses every certificate block; the first is the leaf. The caller frees the result.
@@ -169,5 +176,23 @@ extension TLSServerContext {
             Unmanaged.passUnretained(collector).toOpaque()
         )
         return collector.names
+    }
+
+    /// The last subject CN of `certificate` (the most specific, as `X509_check_host` reads it), when it is
+    /// printable ASCII; `nil` otherwise. Only used for a certificate without DNS subjectAltNames.
+    static func commonName(of certificate: OpaquePointer) -> String? {
+        guard let subject = X509_get_subject_name(certificate) else { return nil }
+        var last: Int32 = -1
+        var position = X509_NAME_get_index_by_NID(subject, NID_commonName, -1)
+        while position >= 0 {
+            last = position
+            position = X509_NAME_get_index_by_NID(subject, NID_commonName, position)
+        }
+        guard last >= 0, let entry = X509_NAME_get_entry(subject, last), let data = X509_NAME_ENTRY_get_data(entry),
+            let bytes = ASN1_STRING_get0_data(data)
+        else { return nil }
+        let name = UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(data)))
+        guard !name.isEmpty, name.count <= 253, name.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
+        return String(decoding: name, as: UTF8.self)
     }
 }

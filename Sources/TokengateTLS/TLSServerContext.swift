@@ -33,6 +33,8 @@ public final class TLSServerContext: @unchecked Sendable {
     private let matcher: TLSServerNameMatcher
     private let alpnConfiguration: OpaquePointer?
     private let names: [[String]]
+    /// What each certificate covers, for requests on its connections (``certificateNames(forServerName:)``).
+    private let covered: [TLSCertificateNames]
 
     /// The ALPN preference list this context was built with.
     public let alpnProtocols: [String]
@@ -45,6 +47,20 @@ public final class TLSServerContext: @unchecked Sendable {
     /// The DNS subjectAltNames of each certificate, in configuration order.
     public var serverNames: [[String]] {
         self.names
+    }
+
+    /// How many certificates the context chooses between by SNI.
+    public var certificateCount: Int {
+        self.contexts.count
+    }
+
+    /// The names the certificate a client gets for `serverName` covers: the certificate its SNI selects, the
+    /// default (first) one for no SNI (`nil`) or an unknown name. The same choice as the handshake's
+    /// server-name callback, which reads the same SNI with the same matcher, so it is the certificate the
+    /// connection was given.
+    public func certificateNames(forServerName serverName: String?) -> TLSCertificateNames {
+        let index = serverName.flatMap { self.matcher.certificateIndex(for: $0) } ?? 0
+        return self.covered[index]
     }
 
     /// Loads `certificates` (the first is the default), prepares ALPN and sets `minimumVersion` as the floor.
@@ -67,6 +83,7 @@ public final class TLSServerContext: @unchecked Sendable {
         var contexts: [OpaquePointer] = []
         var names: [[String]] = []
         var selectingNames: [[String]] = []
+        var covered: [TLSCertificateNames] = []
         var warnings: [TLSError] = []
         var alpnConfiguration: OpaquePointer? = nil
         do {
@@ -90,6 +107,10 @@ public final class TLSServerContext: @unchecked Sendable {
                 }
                 names.append(loaded.dnsNames)
                 selectingNames.append(source.serverNames.isEmpty ? loaded.dnsNames : source.serverNames)
+                // What a client can have validated (the subject CN only without DNS names, as clients fall
+                // back), and what the operator assigned to the certificate.
+                let ownNames = loaded.dnsNames.isEmpty ? loaded.commonName.map { [$0] } ?? [] : loaded.dnsNames
+                covered.append(TLSCertificateNames(ownNames + source.serverNames))
                 warnings += loaded.warnings.map { $0.about(TLSError.CertificateFile(index: index, isPrivateKey: false)) }
                 if let alpnConfiguration {
                     CTokengateShims_SSL_CTX_set_alpn_server(context, alpnConfiguration)
@@ -105,6 +126,7 @@ public final class TLSServerContext: @unchecked Sendable {
         self.matcher = TLSServerNameMatcher(serverNames: selectingNames)
         self.alpnConfiguration = alpnConfiguration
         self.names = names
+        self.covered = covered
         self.alpnProtocols = alpnProtocols
         self.minimumVersion = minimumVersion
         self.warnings = warnings

@@ -253,6 +253,34 @@ struct ConfigurationErrorTests {
         )
     }
 
+    @Test("listen[].tls.misdirected_requests: refuse by default, allow, nothing else, and not on admin.tls")
+    func misdirectedRequests() throws {
+        #expect(try parse(minimalYAML).listeners[0].tls?.misdirectedRequests == .refuse)
+        for word in ["refuse", "allow"] {
+            let yaml = self.replacing(
+                line: 3, with: "    tls: { certificates: [ { cert: cert.pem, key: key.pem } ], misdirected_requests: \(word) }")
+            #expect(try parse(yaml).listeners[0].tls?.misdirectedRequests == MisdirectedRequests(rawValue: word))
+        }
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: cert.pem, key: key.pem } ], misdirected_requests: deny }"),
+            "test.yaml:3:86: listen[0].tls.misdirected_requests: expected one of refuse, allow, got deny",
+            code: .invalidValue
+        )
+        self.expectError(
+            self.replacing(line: 3, with: "    tls: { certificates: [ { cert: cert.pem, key: key.pem } ], misdirected_requests: [ allow ] }"),
+            "test.yaml:3:86: listen[0].tls.misdirected_requests: expected one of refuse, allow, got a list",
+            code: .wrongType
+        )
+        // The admin listener routes nothing, so the key would do nothing there: refused, not ignored.
+        let admin = minimalYAML
+            + "admin: { address: 127.0.0.1:9901, tls: { certificates: [ { cert: cert.pem, key: key.pem } ], misdirected_requests: allow } }\n"
+        self.expectError(
+            admin,
+            "test.yaml:11:94: admin.tls.misdirected_requests: unknown key; expected one of: certificates, handshake_timeout, "
+                + "min_version"
+        )
+    }
+
     @Test("a server_names wildcard over a top-level domain alone")
     func wildcardOverATopLevelDomain() {
         self.expectError(

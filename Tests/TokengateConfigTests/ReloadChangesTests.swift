@@ -33,6 +33,7 @@ import TokengateConfig
         ("routes:", "hsts: { max_age: 0s }\nroutes:"),
         ("{ cert: cert.pem, key: key.pem }", "{ cert: new.pem, key: new.key }"),
         ("tls: { certificates:", "tls: { handshake_timeout: 2s, certificates:"),
+        ("tls: { certificates:", "tls: { misdirected_requests: allow, certificates:"),
     ])
     func reloadable(original: String, replacement: String) throws {
         let running = try parse(minimalYAML)

@@ -5,6 +5,7 @@
 import NIOCore
 import NIOHTTP1
 import TokengateHTTP
+import TokengateTLS
 
 /// The client side of one exchange, as the codec that carries it sees it: an HTTP/1.1 connection (one
 /// exchange at a time) or an HTTP/2 stream.
@@ -22,6 +23,10 @@ protocol ExchangeClient: AnyObject {
     /// The peer is a configured TLS-terminating proxy (`trusted_proxies`) talking plain HTTP: its
     /// `X-Forwarded-Proto` and `X-Forwarded-For` are believed, and only requests it marks `https` pass.
     var viaTrustedProxy: Bool { get }
+    /// The names the connection's certificate covers, when a request for another host is refused with `421`
+    /// (``MisdirectedRequestCheck``): on a TLS listener with more than one certificate and
+    /// `misdirected_requests: refuse`. `nil` where nothing is checked (one certificate, `allow`, plain HTTP).
+    var certificateNames: TLSCertificateNames? { get }
     /// Whether this transport can keep going after the exchange (HTTP/1.1 keep-alive). An HTTP/2 stream
     /// always can: the connection is not the exchange's to close.
     var closesConnectionOnAnswer: Bool { get }

@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import TokengateConfig
 import TokengateHTTP
+import TokengateTLS
 
 /// One HTTP/2 stream as a ``ProxyExchange`` client: the same routing, tokens, forwarding and answers as
 /// HTTP/1.1, with the stream's own transport rules.
@@ -21,6 +22,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     private let logger: Logger
     let eventLoop: any EventLoop
     let clientAddress: String?
+    let certificateNames: TLSCertificateNames?
     private var exchange: ProxyExchange?
     private var pendingHead: ClientRequestHead?
     private var paused = false
@@ -33,9 +35,11 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         generations: GatewayGenerationHolder,
         eventLoop: any EventLoop,
         clientAddress: String?,
+        certificateNames: TLSCertificateNames? = nil,
         connectionID: String,
         logger: Logger
     ) {
+        self.certificateNames = certificateNames
         self.stream = stream
         self.generations = generations
         self.eventLoop = eventLoop

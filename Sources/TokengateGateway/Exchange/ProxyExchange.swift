@@ -171,6 +171,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(answer)
             return
         }
+        if self.isMisdirected {
+            self.answer(.misdirectedRequest())
+            return
+        }
         let routeIndex = self.matchRoute(path: self.head.uri)
         if let trimmed = RequestTargetCheck.withSegmentTailsTrimmed(self.head.uri) {
             let trimmedRoute = self.matchRoute(path: trimmed)
@@ -513,6 +517,16 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 let host = UnsafeRawBufferPointer(rebasing: lines[range]).assumingMemoryBound(to: UInt8.self)
                 return self.runtime.routeTable.match(hostBytes: host, pathBytes: path)
             }
+        }
+    }
+
+    /// The request names a host its connection's certificate does not cover (``MisdirectedRequestCheck``), on a
+    /// connection that checks. Compared where the host lies in the field lines, like ``matchRoute(path:)``.
+    /// After ``checkLimits()``, which found the host and checked its syntax.
+    private var isMisdirected: Bool {
+        guard let names = self.client.certificateNames, let range = self.hostRange else { return false }
+        return self.head.fields.bytes.withUnsafeBytes { lines in
+            MisdirectedRequestCheck.isMisdirected(host: UnsafeRawBufferPointer(rebasing: lines[range]), names: names)
         }
     }
 

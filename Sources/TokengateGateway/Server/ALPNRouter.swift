@@ -20,10 +20,24 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
 
     private let generations: GatewayGenerationHolder
     private let logger: Logger
+    /// The listener's certificates, when requests for hosts outside the connection's certificate are refused
+    /// (more than one certificate, `misdirected_requests: refuse`); `nil` otherwise.
+    private let checkedCertificates: TLSServerContext?
 
-    init(generations: GatewayGenerationHolder, logger: Logger) {
+    /// - Parameters:
+    ///   - tlsContext: the context the connection's TLS handler was made with (the same generation's).
+    ///   - misdirectedRequests: the listener's `misdirected_requests`.
+    init(
+        generations: GatewayGenerationHolder,
+        tlsContext: TLSServerContext? = nil,
+        misdirectedRequests: MisdirectedRequests = .refuse,
+        logger: Logger
+    ) {
         self.generations = generations
         self.logger = logger
+        // With one certificate every name gets it: a client told `421` would only reconnect to the same one.
+        let checked = misdirectedRequests == .refuse && (tlsContext?.certificateCount ?? 0) > 1
+        self.checkedCertificates = checked ? tlsContext : nil
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -33,7 +47,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        guard case .handshakeCompleted(let negotiated, _, _)? = event as? TLSUserEvent else {
+        guard case .handshakeCompleted(let negotiated, let serverName, _)? = event as? TLSUserEvent else {
             context.fireUserInboundEventTriggered(event)
             return
         }
@@ -41,6 +55,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         generation.runtime.metrics.tlsHandshakes.increment()
         let configuration = generation.configuration
         let peer = context.channel.remoteAddress?.ipAddress
+        // Looked up once per connection: every request on it is compared with these names.
+        let certificateNames = self.checkedCertificates?.certificateNames(forServerName: serverName)
         do {
             let sync = context.pipeline.syncOperations
             if negotiated == "h2" {
@@ -65,6 +81,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                         generations: generations,
                         eventLoop: eventLoop,
                         clientAddress: peer,
+                        certificateNames: certificateNames,
                         connectionID: connectionID,
                         logger: logger
                     )
@@ -74,7 +91,13 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 let generations = self.generations
                 let logger = self.logger
                 let handler = GatewayServer.http1Handler(limits: configuration.limits) { readDeadlines in
-                    HTTP1ConnectionHandler(generations: generations, clientAddress: peer, readDeadlines: readDeadlines, logger: logger)
+                    HTTP1ConnectionHandler(
+                        generations: generations,
+                        clientAddress: peer,
+                        certificateNames: certificateNames,
+                        readDeadlines: readDeadlines,
+                        logger: logger
+                    )
                 }
                 try sync.addHandler(handler, position: .after(self))
             }

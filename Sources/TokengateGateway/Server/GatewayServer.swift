@@ -364,13 +364,22 @@ public final class GatewayServer: Sendable {
             }
             // The certificates and limits of the generation current when the connection arrives.
             let generation = generations.load()
-            let handshakeTimeout = generation.configuration.listeners[index].tls.map { TimeAmount($0.handshakeTimeout) } ?? .seconds(10)
+            let tls = generation.configuration.listeners[index].tls
+            let handshakeTimeout = tls.map { TimeAmount($0.handshakeTimeout) } ?? .seconds(10)
+            let tlsContext = generation.tlsContexts[index]!
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
                 try sync.addHandler(PlainHTTPOnTLSPortHandler(logger: logger) { generation.runtime.metrics.recordTLSFailure("plainHTTP") })
-                try sync.addHandler(TLSHandler(context: generation.tlsContexts[index]!, handshakeTimeout: handshakeTimeout, logger: logger))
+                try sync.addHandler(TLSHandler(context: tlsContext, handshakeTimeout: handshakeTimeout, logger: logger))
                 // The codec (HTTP/2 or HTTP/1.1) is chosen by ALPN once the handshake completes.
-                try sync.addHandler(ALPNRouter(generations: generations, logger: logger))
+                try sync.addHandler(
+                    ALPNRouter(
+                        generations: generations,
+                        tlsContext: tlsContext,
+                        misdirectedRequests: tls?.misdirectedRequests ?? .refuse,
+                        logger: logger
+                    )
+                )
             }
         }.bind(host: address.host, port: address.port).get()
     }

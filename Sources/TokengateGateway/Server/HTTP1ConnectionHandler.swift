@@ -42,6 +42,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private let logger: Logger
     let clientAddress: String?
     let viaTrustedProxy: Bool
+    let certificateNames: TLSCertificateNames?
     private var context: ChannelHandlerContext?
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
@@ -63,9 +64,11 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         generations: GatewayGenerationHolder,
         clientAddress: String?,
         viaTrustedProxy: Bool = false,
+        certificateNames: TLSCertificateNames? = nil,
         readDeadlines: HTTP1ReadDeadlines,
         logger: Logger
     ) {
+        self.certificateNames = certificateNames
         self.generations = generations
         self.readDeadlines = readDeadlines
         self.viaTrustedProxy = viaTrustedProxy

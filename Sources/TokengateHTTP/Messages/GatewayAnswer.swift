@@ -159,6 +159,18 @@ extension GatewayAnswer {
         )
     }
 
+    /// 421: the request's host is not one its connection's certificate covers (RFC 9110 §15.5.20). The client
+    /// may send it again on a connection of its own for that host. The connection stays open: the request
+    /// was read whole or its body is dropped as after any answer.
+    package static func misdirectedRequest() -> Self {
+        GatewayAnswer(
+            status: .misdirectedRequest,
+            error: "misdirected_request",
+            description: "this connection's certificate does not cover the requested host; send the request on a connection for that host",
+            reasonCode: "misdirected_request"
+        )
+    }
+
     package static func noRoute() -> Self {
         GatewayAnswer(status: .notFound, error: "not_found", description: "no route for this path", reasonCode: "no_route")
     }
