@@ -428,8 +428,14 @@ struct GatewayIntegrationTests {
             }
             #expect(gateway.backend.requestsReceived == 2, "\(version): a refused request reached the backend")
 
+            // A backend failing mid-response must never look like a complete response: the client sees the response cut
+            // (its head went out), or, over HTTP/2 when the failure came before the head left the gateway, the
+            // gateway's own 502 (`aBackendFailingInItsFirstReadIsA502OverHTTP2`); which one depends on whether the
+            // backend's close arrives in the read that brought its head.
             let aborted = try self.curl(gateway, [version, "\(gateway.baseURL)/abort"])
-            #expect(aborted.exitCode != 0, "\(version): a backend failing mid-response must not end cleanly")
+            let answeredInstead = aborted.exitCode == 0 && aborted.status == 502 && aborted.body.contains("\"error\"")
+            #expect(aborted.exitCode != 0 || (version == "--http2" && answeredInstead), "\(version): \(aborted.status) \(aborted.body)")
+            #expect(!aborted.body.contains("partial") || aborted.exitCode != 0, "\(version): a cut body presented as whole")
             let after = try self.curl(gateway, [version, "-H", "Authorization: Bearer \(token)", api])
             #expect(after.status == 200, "\(version): the gateway serves on after an aborted response")
         }
