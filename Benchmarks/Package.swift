@@ -48,11 +48,22 @@ let package = Package(
             ],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // The load benchmark's floor (docs/load.md, "The floor"): the cheapest TLS-terminating HTTP/1.1 proxy on
-        // SwiftNIO with the gateway's TLS handler, run beside the gateway by scripts/bench-compare.sh.
+        // What both load-benchmark floors do (find a head's end and a response's Content-Length, split a stream
+        // into messages): one copy, so that the floors differ in their construction only.
+        .target(
+            name: "FloorWork",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // The load benchmark's floor (docs/load.md, "The floors"): the cheapest TLS-terminating HTTP/1.1
+        // proxy on SwiftNIO with the gateway's TLS handler, run beside the gateway by scripts/bench-compare.sh.
         .executableTarget(
             name: "nio-floor-proxy",
             dependencies: [
+                "FloorWork",
                 .product(name: "TokengateTLS", package: "tokengate"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -60,6 +71,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/NIOFloorProxy",
+            swiftSettings: [
+                .enableUpcomingFeature("ExistentialAny"),
+                .enableUpcomingFeature("MemberImportVisibility"),
+            ]
+        ),
+        // Linux's <sys/epoll.h>, which Swift's Glibc module leaves out.
+        .target(name: "CEpoll"),
+        // The same floor on an epoll event loop of its own (no NIO channels), with the gateway's TLSConnection:
+        // what the construction costs when SwiftNIO's channel machinery is taken out.
+        .executableTarget(
+            name: "epoll-floor-proxy",
+            dependencies: [
+                "CEpoll",
+                "FloorWork",
+                .product(name: "TokengateTLS", package: "tokengate"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/EpollFloorProxy",
             swiftSettings: [
                 .enableUpcomingFeature("ExistentialAny"),
                 .enableUpcomingFeature("MemberImportVisibility"),

@@ -9,7 +9,9 @@
 #   tokengate    `tokengate serve`, HS256 keys, full checks, access log off
 #   nio-floor    (only when named in --proxies) Benchmarks' nio-floor-proxy: the gateway's TLS handler and two
 #                NIO channels per client, requests passed on unchecked and unparsed (HTTP/1.1 only): what any
-#                proxy built on SwiftNIO this way pays before doing any work (docs/load.md, "The floor")
+#                proxy built on SwiftNIO this way pays before doing any work (docs/load.md, "The floors")
+#   epoll-floor  (only when named in --proxies) Benchmarks' epoll-floor-proxy: the same do-nothing proxy on an
+#                epoll event loop of its own with the gateway's TLSConnection, no NIO channels (HTTP/1.1 only)
 # Each is driven from core 1 by wrk (HTTP/1.1, a different token per request through a Lua script), h2load
 # (HTTP/2; N/A when ALPN does not give h2) and tokengate-bench's fixed-rate mode (latency at --rate req/s,
 # measured from the intended send time), over HTTP/1.1 and, where ALPN gives h2, over HTTP/2 (--h2-clients
@@ -67,11 +69,11 @@ while [ $# -gt 0 ]; do
             label="${2%%=*}"; path="${2#*=}"
             [[ "$label" =~ ^[a-z0-9][a-z0-9-]*$ ]] && [ "$label" != "$2" ] || {
                 echo "--gateway takes LABEL=PATH (LABEL: lower-case letters, digits, '-')" >&2; exit 2; }
-            case "$label" in nginx|haproxy|haproxy-jwt|tokengate|nio-floor) echo "--gateway: '$label' is a built-in proxy name" >&2; exit 2 ;; esac
+            case "$label" in nginx|haproxy|haproxy-jwt|tokengate|nio-floor|epoll-floor) echo "--gateway: '$label' is a built-in proxy name" >&2; exit 2 ;; esac
             [ -x "$path" ] || { echo "--gateway $label: $path is not an executable" >&2; exit 2; }
             GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
             shift 2 ;;
-        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -85,7 +87,7 @@ for label in "${!GATEWAYS[@]}"; do
     [[ " $PROXIES " == *" $label "* ]] || { echo "--gateway $label: add '$label' to --proxies to run it" >&2; exit 2; }
 done
 for proxy in $PROXIES; do
-    case "$proxy" in nginx|haproxy|haproxy-jwt|tokengate|nio-floor) ;;
+    case "$proxy" in nginx|haproxy|haproxy-jwt|tokengate|nio-floor|epoll-floor) ;;
         *) [ -n "${GATEWAYS[$proxy]:-}" ] || { echo "--proxies: '$proxy' is neither a built-in proxy nor a --gateway label" >&2; exit 2; } ;;
     esac
 done
@@ -132,14 +134,17 @@ if [ "$BUILD" = 1 ]; then
     log "building tokengate and tokengate-bench (release)"
     (cd "$ROOT" && swift build -c release --product tokengate >/dev/null && swift build -c release --product tokengate-bench >/dev/null)
 fi
-if [[ " $PROXIES " == *" nio-floor "* ]]; then
+# The floors (Benchmarks/), built only when named: FLOORS[name] is the executable.
+declare -A FLOORS=()
+for floor in nio-floor epoll-floor; do
+    [[ " $PROXIES " == *" $floor "* ]] || continue
     if [ "$BUILD" = 1 ]; then
-        log "building nio-floor-proxy (release, Benchmarks/)"
-        (cd "$ROOT/Benchmarks" && swift build -c release --product nio-floor-proxy >/dev/null)
+        log "building $floor-proxy (release, Benchmarks/)"
+        (cd "$ROOT/Benchmarks" && swift build -c release --product "$floor-proxy" >/dev/null)
     fi
-    FLOOR="$(cd "$ROOT/Benchmarks" && swift build -c release --show-bin-path)/nio-floor-proxy"
-    [ -x "$FLOOR" ] || { log "missing $FLOOR (run without --no-build)"; exit 2; }
-fi
+    FLOORS[$floor]="$(cd "$ROOT/Benchmarks" && swift build -c release --show-bin-path)/$floor-proxy"
+    [ -x "${FLOORS[$floor]}" ] || { log "missing ${FLOORS[$floor]} (run without --no-build)"; exit 2; }
+done
 BIN="$(cd "$ROOT" && swift build -c release --show-bin-path)"
 TOKENGATE="$BIN/tokengate"
 BENCH="$BIN/tokengate-bench"
@@ -205,9 +210,9 @@ start_proxy() {
         tokengate)
             # One event loop (`event_loops: 1` in scripts/bench/tokengate.yaml), like the peers' one worker.
             taskset -c "$PROXY_CORE" "$TOKENGATE" serve --config "$TMP/tokengate.yaml" >"$TMP/tokengate.log" 2>&1 & ;;
-        nio-floor)
-            taskset -c "$PROXY_CORE" "$FLOOR" --listen 127.0.0.1:8443 --backend 127.0.0.1:9100 \
-                --cert "$TMP/cert.pem" --key "$TMP/key.pem" >"$TMP/nio-floor.log" 2>&1 & ;;
+        nio-floor|epoll-floor)
+            taskset -c "$PROXY_CORE" "${FLOORS[$1]}" --listen 127.0.0.1:8443 --backend 127.0.0.1:9100 \
+                --cert "$TMP/cert.pem" --key "$TMP/key.pem" >"$TMP/$1.log" 2>&1 & ;;
         *)  # another tokengate build (--gateway LABEL=PATH), same configuration
             taskset -c "$PROXY_CORE" "${GATEWAYS[$1]}" serve --config "$TMP/tokengate.yaml" >"$TMP/$1.log" 2>&1 & ;;
     esac
@@ -393,6 +398,15 @@ if "tokengate" in proxies:
         print(f"{p:<13}{fmt(ratio(p,'http1.1','requests_per_s'),2):>10}{fmt(ratio(p,'http1.1','cpu_us_per_request'),2):>12}"
               f"{fmt(ratio(p,'h2','requests_per_s'),2):>10}{fmt(ratio(p,'h2','cpu_us_per_request'),2):>12}"
               f"{fmt(ratio(p,'fixed-rate','p99_ms'),2):>11}")
+if "epoll-floor" in proxies and "nio-floor" in proxies:
+    print()
+    print("the floors: epoll-floor ÷ nio-floor (HTTP/1.1; CPU/req: lower is better for the epoll loop)")
+    def floors(column, protocol="http1.1"):
+        a, b = med("epoll-floor", protocol, column), med("nio-floor", protocol, column)
+        return None if a is None or b in (None, 0) else a / b
+    print(f"{'h1 req/s':>10}{'h1 CPU/req':>12}{'p99 @rate':>11}")
+    print(f"{fmt(floors('requests_per_s'),2):>10}{fmt(floors('cpu_us_per_request'),2):>12}"
+          f"{fmt(floors('p99_ms','fixed-rate'),2):>11}")
 EOF
 log "raw results: $RESULTS (per-run outputs beside it)"
 if [ "$OUT" = "$TMP/results" ]; then

@@ -4,7 +4,7 @@
 
 internal import CTokengateOpenSSL
 internal import CTokengateShims
-import NIOCore
+public import NIOCore
 
 /// One TLS connection: owns the `SSL*` and is, at the same time, its BIO (ciphertext in and out).
 ///
@@ -26,16 +26,23 @@ import NIOCore
 /// Every SSL call follows the same order: `ERR_clear_error()`, the call, then `SSL_get_error()` on its return
 /// value before any other OpenSSL call on this thread (the error queue is thread-local and `SSL_get_error`
 /// consults it). `SSL_ERROR_WANT_READ`/`WANT_WRITE` mean "needs more bytes" and map to `.incomplete`.
-final class TLSConnection {
+///
+/// ### Outside a channel
+/// ``TLSHandler`` drives it from NIO channel events, but nothing here needs a channel: the type is public so that
+/// a driver on another event loop (the epoll floor proxy in Benchmarks/) terminates TLS through the very same
+/// code, created with ``init(server:allocator:)``. Such a driver owns the same duties the handler has: call
+/// everything on one thread, loop ``read(into:)`` until ``ReadResult/wantMore`` or no ``hasPendingInput``, and
+/// send ``takeOutbound()`` after every step.
+public final class TLSConnection {
     /// Result of one OpenSSL step, after mapping `SSL_get_error`.
-    enum StepResult {
+    public enum StepResult {
         case incomplete
         case complete
         case failed(TLSError)
     }
 
     /// Result of one `SSL_read`.
-    enum ReadResult {
+    public enum ReadResult {
         case bytes(Int)
         case wantMore
         case receivedCloseNotify
@@ -88,6 +95,18 @@ final class TLSConnection {
         }
     }
 
+    /// A server-side connection on `context`'s default certificate (SNI may move it during the handshake), for a
+    /// driver other than ``TLSHandler``. Returns `nil` when OpenSSL is out of memory.
+    public convenience init?(server context: TLSServerContext, allocator: ByteBufferAllocator) {
+        self.init(sslContext: context.contexts[0], isServer: true, allocator: allocator)
+        // The SNI callback points at `context` unretained (see TLSServerContext.init): held here, as the handler
+        // holds it, so that the context outlives every SSL that can call back into it.
+        self.serverContext = context
+    }
+
+    /// Keeps the server context alive for the SNI callback; set only by ``init(server:allocator:)``.
+    private var serverContext: TLSServerContext?
+
     deinit {
         // Frees the BIO too; our destroy callback does not touch `self`.
         SSL_free(self.ssl)
@@ -98,7 +117,7 @@ final class TLSConnection {
     /// Hands received ciphertext to OpenSSL. Normally OpenSSL has consumed everything before the next read
     /// arrives (we always loop until WANT_READ), so this only keeps a reference; appending (a copy) only
     /// happens when bytes are still pending, e.g. after a failure or in the closing state.
-    func receive(_ buffer: ByteBuffer) {
+    public func receive(_ buffer: ByteBuffer) {
         if var pending = self.inbound, pending.readableBytes > 0 {
             self.inbound = nil  // keep `pending` uniquely referenced so the append does not copy it first
             var buffer = buffer
@@ -110,7 +129,7 @@ final class TLSConnection {
     }
 
     /// Readable ciphertext not yet consumed.
-    var pendingInboundBytes: Int {
+    public var pendingInboundBytes: Int {
         self.inbound?.readableBytes ?? 0
     }
 
@@ -118,17 +137,17 @@ final class TLSConnection {
     /// already pulled in (read-ahead) or decrypted but not returned. When neither, the next `SSL_read` would
     /// only return WANT_READ — after allocating and freeing its 16 KiB record buffer (`SSL_MODE_RELEASE_BUFFERS`
     /// gives it back whenever it is empty), which was one of the three 16 KiB allocations per request.
-    var hasPendingInput: Bool {
+    public var hasPendingInput: Bool {
         self.pendingInboundBytes > 0 || SSL_has_pending(self.ssl) == 1
     }
 
     /// Drops unconsumed ciphertext (after a fatal error or once the connection is closed).
-    func discardInbound() {
+    public func discardInbound() {
         self.inbound = nil
     }
 
     /// Takes the ciphertext produced so far; the next OpenSSL write starts a new buffer.
-    func takeOutbound() -> ByteBuffer? {
+    public func takeOutbound() -> ByteBuffer? {
         // The buffer leaves for the channel; keeping it would make the next BIO write copy-on-write it.
         defer { self.outbound = nil }
         guard let outbound = self.outbound, outbound.readableBytes > 0 else {
@@ -139,7 +158,7 @@ final class TLSConnection {
     }
 
     /// Sizes the next outgoing buffer so that `plaintextBytes` fit in one allocation once encrypted.
-    func reserveOutbound(plaintextBytes: Int) {
+    public func reserveOutbound(plaintextBytes: Int) {
         let records = plaintextBytes / TLSPolicy.maxRecordPlaintext + 1
         self.outboundCapacityHint = plaintextBytes + records * TLSPolicy.maxRecordOverhead
         self.stagingCapacityHint = min(plaintextBytes, TLSPolicy.maxRecordPlaintext)
@@ -180,7 +199,7 @@ final class TLSConnection {
 
     /// One step of the handshake. Call ``takeOutbound()`` afterwards whatever the result: a flight or an
     /// alert may be waiting.
-    func doHandshake() -> StepResult {
+    public func doHandshake() -> StepResult {
         ERR_clear_error()
         let rc = SSL_do_handshake(self.ssl)
         if rc == 1 {
@@ -190,7 +209,7 @@ final class TLSConnection {
     }
 
     /// Decrypts one record's worth of plaintext into `buffer`.
-    func read(into buffer: inout ByteBuffer) -> ReadResult {
+    public func read(into buffer: inout ByteBuffer) -> ReadResult {
         var rc: Int32 = 0
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1024) { space in
             ERR_clear_error()
@@ -216,11 +235,11 @@ final class TLSConnection {
     /// Writes up to this size are coalesced: an HTTP response's header block and a short body then travel in
     /// one record (one AEAD seal, 22–29 bytes of overhead) instead of one each. Larger writes go to
     /// `SSL_write` straight from the caller's buffer, without a copy.
-    static let coalescingLimit = 4096
+    public static let coalescingLimit = 4096
 
     /// Encrypts `buffer`, possibly holding it back to share a record with the next small writes. Call
     /// ``finishEncrypting()`` after the last buffer of a flush.
-    func encrypt(_ buffer: ByteBuffer) -> StepResult {
+    public func encrypt(_ buffer: ByteBuffer) -> StepResult {
         guard buffer.readableBytes <= Self.coalescingLimit else {
             if case .failed(let error) = self.finishEncrypting() {
                 return .failed(error)
@@ -242,7 +261,7 @@ final class TLSConnection {
     }
 
     /// Encrypts whatever ``encrypt(_:)`` held back, and frees the staging buffer.
-    func finishEncrypting() -> StepResult {
+    public func finishEncrypting() -> StepResult {
         guard let staging = self.staging else {
             return .complete
         }
@@ -255,7 +274,7 @@ final class TLSConnection {
 
     /// Encrypts all of `buffer`, at most ``TLSPolicy/maxRecordPlaintext`` bytes per `SSL_write` so each call
     /// produces exactly one record.
-    func write(_ buffer: ByteBuffer) -> StepResult {
+    public func write(_ buffer: ByteBuffer) -> StepResult {
         buffer.withUnsafeReadableBytes { bytes -> StepResult in
             var offset = 0
             while offset < bytes.count {
@@ -273,7 +292,7 @@ final class TLSConnection {
     }
 
     /// Sends close_notify (first call) and reports whether the peer's close_notify was already received.
-    func shutdown() -> StepResult {
+    public func shutdown() -> StepResult {
         ERR_clear_error()
         let rc = SSL_shutdown(self.ssl)
         switch rc {
@@ -318,7 +337,7 @@ final class TLSConnection {
     // MARK: What was negotiated.
 
     /// The ALPN protocol selected in the handshake, or `nil`.
-    var negotiatedProtocol: String? {
+    public var negotiatedProtocol: String? {
         var data: UnsafePointer<UInt8>? = nil
         var length: UInt32 = 0
         SSL_get0_alpn_selected(self.ssl, &data, &length)
@@ -329,7 +348,7 @@ final class TLSConnection {
     }
 
     /// The SNI host name (sent by the client, or the one we sent as a client), lowercased.
-    var serverName: String? {
+    public var serverName: String? {
         guard let name = SSL_get_servername(self.ssl, TLSEXT_NAMETYPE_host_name) else {
             return nil
         }
@@ -337,7 +356,7 @@ final class TLSConnection {
     }
 
     /// `"TLSv1.2"` or `"TLSv1.3"`.
-    var version: String {
+    public var version: String {
         String(cString: SSL_get_version(self.ssl))
     }
 }

@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import FloorWork
 import NIOCore
 import NIOPosix
 
@@ -76,7 +77,7 @@ final class FloorClientHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.splitter.split(
             Self.unwrapInboundIn(data),
-            length: { $0.withUnsafeReadableBytes { FloorHeadScan.headLength($0) } }
+            length: FloorHeadScan.requestLength
         ) { request in
             if self.upstream == nil {
                 self.waiting.append(request)

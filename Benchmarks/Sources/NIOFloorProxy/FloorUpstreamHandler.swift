@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import FloorWork
 import NIOCore
 
 /// Reads the backend's responses on a floor proxy's upstream connection and hands each whole one, as the
@@ -19,7 +20,7 @@ final class FloorUpstreamHandler: ChannelInboundHandler {
     private var splitter = FloorMessageSplitter()
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        self.splitter.split(Self.unwrapInboundIn(data), length: Self.responseLength) { response in
+        self.splitter.split(Self.unwrapInboundIn(data), length: FloorHeadScan.responseLength) { response in
             self.deliver?(response)
         }
     }
@@ -28,14 +29,5 @@ final class FloorUpstreamHandler: ChannelInboundHandler {
         self.deliver = nil
         self.closed?()
         self.closed = nil
-    }
-
-    /// The length of the response at the front of `bytes`, head and body, or nil until its head is whole.
-    static func responseLength(_ bytes: ByteBuffer) -> Int? {
-        bytes.withUnsafeReadableBytes { raw -> Int? in
-            guard let headEnd = FloorHeadScan.headLength(raw) else { return nil }
-            let body = FloorHeadScan.contentLength(raw[..<headEnd]) ?? 0
-            return headEnd + body
-        }
     }
 }

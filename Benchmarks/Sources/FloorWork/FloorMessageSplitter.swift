@@ -2,17 +2,21 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import NIOCore
+public import NIOCore
 
-/// Cuts a byte stream into whole messages for both of the floor proxy's handlers: what a read brought is
+/// Cuts a byte stream into whole messages for both directions of a floor proxy: what a read brought is
 /// joined to what an earlier read left, each whole message at the front is handed on as a slice (no copy), and
 /// the rest waits for the next read.
-struct FloorMessageSplitter {
-    private var pending: ByteBuffer?
+public struct FloorMessageSplitter {
+    // Inlinable (with `pending` visible to inlined code), so that the floors pay what a same-module call costs.
+    @usableFromInline var pending: ByteBuffer?
+
+    public init() {}
 
     /// Calls `deliver` with each whole message in `bytes` (after what was left before), where `length` says how
     /// long the message at the front of the bytes it is given is, or nil until it is whole.
-    mutating func split(
+    @inlinable
+    public mutating func split(
         _ bytes: ByteBuffer,
         length: (ByteBuffer) -> Int?,
         deliver: (ByteBuffer) -> Void
