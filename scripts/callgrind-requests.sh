@@ -10,9 +10,17 @@
 # parsing, the token check, the upstream exchange, timers.
 #
 # Usage: scripts/callgrind-requests.sh [--requests 2000] [--warmup 200] [--protocols "1.1 2"]
-#                                      [--gateway LABEL=PATH ...] [--out DIR] [--port-base 18400]
+#                                      [--gateway LABEL=PATH ...] [--peers "nginx haproxy ..."]
+#                                      [--out DIR] [--port-base 18400]
 # Without --gateway it measures the release build of this checkout (built when missing). With several, the
 # ratio of each to the first is printed: an A/B of two builds (`--gateway before=/path --gateway after=/path`).
+# --peers measures other proxies the same way, after the gateways, behind the same backend and with the same
+# requests (the token is passed through by those that do not check it):
+#   nginx        Debian's nginx as the TLS proxy (scripts/bench/proxy-nginx.conf), in one process
+#   haproxy      HAProxy 2.6 as the TLS proxy (scripts/bench/haproxy.cfg), one thread
+#   haproxy-jwt  the same with jwt_verify(HS256), the api-only flag and the cutoff map (haproxy-jwt.cfg)
+#   nio-floor    Benchmarks' nio-floor-proxy (HTTP/1.1 only; built there first)
+#   epoll-floor  Benchmarks' epoll-floor-proxy (HTTP/1.1 only; built there first)
 # Loopback only; every process it starts is stopped on exit.
 #
 # Debian 12's valgrind (3.19) cannot read the DWARF the Swift 6 toolchain writes: each binary is measured as a
@@ -27,6 +35,7 @@ PROTOCOLS="1.1 2"
 OUT=""
 PORT_BASE=18400
 LABELS=()
+PEERS=""
 declare -A GATEWAYS=()
 
 while [ $# -gt 0 ]; do
@@ -41,7 +50,8 @@ while [ $# -gt 0 ]; do
             [ "$label" != "$2" ] && [ -x "$path" ] || { echo "--gateway takes LABEL=PATH to an executable" >&2; exit 2; }
             LABELS+=("$label"); GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
             shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+        --peers) PEERS="$2"; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -51,6 +61,12 @@ done
 [ "$REQUESTS" -le 100000 ] || { echo "--requests: at most 100000 (a bounded run)" >&2; exit 2; }
 for protocol in $PROTOCOLS; do
     case "$protocol" in 1.1|2) ;; *) echo "--protocols: 1.1 and/or 2" >&2; exit 2 ;; esac
+done
+for peer in $PEERS; do
+    case "$peer" in nginx|haproxy|haproxy-jwt|nio-floor|epoll-floor) ;;
+        *) echo "--peers: unknown proxy '$peer' (nginx, haproxy, haproxy-jwt, nio-floor, epoll-floor)" >&2; exit 2 ;;
+    esac
+    [ -z "${GATEWAYS[$peer]:-}" ] || { echo "--gateway $peer: the name of a peer" >&2; exit 2; }
 done
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -63,12 +79,14 @@ command -v valgrind >/dev/null || missing+=(valgrind)
 command -v nginx >/dev/null || missing+=(nginx)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
 command -v openssl >/dev/null || missing+=(openssl)
+[[ " $PEERS " != *" haproxy"* ]] || command -v haproxy >/dev/null || missing+=(haproxy)
 if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
     $SUDO service nginx stop >/dev/null 2>&1 || true
+    $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
 
 if [ ${#LABELS[@]} -eq 0 ]; then
@@ -79,6 +97,13 @@ fi
 # TOKENGATE_BENCH: a tokengate-bench binary to mint the token and cutoffs with (default: this checkout's).
 BENCH="${TOKENGATE_BENCH:-$(cd "$ROOT" && swift build -c release --show-bin-path)/tokengate-bench}"
 [ -x "$BENCH" ] || (cd "$ROOT" && swift build -c release --product tokengate-bench >/dev/null)
+
+declare -A FLOORS=()
+for floor in nio-floor epoll-floor; do
+    [[ " $PEERS " == *" $floor "* ]] || continue
+    FLOORS[$floor]="$(cd "$ROOT/Benchmarks" && swift build -c release --show-bin-path)/$floor-proxy"
+    [ -x "${FLOORS[$floor]}" ] || (cd "$ROOT/Benchmarks" && swift build -c release --product "$floor-proxy" >/dev/null)
+done
 
 TMP="$(mktemp -d /tmp/tokengate-callgrind.XXXXXX)"
 
@@ -93,15 +118,23 @@ BACKEND_PORT=$((PORT_BASE + 1))
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
     -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null
-K="$(openssl rand 32 | openssl base64 -A | tr '+/' '-_' | tr -d '=')"
+# A printable secret, because HAProxy's configuration takes the HS256 key as text; the JWK holds its bytes.
+SECRET="$(openssl rand -hex 32)"
+K="$(printf %s "$SECRET" | openssl base64 -A | tr '+/' '-_' | tr -d '=')"
 printf '{"keys":[{"kty":"oct","kid":"bench","alg":"HS256","use":"sig","k":"%s"}]}\n' "$K" > "$TMP/hs256.jwks"
-chmod 600 "$TMP/hs256.jwks" "$TMP/key.pem"
+cat "$TMP/cert.pem" "$TMP/key.pem" > "$TMP/haproxy.pem"
+chmod 600 "$TMP/hs256.jwks" "$TMP/key.pem" "$TMP/haproxy.pem"
 "$BENCH" cutoffs --users 5000 --out "$TMP/cutoffs.json" --haproxy-map "$TMP/cutoffs.map" >/dev/null
 "$BENCH" mint --key "$TMP/hs256.jwks" --users 1 --kind api --out "$TMP/tokens.txt" >/dev/null
 TOKEN="$(head -n 1 "$TMP/tokens.txt")"
 BODY="$(printf 'x%.0s' $(seq 1 99))"
 sed -e "s|@TMP@|$TMP|g" -e "s|@BODY@|$BODY\\\\n|g" -e "s|9100|$BACKEND_PORT|g" "$TEMPLATES/backend-nginx.conf" > "$TMP/backend-nginx.conf"
-sed -e "s|8443|$PROXY_PORT|g" -e "s|9100|$BACKEND_PORT|g" "$TEMPLATES/tokengate.yaml" > "$TMP/tokengate.yaml"
+for file in tokengate.yaml proxy-nginx.conf haproxy.cfg haproxy-jwt.cfg; do
+    sed -e "s|@TMP@|$TMP|g" -e "s|@SECRET@|$SECRET|g" -e "s|8443|$PROXY_PORT|g" -e "s|9100|$BACKEND_PORT|g" \
+        "$TEMPLATES/$file" > "$TMP/$file"
+done
+# One process, so that valgrind sees the worker's instructions.
+sed -i 's|^daemon off;|daemon off;\nmaster_process off;|' "$TMP/proxy-nginx.conf"
 
 nginx -p "$TMP" -e "$TMP/backend-error.log" -c "$TMP/backend-nginx.conf" &
 STARTED_PIDS+=($!)
@@ -110,6 +143,10 @@ wait_port "$BACKEND_PORT" "$!" || { log "the backend did not start"; cat "$TMP/b
 for label in "${LABELS[@]}"; do
     objcopy --strip-debug "${GATEWAYS[$label]}" "$TMP/gateway-$label"
     GATEWAYS[$label]="$TMP/gateway-$label"
+done
+for floor in "${!FLOORS[@]}"; do
+    objcopy --strip-debug "${FLOORS[$floor]}" "$TMP/$floor-proxy"
+    FLOORS[$floor]="$TMP/$floor-proxy"
 done
 
 URL="https://127.0.0.1:$PROXY_PORT/api/bench"
@@ -120,22 +157,47 @@ load() {  # protocol count: one connection, one request at a time; fails unless 
     grep -q "status codes: $2 2xx" <<< "$output" || { log "not every answer was a 2xx:"; echo "$output" >&2; return 1; }
 }
 
+control() {  # pid option: valgrind takes the request the next time the process runs, so wake an idle one
+    callgrind_control "$2" "$1" >/dev/null 2>&1 &
+    local request=$!
+    # A proxy without timers sleeps in epoll_wait; a bare TCP connection (accepted and closed) wakes it.
+    while kill -0 "$request" 2>/dev/null; do sleep 0.5; port_busy "$PROXY_PORT" || true; done
+    wait "$request"
+}
+proxy_command() {  # name -> COMMAND, the proxy's command line (and ENVIRONMENT for it)
+    ENVIRONMENT=()
+    case "$1" in
+        nginx) COMMAND=(nginx -p "$TMP" -e "$TMP/proxy-nginx-error.log" -c "$TMP/proxy-nginx.conf") ;;
+        haproxy|haproxy-jwt) COMMAND=(haproxy -db -f "$TMP/$1.cfg") ;;
+        nio-floor|epoll-floor)
+            COMMAND=("${FLOORS[$1]}" --listen "127.0.0.1:$PROXY_PORT" --backend "127.0.0.1:$BACKEND_PORT"
+                --cert "$TMP/cert.pem" --key "$TMP/key.pem") ;;
+        *)  # a tokengate build; valgrind stops in libdispatch's signal thread without the preload
+            ENVIRONMENT=("LD_PRELOAD=$TMP/sigsuspend-copy.so")
+            COMMAND=("${GATEWAYS[$1]}" serve --config "$TMP/tokengate.yaml") ;;
+    esac
+}
+
 RESULTS="$OUT/results.tsv"
 printf 'gateway\tprotocol\trequests\tinstructions\tinstructions_per_request\n' > "$RESULTS"
-for label in "${LABELS[@]}"; do
+for label in "${LABELS[@]}" $PEERS; do
     for protocol in $PROTOCOLS; do
+        if [ "$protocol" = 2 ] && [ -n "${FLOORS[$label]:-}" ]; then
+            continue  # the floors speak HTTP/1.1 only
+        fi
         log "$label, HTTP/$protocol: $WARMUP + $REQUESTS requests under callgrind"
         dump="$TMP/callgrind.$label.$protocol"
-        LD_PRELOAD="$TMP/sigsuspend-copy.so" valgrind --tool=callgrind --callgrind-out-file="$dump.%p" "${GATEWAYS[$label]}" serve \
-            --config "$TMP/tokengate.yaml" >"$TMP/$label.log" 2>&1 &
+        proxy_command "$label"
+        env "${ENVIRONMENT[@]}" valgrind --tool=callgrind --callgrind-out-file="$dump.%p" "${COMMAND[@]}" \
+            >"$TMP/$label.log" 2>&1 &
         pid=$!
         STARTED_PIDS+=("$pid")
         for _ in $(seq 1 600); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         port_busy "$PROXY_PORT" || { log "$label did not start"; tail -n 20 "$TMP/$label.log" >&2; exit 1; }
         load "$protocol" "$WARMUP"
-        callgrind_control --zero "$pid" >/dev/null
+        control "$pid" --zero
         load "$protocol" "$REQUESTS"
-        callgrind_control --dump="measured" "$pid" >/dev/null
+        control "$pid" --dump="measured"
         # The dump of the measured window is the newest part file: `<file>.<pid>.<n>`.
         part="$(ls -t "$dump.$pid".* 2>/dev/null | head -n 1)"
         total="$(awk '/^summary:/ {print $2}' "$part")"
