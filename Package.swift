@@ -4,7 +4,7 @@
 //
 // Layers, each a module (docs/architecture.md has the map and one request's path through it):
 //   C system libraries (OpenSSL 3, libnghttp2, libpq) → C shims → token verification (pure, no I/O)
-//   → TLS → HTTP protocol layer → configuration → cutoff stores → the proxy (TokengateGateway)
+//   → the data plane's event loop (epoll) → TLS → HTTP protocol layer → configuration → cutoff stores → the proxy (TokengateGateway)
 //   → admin listener (TokengateAdmin) → the `tokengate` executable; the demo site (TokengateDemo) beside it.
 // The hot-path benchmarks live in the `Benchmarks/` sub-package so that their dependencies
 // (package-benchmark, jwt-kit) never reach the product.
@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "TokengateConfig", targets: ["TokengateConfig"]),
         // For the HTTP/1.1 parser and cookie/form scanner fuzz targets (Fuzz/).
         .library(name: "TokengateHTTP", targets: ["TokengateHTTP"]),
+        // For the benchmarks' epoll floor proxy (Benchmarks/Sources/EpollFloorProxy), which runs on this loop.
+        .library(name: "TokengateEventLoop", targets: ["TokengateEventLoop"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -65,6 +67,20 @@ let package = Package(
         .target(
             name: "CTokengateShims",
             dependencies: ["CTokengateOpenSSL", "CTokengateNghttp2"]
+        ),
+
+        // Linux's epoll and accept4, which Swift's Glibc module does not export.
+        .target(name: "CTokengateEpoll"),
+
+        // MARK: The data plane's own event loop: epoll, sockets and deadlines, no NIO channels.
+        .target(
+            name: "TokengateEventLoop",
+            dependencies: [
+                "CTokengateEpoll",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            swiftSettings: swiftSettings
         ),
 
         // MARK: Token verification: pure, no I/O, no NIO. The hot path.
@@ -252,6 +268,14 @@ let package = Package(
             name: "TokengateTokensTests",
             dependencies: ["TokengateTokens", "CTokengateOpenSSL", "TokengateTestSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TokengateEventLoopTests",
+            dependencies: [
+                "TokengateEventLoop",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -76,15 +76,13 @@ let package = Package(
                 .enableUpcomingFeature("MemberImportVisibility"),
             ]
         ),
-        // Linux's <sys/epoll.h>, which Swift's Glibc module leaves out.
-        .target(name: "CEpoll"),
-        // The same floor on an epoll event loop of its own (no NIO channels), with the gateway's TLSConnection:
+        // The same floor on the data plane's epoll event loop (no NIO channels), with the gateway's TLSConnection:
         // what the construction costs when SwiftNIO's channel machinery is taken out.
         .executableTarget(
             name: "epoll-floor-proxy",
             dependencies: [
-                "CEpoll",
                 "FloorWork",
+                .product(name: "TokengateEventLoop", package: "tokengate"),
                 .product(name: "TokengateTLS", package: "tokengate"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

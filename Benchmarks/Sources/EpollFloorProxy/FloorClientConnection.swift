@@ -4,6 +4,7 @@
 
 import FloorWork
 import NIOCore
+import TokengateEventLoop
 import TokengateTLS
 
 #if canImport(Glibc)
@@ -34,9 +35,12 @@ final class FloorClientConnection: EpollEventHandler {
     private var upstream: FloorUpstreamConnection?
     private var registration: LoopRegistration?
 
-    private init(socket: consuming Socket, tls: TLSConnection) {
+    private let buffers: FloorBuffers
+
+    private init(socket: consuming Socket, tls: TLSConnection, buffers: FloorBuffers) {
         self.socket = socket
         self.tls = tls
+        self.buffers = buffers
     }
 
     /// Registers an accepted client with `loop`, starts its upstream connection to `backend` and arms the
@@ -45,17 +49,18 @@ final class FloorClientConnection: EpollEventHandler {
         _ socket: consuming Socket,
         context: TLSServerContext,
         backend: sockaddr_in,
+        buffers: FloorBuffers,
         loop: EpollEventLoop
     ) throws(SystemCallError) {
         let descriptor = socket.descriptor
         guard let tls = TLSConnection(server: context, allocator: loop.allocator) else {
             throw SystemCallError("SSL_new", code: ENOMEM)
         }
-        let client = FloorClientConnection(socket: socket, tls: tls)
+        let client = FloorClientConnection(socket: socket, tls: tls, buffers: buffers)
         let registration = try loop.register(client, socket: descriptor)
         client.registration = registration
         do throws(SystemCallError) {
-            client.upstream = try FloorUpstreamConnection.start(to: backend, for: client, loop: loop)
+            client.upstream = try FloorUpstreamConnection.start(to: backend, for: client, buffers: buffers, loop: loop)
         } catch {
             client.close(loop: loop)
             throw error
@@ -85,19 +90,19 @@ final class FloorClientConnection: EpollEventHandler {
     /// loop means no byte was left behind (see ``EpollEventLoop``).
     private func readAll(loop: EpollEventLoop) {
         while !self.stateMachine.isClosed {
-            var buffer = loop.readBuffer.take(allocator: loop.allocator, minimumCapacity: Self.readSize)
+            var buffer = self.buffers.read.take(allocator: loop.allocator, minimumCapacity: Self.readSize)
             let room = buffer.writableBytes
             switch self.socket.read(into: &buffer, minimumBytes: Self.readSize) {
             case .bytes(let count):
                 self.tls.receive(buffer)
                 self.run(self.stateMachine.bytesReceived(), loop: loop)
-                loop.readBuffer.giveBack(buffer)
+                self.buffers.read.giveBack(buffer)
                 if count < room { return }
             case .wouldBlock:
-                loop.readBuffer.giveBack(buffer)
+                self.buffers.read.giveBack(buffer)
                 return
             case .closed, .failed:
-                loop.readBuffer.giveBack(buffer)
+                self.buffers.read.giveBack(buffer)
                 self.run(self.stateMachine.failed(), loop: loop)
                 return
             }
@@ -132,7 +137,7 @@ final class FloorClientConnection: EpollEventHandler {
     /// `SSL_read` until OpenSSL needs more bytes (as the TLS handler does), then each whole request head goes
     /// upstream.
     private func decode(loop: EpollEventLoop) {
-        var plaintext = loop.plaintextBuffer.take(
+        var plaintext = self.buffers.plaintext.take(
             allocator: loop.allocator,
             minimumCapacity: self.tls.pendingInboundBytes + 1024
         )
@@ -147,7 +152,7 @@ final class FloorClientConnection: EpollEventHandler {
                 closeNotify = true
                 break decoding
             case .failed:
-                loop.plaintextBuffer.giveBack(plaintext)
+                self.buffers.plaintext.giveBack(plaintext)
                 self.sendCiphertext(loop: loop)
                 self.run(self.stateMachine.failed(), loop: loop)
                 return
@@ -158,7 +163,7 @@ final class FloorClientConnection: EpollEventHandler {
                 upstream.send(head, loop: loop)
             }
         }
-        loop.plaintextBuffer.giveBack(plaintext)
+        self.buffers.plaintext.giveBack(plaintext)
         // Session tickets and key updates may have produced records.
         self.sendCiphertext(loop: loop)
         if closeNotify {

@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateEventLoop
 import TokengateTLS
 
 #if canImport(Glibc)
@@ -14,6 +15,7 @@ final class FloorListener: EpollEventHandler {
     private let socket: Socket
     private let context: TLSServerContext
     private let backend: sockaddr_in
+    private let buffers = FloorBuffers()
 
     init(socket: consuming Socket, context: TLSServerContext, backend: sockaddr_in, loop: EpollEventLoop)
         throws(SystemCallError)
@@ -30,7 +32,8 @@ final class FloorListener: EpollEventHandler {
         while true {
             do {
                 guard let client = try self.socket.accept() else { return }
-                try FloorClientConnection.start(client, context: self.context, backend: self.backend, loop: loop)
+                try FloorClientConnection.start(
+                    client, context: self.context, backend: self.backend, buffers: self.buffers, loop: loop)
             } catch {
                 // Out of descriptors or memory: this connection is lost, the listener goes on.
                 let line = "epoll-floor-proxy: \(error)\n"

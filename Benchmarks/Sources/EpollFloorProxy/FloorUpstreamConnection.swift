@@ -4,6 +4,7 @@
 
 import FloorWork
 import NIOCore
+import TokengateEventLoop
 import TokengateTLS
 
 #if canImport(Glibc)
@@ -38,9 +39,17 @@ final class FloorUpstreamConnection: EpollEventHandler {
     private var flushRequested = false
     private var splitter = FloorMessageSplitter()
 
-    private init(socket: consuming Socket, client: FloorClientConnection, allocator: ByteBufferAllocator) {
+    private let buffers: FloorBuffers
+
+    private init(
+        socket: consuming Socket,
+        client: FloorClientConnection,
+        buffers: FloorBuffers,
+        allocator: ByteBufferAllocator
+    ) {
         self.socket = socket
         self.client = client
+        self.buffers = buffers
         self.outbound = allocator.buffer(capacity: 1024)
     }
 
@@ -48,11 +57,12 @@ final class FloorUpstreamConnection: EpollEventHandler {
     static func start(
         to backend: sockaddr_in,
         for client: FloorClientConnection,
+        buffers: FloorBuffers,
         loop: EpollEventLoop
     ) throws(SystemCallError) -> FloorUpstreamConnection {
         let socket = try Socket.connect(to: backend)
         let descriptor = socket.descriptor
-        let upstream = FloorUpstreamConnection(socket: socket, client: client, allocator: loop.allocator)
+        let upstream = FloorUpstreamConnection(socket: socket, client: client, buffers: buffers, allocator: loop.allocator)
         upstream.registration = try loop.register(upstream, socket: descriptor)
         return upstream
     }
@@ -114,7 +124,7 @@ final class FloorUpstreamConnection: EpollEventHandler {
     /// Reads until a short read (see ``EpollEventLoop``), handing each whole response to the client.
     private func readAll(loop: EpollEventLoop) {
         while case .connected = self.state {
-            var buffer = loop.readBuffer.take(allocator: loop.allocator, minimumCapacity: Self.readSize)
+            var buffer = self.buffers.read.take(allocator: loop.allocator, minimumCapacity: Self.readSize)
             let room = buffer.writableBytes
             switch self.socket.read(into: &buffer, minimumBytes: Self.readSize) {
             case .bytes(let count):
@@ -122,13 +132,13 @@ final class FloorUpstreamConnection: EpollEventHandler {
                 self.splitter.split(buffer, length: FloorHeadScan.responseLength) { response in
                     client.sendResponse(response, loop: loop)
                 }
-                loop.readBuffer.giveBack(buffer)
+                self.buffers.read.giveBack(buffer)
                 if count < room { return }
             case .wouldBlock:
-                loop.readBuffer.giveBack(buffer)
+                self.buffers.read.giveBack(buffer)
                 return
             case .closed, .failed:
-                loop.readBuffer.giveBack(buffer)
+                self.buffers.read.giveBack(buffer)
                 self.client.upstreamEnded(loop: loop)
                 return
             }

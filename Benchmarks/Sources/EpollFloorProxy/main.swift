@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import ArgumentParser
+import TokengateEventLoop
 import TokengateTLS
 
 #if canImport(Glibc)
@@ -34,15 +35,15 @@ struct EpollFloorProxy: ParsableCommand {
 
     func validate() throws {
         for (name, value) in [("--listen", self.listen), ("--backend", self.backend)] {
-            guard value.hasPrefix("127."), sockaddr_in(loopback: value) != nil else {
+            guard value.hasPrefix("127."), sockaddr_in(ipv4: value) != nil else {
                 throw ValidationError("\(name) must be a loopback address, 127.x.y.z:PORT")
             }
         }
     }
 
     func run() throws {
-        let listen = sockaddr_in(loopback: self.listen)!
-        let backend = sockaddr_in(loopback: self.backend)!
+        let listen = sockaddr_in(ipv4: self.listen)!
+        let backend = sockaddr_in(ipv4: self.backend)!
         let context = try TLSServerContext(
             certificates: [TLSCertificateSource(certificatePath: self.cert, privateKeyPath: self.key)],
             alpnProtocols: ["http/1.1"]

@@ -5,7 +5,7 @@
 /// What an ``EpollEventLoop`` calls: one object per registered socket (a listener, a client connection, an
 /// upstream connection). All calls come on the loop's thread, one at a time, and never while another call of
 /// the same loop is on the stack.
-protocol EpollEventHandler: AnyObject {
+public protocol EpollEventHandler: AnyObject {
     /// epoll reported `events` for this handler's socket. Edge-triggered: read until a short read or
     /// ``Socket/IOResult/wouldBlock``, or no new edge comes for the bytes left behind.
     func socketReady(_ events: SocketEvents, loop: EpollEventLoop)

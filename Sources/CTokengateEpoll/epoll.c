@@ -2,5 +2,10 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-// Headers only (see include/CEpoll.h); a C target needs one source file.
-#include "CEpoll.h"
+#define _GNU_SOURCE
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "CTokengateEpoll.h"
+
+int CTokengateEpoll_accept4(int socket, int flags) { return accept4(socket, NULL, NULL, flags); }

@@ -7,17 +7,17 @@ import Glibc
 #endif
 
 /// A failed system call: which one, and `errno` right after it.
-struct SystemCallError: Error, CustomStringConvertible {
-    let call: String
-    let code: Int32
+public struct SystemCallError: Error, CustomStringConvertible {
+    public let call: String
+    public let code: Int32
 
     /// Captures `errno` now: create it right after the failing call.
-    init(_ call: String, code: Int32 = errno) {
+    public init(_ call: String, code: Int32 = errno) {
         self.call = call
         self.code = code
     }
 
-    var description: String {
+    public var description: String {
         "\(self.call): \(String(cString: strerror(self.code)))"
     }
 }

@@ -2,9 +2,9 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CEpoll
-import NIOCore
-import TokengateTLS
+import CTokengateEpoll
+import HeapModule
+public import NIOCore
 
 #if canImport(Glibc)
 import Glibc
@@ -30,13 +30,8 @@ import Glibc
 /// so a dispatch is an array look-up, and an event, timer or tick-end request of a handler that has gone in the
 /// meantime finds a newer generation and is dropped.
 ///
-/// ### Buffers
-/// The loop lends its handlers two ``ScratchBuffer``s — one for the bytes of a socket read, one for decrypted
-/// plaintext — because a handler runs to its end before the next one starts: a read allocates nothing while
-/// nobody keeps the previous one's bytes.
-///
 /// Not thread-safe by design: everything runs on the thread that calls ``run()``.
-final class EpollEventLoop {
+public final class EpollEventLoop {
     private struct Slot {
         var generation: UInt32 = 0
         var handler: (any EpollEventHandler)?
@@ -49,16 +44,13 @@ final class EpollEventLoop {
     private var slots: [Slot] = []
     private var freeSlots: [UInt32] = []
     private var tickEnd: [LoopRegistration] = []
-    private var timers = TimerQueue()
+    private var timers = Heap<LoopTimer>()
     private let events: UnsafeMutableBufferPointer<epoll_event>
 
-    let allocator = ByteBufferAllocator()
-    /// For a socket read's bytes; see the type's comment.
-    var readBuffer = ScratchBuffer()
-    /// For a read batch's decrypted bytes; see the type's comment.
-    var plaintextBuffer = ScratchBuffer()
+    public let allocator = ByteBufferAllocator()
+    private var stopRequested = false
 
-    init() throws(SystemCallError) {
+    public init() throws(SystemCallError) {
         self.epoll = try Epoll()
         self.events = .allocate(capacity: Self.maximumEventsPerTick)
         self.events.initialize(repeating: epoll_event())
@@ -73,7 +65,7 @@ final class EpollEventLoop {
     // MARK: Registration.
 
     /// Gives `handler` a slot and adds `socket` to epoll (both directions, edge-triggered) with it.
-    func register(_ handler: any EpollEventHandler, socket: Int32) throws(SystemCallError) -> LoopRegistration {
+    public func register(_ handler: any EpollEventHandler, socket: Int32) throws(SystemCallError) -> LoopRegistration {
         let index: UInt32
         if let free = self.freeSlots.popLast() {
             index = free
@@ -94,7 +86,7 @@ final class EpollEventLoop {
 
     /// Frees the handler's slot: no event, timer or tick-end call reaches it any more. Close its socket too
     /// (closing is what takes the socket out of epoll).
-    func deregister(_ registration: LoopRegistration) {
+    public func deregister(_ registration: LoopRegistration) {
         let index = Int(registration.index)
         guard index < self.slots.count, self.slots[index].generation == registration.generation else { return }
         self.slots[index].handler = nil
@@ -112,17 +104,17 @@ final class EpollEventLoop {
 
     /// Calls the handler's ``EpollEventHandler/tickEnded(loop:)`` once this tick's events are handled. The
     /// handler asks once per tick (it keeps a flag); asking twice calls it twice.
-    func callAtTickEnd(_ registration: LoopRegistration) {
+    public func callAtTickEnd(_ registration: LoopRegistration) {
         self.tickEnd.append(registration)
     }
 
     /// Calls the handler's ``EpollEventHandler/timerFired(tag:loop:)`` in `nanoseconds` or a little later.
-    func schedule(in nanoseconds: UInt64, for registration: LoopRegistration, tag: UInt32) {
-        self.timers.push(LoopTimer(deadline: Self.now() &+ nanoseconds, registration: registration, tag: tag))
+    public func schedule(in nanoseconds: UInt64, for registration: LoopRegistration, tag: UInt32) {
+        self.timers.insert(LoopTimer(deadline: Self.now() &+ nanoseconds, registration: registration, tag: tag))
     }
 
     /// The monotonic clock, in nanoseconds.
-    static func now() -> UInt64 {
+    public static func now() -> UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
@@ -130,9 +122,11 @@ final class EpollEventLoop {
 
     // MARK: The driver.
 
-    /// Runs ticks until a system call of the loop itself fails (handlers' failures are theirs to handle).
-    func run() throws(SystemCallError) {
-        while true {
+    /// Runs ticks until ``stop()`` is called (from a handler, on this thread) or a system call of the loop
+    /// itself fails (handlers' failures are theirs to handle).
+    public func run() throws(SystemCallError) {
+        self.stopRequested = false
+        while !self.stopRequested {
             let count = try self.epoll.wait(into: self.events, timeoutMilliseconds: self.timeoutMilliseconds())
             for position in 0..<count {
                 let event = self.events[position]
@@ -142,6 +136,12 @@ final class EpollEventLoop {
             self.runTickEnd()
             self.fireDueTimers()
         }
+    }
+
+    /// Ends ``run()`` once the current tick is over (its events, tick-end calls and due timers). Handlers and
+    /// sockets stay registered: a later ``run()`` goes on with them.
+    public func stop() {
+        self.stopRequested = true
     }
 
     private func runTickEnd() {
@@ -159,13 +159,14 @@ final class EpollEventLoop {
     private func fireDueTimers() {
         guard !self.timers.isEmpty else { return }
         let now = Self.now()
-        while let timer = self.timers.popDue(now: now) {
+        while let timer = self.timers.min, timer.deadline <= now {
+            self.timers.removeMin()
             self.handler(for: timer.registration)?.timerFired(tag: timer.tag, loop: self)
         }
     }
 
     private func timeoutMilliseconds() -> Int32 {
-        guard let deadline = self.timers.nextDeadline else { return -1 }
+        guard let deadline = self.timers.min?.deadline else { return -1 }
         let now = Self.now()
         guard deadline > now else { return 0 }
         return Int32(clamping: (deadline - now + 999_999) / 1_000_000)

@@ -2,8 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CEpoll
-import NIOCore
+import CTokengateEpoll
+public import NIOCore
 
 #if canImport(Glibc)
 import Glibc
@@ -14,9 +14,9 @@ import Glibc
 /// Non-copyable so that exactly one owner closes the descriptor (on ``close()`` or when the value goes away).
 /// Every call returns what happened as a value (``IOResult``) instead of throwing: "would block" is the normal
 /// end of every read and write on an edge-triggered loop, not an error.
-struct Socket: ~Copyable {
+public struct Socket: ~Copyable {
     /// What one read or write did.
-    enum IOResult {
+    public enum IOResult {
         /// This many bytes moved (a read of 0 is ``closed``).
         case bytes(Int)
         /// Nothing to read, or no room to write: wait for the next edge.
@@ -26,7 +26,7 @@ struct Socket: ~Copyable {
         case failed(SystemCallError)
     }
 
-    private(set) var descriptor: Int32
+    public private(set) var descriptor: Int32
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -37,7 +37,7 @@ struct Socket: ~Copyable {
     }
 
     /// Closes the descriptor now (which also takes it out of its epoll set); later calls fail with EBADF.
-    mutating func close() {
+    public mutating func close() {
         if self.descriptor >= 0 { _ = Glibc.close(self.descriptor) }
         self.descriptor = -1
     }
@@ -45,7 +45,7 @@ struct Socket: ~Copyable {
     // MARK: Making sockets.
 
     /// A listening socket on `address` (SO_REUSEADDR, the given backlog).
-    static func listen(on address: sockaddr_in, backlog: Int32) throws(SystemCallError) -> Socket {
+    public static func listen(on address: sockaddr_in, backlog: Int32) throws(SystemCallError) -> Socket {
         let socket = try Self.make()
         var one: Int32 = 1
         guard setsockopt(socket.descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
@@ -63,7 +63,7 @@ struct Socket: ~Copyable {
 
     /// Starts a connection to `address`. It is usually still in progress when this returns: the socket turns
     /// writable when it is done, and ``pendingError()`` then says whether it worked.
-    static func connect(to address: sockaddr_in) throws(SystemCallError) -> Socket {
+    public static func connect(to address: sockaddr_in) throws(SystemCallError) -> Socket {
         let socket = try Self.make()
         var address = address
         let result = withUnsafePointer(to: &address) {
@@ -77,8 +77,8 @@ struct Socket: ~Copyable {
     }
 
     /// The next pending connection, or nil when there is none (`EAGAIN`) or it failed before we took it.
-    func accept() throws(SystemCallError) -> Socket? {
-        let descriptor = CEpoll_accept4(self.descriptor, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
+    public func accept() throws(SystemCallError) -> Socket? {
+        let descriptor = CTokengateEpoll_accept4(self.descriptor, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
         guard descriptor >= 0 else {
             switch errno {
             case EAGAIN, EWOULDBLOCK, ECONNABORTED, EINTR: return nil
@@ -106,7 +106,7 @@ struct Socket: ~Copyable {
     }
 
     /// `SO_ERROR`: 0 once a connection started by ``connect(to:)`` is up, else why it failed.
-    func pendingError() -> Int32 {
+    public func pendingError() -> Int32 {
         var error: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(self.descriptor, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }
@@ -116,7 +116,7 @@ struct Socket: ~Copyable {
     // MARK: Bytes.
 
     /// Reads into the writable space of `buffer`, at least `minimumBytes` of it (the buffer grows if needed).
-    func read(into buffer: inout ByteBuffer, minimumBytes: Int) -> IOResult {
+    public func read(into buffer: inout ByteBuffer, minimumBytes: Int) -> IOResult {
         var result = IOResult.wouldBlock
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: minimumBytes) { space in
             let count = Glibc.read(self.descriptor, space.baseAddress, space.count)
@@ -131,7 +131,7 @@ struct Socket: ~Copyable {
     }
 
     /// Writes the readable bytes of `buffer` (without moving its reader index).
-    func write(_ buffer: ByteBuffer) -> IOResult {
+    public func write(_ buffer: ByteBuffer) -> IOResult {
         buffer.withUnsafeReadableBytes { bytes -> IOResult in
             let count = Glibc.write(self.descriptor, bytes.baseAddress, bytes.count)
             return count >= 0 ? .bytes(count) : Self.classify("write")
@@ -147,8 +147,8 @@ struct Socket: ~Copyable {
 }
 
 extension sockaddr_in {
-    /// `127.x.y.z:port` (this binary talks to loopback only), or nil.
-    init?(loopback text: String) {
+    /// `a.b.c.d:port` (an IPv4 address and a port), or nil.
+    public init?(ipv4 text: String) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             return nil
         }

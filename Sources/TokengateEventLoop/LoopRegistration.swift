@@ -8,9 +8,9 @@
 /// The generation makes stale events harmless: a socket closed while handling one event of a batch may still
 /// have an event later in the same batch, and its slot may already serve a newly accepted socket. Such an
 /// event carries the old generation and is dropped; so is a timer or tick-end request of a closed handler.
-struct LoopRegistration: Hashable {
-    let index: UInt32
-    let generation: UInt32
+public struct LoopRegistration: Hashable, Sendable {
+    public let index: UInt32
+    public let generation: UInt32
 
     init(index: UInt32, generation: UInt32) {
         self.index = index

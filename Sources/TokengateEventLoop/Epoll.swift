@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CEpoll
+import CTokengateEpoll
 
 #if canImport(Glibc)
 import Glibc
