@@ -1,6 +1,6 @@
 // swift-tools-version:6.1
 //
-// tokengate hot-path benchmarks (docs/benchmarks.md), kept in their own package so that
+// tokengate hot-path benchmarks (docs/performance.md), kept in their own package so that
 // package-benchmark, jwt-kit and swift-crypto never reach the product's dependency graph.
 //
 // Run from this directory:  swift package --disable-sandbox benchmark
@@ -58,7 +58,7 @@ let package = Package(
                 .enableUpcomingFeature("MemberImportVisibility"),
             ]
         ),
-        // The load benchmark's floor (docs/load.md, "The floors"): the cheapest TLS-terminating HTTP/1.1
+        // The load benchmark's floor (docs/performance.md, "The floors"): the cheapest TLS-terminating HTTP/1.1
         // proxy on SwiftNIO with the gateway's TLS handler, run beside the gateway by scripts/bench-compare.sh.
         .executableTarget(
             name: "nio-floor-proxy",

@@ -9,7 +9,7 @@
 #   tokengate    `tokengate serve`, HS256 keys, full checks, access log off
 #   nio-floor    (only when named in --proxies) Benchmarks' nio-floor-proxy: the gateway's TLS handler and two
 #                NIO channels per client, requests passed on unchecked and unparsed (HTTP/1.1 only): what any
-#                proxy built on SwiftNIO this way pays before doing any work (docs/load.md, "The floors")
+#                proxy built on SwiftNIO this way pays before doing any work (docs/performance.md, "The floors")
 #   epoll-floor  (only when named in --proxies) Benchmarks' epoll-floor-proxy: the same do-nothing proxy on an
 #                epoll event loop of its own with the gateway's TLSConnection, no NIO channels (HTTP/1.1 only)
 # Each is driven from core 1 by wrk (HTTP/1.1, a different token per request through a Lua script), h2load

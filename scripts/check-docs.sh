@@ -2,7 +2,7 @@
 # Checks that the documentation stays reference documentation:
 #   1. no user-facing text, script or code comment speaks of how tokengate was developed (words such as
 #      "landing", "milestone", "issue 7", "steps 30–34 below", "round of fixes", "helper session", "seed 004"),
-#      the measurement pages docs/benchmarks.md and docs/load.md and the Benchmarks package included — changes by
+#      the measurement page docs/performance.md and the Benchmarks package included — changes by
 #      version belong in CHANGELOG.md;
 #   2. docs/troubleshooting.md has a row for every rejection reason the gateway logs (the token reasons of
 #      RejectionReason, the gateway's own list in GatewayMetrics, and the token page's code and confirmation

@@ -12,7 +12,7 @@ import Glibc
 
 /// `epoll-floor-proxy`: the same do-nothing TLS-terminating HTTP/1.1 proxy as `nio-floor-proxy`, on an epoll event
 /// loop of its own instead of SwiftNIO's channels, with the gateway's TLS code (``TLSConnection``) over the system
-/// OpenSSL. For `scripts/bench-compare.sh --proxies "... epoll-floor ..."` (docs/load.md, "The floors"): the
+/// OpenSSL. For `scripts/bench-compare.sh --proxies "... epoll-floor ..."` (docs/performance.md, "The floors"): the
 /// two floors differ only in their construction, so their CPU per request says what the construction costs.
 /// **Not a proxy to deploy**: it checks nothing (see ``FloorClientConnection``).
 struct EpollFloorProxy: ParsableCommand {

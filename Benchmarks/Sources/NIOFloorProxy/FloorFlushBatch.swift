@@ -7,7 +7,7 @@ import NIOCore
 /// Flushes the upstream channels written during one event-loop tick together, at the end of the tick.
 ///
 /// The floor keeps the one scheduling choice of the gateway that the side-by-side benchmark showed to matter
-/// (docs/load.md, "Choices the figures rest on"): a flush per request wakes the backend, which shares the proxy's core, in the
+/// (docs/performance.md, "Choices the figures rest on"): a flush per request wakes the backend, which shares the proxy's core, in the
 /// middle of the proxy's batch. Without it the floor would measure a worse proxy than the gateway, not a
 /// cheaper one.
 final class FloorFlushBatch {

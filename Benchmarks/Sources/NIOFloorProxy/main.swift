@@ -9,7 +9,7 @@ import NIOPosix
 import TokengateTLS
 
 /// `nio-floor-proxy`: the cheapest TLS-terminating HTTP/1.1 proxy that can be built on SwiftNIO with the
-/// gateway's TLS handler, for `scripts/bench-compare.sh --proxies "... nio-floor ..."` (docs/load.md, "The
+/// gateway's TLS handler, for `scripts/bench-compare.sh --proxies "... nio-floor ..."` (docs/performance.md, "The
 /// floor"). It answers how much of the gateway's CPU per request is the gateway's own work and how much any
 /// proxy of this construction pays. **Not a proxy to deploy**: it checks nothing (see ``FloorClientHandler``).
 struct NIOFloorProxy: ParsableCommand {

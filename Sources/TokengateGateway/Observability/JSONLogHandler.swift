@@ -45,7 +45,7 @@ public struct JSONLogHandler: LogHandler {
     ///
     /// Every request with the access log on comes through here, so the line is built without `String`
     /// concatenation or Foundation: on the benchmark VM the string-built line cost 46–61 µs of CPU a request
-    /// and halved the gateway's requests per second; the byte-built one costs 5–7 µs (docs/load.md,
+    /// and halved the gateway's requests per second; the byte-built one costs 5–7 µs (docs/performance.md,
     /// "The access log").
     public func log(event: LogEvent) {
         var line: [UInt8] = []
