@@ -158,11 +158,11 @@ extension ProxyExchange {
     }
 
     func upstreamReadComplete() {
-        let action = self.machine.upstreamReadComplete(clientIsWritable: self.client.isWritable)
+        let action = self.machine.upstreamReadComplete()
         if let head = action.heldHead {
             self.writeHeld(head, action.heldBody, close: self.machine.closesAfterResponse(draining: self.client.isDraining))
         }
-        if action.moveResponseTimer {
+        if self.machine.movesResponseTimer(clientIsWritable: self.client.isWritable) {
             self.startResponseTimer()  // Moves the deadline; no task per read (``DeadlineTimer``).
         }
         self.client.flush()

@@ -205,6 +205,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// line here (status `499`, as nginx logs it, unless the backend's status was already forwarded): a
     /// request the backend may have acted on is never missing from the log.
     func clientClosed() {
+        self.cancelStallTimer()
         self.run(self.machine.cutShort(status: 499, reason: "client_closed"))
     }
 
@@ -212,6 +213,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// connection handler answers `400` (unless the response has begun) and closes. Logged and counted once, here,
     /// under the route, as what it is: the gateway's refusal, not a client that went away.
     func requestBodyBroken() {
+        self.cancelStallTimer()
         self.run(self.machine.cutShort(status: 400, reason: "malformed_http"))
     }
 
@@ -223,6 +225,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// client going away (`499 client_closed`) or the backend (`502 upstream_closed`), and every deploy would
     /// look like an outage.
     func drainEnded() {
+        self.cancelStallTimer()
         self.run(self.machine.drainEnded())
     }
 
@@ -238,7 +241,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.log(status: status, reason: reason)
             self.client.abort()
         case .cutShort(let status, let reason):
-            self.cancelStallTimer()
             self.closeConnection()
             self.log(status: status, reason: reason)
         }

@@ -174,13 +174,11 @@ package struct ProxyExchangeStateMachine {
         case finish(heldHead: UpstreamResponseHead?, heldBody: ByteBuffer?, reusable: Bool)
     }
 
-    /// What the driver does when the upstream's read batch ended.
+    /// What the driver does when the upstream's read batch ended: write the held head and body to the client
+    /// (with ``closesAfterResponse(draining:)``), then ask ``movesResponseTimer(clientIsWritable:)``.
     package struct ReadCompleteAction: Equatable {
-        /// The held head and body, for the client now (written with ``closesAfterResponse(draining:)``).
         package var heldHead: UpstreamResponseHead?
         package var heldBody: ByteBuffer?
-        /// Move the response timer's deadline (one more read of the body arrived).
-        package var moveResponseTimer: Bool
     }
 
     /// What the driver does when the upstream connection failed.
@@ -633,10 +631,15 @@ package struct ProxyExchangeStateMachine {
     }
 
     /// The upstream connection's read batch ended: what is held goes to the client.
-    package mutating func upstreamReadComplete(clientIsWritable: Bool) -> ReadCompleteAction {
+    package mutating func upstreamReadComplete() -> ReadCompleteAction {
         let (head, body) = self.takeHeld()
-        return ReadCompleteAction(
-            heldHead: head, heldBody: body, moveResponseTimer: self.responseStarted && self.isForwarding && clientIsWritable)
+        return ReadCompleteAction(heldHead: head, heldBody: body)
+    }
+
+    /// Whether one more read of the response moves the response timer's deadline: only while the client takes
+    /// the response (asked after the held head was written, which can change that).
+    package func movesResponseTimer(clientIsWritable: Bool) -> Bool {
+        self.responseStarted && self.isForwarding && clientIsWritable
     }
 
     private mutating func takeHeld() -> (UpstreamResponseHead?, ByteBuffer?) {
