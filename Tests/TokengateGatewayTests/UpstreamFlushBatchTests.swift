@@ -67,7 +67,7 @@ import Testing
 
     /// Until the tick's flush, what was written has not reached the backend: a response head that arrives in that
     /// tick (a backend answering before it read the body's end) is early, and its connection is not reused
-    /// (``ProxyExchange/answeredEarly``).
+    /// (``ProxyExchangeStateMachine/upstreamReceivedHead(_:requestMayBeUnsent:)``).
     @Test func writesWaitingForTheTicksFlushMayBeUnsent() throws {
         let (loop, upstreams) = try self.makeUpstreams(1)
         let upstream = upstreams[0]

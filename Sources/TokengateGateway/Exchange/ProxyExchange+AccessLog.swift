@@ -24,7 +24,7 @@ extension ProxyExchange {
             status: status,
             reason: reason,
             nanoseconds: nanoseconds,
-            statusIsTheGateways: !self.clientHasBackendHead
+            statusIsTheGateways: !self.machine.clientHasBackendHead
         )
         guard self.runtime.accessLog else { return }
         let path = AccessLogPath.text(for: self.head.uri)

@@ -13,25 +13,14 @@ import TokengateHTTP
 // MARK: Answers written by the gateway itself.
 
 extension ProxyExchange {
-    /// Whether the last answer asked the connection to close.
-    var answerClosed: Bool {
-        self.client.closesConnectionOnAnswer && (self.closeRequested || self.client.isDraining || self.answerForcedClose)
-    }
-
-    private var answerForcedClose: Bool {
-        // An answer before the request ended, with body bytes still to come, closes: the gateway will not
-        // read an unbounded body it has already refused.
-        !self.requestEnded && self.hasBody
-    }
-
     /// Writes `answer` and finishes the exchange (or waits for the request's end, which the codec drops).
     func answer(_ answer: GatewayAnswer) {
-        self.cancelResponseTimer()
-        if case .forwarding(let connection) = self.state {
-            self.release(connection, reusable: false)
+        let ending = self.machine.answered(draining: self.client.isDraining)
+        if ending.releaseConnection {
+            self.closeConnection()
         }
         var answer = answer
-        if self.answerClosed {
+        if ending.closeConnection {
             answer.closeConnection = true
         }
         if !self.client.closesConnectionOnAnswer {
@@ -44,12 +33,6 @@ extension ProxyExchange {
         self.client.writeEnd(nil, closing: answer.closeConnection)
         self.log(status: answer.status.code, reason: answer.reasonCode)
         self.client.setRequestReadingPaused(false)
-        if self.requestEnded {
-            self.state = .finished
-            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: true)
-        } else {
-            self.state = .answered
-            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: false)
-        }
+        self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: ending.requestEnded)
     }
 }

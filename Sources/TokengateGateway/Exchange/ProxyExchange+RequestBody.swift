@@ -18,60 +18,29 @@ extension ProxyExchange {
     /// body has ended, reads no clock here.
     func setReadingPaused(_ paused: Bool) {
         self.client.setRequestReadingPaused(paused)
-        guard self.bodyPace != nil, !self.requestEnded else { return }
-        if paused {
-            self.bodyPace?.pause(at: .now())
-        } else {
-            self.bodyPace?.resume(at: .now())
+        if self.machine.pacesBody {
+            self.machine.requestReadingPaused(paused, now: .now())
         }
     }
 
     /// Starts the body's pace (``RequestBodyPace``) when the gateway begins to take a body: past its deadline an
-    /// unfinished body is answered `408` and its connection closed (``bodyDeadlinePassed()``). One task per
-    /// request with a body, scheduled here and moved only when it fires.
+    /// unfinished body is answered `408` and its connection closed. One task per request with a body, scheduled
+    /// here and moved only when it fires.
     func startBodyDeadline() {
-        guard self.hasBody, !self.requestEnded, self.bodyDeadline == nil else { return }
-        let limits = self.runtime.limits
-        if self.bodyPace == nil {
-            self.bodyPace = RequestBodyPace(
-                start: self.start,
-                timeout: TimeAmount(limits.requestBodyTimeout),
-                minimumRate: limits.requestBodyMinRate
-            )
-        }
-        guard let pace = self.bodyPace else { return }  // `request_body_min_rate: 0`.
-        self.scheduleBodyDeadline(at: pace.deadline(at: .now()))
+        guard self.machine.needsBodyDeadline, let deadline = self.machine.startBodyDeadline(now: .now()) else { return }
+        self.scheduleBodyDeadline(at: deadline)
     }
 
     private func scheduleBodyDeadline(at deadline: NIODeadline) {
         self.bodyDeadline = self.client.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
-            self.bodyDeadlinePassed()
+            self.bodyDeadline = nil
+            let now = NIODeadline.now()
+            switch self.machine.bodyDeadlinePassed(now: now, heldBack: self.client.isRequestBodyHeldBack) {
+            case .none: break
+            case .reschedule(let deadline): self.scheduleBodyDeadline(at: deadline)
+            case .end(let outcome): self.run(outcome)
+            }
         }
-    }
-
-    private func bodyDeadlinePassed() {
-        self.bodyDeadline = nil
-        // A backend that has answered already decides how the exchange ends.
-        guard !self.requestEnded, !self.responseStarted, var pace = self.bodyPace else { return }
-        switch self.state {
-        case .readingBody, .awaitingUpstream, .forwarding:
-            break
-        case .tokenPage(let page):
-            guard page.isReadingBody else { return }
-        case .answered, .finished:
-            return
-        }
-        let now = NIODeadline.now()
-        if pace.deadline(at: now) <= now, self.client.isRequestBodyHeldBack {
-            pace.heldBack(at: now)
-            self.bodyPace = pace
-        }
-        let deadline = pace.deadline(at: now)
-        if deadline > now {
-            self.scheduleBodyDeadline(at: deadline)
-            return
-        }
-        self.answer(.requestBodyTooSlow())
     }
 
     func cancelBodyDeadline() {
@@ -82,14 +51,23 @@ extension ProxyExchange {
     /// Starts reading a body the gateway needs whole to look for the token in it: takes `initial` bytes of the
     /// token-body memory for its buffer first (`503` when they are not there), then reads at the body's pace,
     /// answering an `Expect: 100-continue` now that the body is wanted.
-    func beginReadingBody(route routeIndex: Int, initial: Int, limit: Int) {
+    func beginReadingBody(initial: Int, limit: Int) {
         guard self.holdTokenBodyMemory(initial) else {
             self.answer(.tokenBodyMemoryFull())
             return
         }
-        self.state = .readingBody(route: routeIndex, body: self.client.allocator.buffer(capacity: initial), limit: limit)
-        self.startBodyDeadline()
-        self.sendContinueIfExpected()
+        let action = self.machine.readBodyForToken(into: self.client.allocator.buffer(capacity: initial), limit: limit)
+        self.beganReadingBody(action)
+    }
+
+    /// Does what the machine said when a body the gateway reads itself begins.
+    func beganReadingBody(_ action: ProxyExchangeStateMachine.BodyReadingAction) {
+        if action.startBodyDeadline {
+            self.startBodyDeadline()
+        }
+        if action.sendContinue {
+            self.sendContinue()
+        }
     }
 
     /// Takes from ``GatewayRuntime/tokenBodyMemory`` what this exchange's token body needs beyond what it holds,

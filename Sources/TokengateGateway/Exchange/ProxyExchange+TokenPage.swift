@@ -19,16 +19,15 @@ extension ProxyExchange {
         let action = exchange.begin(
             cutoffs: self.runtime.cutoffs.load(), realm: self.runtime.realm, now: self.runtime.now(),
             nowMilliseconds: self.runtime.nowMilliseconds(), bodyAllocator: self.client.allocator)
-        self.state = .tokenPage(exchange)
+        self.tokenPage = exchange
+        self.machine.routedToTokenPage()
         self.run(action)
     }
 
     /// Runs `step` on the token page's exchange, then what it returned.
     func stepTokenPage(_ step: (inout TokenPageExchange) -> TokenPageExchange.Action?) {
-        guard case .tokenPage(var exchange) = self.state else { return }
-        self.state = .finished  // Parked while the value changes, so a body buffer is not copied on write.
-        let action = step(&exchange)
-        self.state = .tokenPage(exchange)
+        guard self.machine.isTokenPage, self.tokenPage != nil else { return }
+        let action = step(&self.tokenPage!)  // Changed in place, so a body buffer is not copied on write.
         if let action {
             self.run(action)
         }
@@ -47,14 +46,13 @@ extension ProxyExchange {
                 self.answer(.tokenBodyMemoryFull())
                 return
             }
-            self.startBodyDeadline()
-            self.sendContinueIfExpected()
+            self.beganReadingBody(self.machine.tokenPageReadsBody())
         case .holdBody(let bytes):
             if !self.holdTokenBodyMemory(bytes) {
                 self.answer(.tokenBodyMemoryFull())
             }
         case .askWhoami(let cookies):
-            guard case .tokenPage(let exchange) = self.state, let whoami = exchange.whoami else {
+            guard self.machine.isTokenPage, let whoami = self.tokenPage?.whoami else {
                 self.loginAnswered(.failed, by: nil)
                 return
             }
@@ -66,10 +64,11 @@ extension ProxyExchange {
 
     /// The RP said who is logged in (or could not): the page's second step, for a `GET` or a confirmation alike.
     private func loginAnswered(_ result: TokenPageWhoamiResult, by whoami: WhoamiClient?) {
-        guard case .tokenPage(var exchange) = self.state else { return }  // The client went away meanwhile.
-        guard let answer = exchange.loginAnswered(result, now: self.runtime.now(), nowMilliseconds: self.runtime.nowMilliseconds())
+        guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
+        guard
+            let answer = self.tokenPage!.loginAnswered(
+                result, now: self.runtime.now(), nowMilliseconds: self.runtime.nowMilliseconds())
         else { return }
-        self.state = .tokenPage(exchange)
         if let whoami {
             if let diagnostic = answer.diagnostic {
                 whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)
@@ -84,7 +83,8 @@ extension ProxyExchange {
     /// page): only the reason code and the user go to the log.
     func writeTokenPage(_ answer: TokenPageAnswer) {
         var head = answer.responseHead(version: self.head.version)
-        let close = self.answerClosed
+        let ending = self.machine.answered(draining: self.client.isDraining)
+        let close = ending.closeConnection
         if close {
             head.headers.replaceOrAdd(name: "connection", value: "close")
         }
@@ -100,7 +100,6 @@ extension ProxyExchange {
             self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)
         }
         self.log(status: answer.status.code, reason: answer.reasonCode)
-        self.state = self.requestEnded ? .finished : .answered
-        self.client.exchangeCompleted(closeConnection: close, requestEnded: self.requestEnded)
+        self.client.exchangeCompleted(closeConnection: close, requestEnded: ending.requestEnded)
     }
 }

@@ -14,10 +14,12 @@ import TokengateHTTP
 /// response back — or answer here.
 ///
 /// ### Function
-/// The state moves `(readingBody →) awaitingUpstream → forwarding → finished`, or to `answered` when the
-/// gateway answers itself. Bodies stream both ways with backpressure: while the upstream connection is
-/// not there yet or not writable, the client's body reading is paused (``ExchangeClient``); while the
-/// client is not writable, the upstream connection's reads are held back.
+/// The driver of ``ProxyExchangeStateMachine``, which holds the exchange's phases and rules as a value: this
+/// class decides the head (limits, route, authorizer, rewriting), owns what does I/O — the client
+/// (``ExchangeClient``), the upstream connection and its pool, the timers, the token-body memory, the access
+/// log — hands the machine each event and does what it answers. Bodies stream both ways with backpressure:
+/// while the upstream connection is not there yet or not writable, the client's body reading is paused; while
+/// the client is not writable, the upstream connection's reads are held back.
 ///
 /// ### Failure
 /// A connect that fails is tried again, up to the upstream's `retries`, on another target first (nothing
@@ -26,30 +28,19 @@ import TokengateHTTP
 /// request is still at hand); one that fails after the response started makes the client side abort, so the
 /// client sees a truncated response and never a clean end.
 final class ProxyExchange: UpstreamResponseReceiver {
-    enum State {
-        /// Reading a form or JSON body to look for the token in it.
-        case readingBody(route: Int, body: ByteBuffer, limit: Int)
-        case awaitingUpstream
-        case forwarding(UpstreamConnection)
-        /// A request to a token page, answered by the gateway and never forwarded (``TokenPageExchange``). Boxed:
-        /// the page's value is large, and inline it would make every copy and destroy of the other states pay for it.
-        indirect case tokenPage(TokenPageExchange)
-        /// The gateway answered; the rest of the request is dropped.
-        case answered
-        case finished
-    }
-
-    var state: State = .awaitingUpstream
+    /// The exchange's state. Stored and changed in place: never copied out and back.
+    var machine: ProxyExchangeStateMachine
+    /// The upstream connection, held exactly while the machine forwards.
+    var connection: UpstreamConnection?
+    /// The token page's own value state machine, for a request routed to one.
+    var tokenPage: TokenPageExchange?
     unowned let client: any ExchangeClient
     let runtime: GatewayRuntime
     let pools: LoopUpstreamPools
     let logger: Logger
-    let closeRequested: Bool
 
     /// The request's head; its target is replaced once by its normalized form (``RequestTargetCheck``).
     var head: ClientRequestHead
-    /// The head announces a body (read once: several steps of the exchange ask).
-    let hasBody: Bool
     let requestID: String
     let start: NIODeadline
     var routeName = "-"
@@ -61,44 +52,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var upstreamIndex = 0
     var upstreamHead: UpstreamRequestHead?
     var identity: VerifiedToken?
-    /// Request body parts received while no upstream connection was ready yet.
-    var queued: [HTTPServerRequestPart] = []
-    var requestEnded = false
-    /// Body bytes received so far, for `limits.max_body_bytes`.
-    var bodyBytes = 0
-    /// The whole request body while it is still at hand (no body, or one read to look for a token), so a
-    /// retry can send it again.
-    var replayableBody: ByteBuffer?
-    /// The backend's response head arrived (it may still be held, see ``heldHead``).
-    var responseStarted = false
-    /// The backend's (final) response head arrived before the request's end was sent to it: the backend answered
-    /// without reading the whole body, and may read the rest as a request of its own (CL.0). Its connection is
-    /// not reused, even when the response ends after the request did.
-    var answeredEarly = false
-    /// The backend's head was written to the client: from here on the client's status is the backend's, and the
-    /// exchange can only end it or cut it. Kept apart from ``heldHead``, which a dropped response clears too.
-    var clientHasBackendHead = false
-    /// The backend's head, and the body bytes that came with it, held until the response's end or the end of
-    /// the read batch that brought them, whichever comes first: nothing of the response reaches the client
-    /// before then. A response that turns out broken within that first batch (a head and a malformed chunk
-    /// in one segment, or a close right after the head) is then answered `502` — until the client was sent
-    /// nothing at all, its connection closed without a status line. The common response (head, body and end
-    /// in one read) is written at its end, as before.
-    var heldHead: UpstreamResponseHead?
-    var heldBody: ByteBuffer?
-    var status: HTTPResponseStatus?
-    /// Runs while the client is not writable during forwarding (see ``armStallTimer()``).
+    /// Runs while the client is not writable during forwarding (``ProxyExchangeStateMachine/WritabilityAction``).
     var stallTimer: Scheduled<Void>?
-    /// The client sent `Expect: 100-continue` (HTTP/1.1 or HTTP/2) and waits for a `100 Continue` before its body.
-    var continueExpected: Bool
-    /// Connects that failed for this request so far; it gets ``UpstreamSettings/retries`` of them before the
-    /// gateway answers 502.
-    var failedConnects = 0
-    /// The target whose connect failed last: the retry looks at every other target first.
-    var failedTarget: Int?
-    /// The request body's pace, for a request with a body while the check is on (``startBodyDeadline()``).
-    var bodyPace: RequestBodyPace?
-    /// Scheduled at the pace's deadline while the body is under way.
+    /// Scheduled at the body pace's deadline while the body is under way.
     var bodyDeadline: Scheduled<Void>?
     /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
     var tokenBodyBytesHeld = 0
@@ -114,36 +70,30 @@ final class ProxyExchange: UpstreamResponseReceiver {
         logger: Logger,
         closeRequested: Bool
     ) {
+        let start = NIODeadline.now()
+        let limits = runtime.limits
+        self.machine = ProxyExchangeStateMachine(
+            hasBody: TokenExtractor.hasBody(head.fields),
+            expectsContinue: (head.version == .http1_1 || head.version.major == 2) && head.fields.expectsContinue,
+            closeRequested: closeRequested,
+            closesConnectionOnAnswer: client.closesConnectionOnAnswer,
+            start: start,
+            bodyTimeout: TimeAmount(limits.requestBodyTimeout),
+            bodyMinimumRate: limits.requestBodyMinRate
+        )
         self.head = head
-        self.hasBody = TokenExtractor.hasBody(head.fields)
         self.requestID = requestID
         self.client = client
         self.runtime = runtime
         self.pools = pools
         self.logger = logger
-        self.closeRequested = closeRequested
-        self.start = .now()
-        self.continueExpected =
-            (head.version == .http1_1 || head.version.major == 2) && self.hasBody && head.fields.expectsContinue
+        self.start = start
     }
 
-    /// Answers `Expect: 100-continue` hop by hop, as nginx does, once the gateway wants the body: when it must
-    /// read the body for the token, or when the backend connection is there to take it. A refused request
-    /// never gets a 100 (its answer closes the connection instead), and the backend never sees the
-    /// expectation (``RequestRewriter`` drops `Expect`), so clients such as curl do not wait a second for a
-    /// 100 that would otherwise never come.
-    func sendContinueIfExpected() {
-        guard self.continueExpected, !self.requestEnded else { return }
-        self.continueExpected = false
+    /// Writes `100 Continue` to the client, as the machine asked.
+    func sendContinue() {
         self.client.write(.head(HTTPResponseHead(version: self.head.version, status: .continue)))
         self.client.flush()
-    }
-
-    var isFinished: Bool {
-        switch self.state {
-        case .finished: true
-        case .readingBody, .awaitingUpstream, .forwarding, .tokenPage, .answered: false
-        }
     }
 
     // MARK: Events from the client side.
@@ -205,84 +155,66 @@ final class ProxyExchange: UpstreamResponseReceiver {
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
-        self.bodyPace?.received(buffer.readableBytes)
-        switch self.state {
-        case .readingBody(let route, var body, let limit):
-            if body.readableBytes + buffer.readableBytes > limit {
-                self.answer(.payloadTooLarge())
-                return
-            }
-            guard self.holdTokenBodyMemory(body.readableBytes + buffer.readableBytes) else {
+        switch self.machine.receivedBody(buffer) {
+        case .none:
+            break
+        case .sendUpstream(let buffer):
+            self.connection?.handler.sendBody(buffer)
+        case .holdTokenBodyMemory(let bytes):
+            if !self.holdTokenBodyMemory(bytes) {
                 self.answer(.tokenBodyMemoryFull())
-                return
             }
-            self.state = .finished  // Parked while the buffer grows, so it is not copied on write.
-            var buffer = buffer
-            body.writeBuffer(&buffer)
-            self.state = .readingBody(route: route, body: body, limit: limit)
-        case .awaitingUpstream:
-            if self.countBody(buffer) { return }
-            self.queued.append(.body(buffer))
-            self.replayableBody = nil
-        case .forwarding(let connection):
-            if self.countBody(buffer) { return }
-            self.replayableBody = nil
-            connection.handler.sendBody(buffer)
         case .tokenPage:
             self.stepTokenPage { $0.receivedBody(buffer) }
-        case .answered, .finished:
-            break
+        case .end(let outcome):
+            self.run(outcome)
         }
     }
 
     func receivedEnd(_ trailers: HTTPHeaders?) {
-        self.requestEnded = true
         self.cancelBodyDeadline()
-        switch self.state {
-        case .readingBody(let route, let body, _):
-            self.state = .awaitingUpstream
+        switch self.machine.receivedEnd() {
+        case .none:
+            break
+        case .authorize(let body):
+            guard let route = self.routeIndex else { preconditionFailure("a token body was read for a request without a route") }
             self.authorize(route: route, body: body)
-        case .awaitingUpstream:
-            self.queued.append(.end(nil))
-        case .forwarding(let connection):
+        case .sendUpstreamEnd:
             // Flushed with the rest of the client's read batch (``clientReadComplete()``), so a head and its
             // end go upstream in one write.
             // Request trailers are not forwarded: they would carry fields (identity, forwarding) past the
             // rewriter, and backends that fold trailers into headers would believe them.
-            connection.handler.sendEnd()
+            self.connection?.handler.sendEnd()
             self.startResponseTimer()
-        case .answered:
-            self.state = .finished
-            self.client.exchangeCompleted(closeConnection: self.answerClosed, requestEnded: true)
+        case .completeAnswered:
+            self.client.exchangeCompleted(closeConnection: self.machine.answerCloses(draining: self.client.isDraining), requestEnded: true)
         case .tokenPage:
             self.stepTokenPage {
                 $0.receivedEnd(
                     cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now(), nowMilliseconds: self.runtime.nowMilliseconds())
             }
-        case .finished:
-            break
         }
     }
 
     /// The client side finished a read batch: a good moment to push the body upstream.
     func clientReadComplete() {
-        if case .forwarding(let connection) = self.state {
-            connection.handler.flush()
-        }
+        self.connection?.handler.flush()
     }
 
     /// The client went away (connection closed, stream reset). An exchange still under way gets its access
     /// line here (status `499`, as nginx logs it, unless the backend's status was already forwarded): a
     /// request the backend may have acted on is never missing from the log.
     func clientClosed() {
-        self.cutShort(status: 499, reason: "client_closed")
+        self.cancelStallTimer()
+        self.run(self.machine.cutShort(status: 499, reason: "client_closed"))
     }
 
     /// The request body broke HTTP/1.1 (a bad chunk line, oversized trailers) after the exchange began: the
     /// connection handler answers `400` (unless the response has begun) and closes. Logged and counted once, here,
     /// under the route, as what it is: the gateway's refusal, not a client that went away.
     func requestBodyBroken() {
-        self.cutShort(status: 400, reason: "malformed_http")
+        self.cancelStallTimer()
+        self.run(self.machine.cutShort(status: 400, reason: "malformed_http"))
     }
 
     /// The server's drain ended (`drain_timeout`, or a second signal) with this exchange under way, and the
@@ -293,53 +225,52 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// client going away (`499 client_closed`) or the backend (`502 upstream_closed`), and every deploy would
     /// look like an outage.
     func drainEnded() {
-        let clientHasNothing: Bool
-        switch self.state {
-        case .readingBody, .awaitingUpstream, .tokenPage: clientHasNothing = true
-        case .forwarding: clientHasNothing = !self.clientHasBackendHead
-        case .answered, .finished: clientHasNothing = false
-        }
-        if clientHasNothing {
-            self.heldHead = nil
-            self.heldBody = nil
-            self.answer(.drainEnded())
-        } else {
-            self.cutShort(status: 503, reason: "drain_timeout")
+        self.cancelStallTimer()
+        self.run(self.machine.drainEnded())
+    }
+
+    /// Does what an event's outcome says.
+    func run(_ outcome: ProxyExchangeStateMachine.Outcome) {
+        switch outcome {
+        case .none:
+            break
+        case .answer(let answer):
+            self.answer(answer)
+        case .abort(let status, let reason):
+            self.closeConnection()
+            self.log(status: status, reason: reason)
+            self.client.abort()
+        case .cutShort(let status, let reason):
+            self.closeConnection()
+            self.log(status: status, reason: reason)
         }
     }
 
-    /// Ends the exchange from outside, logging `status` (or the backend's, when the client has its head) with
-    /// `reason` unless it was logged already.
-    private func cutShort(status: UInt, reason: String) {
-        self.cancelResponseTimer()
-        self.cancelStallTimer()
-        switch self.state {
-        case .forwarding(let connection):
-            // Mid-exchange the upstream connection is in an unknown state: never reuse it.
-            self.release(connection, reusable: false)
-            self.log(status: self.clientHasBackendHead ? self.status?.code ?? status : status, reason: reason)
-        case .readingBody, .awaitingUpstream, .tokenPage:
-            self.log(status: status, reason: reason)
-        case .answered, .finished:
-            break  // Logged when answered or finished.
-        }
-        self.state = .finished
+    /// Closes the upstream connection, if there is one: mid-exchange its state is unknown, never reused.
+    func closeConnection() {
+        guard let connection = self.connection.take() else { return }
+        self.pool.release(connection, reusable: false)  // Detaches the handler and cancels its timer.
     }
 
     func clientWritabilityChanged(isWritable: Bool) {
-        guard case .forwarding(let connection) = self.state else { return }
-        if isWritable {
+        switch self.machine.clientWritabilityChanged(isWritable: isWritable) {
+        case .none:
+            break
+        case .resumeUpstream(let armResponseTimer):
             self.cancelStallTimer()
+            guard let connection = self.connection else { return }
             connection.handler.resumeReading(channel: connection.channel)
-            if self.responseStarted {
+            if armResponseTimer {
                 self.startResponseTimer()
             }
-        } else {
-            connection.handler.pauseReading()
+        case .pauseUpstream(let armStallTimer):
+            self.connection?.handler.pauseReading()
             // The gateway holds the backend's bytes back now: its silence is not the backend's fault. The stall
             // timer takes over.
             self.cancelResponseTimer()
-            self.armStallTimer()
+            if armStallTimer {
+                self.armStallTimer()
+            }
         }
     }
 
@@ -350,11 +281,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// that reads slowly but steadily becomes writable again in between and is never cut. Only scheduled
     /// while the client is not writable, so the common path pays nothing.
     private func armStallTimer() {
-        guard self.stallTimer == nil else { return }
         let timeout = TimeAmount(self.runtime.limits.idleTimeout)
         self.stallTimer = self.client.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             self.stallTimer = nil
-            self.clientStalled()
+            self.run(self.machine.stallTimerFired(clientIsWritable: self.client.isWritable))
         }
     }
 
@@ -363,49 +293,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.stallTimer = nil
     }
 
-    private func clientStalled() {
-        guard case .forwarding(let connection) = self.state, !self.client.isWritable else { return }
-        self.cancelResponseTimer()
-        self.release(connection, reusable: false)
-        self.log(status: self.status?.code ?? 0, reason: "client_stalled")
-        self.state = .finished
-        self.client.abort()
-    }
-
-    /// Counts streamed body bytes against the route's body limit (`body_limit`, else `limits.max_body_bytes`); past it the exchange ends (413 when the
-    /// response has not started, an abort when it has). Returns whether it ended.
-    private func countBody(_ buffer: ByteBuffer) -> Bool {
-        self.bodyBytes += buffer.readableBytes
-        let limit = self.routeIndex.map { self.runtime.routes[$0].bodyLimit } ?? self.runtime.limits.maxBodyBytes
-        guard self.bodyBytes > limit else { return false }
-        if self.responseStarted {
-            if case .forwarding(let connection) = self.state { self.release(connection, reusable: false) }
-            self.log(status: self.status?.code ?? 0, reason: "body_too_large")
-            self.state = .finished
-            self.client.abort()
-        } else {
-            self.answer(.payloadTooLarge())
-        }
-        return true
-    }
-
     /// The request body is still coming from the client (its end not seen yet).
-    var isReadingRequestBody: Bool {
-        switch self.state {
-        case .readingBody, .awaitingUpstream, .forwarding: !self.requestEnded
-        case .tokenPage(let page): page.isReadingBody && !self.requestEnded
-        case .answered, .finished: false
-        }
-    }
-
-    /// Whether the client side should hold its body reads now.
-    var wantsRequestReadingPaused: Bool {
-        switch self.state {
-        case .awaitingUpstream: true
-        case .forwarding(let connection): !connection.handler.isWritable
-        case .readingBody, .tokenPage, .answered, .finished: false
-        }
-    }
+    var isReadingRequestBody: Bool { self.machine.isReadingRequestBody }
 
     // MARK: Authorization.
 
@@ -439,9 +328,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
             // a copy), and that memory is taken before it is allocated; beyond it, memory is taken as bytes arrive,
             // so a body announced large and never sent holds little.
             let initial = min(size, 16 * 1024)
-            self.beginReadingBody(route: routeIndex, initial: initial, limit: limit)
+            self.beginReadingBody(initial: initial, limit: limit)
         case .forward(let identity, let strip):
-            if body == nil, self.hasBody,
+            if body == nil, self.machine.hasBody,
                 let length = self.head.fields.withFirstValue(name: "content-length", { FieldBytes.decimal($0) }) ?? nil,
                 length > route.bodyLimit
             {
@@ -494,12 +383,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 return
             }
             self.upstreamHead = upstreamHead
-            if body != nil {
-                self.replayableBody = newBody ?? body
-            } else if !self.hasBody {
-                self.replayableBody = ByteBuffer()  // Shared empty storage: no allocation per bodiless request.
-            }
-            self.state = .awaitingUpstream
+            self.machine.forward(body: body != nil ? newBody ?? body : nil, bodyLimit: route.bodyLimit, retries: self.pool.settings.retries)
             self.startBodyDeadline()
             self.setReadingPaused(true)
             self.connectUpstream()

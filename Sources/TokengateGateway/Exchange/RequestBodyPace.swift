@@ -16,8 +16,8 @@ import TokengateHTTP
 /// reading paused for backpressure or while a connect is under way (``pause(at:)``/``resume(at:)``), and over
 /// HTTP/2 a connection window other streams keep shut (``heldBack(at:)``).
 ///
-/// A value with the time passed in, so its rules are tested without waiting; ``ProxyExchange`` keeps one per
-/// request with a body and schedules one task at ``deadline(at:)``, moved only when it fires.
+/// A value with the time passed in, so its rules are tested without waiting; ``ProxyExchangeStateMachine`` keeps
+/// one per request with a body, and its driver schedules one task at ``deadline(at:)``, moved only when it fires.
 struct RequestBodyPace {
     /// When the request began.
     let start: NIODeadline
