@@ -97,6 +97,7 @@ public struct TokenSigner: Sendable {
         if let nbf = claims.notBefore { payload += ",\"nbf\":\(nbf)" }
         if let iss = claims.issuer { payload += ",\"iss\":" + Self.jsonString(iss) }
         if let aud = claims.audience { payload += ",\"aud\":" + Self.jsonString(aud) }
+        if let device = claims.device { payload += ",\"\(DeviceID.claimName)\":\"" + device.text + "\"" }
         payload += "}"
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
         let signature = try self.key.sign(Array(signingInput.utf8))

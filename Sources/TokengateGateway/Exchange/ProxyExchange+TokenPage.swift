@@ -79,9 +79,39 @@ extension ProxyExchange {
         self.writeTokenPage(answer)
     }
 
+    /// Stores `device`, then writes `answer` without it (or the refusal), unless the client went away meanwhile.
+    private func recordDevice(_ device: DeviceRecord, then answer: TokenPageAnswer) {
+        var answer = answer
+        answer.device = nil
+        guard self.machine.isTokenPage, let devices = self.tokenPage?.devices else {
+            self.writeTokenPage(.deviceNotRecorded)
+            return
+        }
+        let promise = self.client.eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await devices.record(device) }
+        promise.futureResult.assumeIsolated().whenComplete { result in
+            guard self.machine.isTokenPage else { return }  // The client went away meanwhile.
+            switch result {
+            case .success:
+                self.writeTokenPage(answer)
+            case .failure(let error):
+                self.logger.warning(
+                    "token page: cannot store the device record; no token issued", metadata: ["error": "\(error)"])
+                self.writeTokenPage(.deviceNotRecorded)
+            }
+        }
+    }
+
     /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the
     /// page): only the reason code and the user go to the log.
+    ///
+    /// An answer with a device (``TokenPageAnswer/device``) waits for the store to hold the device's record, and
+    /// becomes ``TokenPageAnswer/deviceNotRecorded`` if it cannot: no token of a device the store does not know.
     func writeTokenPage(_ answer: TokenPageAnswer) {
+        if let device = answer.device {
+            self.recordDevice(device, then: answer)
+            return
+        }
         var head = answer.responseHead(version: self.head.version)
         let ending = self.machine.answered(draining: self.client.isDraining)
         let close = ending.closeConnection

@@ -57,6 +57,9 @@ struct TokenPageExchange {
     /// The client for the login subrequest (`whoami` mode); `nil` in the modes that need none.
     var whoami: WhoamiClient? { self.page.whoami }
 
+    /// Where the device of a minted token is stored before the answer goes out (``TokenPageAnswer/device``).
+    var devices: DeviceRegistry? { self.page.devices }
+
     /// Whether the exchange is taking the request's body.
     var isReadingBody: Bool {
         if case .readingBody = self.phase { return true }
