@@ -71,6 +71,10 @@ public protocol CutoffStore: Sendable {
     /// nothing (`changed: false`, the first time kept). Throws ``CutoffStoreError/Code/unknownDevice`` when the
     /// user has no such device.
     func revokeDevice(user: String, device: DeviceID, at: Int64) async throws -> DeviceRevocation
+
+    /// Rotates a device's refresh token (``RefreshTokenKey``) if `rotation` names its current generation; revokes
+    /// the device when it names an earlier one (reuse). Durable before it returns.
+    func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome
 }
 
 /// The most devices of one user a listing returns: an account with more is an attack or a bug, and the admin API's
@@ -106,6 +110,10 @@ extension CutoffStore {
     }
 
     public func revokeDevice(user: String, device: DeviceID, at: Int64) async throws -> DeviceRevocation {
+        throw CutoffStoreError.noDevices(self.storeDescription)
+    }
+
+    public func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome {
         throw CutoffStoreError.noDevices(self.storeDescription)
     }
 

@@ -392,6 +392,28 @@ public actor CutoffSyncService {
         return DeviceReceipt(revocation: revocation, generation: self.snapshot.generation)
     }
 
+    /// Rotates a refresh token through the store. A reuse revoked the device in the store; it is published here at
+    /// once too, so this gateway refuses the device's access tokens before the refresh's answer goes out.
+    public func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome {
+        let outcome: RefreshOutcome
+        do {
+            outcome = try await self.store.rotateRefresh(rotation)
+        } catch {
+            self.recordFailure(error, during: "refresh")
+            throw error
+        }
+        if case .reused(let record) = outcome, let revokedAt = record.revokedAt {
+            await self.enterGate()
+            defer { self.leaveGate() }
+            if var table = self.table, table.revokedDevices[record.device] == nil {
+                table.revokedDevices[record.device] = RevokedDevice(
+                    user: CutoffUserKey(record.user), revokedAt: revokedAt, tokensExpireBy: record.tokensExpireBy)
+                self.install(table)
+            }
+        }
+        return outcome
+    }
+
     /// Drops the revoked devices whose tokens are all dead anyway (see "Devices" in the overview).
     private func pruneDevices(_ table: inout CutoffTable, now: Int64) {
         let margin = self.configuration.deviceExpiryMargin.components.seconds

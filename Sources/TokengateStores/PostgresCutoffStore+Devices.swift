@@ -75,7 +75,9 @@ extension PostgresCutoffStore {
                 last_used_at bigint,
                 tokens_expire_by bigint,
                 revoked_at bigint,
-                change_seq bigint NOT NULL DEFAULT 0
+                change_seq bigint NOT NULL DEFAULT 0,
+                refresh_generation bigint,
+                refresh_expires_at bigint
             )
             """,
             "CREATE INDEX IF NOT EXISTS \"\(layout.devicesByUser.name)\" ON \(d) (user_id)",
@@ -126,13 +128,15 @@ extension PostgresCutoffStore {
                     try session.execute(
                         """
                         INSERT INTO \(layout.devices.quoted)
-                            (device_id, user_id, app, created_at, last_used_at, tokens_expire_by)
-                        VALUES ($1, $2, $3, $4, NULLIF($5, -1), NULLIF($6, -1))
+                            (device_id, user_id, app, created_at, last_used_at, tokens_expire_by, refresh_generation,
+                             refresh_expires_at)
+                        VALUES ($1, $2, $3, $4, NULLIF($5, -1), NULLIF($6, -1), NULLIF($7, -1), NULLIF($8, -1))
                         """,
                         // -1 for "none": parameters have no NULL here, and times are never negative.
                         [
                             .text(record.device.text), .text(record.user), .text(record.app), .int8(record.createdAt),
                             .int8(record.lastUsedAt ?? -1), .int8(record.tokensExpireBy ?? -1),
+                            .int8(record.refreshGeneration ?? -1), .int8(record.refreshExpiresAt ?? -1),
                         ]
                     )
                 }
@@ -148,7 +152,7 @@ extension PostgresCutoffStore {
         return try await self.withConnection { session in
             let rows = try session.query(
                 """
-                SELECT device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at
+                SELECT \(Self.deviceColumns)
                 FROM \(layout.devices.quoted) WHERE user_id = $1 ORDER BY created_at DESC, device_id LIMIT $2
                 """,
                 [.text(user), .int8(Int64(maximumDevicesListed))]
@@ -172,7 +176,7 @@ extension PostgresCutoffStore {
                 try session.transaction { () throws -> DeviceRevocation in
                     try session.execute("SET LOCAL synchronous_commit = on")
                     try session.execute("SET LOCAL statement_timeout = \(statementTimeout)")
-                    let columns = "device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at"
+                    let columns = Self.deviceColumns
                     // Locked, so two revocations at once keep the first time and take one number.
                     let current = try session.query(
                         "SELECT \(columns) FROM \(layout.devices.quoted) WHERE device_id = $1 AND user_id = $2 FOR UPDATE",
@@ -208,6 +212,70 @@ extension PostgresCutoffStore {
         }
     }
 
+    static let deviceColumns =
+        "device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at, refresh_generation, refresh_expires_at"
+
+    /// See ``CutoffStore/rotateRefresh(_:)``. One transaction with the device's row locked: of two uses of one token
+    /// on two instances, the first rotates and the second finds an earlier generation and revokes the device.
+    public func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome {
+        try await self.requireDevices()
+        let layout = self.deviceLayout
+        let channel = self.configuration.notifyChannel
+        let statementTimeout = self.configuration.operationTimeout.millisecondsClamped
+        let description = self.storeDescription
+        return try await self.withConnection { session in
+            try Self.refusedDeviceWrite(layout, description) {
+                try session.transaction { () throws -> RefreshOutcome in
+                    try session.execute("SET LOCAL synchronous_commit = on")
+                    try session.execute("SET LOCAL statement_timeout = \(statementTimeout)")
+                    let d = layout.devices.quoted
+                    let current = try session.query(
+                        "SELECT \(Self.deviceColumns) FROM \(d) WHERE device_id = $1 FOR UPDATE", [.text(rotation.device.text)])
+                    guard let record = try Self.deviceRecords(current, description).first,
+                        let generation = record.refreshGeneration
+                    else { return .refused(.unknownDevice) }
+                    if record.app != rotation.app { return .refused(.wrongApp) }
+                    if record.revokedAt != nil { return .refused(.revoked) }
+                    if rotation.generation == generation {
+                        guard let expiresAt = record.refreshExpiresAt, expiresAt > rotation.now else {
+                            return .refused(.expired)
+                        }
+                        let rotated = try session.query(
+                            """
+                            UPDATE \(d) SET refresh_generation = refresh_generation + 1, refresh_expires_at = $2,
+                                last_used_at = $3,
+                                tokens_expire_by = CASE WHEN tokens_expire_by IS NULL THEN NULL
+                                                        ELSE greatest(tokens_expire_by, $4) END
+                            WHERE device_id = $1 RETURNING \(Self.deviceColumns)
+                            """,
+                            [.text(rotation.device.text), .int8(rotation.refreshExpiresAt), .int8(rotation.now),
+                             .int8(rotation.accessExpiresAt)])
+                        guard let next = try Self.deviceRecords(rotated, description).first else {
+                            throw CutoffStoreError(code: .storeUnavailable, message: "\(description): the device changed concurrently; retry")
+                        }
+                        return .rotated(next)
+                    }
+                    guard rotation.generation < generation else { return .refused(.unknownDevice) }
+                    // Used before: revoked now, numbered and announced as any revocation.
+                    let numbered = try session.query(
+                        "UPDATE \(layout.global.quoted) SET change_seq = change_seq + 1 WHERE id = 1 RETURNING change_seq")
+                    try numbered.expectColumns(1)
+                    guard numbered.count > 0, let sequence = try numbered.int64(0, 0) else {
+                        throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
+                    }
+                    let revoked = try session.query(
+                        "UPDATE \(d) SET revoked_at = $2, change_seq = $3 WHERE device_id = $1 RETURNING \(Self.deviceColumns)",
+                        [.text(rotation.device.text), .int8(rotation.now), .int8(sequence)])
+                    guard let revokedRecord = try Self.deviceRecords(revoked, description).first else {
+                        throw CutoffStoreError(code: .storeUnavailable, message: "\(description): the device changed concurrently; retry")
+                    }
+                    try session.execute("SELECT pg_notify($1, $2)", [.text(channel), .text(revokedRecord.user)])
+                    return .reused(revokedRecord)
+                }
+            }
+        }
+    }
+
     /// Fails with ``CutoffStoreError/Code/noDevices`` while the devices table does not exist; makes the first call
     /// reach the database (and create it) if none did yet.
     private func requireDevices() async throws {
@@ -224,7 +292,7 @@ extension PostgresCutoffStore {
     }
 
     private static func deviceRecords(_ rows: PostgresRows, _ description: String) throws -> [DeviceRecord] {
-        try rows.expectColumns(7)
+        try rows.expectColumns(9)
         var records: [DeviceRecord] = []
         for row in 0..<rows.count {
             guard let text = rows.text(row, 0), let device = DeviceID(text), let user = rows.text(row, 1),
@@ -236,7 +304,8 @@ extension PostgresCutoffStore {
                 DeviceRecord(
                     device: device, user: user, app: app, createdAt: createdAt,
                     tokensExpireBy: try rows.int64(row, 5), lastUsedAt: try rows.int64(row, 4),
-                    revokedAt: try rows.int64(row, 6)))
+                    revokedAt: try rows.int64(row, 6), refreshGeneration: try rows.int64(row, 7),
+                    refreshExpiresAt: try rows.int64(row, 8)))
         }
         return records
     }

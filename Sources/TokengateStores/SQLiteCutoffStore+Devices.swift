@@ -13,14 +13,16 @@ extension SQLiteCutoffStore {
     public func recordDevice(_ record: DeviceRecord) async throws {
         try CutoffUserID.validate(record.user)
         let sql = """
-            INSERT INTO devices (device_id, user_id, app, created_at, last_used_at, tokens_expire_by)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            INSERT INTO devices
+                (device_id, user_id, app, created_at, last_used_at, tokens_expire_by, refresh_generation, refresh_expires_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             """
         try await self.run(
             sql,
             [
                 .text(record.device.text), .text(record.user), .text(record.app), .integer(.init(record.createdAt)),
                 Self.integer(record.lastUsedAt), Self.integer(record.tokensExpireBy),
+                Self.integer(record.refreshGeneration), Self.integer(record.refreshExpiresAt),
             ],
             writing: true
         ) { _ in }
@@ -29,7 +31,7 @@ extension SQLiteCutoffStore {
     public func devices(user: String) async throws -> [DeviceRecord] {
         try CutoffUserID.validate(user)
         let sql = """
-            SELECT device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at FROM devices
+            SELECT \(Self.deviceColumns) FROM devices
             WHERE user_id = ?1 ORDER BY created_at DESC, device_id LIMIT ?2
             """
         let rows = try await self.rows(sql, [.text(user), .integer(maximumDevicesListed)])
@@ -46,7 +48,7 @@ extension SQLiteCutoffStore {
         let changed = try await self.rows(
             """
             UPDATE devices SET revoked_at = ?3 WHERE device_id = ?1 AND user_id = ?2 AND revoked_at IS NULL
-            RETURNING device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at
+            RETURNING \(Self.deviceColumns)
             """,
             [.text(device.text), .text(user), .integer(.init(at))],
             writing: true
@@ -56,7 +58,7 @@ extension SQLiteCutoffStore {
         }
         let current = try await self.rows(
             """
-            SELECT device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at FROM devices
+            SELECT \(Self.deviceColumns) FROM devices
             WHERE device_id = ?1 AND user_id = ?2
             """,
             [.text(device.text), .text(user)]
@@ -69,7 +71,7 @@ extension SQLiteCutoffStore {
 
     private nonisolated func deviceRecord(_ row: SQLiteRow) throws -> DeviceRecord {
         let columns = row.columns
-        guard columns.count == 7, let text = columns[0].data.string, let device = DeviceID(text),
+        guard columns.count == 9, let text = columns[0].data.string, let device = DeviceID(text),
             let user = columns[1].data.string, let app = columns[2].data.string,
             let createdAt = try self.time(columns[3].data)
         else {
@@ -83,8 +85,54 @@ extension SQLiteCutoffStore {
             createdAt: createdAt,
             tokensExpireBy: try self.time(columns[5].data),
             lastUsedAt: try self.time(columns[4].data),
-            revokedAt: try self.time(columns[6].data)
+            revokedAt: try self.time(columns[6].data),
+            refreshGeneration: try self.time(columns[7].data),
+            refreshExpiresAt: try self.time(columns[8].data)
         )
+    }
+
+    static let deviceColumns =
+        "device_id, user_id, app, created_at, last_used_at, tokens_expire_by, revoked_at, refresh_generation, refresh_expires_at"
+
+    public func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome {
+        let device = SQLiteData.text(rotation.device.text)
+        // One statement decides the rotation: of two uses of the same token (two instances, an app and a thief)
+        // exactly one moves the generation on, and the other then finds it moved.
+        let rotated = try await self.rows(
+            """
+            UPDATE devices SET refresh_generation = refresh_generation + 1, refresh_expires_at = ?3, last_used_at = ?4,
+                tokens_expire_by = CASE WHEN tokens_expire_by IS NULL THEN NULL ELSE max(tokens_expire_by, ?5) END
+            WHERE device_id = ?1 AND refresh_generation = ?2 AND app = ?6 AND revoked_at IS NULL
+                AND refresh_expires_at > ?4
+            RETURNING \(Self.deviceColumns)
+            """,
+            [
+                device, .integer(.init(rotation.generation)), .integer(.init(rotation.refreshExpiresAt)),
+                .integer(.init(rotation.now)), .integer(.init(rotation.accessExpiresAt)), .text(rotation.app),
+            ],
+            writing: true
+        )
+        if let row = rotated.first {
+            return .rotated(try self.deviceRecord(row))
+        }
+        let current = try await self.rows("SELECT \(Self.deviceColumns) FROM devices WHERE device_id = ?1", [device])
+        guard let row = current.first else { return .refused(.unknownDevice) }
+        let record = try self.deviceRecord(row)
+        guard let generation = record.refreshGeneration else { return .refused(.unknownDevice) }
+        if record.app != rotation.app { return .refused(.wrongApp) }
+        if record.revokedAt != nil { return .refused(.revoked) }
+        if rotation.generation < generation {
+            // Used before: whoever holds it now, the device is no longer the user's alone.
+            let revoked = try await self.rows(
+                "UPDATE devices SET revoked_at = ?2 WHERE device_id = ?1 AND revoked_at IS NULL RETURNING \(Self.deviceColumns)",
+                [device, .integer(.init(rotation.now))],
+                writing: true
+            )
+            guard let revokedRow = revoked.first else { return .refused(.revoked) }
+            return .reused(try self.deviceRecord(revokedRow))
+        }
+        if rotation.generation == generation { return .refused(.expired) }
+        return .refused(.unknownDevice)
     }
 
     private static func integer(_ value: Int64?) -> SQLiteData {

@@ -306,7 +306,9 @@ extension SQLiteCutoffStore {
             last_used_at INTEGER,
             tokens_expire_by INTEGER,
             revoked_at INTEGER,
-            change_seq INTEGER NOT NULL DEFAULT 0
+            change_seq INTEGER NOT NULL DEFAULT 0,
+            refresh_generation INTEGER,
+            refresh_expires_at INTEGER
         )
         """,
         "CREATE INDEX devices_by_user ON devices (user_id)",

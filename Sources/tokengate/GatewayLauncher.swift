@@ -105,7 +105,11 @@ struct GatewayLauncher {
         let server: GatewayServer
         do {
             // Token pages mint tokens with a device only where the store keeps device records.
-            let devices = sync.keepsDevices ? DeviceRegistry { try await sync.recordDevice($0) } : nil
+            let devices =
+                sync.keepsDevices
+                ? DeviceRegistry(
+                    record: { try await sync.recordDevice($0) }, refresh: { try await sync.rotateRefresh($0) })
+                : nil
             server = try GatewayServer(
                 configuration: self.configuration, cutoffs: holder, group: group, logger: logger, devices: devices)
         } catch {

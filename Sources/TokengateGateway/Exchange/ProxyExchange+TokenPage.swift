@@ -59,7 +59,33 @@ extension ProxyExchange {
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 self.loginAnswered($0, by: whoami)
             }
+        case .rotateRefresh(let rotation):
+            guard self.machine.isTokenPage, let refresh = self.tokenPage?.devices?.refresh else {
+                self.refreshAnswered(nil)
+                return
+            }
+            let promise = self.client.eventLoop.makePromise(of: RefreshOutcome.self)
+            promise.completeWithTask { try await refresh(rotation) }
+            promise.futureResult.assumeIsolated().whenComplete { result in
+                switch result {
+                case .success(let outcome):
+                    self.refreshAnswered(outcome)
+                case .failure(let error):
+                    self.logger.warning("token page: the cutoff store could not rotate a refresh token", metadata: ["error": "\(error)"])
+                    self.refreshAnswered(nil)
+                }
+            }
         }
+    }
+
+    /// The store rotated a refresh token (or could not: nil): the refresh's answer.
+    private func refreshAnswered(_ outcome: RefreshOutcome?) {
+        guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
+        guard
+            let answer = self.tokenPage!.refreshAnswered(
+                outcome, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now())
+        else { return }
+        self.writeTokenPage(answer)
     }
 
     /// The RP said who is logged in (or could not): the page's second step, for a `GET` or a confirmation alike.

@@ -284,7 +284,8 @@ extension GatewayRuntime {
                 policy: policy,
                 page: name,
                 redeemedCodes: redeemedCodes,
-                mintsDevices: devices != nil
+                mintsDevices: devices != nil,
+                refreshes: devices?.refresh != nil
             ),
             whoami: whoami,
             devices: devices

@@ -57,7 +57,11 @@ struct TokenPageResponder: Sendable {
     /// The page's route (host and path prefix): its codes are redeemed here only (``TokenPageCode/page``).
     let page: String
     /// Never exposed: the responder is the only code on the request path that mints.
-    private let signer: TokenSigner
+    let signer: TokenSigner
+    /// Makes and checks refresh tokens (``TokenSigner/refreshTokenKey``).
+    let refreshKey: RefreshTokenKey
+    /// Whether the store can rotate refresh tokens (``DeviceRegistry/refresh``): apps get them only then.
+    let refreshes: Bool
     /// Seals and opens PKCE codes; derived from the signing key (``TokenSigner/tokenPageCodeKey``).
     let codeKey: TokenPageCodeKey
     /// Makes and checks the confirmation page's values (``TokenSigner/tokenPageConfirmationKey``).
@@ -83,11 +87,12 @@ struct TokenPageResponder: Sendable {
         verifier: TokenVerifier,
         page: String,
         redeemedCodes: RedeemedCodeMemory,
-        mintsDevices: Bool = false
+        mintsDevices: Bool = false,
+        refreshes: Bool = false
     ) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
-            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices)
+            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes)
     }
 
     /// - Parameters:
@@ -103,9 +108,12 @@ struct TokenPageResponder: Sendable {
         policy: VerificationPolicy,
         page: String,
         redeemedCodes: RedeemedCodeMemory,
-        mintsDevices: Bool = false
+        mintsDevices: Bool = false,
+        refreshes: Bool = false
     ) {
         self.mintsDevices = mintsDevices
+        self.refreshes = refreshes
+        self.refreshKey = signer.refreshTokenKey
         self.configuration = configuration
         self.page = page
         self.signer = signer
