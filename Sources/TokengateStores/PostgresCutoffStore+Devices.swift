@@ -29,15 +29,34 @@ extension PostgresCutoffStore {
     /// tokengate that knows devices, a device revocation is enforced by the upgraded ones only.
     ///
     /// A role that may not create it is not an outage: the cutoffs work as before, without devices, and a warning
-    /// says which statement to run (or which privilege to grant).
-    /// - Returns: whether the table exists now.
+    /// says which statement to run (or which privilege to grant). Neither is a role that may read it but not write
+    /// it (a gateway given a read-only role on purpose): it enforces the revoked devices it reads, and mints
+    /// tokens without a device, since it could not record one.
+    /// - Returns: whether the role may read the table (enforce revocations) and write it (record devices).
     static func ensureDevicesTable(
         _ layout: CopyLayout, in session: PostgresSession, logger: Logger, description: String
-    ) throws -> Bool {
+    ) throws -> (readable: Bool, writable: Bool) {
         let exists = try session.query("SELECT to_regclass($1) IS NOT NULL", [.text(layout.devices.quoted)])
         try exists.expectColumns(1)
         if exists.count > 0, try exists.bool(0, 0) == true {
-            return true
+            let privileges = try session.query(
+                "SELECT has_table_privilege($1, 'SELECT'), has_table_privilege($1, 'INSERT') "
+                    + "AND has_table_privilege($1, 'UPDATE') AND has_table_privilege($2, 'UPDATE')",
+                [.text(layout.devices.quoted), .text(layout.global.quoted)])
+            try privileges.expectColumns(2)
+            let canRead = privileges.count > 0 ? try privileges.bool(0, 0) : nil
+            let canWrite = privileges.count > 0 ? try privileges.bool(0, 1) : nil
+            let readable = canRead == true
+            let writable = readable && canWrite == true
+            if !writable {
+                logger.warning(
+                    "the database role may not \(readable ? "write" : "read") the devices table; tokens are minted without a device",
+                    metadata: [
+                        "store": "\(description)", "table": "\(layout.devices)",
+                        "grant": "GRANT SELECT, INSERT, UPDATE ON \(layout.devices) (and UPDATE ON \(layout.global))",
+                    ])
+            }
+            return (readable, writable)
         }
         do {
             try session.transaction {
@@ -55,10 +74,10 @@ extension PostgresCutoffStore {
                     "create": .string(Self.devicesTableStatements(layout).joined(separator: "; ")),
                 ]
             )
-            return false
+            return (false, false)
         }
         logger.info("created the devices table", metadata: ["store": "\(description)", "table": "\(layout.devices)"])
-        return true
+        return (true, true)
     }
 
     /// The table and its indexes: by user for the listing, by `change_seq` (a number of `<table>_global.change_seq`,

@@ -468,6 +468,8 @@ extension PostgresCutoffStore {
         var hasFeed: Bool
         /// The layout whose `<table>_devices` exists, read with every load and feed read; nil without it.
         var devices: CopyLayout? = nil
+        /// Whether the role may also record and revoke devices there (``keepsDevices``).
+        var devicesWritable = false
     }
 
     /// Creates or checks tokengate's own tables (both in copy mode, the global one in RP-table mode) and resolves
@@ -504,9 +506,11 @@ extension PostgresCutoffStore {
             case .copy(let layout): own = layout
             case .rpTable(let layout): own = layout.own
             }
-            if try Self.ensureDevicesTable(own, in: session, logger: logger, description: description) {
+            let access = try Self.ensureDevicesTable(own, in: session, logger: logger, description: description)
+            if access.readable {
                 result.0.devices = own
             }
+            result.0.devicesWritable = access.writable
             return result
         }
         if let (layout, tables) = upgrade {
@@ -516,7 +520,7 @@ extension PostgresCutoffStore {
             }
         }
         self.statements = statements
-        self.devicesReady.withLockedValue { $0 = statements.devices != nil }
+        self.devicesReady.withLockedValue { $0 = statements.devicesWritable }
         return statements
     }
 }
