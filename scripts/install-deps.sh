@@ -13,6 +13,8 @@ profile="${1:-build}"
 packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev libpq-dev)
 if [ "$profile" = "test" ]; then
   packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
+  # A real OAuth 2.0 client (Authlib) as the app of the refresh-token tests.
+  packages+=(python3-authlib python3-requests)
   # scripts/validate-deploy.sh (run by scripts/test.sh): YAML, the syscall-filter check, systemd-analyze.
   packages+=(python3-yaml strace systemd jq)
   # scripts/validate-deploy.sh's release checks: objdump (the .deb's Depends), man, and the zsh and fish that

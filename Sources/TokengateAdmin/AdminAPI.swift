@@ -16,6 +16,11 @@ import TokengateTokens
 /// - `POST /admin/users/{id}/disable-mobile-apps`: `api_revoked_before` = `at` (default now).
 /// - `GET /admin/users/{id}`: the stored cutoffs of the user and the global cutoff.
 /// - `POST /admin/revoke-all`: the global cutoff = `at` (default now).
+/// - `GET /admin/users/{id}/devices`: the user's devices (newest first, revoked ones too): `device`, `app`,
+///   `created_at`, `last_used_at`, `tokens_expire_by`, `revoked_at`.
+/// - `POST /admin/users/{id}/devices/{device}/revoke`: revokes that one device now (no body, or `{}`): every token
+///   of it is refused, the user's other devices and sessions keep working. 404 `unknown_device` when the user has
+///   no such device; 409 `no_device_store` when the store keeps none (the JSON file).
 ///
 /// The POST body is optional: `{"at": 1714564800 or "2024-05-01T12:00:00Z", "force": true}`; unknown keys are
 /// refused so that a typo such as `"forse"` cannot silently change what happens, and so are repeated ones
@@ -52,11 +57,13 @@ public struct AdminAPI: Sendable {
         case disableMobileApps(rawID: Substring)
         case user(rawID: Substring)
         case revokeAll
+        case devices(rawID: Substring)
+        case revokeDevice(rawID: Substring, device: Substring)
 
         var allowedMethod: String {
             switch self {
-            case .passwordChanged, .disableMobileApps, .revokeAll: return "POST"
-            case .user: return "GET"
+            case .passwordChanged, .disableMobileApps, .revokeAll, .revokeDevice: return "POST"
+            case .user, .devices: return "GET"
             }
         }
     }
@@ -96,6 +103,42 @@ public struct AdminAPI: Sendable {
                     try await self.service.disableMobileApps(user: user, at: options.at, force: options.force)
                 }
                 return Self.userAnswer(user: user, lookup: receipt.enforced, receipt: receipt)
+            case .devices(let rawID):
+                let user = try Self.decodeUserID(rawID)
+                let devices = try await self.service.devices(user: user)
+                var writer = JSONWriter()
+                writer.field("user", user)
+                writer.field("devices", objects: devices.map(Self.deviceObject))
+                return AdminResponse(status: 200, json: writer.finished())
+            case .revokeDevice(let rawID, let rawDevice):
+                let user = try Self.decodeUserID(rawID)
+                guard let device = DeviceID(String(rawDevice)) else {
+                    throw RequestError(message: "the device id must be 22 characters of base64url")
+                }
+                let options = try self.writeOptions(body)
+                guard options.at == nil, !options.force else {
+                    throw RequestError(message: "a device is revoked now: the body takes no \"at\" or \"force\"")
+                }
+                var metadata: Logger.Metadata = ["action": "revoke-device", "user": .string(user), "device": .string(device.text)]
+                if let client { metadata["client"] = .string(client) }
+                let receipt: DeviceReceipt
+                do {
+                    receipt = try await self.service.revokeDevice(user: user, device: device)
+                } catch let error as CutoffStoreError
+                    where error.code == .unknownDevice || error.code == .noDevices || error.code == .invalidStoreConfiguration
+                {
+                    metadata["error"] = .string(
+                        error.code == .invalidStoreConfiguration ? Self.storeWriteRefused : error.code.description)
+                    self.logger.notice("device revocation refused", metadata: metadata)
+                    throw error
+                }
+                metadata["changed"] = .string(String(receipt.revocation.changed))
+                self.logger.notice("device revoked", metadata: metadata)
+                var writer = Self.deviceObject(receipt.revocation.record)
+                writer.field("user", user)
+                writer.field("changed", receipt.revocation.changed)
+                writer.field("generation", receipt.generation)
+                return AdminResponse(status: 200, json: writer.finished())
             case .revokeAll:
                 let options = try self.writeOptions(body)
                 let receipt = try await self.audit("revoke-all", user: nil, options: options, client: client) {
@@ -166,6 +209,11 @@ public struct AdminAPI: Sendable {
             return .passwordChanged(rawID: segments[3])
         case 5 where segments[2] == "users" && !segments[3].isEmpty && segments[4] == "disable-mobile-apps":
             return .disableMobileApps(rawID: segments[3])
+        case 5 where segments[2] == "users" && !segments[3].isEmpty && segments[4] == "devices":
+            return .devices(rawID: segments[3])
+        case 7 where segments[2] == "users" && !segments[3].isEmpty && segments[4] == "devices"
+            && !segments[5].isEmpty && segments[6] == "revoke":
+            return .revokeDevice(rawID: segments[3], device: segments[5])
         default:
             return nil
         }
@@ -338,6 +386,18 @@ public struct AdminAPI: Sendable {
         return AdminResponse(status: 200, json: writer.finished())
     }
 
+    /// One device as the admin API shows it.
+    private static func deviceObject(_ record: DeviceRecord) -> JSONWriter {
+        var writer = JSONWriter()
+        writer.field("device", record.device.text)
+        writer.field("app", record.app)
+        writer.field("created_at", record.createdAt)
+        writer.field("last_used_at", record.lastUsedAt)
+        writer.field("tokens_expire_by", record.tokensExpireBy)
+        writer.field("revoked_at", record.revokedAt)
+        return writer
+    }
+
     /// The `error` code of a write the store's configuration refuses.
     package static let storeWriteRefused = "store_write_refused"
 
@@ -352,6 +412,10 @@ public struct AdminAPI: Sendable {
             return .error(409, "cutoff_would_move_backward", error.message) { writer in
                 writer.field("current", error.keptCutoff)
             }
+        case .unknownDevice:
+            return .error(404, "unknown_device", "the user has no device of this id")
+        case .noDevices:
+            return .error(409, "no_device_store", error.message)
         case .readOnlyStore:
             // The store's message says where cutoffs are changed instead (the RP's own table, the JSON file); it
             // names a table or a file, never a secret, and this listener is authenticated.

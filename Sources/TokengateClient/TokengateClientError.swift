@@ -43,6 +43,9 @@ public struct TokengateClientError: Error, Hashable, Sendable, CustomStringConve
         public static let redemptionRefused = Code("redemption_refused")
         /// The site's answer to a redemption is not the JSON token answer it should be.
         public static let malformedResponse = Code("malformed_response")
+        /// The refresh token was refused (`invalid_grant`: revoked, used before, expired) or there is none: the
+        /// user must log in again at the token page.
+        public static let loginRequired = Code("login_required")
     }
 
     public let code: Code

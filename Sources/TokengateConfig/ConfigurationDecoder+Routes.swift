@@ -471,7 +471,8 @@ extension ConfigurationDecoder {
         page.tokenLifetime = try map["token_lifetime"]?.duration(in: .seconds(60)...(.seconds(3650 * 86_400)))
         if let appsNode = map["apps"] {
             for appNode in try appsNode.sequence(maximumCount: 100) {
-                let app = try appNode.mapping(allowed: ["name", "callback", "pkce", "confirm", "display_name"])
+                let app = try appNode.mapping(
+                    allowed: ["name", "callback", "pkce", "confirm", "display_name", "refresh_tokens"])
                 let nameNode = try app.required("name")
                 let name = try nameNode.string(maximumLength: 64)
                 guard ValueSyntax.isSimpleName(name) else {
@@ -518,10 +519,27 @@ extension ConfigurationDecoder {
                     }
                     displayName = text
                 }
+                var refreshTokens: TokenPageRefreshTokens?
+                if let refreshNode = app["refresh_tokens"] {
+                    // Only for the code flow: a token in the callback's fragment has no redemption to answer a
+                    // refresh token in, and a refresh token there would be readable by any app claiming the scheme.
+                    guard pkce == .required else {
+                        throw refreshNode.error(.invalidValue, "refresh_tokens needs pkce: required (the code flow)")
+                    }
+                    let refresh = try refreshNode.mapping(allowed: ["access_token_lifetime", "refresh_token_lifetime"])
+                    var settings = TokenPageRefreshTokens()
+                    if let node = refresh["access_token_lifetime"] {
+                        settings.accessTokenLifetime = try node.duration(in: .seconds(60)...(.seconds(86_400)))
+                    }
+                    if let node = refresh["refresh_token_lifetime"] {
+                        settings.refreshTokenLifetime = try node.duration(in: .seconds(300)...(.seconds(3650 * 86_400)))
+                    }
+                    refreshTokens = settings
+                }
                 page.apps.append(
                     TokenPageApp(
                         name: name, callback: callback, pkce: pkce, confirm: try app["confirm"]?.bool(),
-                        displayName: displayName)
+                        displayName: displayName, refreshTokens: refreshTokens)
                 )
             }
         }

@@ -83,6 +83,9 @@ public struct TokenPageApp: Sendable, Equatable {
     public var confirm: Bool
     /// What the confirmation page calls the app ("Example for iOS"); the app's ``name`` when nil.
     public var displayName: String?
+    /// Refresh tokens, opt-in (`refresh_tokens`): the PKCE redemption answers a short-lived access token and a
+    /// refresh token, and the page accepts `grant_type=refresh_token`. Nil: the app gets what it always got.
+    public var refreshTokens: TokenPageRefreshTokens?
 
     /// - Parameter confirm: nil for the default of the callback (``confirmsByDefault(callback:)``).
     public init(
@@ -90,13 +93,15 @@ public struct TokenPageApp: Sendable, Equatable {
         callback: String,
         pkce: TokenPagePKCE = .optional,
         confirm: Bool? = nil,
-        displayName: String? = nil
+        displayName: String? = nil,
+        refreshTokens: TokenPageRefreshTokens? = nil
     ) {
         self.name = name
         self.callback = callback
         self.pkce = pkce
         self.confirm = confirm ?? Self.confirmsByDefault(callback: callback)
         self.displayName = displayName
+        self.refreshTokens = refreshTokens
     }
 
     /// Whether the callback is a custom scheme (`myapp://token`), which any app may claim, rather than an
@@ -108,6 +113,26 @@ public struct TokenPageApp: Sendable, Equatable {
 
     private static func isHTTPS(_ callback: String) -> Bool {
         callback.utf8.count >= 6 && callback.prefix(6).lowercased() == "https:"
+    }
+}
+
+/// An app's `refresh_tokens` setting (RFC 6749 §6): how long its access tokens and its refresh tokens live.
+public struct TokenPageRefreshTokens: Sendable, Equatable {
+    /// `access_token_lifetime`, default 10 minutes: the `exp` of every access token the app gets.
+    public var accessTokenLifetime: Duration
+    /// `refresh_token_lifetime`, default 30 days: how long a refresh token may wait before its use; every use
+    /// gives a new one with a new lifetime.
+    public var refreshTokenLifetime: Duration
+
+    public static let defaultAccessTokenLifetime = Duration.seconds(600)
+    public static let defaultRefreshTokenLifetime = Duration.seconds(30 * 86_400)
+
+    public init(
+        accessTokenLifetime: Duration = Self.defaultAccessTokenLifetime,
+        refreshTokenLifetime: Duration = Self.defaultRefreshTokenLifetime
+    ) {
+        self.accessTokenLifetime = accessTokenLifetime
+        self.refreshTokenLifetime = refreshTokenLifetime
     }
 }
 

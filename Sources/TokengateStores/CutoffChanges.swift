@@ -6,7 +6,7 @@ public import TokengateTokens
 
 /// What ``CutoffStore/changes(since:limit:)`` read, in one consistent read: the users changed since a position,
 /// and the global row as it is now.
-public struct CutoffChanges: Sendable, Hashable {
+public struct CutoffChanges: Sendable, Equatable {
     /// The global cutoff now.
     public var globalRevokedBefore: Int64?
     /// The force epoch now; a change from the enforced one means a cutoff moved back or a row was deleted, which a
@@ -18,19 +18,29 @@ public struct CutoffChanges: Sendable, Hashable {
     public var position: CutoffFeedPosition
     /// Whether more changes than `limit` were waiting: ask again from ``position``.
     public var hasMore: Bool
+    /// The devices revoked after the position asked for.
+    public var revokedDevices: [(device: DeviceID, revoked: RevokedDevice)]
 
     public init(
         globalRevokedBefore: Int64?,
         forceEpoch: Int64,
         users: [ChangedUser],
         position: CutoffFeedPosition,
-        hasMore: Bool
+        hasMore: Bool,
+        revokedDevices: [(device: DeviceID, revoked: RevokedDevice)] = []
     ) {
+        self.revokedDevices = revokedDevices
         self.globalRevokedBefore = globalRevokedBefore
         self.forceEpoch = forceEpoch
         self.users = users
         self.position = position
         self.hasMore = hasMore
+    }
+
+    public static func == (lhs: CutoffChanges, rhs: CutoffChanges) -> Bool {
+        lhs.globalRevokedBefore == rhs.globalRevokedBefore && lhs.forceEpoch == rhs.forceEpoch
+            && lhs.users == rhs.users && lhs.position == rhs.position && lhs.hasMore == rhs.hasMore
+            && lhs.revokedDevices.elementsEqual(rhs.revokedDevices, by: { $0.device == $1.device && $0.revoked == $1.revoked })
     }
 
     /// One changed row.

@@ -54,11 +54,67 @@ public protocol CutoffStore: Sendable {
     /// every signal as "something may have changed; resync", never as the complete list of changes. Polling stays
     /// on as the safety net for a lost signal.
     var changeSignals: AsyncStream<CutoffChangeSignal>? { get }
+
+    // MARK: Devices
+
+    /// Whether the store keeps device records (SQLite, PostgreSQL in either mode, in tokengate's own tables). The
+    /// JSON file keeps none: its token page then mints tokens without a device, as before devices existed.
+    var keepsDevices: Bool { get }
+
+    /// Records a device the token page is about to hand its first token to; durable before it returns.
+    func recordDevice(_ record: DeviceRecord) async throws
+
+    /// The user's devices, revoked ones included, newest first (at most ``maximumDevicesListed``).
+    func devices(user: String) async throws -> [DeviceRecord]
+
+    /// Marks the user's device revoked at `at`; durable before it returns. Revoking a revoked device changes
+    /// nothing (`changed: false`, the first time kept). Throws ``CutoffStoreError/Code/unknownDevice`` when the
+    /// user has no such device.
+    func revokeDevice(user: String, device: DeviceID, at: Int64) async throws -> DeviceRevocation
+
+    /// Rotates a device's refresh token (``RefreshTokenKey``) if `rotation` names its current generation; revokes
+    /// the device when it names an earlier one (reuse). Durable before it returns.
+    func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome
+}
+
+/// The most devices of one user a listing returns: an account with more is an attack or a bug, and the admin API's
+/// answer stays bounded.
+public let maximumDevicesListed = 1000
+
+/// What ``CutoffStore/revokeDevice(user:device:at:)`` did.
+public struct DeviceRevocation: Sendable, Hashable {
+    /// The device as stored now (``DeviceRecord/revokedAt`` set).
+    public var record: DeviceRecord
+    /// Whether this call revoked it (false: it was revoked already).
+    public var changed: Bool
+
+    public init(record: DeviceRecord, changed: Bool) {
+        self.record = record
+        self.changed = changed
+    }
 }
 
 extension CutoffStore {
     public var changeSignals: AsyncStream<CutoffChangeSignal>? {
         nil
+    }
+
+    public var keepsDevices: Bool { false }
+
+    public func recordDevice(_ record: DeviceRecord) async throws {
+        throw CutoffStoreError.noDevices(self.storeDescription)
+    }
+
+    public func devices(user: String) async throws -> [DeviceRecord] {
+        throw CutoffStoreError.noDevices(self.storeDescription)
+    }
+
+    public func revokeDevice(user: String, device: DeviceID, at: Int64) async throws -> DeviceRevocation {
+        throw CutoffStoreError.noDevices(self.storeDescription)
+    }
+
+    public func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome {
+        throw CutoffStoreError.noDevices(self.storeDescription)
     }
 
     public func load(onto base: CutoffTable?) async throws -> CutoffTable {

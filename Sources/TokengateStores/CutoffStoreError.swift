@@ -20,6 +20,8 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
             case invalidStoreFile = "invalid_store_file"
             case unsupportedSchema = "unsupported_schema"
             case invalidStoreConfiguration = "invalid_store_configuration"
+            case noDevices = "no_device_store"
+            case unknownDevice = "unknown_device"
         }
 
         private let base: Base
@@ -48,6 +50,10 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
         /// RP table or column that does not exist, a column type the store cannot read as a time, or a database
         /// role that may not create or use tokengate's own table.
         public static let invalidStoreConfiguration = Code(.invalidStoreConfiguration)
+        /// The store keeps no devices (the JSON file): nothing to list or revoke.
+        public static let noDevices = Code(.noDevices)
+        /// The user has no device of that id.
+        public static let unknownDevice = Code(.unknownDevice)
 
         /// The stable snake_case name, also used as the admin API's `error` field.
         public var description: String {
@@ -87,6 +93,15 @@ public struct CutoffStoreError: Error, Hashable, Sendable, CustomStringConvertib
 
     public var description: String {
         "\(self.code): \(self.message)"
+    }
+
+    /// The refusal of a store without devices.
+    static func noDevices(_ description: String) -> CutoffStoreError {
+        CutoffStoreError(
+            code: .noDevices,
+            message: "\(description) keeps no devices; revoking one device needs the SQLite or PostgreSQL store "
+                + "(tokens minted with this store carry no device: revoke them with `disable mobile apps`)"
+        )
     }
 
     /// Errors compare by code only, so tests and callers can match on the kind without the wording.

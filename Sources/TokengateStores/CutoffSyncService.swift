@@ -49,6 +49,14 @@ public import TokengateTokens
 ///   process may not write (``CutoffStoreError/Code/invalidStoreConfiguration``): the store still serves reads, so
 ///   the write is logged once as a configuration problem and neither ``lastError`` nor readiness changes.
 ///
+/// ### Devices
+/// A device revoked on its own (``revokeDevice(user:device:at:)``, or by another process into the store) joins the
+/// snapshot's ``CutoffSnapshot/revokedDevices`` the way a cutoff does: written, published, then acknowledged; read
+/// from the change feed (or a full reload) by every other instance. An entry is dropped at the next full reload once
+/// every token of the device is dead anyway: the user's password or api cutoff, or the global one, is later than
+/// the revocation, or the clock is past the device's last `exp` by ``Configuration/deviceExpiryMargin``. The store
+/// keeps the revoked row (the listing shows it); only the in-memory set forgets it.
+///
 /// ### Implementation
 /// The service keeps the enforced table next to the published snapshot. They share a persistent map
 /// (``CutoffUserMap``), so publishing one user's change copies O(log users) nodes and shares the rest with the
@@ -76,6 +84,9 @@ public actor CutoffSyncService {
         /// A cutoff further than this in the future is refused: it would reject every token the user gets
         /// until then, including the ones issued after the password change.
         public var maxFutureSkew: Duration
+        /// How long past a revoked device's last `exp` its entry is kept: at least the verifier's clock skew (a
+        /// token is accepted until `exp` plus the skew), so an entry never leaves while a token of it could pass.
+        public var deviceExpiryMargin: Duration
 
         public init(
             pollInterval: Duration = .seconds(1),
@@ -84,8 +95,10 @@ public actor CutoffSyncService {
             maxFutureSkew: Duration = .seconds(300),
             feedPollInterval: Duration = .milliseconds(250),
             feedBatch: Int = 10_000,
-            maxFeedBatches: Int = 20
+            maxFeedBatches: Int = 20,
+            deviceExpiryMargin: Duration = .seconds(3600)
         ) {
+            self.deviceExpiryMargin = deviceExpiryMargin
             self.pollInterval = pollInterval
             self.feedPollInterval = feedPollInterval
             self.feedBatch = max(1, feedBatch)
@@ -317,6 +330,106 @@ public actor CutoffSyncService {
         }
     }
 
+    // MARK: Devices
+
+    /// Whether the store keeps device records: the token page mints tokens with a device only then.
+    public nonisolated var keepsDevices: Bool { self.store.keepsDevices }
+
+    /// Records a device before its first token is handed over. Not behind the gate: it changes nothing the
+    /// snapshot holds, so it need not wait for a reload in progress.
+    public func recordDevice(_ record: DeviceRecord) async throws {
+        do {
+            try await self.store.recordDevice(record)
+        } catch let error as CutoffStoreError where error.code == .invalidStoreConfiguration {
+            self.recordWriteRefusal(error)
+            throw error
+        } catch {
+            self.recordFailure(error, during: "device record")
+            throw error
+        }
+    }
+
+    /// The user's devices as stored.
+    public func devices(user: String) async throws -> [DeviceRecord] {
+        try CutoffUserID.validate(user)
+        do {
+            return try await self.store.devices(user: user)
+        } catch {
+            self.recordFailure(error, during: "device listing")
+            throw error
+        }
+    }
+
+    /// Revokes one device of `user` at `at` (default: now): stored, published, then returned, so a request sent
+    /// after the answer is refused (`device_revoked`).
+    public func revokeDevice(user: String, device: DeviceID, at: Int64? = nil) async throws -> DeviceReceipt {
+        try CutoffUserID.validate(user)
+        let at = at ?? self.clock()
+        guard at >= 0, at <= self.clock() + self.configuration.maxFutureSkew.components.seconds else {
+            throw CutoffStoreError(code: .invalidTime, message: "a revocation time must be from 1970 to now")
+        }
+        await self.enterGate()
+        defer { self.leaveGate() }
+        guard var table = self.table else {
+            throw CutoffStoreError(code: .storeUnavailable, message: "the cutoff service has not started")
+        }
+        let revocation: DeviceRevocation
+        do {
+            revocation = try await self.store.revokeDevice(user: user, device: device, at: at)
+        } catch let error as CutoffStoreError where error.code == .invalidStoreConfiguration {
+            self.recordWriteRefusal(error)
+            throw error
+        } catch {
+            self.recordFailure(error, during: "device revocation")
+            throw error
+        }
+        let record = revocation.record
+        if let revokedAt = record.revokedAt, table.revokedDevices[device] == nil {
+            table.revokedDevices[device] = RevokedDevice(
+                user: CutoffUserKey(record.user), revokedAt: revokedAt, tokensExpireBy: record.tokensExpireBy)
+            self.install(table)
+        }
+        return DeviceReceipt(revocation: revocation, generation: self.snapshot.generation)
+    }
+
+    /// Rotates a refresh token through the store. A reuse revoked the device in the store; it is published here at
+    /// once too, so this gateway refuses the device's access tokens before the refresh's answer goes out.
+    public func rotateRefresh(_ rotation: RefreshRotation) async throws -> RefreshOutcome {
+        let outcome: RefreshOutcome
+        do {
+            outcome = try await self.store.rotateRefresh(rotation)
+        } catch {
+            self.recordFailure(error, during: "refresh")
+            throw error
+        }
+        if case .reused(let record) = outcome, let revokedAt = record.revokedAt {
+            await self.enterGate()
+            defer { self.leaveGate() }
+            if var table = self.table, table.revokedDevices[record.device] == nil {
+                table.revokedDevices[record.device] = RevokedDevice(
+                    user: CutoffUserKey(record.user), revokedAt: revokedAt, tokensExpireBy: record.tokensExpireBy)
+                self.install(table)
+            }
+        }
+        return outcome
+    }
+
+    /// Drops the revoked devices whose tokens are all dead anyway (see "Devices" in the overview).
+    private func pruneDevices(_ table: inout CutoffTable, now: Int64) {
+        let margin = self.configuration.deviceExpiryMargin.components.seconds
+        var dead: [DeviceID] = []
+        for (device, revoked) in table.revokedDevices
+        where revoked.isDead(
+            userCutoffs: table.users[revoked.user], globalRevokedBefore: table.globalRevokedBefore, now: now,
+            clockSkew: margin)
+        {
+            dead.append(device)
+        }
+        for device in dead {
+            table.revokedDevices[device] = nil
+        }
+    }
+
     /// The write path: validate, commit to the store, apply to the enforced table, publish, return.
     public func write(_ write: CutoffWrite) async throws -> CutoffReceipt {
         try write.validate()
@@ -396,6 +509,18 @@ public struct CutoffReceipt: Sendable, Hashable {
     }
 }
 
+/// What ``CutoffSyncService/revokeDevice(user:device:at:)`` reports once durable and published.
+public struct DeviceReceipt: Sendable, Hashable {
+    public var revocation: DeviceRevocation
+    /// The generation of the snapshot that enforces it.
+    public var generation: UInt64
+
+    public init(revocation: DeviceRevocation, generation: UInt64) {
+        self.revocation = revocation
+        self.generation = generation
+    }
+}
+
 // MARK: Reloading, publishing and the gate.
 
 extension CutoffSyncService {
@@ -405,7 +530,7 @@ extension CutoffSyncService {
     /// force epoch turns out to be newer, that merge is thrown away and the store read again as it is: rare (an
     /// admin's force, a deleted row), and the one time a second map exists next to the enforced one.
     private func reloadLocked(marker: String?) async throws {
-        let next: CutoffTable
+        var next: CutoffTable
         if let current = self.table {
             let merged = try await self.store.load(onto: current)
             if merged.forceEpoch > current.forceEpoch {
@@ -426,10 +551,11 @@ extension CutoffSyncService {
         } else {
             next = try await self.store.load(onto: nil)
         }
+        let now = self.clock()
+        self.pruneDevices(&next, now: now)
         let changed = next != self.table
         self.needsFullReload = false
         self.lastMarker = marker
-        let now = self.clock()
         self.lastFullReloadAt = now
         self.lastSyncAt = now
         self.syncSucceeded(now: now)
@@ -478,6 +604,10 @@ extension CutoffSyncService {
             for user in changes.users where table.mergeForward(user.user, user.cutoffs) {
                 changed = true
                 changedUsers.append(user)
+            }
+            for (device, revoked) in changes.revokedDevices where table.revokedDevices[device] == nil {
+                table.revokedDevices[device] = revoked
+                changed = true
             }
             position = changes.position
             table.position = position
@@ -575,7 +705,8 @@ extension CutoffSyncService {
         let snapshot = CutoffSnapshot(
             globalRevokedBefore: table.globalRevokedBefore,
             users: table.users,
-            generation: generation
+            generation: generation,
+            revokedDevices: table.revokedDevices
         )
         self.table = table
         self.snapshot = snapshot

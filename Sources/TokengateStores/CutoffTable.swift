@@ -21,17 +21,23 @@ public struct CutoffTable: Sendable, Hashable {
     /// Where the store's change feed stood when this table was read (``CutoffStore/changes(since:limit:)``): the
     /// sync service asks for the changes after it. `nil` for a store without a feed.
     public var position: CutoffFeedPosition?
+    /// The devices revoked one by one whose tokens may still be alive (``CutoffSnapshot/revokedDevices``). A
+    /// revocation is never undone through tokengate, so like a cutoff it only ever joins the table; the sync
+    /// service takes entries out once they are no longer needed (``CutoffSyncService``, "Devices").
+    public var revokedDevices: RevokedDeviceMap
 
     public init(
         globalRevokedBefore: Int64? = nil,
         users: CutoffUserMap = [:],
         forceEpoch: Int64 = 0,
-        position: CutoffFeedPosition? = nil
+        position: CutoffFeedPosition? = nil,
+        revokedDevices: RevokedDeviceMap = [:]
     ) {
         self.globalRevokedBefore = globalRevokedBefore
         self.users = users
         self.forceEpoch = forceEpoch
         self.position = position
+        self.revokedDevices = revokedDevices
     }
 
     /// This (newly loaded) table laid over `enforced` so that no cutoff moves backward: for each user and
@@ -48,6 +54,9 @@ public struct CutoffTable: Sendable, Hashable {
         merged.globalRevokedBefore = Self.later(enforced.globalRevokedBefore, self.globalRevokedBefore)
         for (user, loaded) in self.users {
             merged.mergeForward(user, loaded)
+        }
+        for (device, revoked) in self.revokedDevices where merged.revokedDevices[device] == nil {
+            merged.revokedDevices[device] = revoked
         }
         return merged
     }

@@ -92,6 +92,12 @@ package struct JSONWriter {
         self.text += value ? "true" : "false"
     }
 
+    /// A member whose value is already JSON text: `objects` finished by other writers, as an array.
+    package mutating func field(_ key: String, objects: [JSONWriter]) {
+        self.key(key)
+        self.text += "[" + objects.map { $0.finished() }.joined(separator: ",") + "]"
+    }
+
     package func finished() -> String {
         self.text + "}"
     }

@@ -17,6 +17,10 @@ extension PostgresCutoffStore {
         let truncated: PostgresIdentifier
         let numbered: PostgresIdentifier
         let byChange: PostgresIdentifier
+        /// `<table>_devices`, in both modes (``PostgresCutoffStore/devicesTableStatements(_:)``).
+        let devices: PostgresIdentifier
+        let devicesByUser: PostgresIdentifier
+        let devicesByChange: PostgresIdentifier
 
         init(table: String) throws {
             let users = try PostgresIdentifier(table, what: "the cutoff table")
@@ -29,6 +33,9 @@ extension PostgresCutoffStore {
             self.truncated = try users.suffixed("_truncated", what: "a trigger function")
             self.numbered = try users.suffixed("_numbered", what: "a trigger function")
             self.byChange = try users.suffixed("_by_change", what: "an index")
+            self.devices = try users.suffixed("_devices", what: "the devices table")
+            self.devicesByUser = try users.suffixed("_devices_by_user", what: "an index")
+            self.devicesByChange = try users.suffixed("_devices_by_change", what: "an index")
         }
 
         var statements: Statements {

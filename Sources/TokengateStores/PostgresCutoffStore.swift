@@ -104,6 +104,8 @@ public actor PostgresCutoffStore: CutoffStore {
     nonisolated let closedSignal: AsyncStream<Void>
     nonisolated let closedSink: AsyncStream<Void>.Continuation
     nonisolated let runState = NIOLockedValueBox(RunState())
+    /// Whether `<table>_devices` exists (``keepsDevices``); set by ``ready()``.
+    nonisolated let devicesReady = NIOLockedValueBox(false)
 
     /// The SQL for the configured mode, once tokengate's own tables exist (copy mode; the global table in RP-table
     /// mode) and the RP table's columns were checked (RP-table mode).
@@ -257,6 +259,11 @@ public actor PostgresCutoffStore: CutoffStore {
                         break
                     }
                 }
+                if let devices = statements.devices {
+                    for entry in try Self.revokedDevices(session.query(Self.revokedDevicesQuery(devices))) {
+                        accumulator.table.revokedDevices[entry.device] = entry.revoked
+                    }
+                }
             }
             guard accumulator.sawGlobalRow else {
                 throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
@@ -280,16 +287,34 @@ public actor PostgresCutoffStore: CutoffStore {
             guard accumulator.sawGlobalRow, let now = accumulator.table.position else {
                 throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
             }
-            let hasMore = accumulator.changes.count > limit
-            let users = Array(accumulator.changes.prefix(limit))
-            // With more waiting, the next read starts after the last row returned, not at the counter.
-            let sequence = hasMore ? (users.last?.sequence ?? position.sequence) : now.sequence
+            // After the global row was read: a device revoked meanwhile comes now and again next time (harmless),
+            // never not at all.
+            var devices: [(device: DeviceID, revoked: RevokedDevice, sequence: Int64)] = []
+            if let layout = statements.devices {
+                devices = try Self.revokedDevices(
+                    session.query(
+                        Self.revokedDevicesChangesQuery(layout), [.int8(position.sequence), .int8(Int64(limit) + 1)]))
+            }
+            var users = accumulator.changes
+            var hasMore = false
+            var sequence = now.sequence
+            // Users and devices take their numbers from one counter: with more waiting in either, the next read
+            // starts after the lower of the two last numbers returned, and only rows up to it are taken now.
+            if users.count > limit || devices.count > limit {
+                hasMore = true
+                sequence = min(
+                    users.count > limit ? users[limit - 1].sequence : Int64.max,
+                    devices.count > limit ? devices[limit - 1].sequence : Int64.max)
+                users = users.filter { $0.sequence <= sequence }
+                devices = devices.filter { $0.sequence <= sequence }
+            }
             return CutoffChanges(
                 globalRevokedBefore: accumulator.table.globalRevokedBefore,
                 forceEpoch: accumulator.table.forceEpoch,
                 users: users.map { CutoffChanges.ChangedUser(user: $0.user, cutoffs: $0.cutoffs) },
                 position: CutoffFeedPosition(feed: now.feed, sequence: sequence),
-                hasMore: hasMore
+                hasMore: hasMore,
+                revokedDevices: devices.map { ($0.device, $0.revoked) }
             )
         }
     }
@@ -441,6 +466,10 @@ extension PostgresCutoffStore {
         var lookupGlobalOnly: String
         /// Whether the global row's counter and store id name a change feed of the users' rows (copy mode).
         var hasFeed: Bool
+        /// The layout whose `<table>_devices` exists, read with every load and feed read; nil without it.
+        var devices: CopyLayout? = nil
+        /// Whether the role may also record and revoke devices there (``keepsDevices``).
+        var devicesWritable = false
     }
 
     /// Creates or checks tokengate's own tables (both in copy mode, the global one in RP-table mode) and resolves
@@ -457,20 +486,32 @@ extension PostgresCutoffStore {
         let logger = self.logger
         let (statements, upgrade): (Statements, (CopyLayout, OwnTables)?) = try await self.withConnection { session in
             var needsUpgrade = false
+            var result: (Statements, (CopyLayout, OwnTables)?)
             switch source {
             case .copy(let layout):
                 try Self.createOrCheckSchema(
                     layout, tables: .globalAndUsers, in: session, logger: logger, description: description,
                     needsUpgrade: &needsUpgrade)
-                return (layout.statements, needsUpgrade ? (layout, .globalAndUsers) : nil)
+                result = (layout.statements, needsUpgrade ? (layout, .globalAndUsers) : nil)
             case .rpTable(let layout):
                 // The RP's table first: a wrong name there is the likelier mistake, and nothing is created then.
                 let statements = try layout.resolve(in: session, description: description)
                 try Self.createOrCheckSchema(
                     layout.own, tables: .globalOnly, in: session, logger: logger, description: description,
                     needsUpgrade: &needsUpgrade)
-                return (statements, needsUpgrade ? (layout.own, .globalOnly) : nil)
+                result = (statements, needsUpgrade ? (layout.own, .globalOnly) : nil)
             }
+            let own: CopyLayout
+            switch source {
+            case .copy(let layout): own = layout
+            case .rpTable(let layout): own = layout.own
+            }
+            let access = try Self.ensureDevicesTable(own, in: session, logger: logger, description: description)
+            if access.readable {
+                result.0.devices = own
+            }
+            result.0.devicesWritable = access.writable
+            return result
         }
         if let (layout, tables) = upgrade {
             // An index to build over every row: the load timeout, not one operation's.
@@ -479,6 +520,7 @@ extension PostgresCutoffStore {
             }
         }
         self.statements = statements
+        self.devicesReady.withLockedValue { $0 = statements.devicesWritable }
         return statements
     }
 }

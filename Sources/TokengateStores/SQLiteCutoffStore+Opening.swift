@@ -102,6 +102,9 @@ extension SQLiteCutoffStore {
         if version < 2 {
             try await Self.migrateToVersion2(sqlite, description: description, logger: logger)
         }
+        if version < 3 {
+            try await Self.migrateToVersion3(sqlite, description: description, logger: logger)
+        }
         // A read in WAL mode: the connection opens (creating them if need be) the -wal and -shm files it keeps.
         let pageSize = try await sqlite.query("PRAGMA page_size").first?.columns.first?.data.integer ?? 0
         _ = try await sqlite.query("SELECT count(*) FROM global_cutoff")
@@ -268,6 +271,65 @@ extension SQLiteCutoffStore {
         """,
     ]
 
+    /// Brings a version 2 store to version 3 (devices, ``recordDevice(_:)``), the way
+    /// ``migrateToVersion2(_:description:logger:)`` does: one `BEGIN IMMEDIATE` transaction that only adds a table,
+    /// its indexes and a trigger, after reading the version again. A tokengate of version 2 then refuses the store
+    /// ("upgrade tokengate") rather than accept the tokens of devices revoked in it.
+    static func migrateToVersion3(_ sqlite: SQLiteConnection, description: String, logger: Logger) async throws {
+        _ = try await sqlite.query("BEGIN IMMEDIATE")
+        do {
+            let versions = try await sqlite.query("SELECT max(version) FROM schema_version")
+            if let version = versions.first?.columns.first?.data.integer, Int64(version) < 3 {
+                for statement in Self.version3Statements {
+                    _ = try await sqlite.query(statement)
+                }
+                _ = try await sqlite.query("UPDATE schema_version SET version = 3")
+            }
+            _ = try await sqlite.query("COMMIT")
+        } catch {
+            _ = try? await sqlite.query("ROLLBACK")
+            throw error
+        }
+        logger.notice("cutoff store upgraded to schema version 3 (devices)", metadata: ["store": "\(description)"])
+    }
+
+    /// Version 3's additions to version 2: the `devices` table (one row per installation the token page minted
+    /// for), indexed by user for the listing and by `change_seq` for the feed, and the trigger that numbers a
+    /// device's revocation from the global row's counter, so the change feed carries it like a user's cutoff.
+    static let version3Statements = [
+        """
+        CREATE TABLE devices (
+            device_id TEXT PRIMARY KEY NOT NULL,
+            user_id TEXT NOT NULL,
+            app TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_used_at INTEGER,
+            tokens_expire_by INTEGER,
+            revoked_at INTEGER,
+            change_seq INTEGER NOT NULL DEFAULT 0,
+            refresh_generation INTEGER,
+            refresh_expires_at INTEGER
+        )
+        """,
+        "CREATE INDEX devices_by_user ON devices (user_id)",
+        "CREATE INDEX devices_by_change ON devices (change_seq)",
+        """
+        CREATE TRIGGER devices_revoked_numbered AFTER UPDATE OF revoked_at ON devices
+        WHEN NEW.revoked_at IS NOT NULL
+        BEGIN
+            UPDATE global_cutoff SET change_seq = change_seq + 1 WHERE id = 1;
+            UPDATE devices SET change_seq = (SELECT change_seq FROM global_cutoff WHERE id = 1)
+            WHERE device_id = NEW.device_id;
+        END
+        """,
+        """
+        CREATE TRIGGER devices_deleted AFTER DELETE ON devices WHEN OLD.revoked_at IS NOT NULL
+        BEGIN
+            UPDATE global_cutoff SET force_epoch = force_epoch + 1 WHERE id = 1;
+        END
+        """,
+    ]
+
     /// Creates a new store at `path`, where nothing is: builds it whole under a temporary name in the same
     /// directory and links it into place, so the path never names a file without the schema.
     ///
@@ -324,7 +386,7 @@ extension SQLiteCutoffStore {
         logger.notice("created a new, empty cutoff store", metadata: ["path": "\(path)"])
     }
 
-    /// The tables, triggers and rows of a new store (schema version 2); run in one transaction.
+    /// The tables, triggers and rows of a new store (schema version 3); run in one transaction.
     private static func createSchema(_ sqlite: SQLiteConnection) async throws {
         let statements = [
             "CREATE TABLE schema_version (version INTEGER NOT NULL)",
@@ -384,10 +446,10 @@ extension SQLiteCutoffStore {
             }
             _ = try await sqlite.query(statement, binds)
         }
-        for statement in Self.version2Statements {
+        for statement in Self.version2Statements + Self.version3Statements {
             _ = try await sqlite.query(statement)
         }
-        _ = try await sqlite.query("UPDATE schema_version SET version = 2")
+        _ = try await sqlite.query("UPDATE schema_version SET version = 3")
     }
 
     /// `path` as an SQLite URI filename with the given `mode` (`rw`: open an existing file, never create one;
@@ -439,14 +501,17 @@ private func syncDirectory(_ directory: String) {
 /// Collects the rows of a full load (merged forward onto a base table as they arrive, ``CutoffTable/mergeForward(_:_:)``)
 /// or of a read of the change feed; fed on the thread-pool thread, read after the query finished.
 ///
-/// Rows are `(kind, text, first, second, sequence)`: kind 0 is the global row `(0, store_id, revoked_before,
-/// force_epoch, change_seq)`, kind 1 a user `(1, user_id, revoked_before, api_revoked_before, change_seq or NULL)`.
+/// Rows are `(kind, text, first, second, sequence, owner)`: kind 0 is the global row `(0, store_id, revoked_before,
+/// force_epoch, change_seq, NULL)`, kind 1 a user `(1, user_id, revoked_before, api_revoked_before, change_seq or
+/// NULL, NULL)`, kind 2 a revoked device `(2, device_id, revoked_at, tokens_expire_by, change_seq, user_id)`.
 struct LoadAccumulator {
     var table: CutoffTable
     var sawGlobalRow = false
     var problem: String?
     /// With `collectingChanges`, the user rows in the order read, instead of merged into ``table``.
     var changes: [(user: CutoffUserKey, cutoffs: UserCutoffs, sequence: Int64)] = []
+    /// With `collectingChanges`, the revoked devices in the order read.
+    var deviceChanges: [(device: DeviceID, revoked: RevokedDevice, sequence: Int64)] = []
     let collectingChanges: Bool
 
     init(base: CutoffTable?, collectingChanges: Bool = false) {
@@ -456,7 +521,7 @@ struct LoadAccumulator {
 
     mutating func add(_ row: SQLiteRow) {
         let columns = row.columns
-        guard self.problem == nil, columns.count == 5, let kind = columns[0].data.integer else {
+        guard self.problem == nil, columns.count == 6, let kind = columns[0].data.integer else {
             self.problem = self.problem ?? "a row has an unexpected shape"
             return
         }
@@ -474,6 +539,19 @@ struct LoadAccumulator {
                 self.table.position = CutoffFeedPosition(feed: "sqlite:\(id)", sequence: sequence)
             } else {
                 self.problem = "the global_cutoff row has no store_id or change_seq"
+            }
+        } else if kind == 2 {
+            guard let text = columns[1].data.string, let device = DeviceID(text), let user = columns[5].data.string,
+                let revokedAt = first
+            else {
+                self.problem = "a devices row has a malformed device_id, user_id or revoked_at"
+                return
+            }
+            let revoked = RevokedDevice(user: CutoffUserKey(user), revokedAt: revokedAt, tokensExpireBy: second)
+            if self.collectingChanges {
+                self.deviceChanges.append((device, revoked, sequence ?? 0))
+            } else {
+                self.table.revokedDevices[device] = revoked
             }
         } else if let user = columns[1].data.string {
             // The table keys users by bytes (``CutoffUserKey``), like the store's primary key, so ids that differ

@@ -73,7 +73,7 @@ import TokengateTokens
 /// file), at start and at every reopen.
 public actor SQLiteCutoffStore: CutoffStore {
     /// The schema version this code writes and understands.
-    public static let schemaVersion: Int64 = 2
+    public static let schemaVersion: Int64 = 3
 
     /// How long a statement waits for another process's lock before failing.
     static let busyTimeoutMilliseconds = 5000
@@ -208,9 +208,11 @@ public actor SQLiteCutoffStore: CutoffStore {
     public func load(onto base: CutoffTable?) async throws -> CutoffTable {
         // One statement, so the global row and the user rows come from one read transaction.
         let sql = """
-            SELECT 0, store_id, revoked_before, force_epoch, change_seq FROM global_cutoff WHERE id = 1
+            SELECT 0, store_id, revoked_before, force_epoch, change_seq, NULL FROM global_cutoff WHERE id = 1
             UNION ALL
-            SELECT 1, user_id, revoked_before, api_revoked_before, NULL FROM user_cutoffs
+            SELECT 1, user_id, revoked_before, api_revoked_before, NULL, NULL FROM user_cutoffs
+            UNION ALL
+            SELECT 2, device_id, revoked_at, tokens_expire_by, NULL, user_id FROM devices WHERE revoked_at IS NOT NULL
             """
         let accumulator = NIOLockedValueBox(LoadAccumulator(base: base))
         let opened = try await self.run(sql, []) { row in
@@ -235,11 +237,16 @@ public actor SQLiteCutoffStore: CutoffStore {
     /// are handed out in commit order and a read sees every change up to the counter it reads.
     public func changes(since position: CutoffFeedPosition, limit: Int) async throws -> CutoffChanges? {
         let sql = """
-            SELECT 0, store_id, revoked_before, force_epoch, change_seq FROM global_cutoff WHERE id = 1
+            SELECT 0, store_id, revoked_before, force_epoch, change_seq, NULL FROM global_cutoff WHERE id = 1
             UNION ALL
             SELECT * FROM (
-                SELECT 1, user_id, revoked_before, api_revoked_before, change_seq FROM user_cutoffs
+                SELECT 1, user_id, revoked_before, api_revoked_before, change_seq, NULL FROM user_cutoffs
                 WHERE change_seq > ?1 ORDER BY change_seq LIMIT ?2
+            )
+            UNION ALL
+            SELECT * FROM (
+                SELECT 2, device_id, revoked_at, tokens_expire_by, change_seq, user_id FROM devices
+                WHERE change_seq > ?1 AND revoked_at IS NOT NULL ORDER BY change_seq LIMIT ?2
             )
             """
         let accumulator = NIOLockedValueBox(LoadAccumulator(base: nil, collectingChanges: true))
@@ -251,16 +258,28 @@ public actor SQLiteCutoffStore: CutoffStore {
         guard let now = table.position.map({ Self.position($0, connection: opened) }) else {
             return nil
         }
-        let hasMore = result.changes.count > max(1, limit)
-        let users = Array(result.changes.prefix(max(1, limit)))
-        // With more waiting, the next read starts after the last row returned, not at the counter.
-        let sequence = hasMore ? (users.last?.sequence ?? position.sequence) : now.sequence
+        let limit = max(1, limit)
+        var users = result.changes
+        var devices = result.deviceChanges
+        var hasMore = false
+        var sequence = now.sequence
+        // Users and devices are numbered from one counter: with more waiting in either, the next read starts
+        // after the lower of the two last numbers returned, and only rows up to it are taken (the rest come again).
+        if users.count > limit || devices.count > limit {
+            hasMore = true
+            let lastUser = users.count > limit ? users[limit - 1].sequence : Int64.max
+            let lastDevice = devices.count > limit ? devices[limit - 1].sequence : Int64.max
+            sequence = min(lastUser, lastDevice)
+            users = users.filter { $0.sequence <= sequence }
+            devices = devices.filter { $0.sequence <= sequence }
+        }
         return CutoffChanges(
             globalRevokedBefore: table.globalRevokedBefore,
             forceEpoch: table.forceEpoch,
             users: users.map { CutoffChanges.ChangedUser(user: $0.user, cutoffs: $0.cutoffs) },
             position: CutoffFeedPosition(feed: now.feed, sequence: sequence),
-            hasMore: hasMore
+            hasMore: hasMore,
+            revokedDevices: devices.map { ($0.device, $0.revoked) }
         )
     }
 

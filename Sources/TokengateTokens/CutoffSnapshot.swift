@@ -45,11 +45,21 @@ public final class CutoffSnapshot: Sendable {
     public let users: CutoffUserMap
     /// A number that grows with each snapshot a store publishes; for metrics and logs.
     public let generation: UInt64
+    /// The devices revoked one by one (``DeviceID``), whose tokens may still be alive otherwise: a token whose
+    /// `did` claim names one is dead (`device_revoked`). Held here, next to the cutoffs, so that a device
+    /// revocation reaches every request the way a password change does: same publication, same lock-free read.
+    public let revokedDevices: RevokedDeviceMap
 
-    public init(globalRevokedBefore: Int64? = nil, users: CutoffUserMap = [:], generation: UInt64 = 0) {
+    public init(
+        globalRevokedBefore: Int64? = nil,
+        users: CutoffUserMap = [:],
+        generation: UInt64 = 0,
+        revokedDevices: RevokedDeviceMap = [:]
+    ) {
         self.globalRevokedBefore = globalRevokedBefore
         self.users = users
         self.generation = generation
+        self.revokedDevices = revokedDevices
     }
 
     /// The snapshot with no cutoffs at all.
@@ -67,6 +77,15 @@ public final class CutoffSnapshot: Sendable {
         // The stored fields directly: "no cutoff" is Int64.min, which no `iat` is below.
         if issuedAt < user.storedRevokedBefore { return .revoked }
         if kind == .api, issuedAt < user.storedAPIRevokedBefore { return .apiRevoked }
+        return nil
+    }
+
+    /// ``revocation(subject:issuedAt:kind:)``, then the token's device (its `did` claim, nil for a token without
+    /// one): a revoked device is `device_revoked`. A snapshot without revoked devices costs one count compare.
+    @inline(__always)
+    public func revocation(subject: String, issuedAt: Int64, kind: TokenKind, device: DeviceID?) -> RejectionReason? {
+        if let reason = self.revocation(subject: subject, issuedAt: issuedAt, kind: kind) { return reason }
+        if let device, !self.revokedDevices.isEmpty, self.revokedDevices[device] != nil { return .deviceRevoked }
         return nil
     }
 }

@@ -65,6 +65,11 @@ public struct RejectionReason: Hashable, Sendable, CustomStringConvertible {
         code: "api_revoked",
         description: "App access has been revoked for this user."
     )
+    /// A token of a device (its `did` claim) that was revoked on its own.
+    public static let deviceRevoked = RejectionReason(
+        code: "device_revoked",
+        description: "This device's access has been revoked."
+    )
     /// A valid token of a kind the route does not accept.
     public static let wrongKind = RejectionReason(
         code: "wrong_kind",
@@ -79,6 +84,6 @@ public struct RejectionReason: Hashable, Sendable, CustomStringConvertible {
     /// Every code, in a stable order (for metrics pre-registration and tests).
     public static let all: [RejectionReason] = [
         .malformed, .badSignature, .unknownKey, .algNotAllowed, .expired, .notYetValid, .issuedInFuture,
-        .revoked, .apiRevoked, .wrongKind, .missingClaim,
+        .revoked, .apiRevoked, .wrongKind, .missingClaim, .deviceRevoked,
     ]
 }

@@ -11,6 +11,8 @@ public struct TokenClaims: Sendable, Hashable {
     public var notBefore: Int64?
     public var issuer: String?
     public var audience: String?
+    /// The device the token is for (the `did` claim); nil for a token of no device.
+    public var device: DeviceID?
 
     public init(
         subject: String,
@@ -19,7 +21,8 @@ public struct TokenClaims: Sendable, Hashable {
         expiresAt: Int64? = nil,
         notBefore: Int64? = nil,
         issuer: String? = nil,
-        audience: String? = nil
+        audience: String? = nil,
+        device: DeviceID? = nil
     ) {
         self.subject = subject
         self.issuedAt = issuedAt
@@ -28,5 +31,6 @@ public struct TokenClaims: Sendable, Hashable {
         self.notBefore = notBefore
         self.issuer = issuer
         self.audience = audience
+        self.device = device
     }
 }

@@ -21,6 +21,8 @@ public struct TokenSigner: Sendable {
     /// Makes and checks the token page's confirmation values (the "continue" button's proof that the browser was
     /// shown the page): derived from this key's secret under its own label, like ``tokenPageCodeKey``.
     public var tokenPageConfirmationKey: TokenPageConfirmationKey { self.key.confirmationKey }
+    /// Makes and checks the token page's refresh tokens: derived like ``tokenPageCodeKey``, under its own label.
+    public var refreshTokenKey: RefreshTokenKey { self.key.refreshKey }
     private let key: SigningKey
 
     /// - Parameters:
@@ -97,6 +99,7 @@ public struct TokenSigner: Sendable {
         if let nbf = claims.notBefore { payload += ",\"nbf\":\(nbf)" }
         if let iss = claims.issuer { payload += ",\"iss\":" + Self.jsonString(iss) }
         if let aud = claims.audience { payload += ",\"aud\":" + Self.jsonString(aud) }
+        if let device = claims.device { payload += ",\"\(DeviceID.claimName)\":\"" + device.text + "\"" }
         payload += "}"
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
         let signature = try self.key.sign(Array(signingInput.utf8))
@@ -140,6 +143,8 @@ final class SigningKey: @unchecked Sendable {
     let codeKey: TokenPageCodeKey
     /// See ``TokenSigner/tokenPageConfirmationKey``.
     let confirmationKey: TokenPageConfirmationKey
+    /// See ``TokenSigner/refreshTokenKey``.
+    let refreshKey: RefreshTokenKey
     private let storage: Storage
 
     init(_ jwk: JWK) throws(KeyLoadingError) {
@@ -156,7 +161,8 @@ final class SigningKey: @unchecked Sendable {
         case .rsa(_, _, let privateParts): secret = privateParts?.first
         }
         guard let secret, let codeKey = TokenPageCodeKey.derive(fromSecret: secret),
-            let confirmationKey = TokenPageConfirmationKey.derive(fromSecret: secret)
+            let confirmationKey = TokenPageConfirmationKey.derive(fromSecret: secret),
+            let refreshKey = RefreshTokenKey.derive(fromSecret: secret)
         else {
             throw KeyLoadingError(
                 code: "invalid_key",
@@ -167,6 +173,7 @@ final class SigningKey: @unchecked Sendable {
         }
         self.codeKey = codeKey
         self.confirmationKey = confirmationKey
+        self.refreshKey = refreshKey
         switch jwk.material {
         case .octet(let secret):
             guard let check = SignatureCheck(hmacBits: algorithm.hmacBits!, secret: secret) else {

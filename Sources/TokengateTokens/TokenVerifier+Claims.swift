@@ -17,6 +17,9 @@ extension TokenVerifier {
         /// Nil when `aud` is absent; otherwise whether it is or contains one of the policy's audiences (true
         /// without any).
         var audienceMatches: Bool?
+        /// The `did` claim: a device id of the one spelling the gateway writes (a string of anything else, or
+        /// not a string, is malformed).
+        var device: DeviceID?
     }
 
     func checkClaims(
@@ -76,7 +79,7 @@ extension TokenVerifier {
             decoding: UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count),
             as: UTF8.self
         )
-        if let revocation = cutoffs.revocation(subject: subject, issuedAt: issuedAt, kind: kind) {
+        if let revocation = cutoffs.revocation(subject: subject, issuedAt: issuedAt, kind: kind, device: parsed.device) {
             return .invalid(revocation)
         }
         guard accept.accepts(kind) else { return .invalid(.wrongKind) }
@@ -86,7 +89,8 @@ extension TokenVerifier {
                 kind: kind,
                 issuedAt: issuedAt,
                 keyID: self.prepared.keys.keys[keyIndex].keyID,
-                expiresAt: expiry
+                expiresAt: expiry,
+                device: parsed.device
             )
         )
     }
@@ -151,6 +155,13 @@ extension TokenVerifier {
         } else if matches("aud") {
             guard let matched = self.readAudience(&scanner) else { return false }
             claims.audienceMatches = matched
+        } else if matches("did") {
+            // Bounded before it is read: only the 22 characters the gateway writes parse, so a forged or
+            // oversized claim is malformed, and a token cannot name a device in a second spelling.
+            guard let value = scanner.parseString(),
+                let device = DeviceID(bytes: UnsafeRawBufferPointer(start: scanner.base + value.start, count: value.count))
+            else { return false }
+            claims.device = device
         } else {
             return scanner.skipValue(depth: 1)
         }

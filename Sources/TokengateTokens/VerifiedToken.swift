@@ -14,12 +14,17 @@ public struct VerifiedToken: Sendable, Hashable {
     /// When the token stops being valid (before clock skew): `exp`, or for a session token the earlier
     /// of `exp` and `iat` + session max-age. Nil for an api token without `exp`.
     public var expiresAt: Int64?
+    /// The device the token was minted for (its `did` claim), nil for a token without one.
+    public var device: DeviceID?
 
-    public init(subject: String, kind: TokenKind, issuedAt: Int64, keyID: String?, expiresAt: Int64?) {
+    public init(
+        subject: String, kind: TokenKind, issuedAt: Int64, keyID: String?, expiresAt: Int64?, device: DeviceID? = nil
+    ) {
         self.subject = subject
         self.kind = kind
         self.issuedAt = issuedAt
         self.keyID = keyID
         self.expiresAt = expiresAt
+        self.device = device
     }
 }

@@ -74,6 +74,8 @@ struct GatewayLauncher {
         var syncConfiguration = CutoffSyncService.Configuration()
         if let staleAfter = opened.staleAfter { syncConfiguration.staleAfter = staleAfter }
         if let resyncInterval = opened.resyncInterval { syncConfiguration.fullReloadInterval = resyncInterval }
+        // A revoked device's entry outlives its tokens' last `exp` by at least the verifier's clock skew.
+        syncConfiguration.deviceExpiryMargin = max(.seconds(3600), self.configuration.tokens.clockSkew)
         let sync = CutoffSyncService(store: store, configuration: syncConfiguration, logger: logger) { holder.store($0) }
         // When the enforced snapshot was last confirmed against the store, for the lag metric until the sync
         // service has synced once itself: the process start, or the cache file's own time when it stands in.
@@ -102,7 +104,14 @@ struct GatewayLauncher {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: self.configuration.eventLoops ?? System.coreCount)
         let server: GatewayServer
         do {
-            server = try GatewayServer(configuration: self.configuration, cutoffs: holder, group: group, logger: logger)
+            // Token pages mint tokens with a device only where the store keeps device records.
+            let devices =
+                sync.keepsDevices
+                ? DeviceRegistry(
+                    record: { try await sync.recordDevice($0) }, refresh: { try await sync.rotateRefresh($0) })
+                : nil
+            server = try GatewayServer(
+                configuration: self.configuration, cutoffs: holder, group: group, logger: logger, devices: devices)
         } catch {
             fail("\(self.configuration.sourcePath): \(error)", status: .configuration)
         }

@@ -14,12 +14,14 @@ import TokengateTokens
 struct Revoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: Self.name,
-        abstract: "Revoke a user's tokens (password changed, or --api-only: disable mobile apps), or everyone's (--all).",
+        abstract: "Revoke a user's tokens (password changed, or --api-only: disable mobile apps), one device's (--device), or everyone's (--all).",
         discussion: """
             Exit status: 0 done (moved forward, moved back with --force, or already so); 64 usage error; \
             65 refused: the cutoff would move backward (use --force); 69 the store cannot be used as it is \
             (SQLite file missing or not a database, schema too new); 75 the store is unreachable, locked or busy: \
-            retry later; 78 the configuration cannot be used (unreadable, invalid, or a read-only store).
+            retry later; 78 the configuration cannot be used (unreadable, invalid, or a read-only store). \
+            With --device: 0 revoked (or revoked already), 65 the user has no such device, 78 the store keeps no \
+            devices (a JSON file).
             """
     )
 
@@ -43,9 +45,20 @@ struct Revoke: AsyncParsableCommand {
     @Flag(help: "Allow the cutoff to move backward (re-validating tokens it had killed).")
     var force = false
 
+    @Option(help: "Revoke only this device of --user (its id from the admin API's device list): every token of it.")
+    var device: String?
+
     func validate() throws {
         if self.all == (self.user != nil) {
             throw ValidationError("give exactly one of --user ID or --all")
+        }
+        if let device = self.device {
+            guard DeviceID(device) != nil else {
+                throw ValidationError("--device must be a device id: 22 characters of base64url")
+            }
+            if self.all || self.apiOnly || self.force || self.at != nil {
+                throw ValidationError("--device revokes one device of --user now; it takes no --all, --api-only, --force or --at")
+            }
         }
         if self.all && self.apiOnly {
             throw ValidationError("--api-only applies to one user; --all revokes every token")
@@ -96,6 +109,10 @@ struct Revoke: AsyncParsableCommand {
         let store = opened.store
         let storeTask = opened.run.map { run in Task { await run() } }
         defer { storeTask?.cancel() }
+        if let text = self.device, let device = DeviceID(text) {
+            await self.revokeDevice(device, user: self.user!, at: now, in: store)
+            return
+        }
         do {
             // Only a forced write can move a cutoff back, and only the value before it tells whether it did.
             let before = self.force ? try await self.storedCutoff(in: store) : nil
@@ -110,6 +127,30 @@ struct Revoke: AsyncParsableCommand {
             try await store.close()
             print(self.report(result, before: before))
         } catch {
+            fail("\(error)", status: ExitStatus(forStoreError: error))
+        }
+    }
+
+    /// Revokes one device; every running gateway enforces it within its feed poll (SQLite) or at once (PostgreSQL's
+    /// notification).
+    private func revokeDevice(_ device: DeviceID, user: String, at: Int64, in store: any CutoffStore) async {
+        do {
+            let revocation = try await store.revokeDevice(user: user, device: device, at: at)
+            try await store.close()
+            let record = revocation.record
+            if revocation.changed {
+                print("revoked device \(device) (\(record.app)) of user \(user): every token of it is refused")
+            } else {
+                print("unchanged: device \(device) of user \(user) was revoked at \(Self.describe(record.revokedAt ?? at))")
+            }
+        } catch let error as CutoffStoreError where error.code == .unknownDevice {
+            try? await store.close()
+            fail("\(error)", status: .dataError)
+        } catch let error as CutoffStoreError where error.code == .noDevices {
+            try? await store.close()
+            fail("\(error)", status: .configuration)
+        } catch {
+            try? await store.close()
             fail("\(error)", status: ExitStatus(forStoreError: error))
         }
     }

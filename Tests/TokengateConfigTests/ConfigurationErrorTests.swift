@@ -735,6 +735,34 @@ struct ConfigurationErrorTests {
         )
     }
 
+    @Test("refresh_tokens: opt-in per app, with the code flow only, lifetimes within bounds")
+    func tokenPageRefreshTokens() throws {
+        let parsed = try parse(
+            self.tokenPageApps(
+                "{ name: old, callback: \"myapp://old\", pkce: required }, "
+                    + "{ name: new, callback: \"myapp://new\", pkce: required, refresh_tokens: {} }, "
+                    + "{ name: short, callback: \"myapp://s\", pkce: required, "
+                    + "refresh_tokens: { access_token_lifetime: 2m, refresh_token_lifetime: 7d } }"
+            )
+        )
+        guard case .tokenPage(let settings) = parsed.routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(settings.apps[0].refreshTokens == nil, "apps already shipped get what they got")
+        #expect(settings.apps[1].refreshTokens == TokenPageRefreshTokens())
+        #expect(settings.apps[1].refreshTokens?.accessTokenLifetime == .seconds(600))
+        #expect(settings.apps[2].refreshTokens == TokenPageRefreshTokens(accessTokenLifetime: .seconds(120), refreshTokenLifetime: .seconds(7 * 86_400)))
+        for (app, message) in [
+            ("{ name: ios, callback: \"myapp://token\", refresh_tokens: {} }", "refresh_tokens needs pkce: required (the code flow)"),
+            ("{ name: ios, callback: \"myapp://token\", pkce: required, refresh_tokens: { access_token_lifetime: 2d } }", "must be from 1m to 1d, got 2d"),
+            ("{ name: ios, callback: \"myapp://token\", pkce: required, refresh_tokens: { lifetime: 2m } }", "unknown key"),
+        ] {
+            let problem = try #require(parseError(self.tokenPageApps(app))?.description)
+            #expect(problem.contains("refresh_tokens") && problem.contains(message), "\(problem)")
+        }
+    }
+
     @Test("an app's confirm defaults to on for a custom scheme and off for https; it must be a boolean")
     func tokenPageConfirm() throws {
         let parsed = try parse(
@@ -786,7 +814,7 @@ struct ConfigurationErrorTests {
         self.expectError(
             self.tokenPageApps("{ name: ios, callback: \"myapp://token\", confirmation: false }"),
             "test.yaml:10:143: routes[1].apps[0].confirmation: unknown key; expected one of: name, callback, pkce, "
-                + "confirm, display_name"
+                + "confirm, display_name, refresh_tokens"
         )
     }
 

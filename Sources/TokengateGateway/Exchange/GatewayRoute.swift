@@ -41,4 +41,6 @@ struct RouteTokenCheck: Sendable {
 struct TokenPageRoute: Sendable {
     let responder: TokenPageResponder
     let whoami: WhoamiClient?
+    /// Where the device records of minted tokens are stored; nil when the cutoff store keeps none.
+    var devices: DeviceRegistry? = nil
 }

@@ -59,7 +59,33 @@ extension ProxyExchange {
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 self.loginAnswered($0, by: whoami)
             }
+        case .rotateRefresh(let rotation):
+            guard self.machine.isTokenPage, let refresh = self.tokenPage?.devices?.refresh else {
+                self.refreshAnswered(nil)
+                return
+            }
+            let promise = self.client.eventLoop.makePromise(of: RefreshOutcome.self)
+            promise.completeWithTask { try await refresh(rotation) }
+            promise.futureResult.assumeIsolated().whenComplete { result in
+                switch result {
+                case .success(let outcome):
+                    self.refreshAnswered(outcome)
+                case .failure(let error):
+                    self.logger.warning("token page: the cutoff store could not rotate a refresh token", metadata: ["error": "\(error)"])
+                    self.refreshAnswered(nil)
+                }
+            }
         }
+    }
+
+    /// The store rotated a refresh token (or could not: nil): the refresh's answer.
+    private func refreshAnswered(_ outcome: RefreshOutcome?) {
+        guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
+        guard
+            let answer = self.tokenPage!.refreshAnswered(
+                outcome, cutoffs: self.runtime.cutoffs.load(), now: self.runtime.now())
+        else { return }
+        self.writeTokenPage(answer)
     }
 
     /// The RP said who is logged in (or could not): the page's second step, for a `GET` or a confirmation alike.
@@ -79,9 +105,39 @@ extension ProxyExchange {
         self.writeTokenPage(answer)
     }
 
+    /// Stores `device`, then writes `answer` without it (or the refusal), unless the client went away meanwhile.
+    private func recordDevice(_ device: DeviceRecord, then answer: TokenPageAnswer) {
+        var answer = answer
+        answer.device = nil
+        guard self.machine.isTokenPage, let devices = self.tokenPage?.devices else {
+            self.writeTokenPage(.deviceNotRecorded)
+            return
+        }
+        let promise = self.client.eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await devices.record(device) }
+        promise.futureResult.assumeIsolated().whenComplete { result in
+            guard self.machine.isTokenPage else { return }  // The client went away meanwhile.
+            switch result {
+            case .success:
+                self.writeTokenPage(answer)
+            case .failure(let error):
+                self.logger.warning(
+                    "token page: cannot store the device record; no token issued", metadata: ["error": "\(error)"])
+                self.writeTokenPage(.deviceNotRecorded)
+            }
+        }
+    }
+
     /// Writes a token page answer. Its headers and body may carry the token (`Set-Cookie`, `Location`, the
     /// page): only the reason code and the user go to the log.
+    ///
+    /// An answer with a device (``TokenPageAnswer/device``) waits for the store to hold the device's record, and
+    /// becomes ``TokenPageAnswer/deviceNotRecorded`` if it cannot: no token of a device the store does not know.
     func writeTokenPage(_ answer: TokenPageAnswer) {
+        if let device = answer.device {
+            self.recordDevice(device, then: answer)
+            return
+        }
         var head = answer.responseHead(version: self.head.version)
         let ending = self.machine.answered(draining: self.client.isDraining)
         let close = ending.closeConnection

@@ -27,6 +27,9 @@ struct TokenPageExchange {
         /// Ask the RP who is logged in (`nil`: no whoami client, the answer is `.failed`), then pass what came
         /// back to ``loginAnswered(_:now:nowMilliseconds:)``.
         case askWhoami(cookies: String)
+        /// Have the store rotate a refresh token (``DeviceRegistry/refresh``), then pass what it did to
+        /// ``refreshAnswered(_:cutoffs:now:)``.
+        case rotateRefresh(RefreshRotation)
     }
 
     /// What the answer to the login subrequest is for.
@@ -39,6 +42,7 @@ struct TokenPageExchange {
         case started
         case readingBody(ByteBuffer, limit: Int)
         case awaitingLogin(LoginStep)
+        case awaitingRefresh(RefreshRotation)
         case answered
     }
 
@@ -56,6 +60,9 @@ struct TokenPageExchange {
 
     /// The client for the login subrequest (`whoami` mode); `nil` in the modes that need none.
     var whoami: WhoamiClient? { self.page.whoami }
+
+    /// Where the device of a minted token is stored before the answer goes out (``TokenPageAnswer/device``).
+    var devices: DeviceRegistry? { self.page.devices }
 
     /// Whether the exchange is taking the request's body.
     var isReadingBody: Bool {
@@ -138,7 +145,28 @@ struct TokenPageExchange {
                 head: head, body: body, cutoffs: cutoffs, now: now, nowMilliseconds: nowMilliseconds)
             return self.run(action, step: .confirmation(head, body: body))
         }
+        if TokenPageRedemptionRequest.grantType(body) == "refresh_token" {
+            switch self.page.responder.refreshStep(body: body, now: now) {
+            case .answer(let answer):
+                return self.answer(answer)
+            case .rotate(let rotation):
+                guard self.page.devices?.refresh != nil else {
+                    return self.answer(TokenPageResponder.refreshUnavailable)
+                }
+                self.phase = .awaitingRefresh(rotation)
+                return .rotateRefresh(rotation)
+            }
+        }
         return self.answer(self.page.responder.redeem(body: body, cutoffs: cutoffs, now: now))
+    }
+
+    /// The store's rotation asked for by ``Action/rotateRefresh(_:)`` came back (nil: it failed); `nil` once the
+    /// exchange was answered meanwhile.
+    mutating func refreshAnswered(_ outcome: RefreshOutcome?, cutoffs: CutoffSnapshot, now: Int64) -> TokenPageAnswer? {
+        guard case .awaitingRefresh(let rotation) = self.phase else { return nil }
+        self.phase = .answered
+        guard let outcome else { return TokenPageResponder.refreshUnavailable }
+        return self.page.responder.refreshed(outcome, rotation: rotation, cutoffs: cutoffs, now: now)
     }
 
     /// The login subrequest asked for by ``Action/askWhoami(cookies:)`` came back; `nil` once the exchange was

@@ -33,6 +33,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         tokenBodyMemory: TokenBodyMemory,
         whoamiCallsInFlight: ManagedAtomic<Int>,
         redeemedCodes: RedeemedCodeMemory,
+        devices: DeviceRegistry? = nil,
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)?,
@@ -48,6 +49,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
             tokenBodyMemory: tokenBodyMemory,
             whoamiCallsInFlight: whoamiCallsInFlight,
             redeemedCodes: redeemedCodes,
+            devices: devices,
             now: now,
             nowMilliseconds: nowMilliseconds
         )

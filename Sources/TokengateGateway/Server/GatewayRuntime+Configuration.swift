@@ -41,6 +41,7 @@ extension GatewayRuntime {
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         redeemedCodes: RedeemedCodeMemory,
+        devices: DeviceRegistry? = nil,
         now: (@Sendable () -> Int64)? = nil,
         nowMilliseconds: (@Sendable () -> Int64)? = nil
     ) throws -> GatewayRuntime {
@@ -120,7 +121,7 @@ extension GatewayRuntime {
                 }
                 tokenPage = try Self.tokenPageRoute(
                     page, name: name, configuration: configuration, policy: policy, verifier: verifier,
-                    whoamiCallsInFlight: whoamiCallsInFlight, redeemedCodes: redeemedCodes)
+                    whoamiCallsInFlight: whoamiCallsInFlight, redeemedCodes: redeemedCodes, devices: devices)
             }
             routes.append(
                 GatewayRoute(
@@ -248,7 +249,8 @@ extension GatewayRuntime {
         policy: VerificationPolicy,
         verifier: TokenVerifier?,
         whoamiCallsInFlight: ManagedAtomic<Int>,
-        redeemedCodes: RedeemedCodeMemory
+        redeemedCodes: RedeemedCodeMemory,
+        devices: DeviceRegistry? = nil
     ) throws -> TokenPageRoute {
         guard let signingKey = configuration.signingKey else {
             throw GatewayStartupError("a token_page route needs signing_key")
@@ -281,9 +283,12 @@ extension GatewayRuntime {
                 sessionVerifier: verifier,
                 policy: policy,
                 page: name,
-                redeemedCodes: redeemedCodes
+                redeemedCodes: redeemedCodes,
+                mintsDevices: devices != nil,
+                refreshes: devices?.refresh != nil
             ),
-            whoami: whoami
+            whoami: whoami,
+            devices: devices
         )
     }
 

@@ -36,6 +36,8 @@ public final class GatewayServer: Sendable {
     /// The PKCE codes the token pages redeemed, for the process: a code redeemed before a reload is still
     /// refused after it (a memory per generation would forget them all at each SIGHUP).
     private let redeemedCodes: RedeemedCodeMemory
+    /// Where token pages store the devices they mint for (nil: the cutoff store keeps none).
+    private let devices: DeviceRegistry?
     private let now: (@Sendable () -> Int64)?
     private let nowMilliseconds: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
@@ -49,14 +51,18 @@ public final class GatewayServer: Sendable {
     ///   - now: the clock for token checks (UNIX seconds); tests inject one.
     ///   - nowMilliseconds: the same clock in milliseconds (the confirmation page's minimum delay); by default
     ///     `now` times 1000 when `now` is injected, else the system clock.
+    ///   - devices: where token pages store the devices of the tokens they mint (the cutoff store's sync service);
+    ///     nil when the store keeps none, and tokens then carry no device.
     public init(
         configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)? = nil,
-        nowMilliseconds: (@Sendable () -> Int64)? = nil
+        nowMilliseconds: (@Sendable () -> Int64)? = nil,
+        devices: DeviceRegistry? = nil
     ) throws {
+        self.devices = devices
         self.cutoffs = cutoffs
         self.group = group
         self.logger = logger
@@ -74,6 +80,7 @@ public final class GatewayServer: Sendable {
             tokenBodyMemory: self.tokenBodyMemory,
             whoamiCallsInFlight: self.whoamiCallsInFlight,
             redeemedCodes: self.redeemedCodes,
+            devices: devices,
             group: group,
             logger: logger,
             now: now,
@@ -143,6 +150,7 @@ public final class GatewayServer: Sendable {
                 tokenBodyMemory: self.tokenBodyMemory,
                 whoamiCallsInFlight: self.whoamiCallsInFlight,
                 redeemedCodes: self.redeemedCodes,
+                devices: self.devices,
                 group: self.group,
                 logger: self.logger,
                 now: self.now,

@@ -5,6 +5,7 @@
 import NIOCore
 import NIOHTTP1
 import TokengateHTTP
+import TokengateTokens
 
 /// What the token page answers: a complete response for the gateway to write as it is.
 ///
@@ -27,6 +28,19 @@ struct TokenPageAnswer: Sendable, Equatable {
     /// Why the RP's login check could not be used, for the operator's log (never sent, never a value from the
     /// RP's answer): the status it gave, or the rule its user header broke.
     var diagnostic: String?
+    /// The device of the token in this answer, when the page mints with devices: the gateway stores the record
+    /// (``TokenPageExchange/Action/recordDevice(_:)``) before it writes the answer, so that no token goes out of
+    /// a device the store does not know (and could not list or revoke). A failed write answers
+    /// ``deviceNotRecorded`` instead.
+    var device: DeviceRecord?
+
+    /// The answer when the device record could not be stored: no token leaves.
+    static let deviceNotRecorded = TokenPageAnswer.error(
+        .serviceUnavailable,
+        error: "temporarily_unavailable",
+        description: "cannot issue a token right now; try again shortly",
+        reasonCode: "token_page_device_not_recorded"
+    )
 
     func responseHead(version: HTTPVersion) -> HTTPResponseHead {
         HTTPResponseHead(version: version, status: self.status, headers: self.headers)

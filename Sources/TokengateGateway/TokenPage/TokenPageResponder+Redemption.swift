@@ -65,11 +65,11 @@ extension TokenPageResponder {
             return Self.redemptionError(
                 .badRequest,
                 "unsupported_grant_type",
-                "grant_type must be authorization_code",
+                "grant_type must be authorization_code or refresh_token",
                 reason: "token_page_redeem_bad_request"
             )
         }
-        guard self.configuration.apps.contains(where: { $0.name == request.app }) else {
+        guard let app = self.configuration.apps.first(where: { $0.name == request.app }) else {
             // An app removed from the configuration since the code was issued gets no more tokens.
             return Self.redemptionError(
                 .badRequest,
@@ -124,11 +124,18 @@ extension TokenPageResponder {
         }
         // Its `iat` is the code's issue time, so a cutoff after the code was issued kills the token even when this
         // snapshot does not have the cutoff yet (the gateway learns of it within a poll).
-        guard let token = self.mint(for: code.subject, now: now, issuedAt: code.issuedAt) else { return Self.mintFailed }
+        if let refresh = self.refreshSettings(app) {
+            return self.redeemWithRefresh(code, settings: refresh, now: now)
+        }
+        guard let (token, device) = self.mint(for: code.subject, app: code.app, now: now, issuedAt: code.issuedAt) else {
+            return Self.mintFailed
+        }
         var json = "{\"access_token\":" + JSONString.quote(token) + ",\"token_type\":\"bearer\""
         if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(lifetime)" }
         json += "}"
-        return .json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
+        var answer = TokenPageAnswer.json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
+        answer.device = device
+        return answer
     }
 
     /// The memory of redeemed codes is full of codes that have not expired (``RedeemedCodes``): the redemption is

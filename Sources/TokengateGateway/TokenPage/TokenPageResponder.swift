@@ -57,7 +57,11 @@ struct TokenPageResponder: Sendable {
     /// The page's route (host and path prefix): its codes are redeemed here only (``TokenPageCode/page``).
     let page: String
     /// Never exposed: the responder is the only code on the request path that mints.
-    private let signer: TokenSigner
+    let signer: TokenSigner
+    /// Makes and checks refresh tokens (``TokenSigner/refreshTokenKey``).
+    let refreshKey: RefreshTokenKey
+    /// Whether the store can rotate refresh tokens (``DeviceRegistry/refresh``): apps get them only then.
+    let refreshes: Bool
     /// Seals and opens PKCE codes; derived from the signing key (``TokenSigner/tokenPageCodeKey``).
     let codeKey: TokenPageCodeKey
     /// Makes and checks the confirmation page's values (``TokenSigner/tokenPageConfirmationKey``).
@@ -68,6 +72,9 @@ struct TokenPageResponder: Sendable {
     private let sessionVerifier: TokenVerifier?
     /// The gateway's token policy: its issuer and first audience go into minted tokens.
     let policy: VerificationPolicy
+    /// Whether every minted token gets a fresh device (``DeviceID``, the `did` claim) whose record the gateway
+    /// stores before it sends the answer (``TokenPageAnswer/device``): the cutoff store keeps devices.
+    let mintsDevices: Bool
 
     /// - Parameters:
     ///   - signer: built from `signing_key`, with the configuration's claim names.
@@ -79,11 +86,13 @@ struct TokenPageResponder: Sendable {
         signer: TokenSigner,
         verifier: TokenVerifier,
         page: String,
-        redeemedCodes: RedeemedCodeMemory
+        redeemedCodes: RedeemedCodeMemory,
+        mintsDevices: Bool = false,
+        refreshes: Bool = false
     ) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
-            redeemedCodes: redeemedCodes)
+            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes)
     }
 
     /// - Parameters:
@@ -91,14 +100,20 @@ struct TokenPageResponder: Sendable {
     ///     logs anyone in).
     ///   - policy: the gateway's token policy, for the `iss` and `aud` of minted tokens.
     ///   - redeemedCodes: the process's memory of redeemed codes (``GatewayServer`` keeps one across reloads).
+    ///   - mintsDevices: whether tokens carry a device (the cutoff store keeps device records).
     init(
         configuration: TokenPageConfiguration,
         signer: TokenSigner,
         sessionVerifier: TokenVerifier?,
         policy: VerificationPolicy,
         page: String,
-        redeemedCodes: RedeemedCodeMemory
+        redeemedCodes: RedeemedCodeMemory,
+        mintsDevices: Bool = false,
+        refreshes: Bool = false
     ) {
+        self.mintsDevices = mintsDevices
+        self.refreshes = refreshes
+        self.refreshKey = signer.refreshTokenKey
         self.configuration = configuration
         self.page = page
         self.signer = signer
@@ -293,14 +308,20 @@ struct TokenPageResponder: Sendable {
             return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
         }
         let lifetime = self.tokenLifetime
-        guard let token = self.mint(for: user, now: now) else { return Self.mintFailed }
+        guard let (token, device) = self.mint(for: user, app: request.app?.name, now: now) else {
+            return Self.mintFailed
+        }
+        var answer: TokenPageAnswer
         if let app = request.app {
             var location = app.callback + "#access_token=" + PercentEncoding.encode(token) + "&token_type=bearer"
             if let lifetime { location += "&expires_in=\(lifetime)" }
             if let state = request.state { location += "&state=" + state }
-            return .redirect(to: location, reasonCode: "token_page_issued_app", user: user)
+            answer = .redirect(to: location, reasonCode: "token_page_issued_app", user: user)
+        } else {
+            answer = self.page(token: token, user: user, lifetime: lifetime)
         }
-        return self.page(token: token, user: user, lifetime: lifetime)
+        answer.device = device
+        return answer
     }
 
     /// `token_lifetime` in seconds, or nil.
@@ -312,16 +333,32 @@ struct TokenPageResponder: Sendable {
     ///   after the code kills the token (``TokenPageCode/issuedAt``). `exp` counts from `now` all the same: a
     ///   code redeemed late in its 60 seconds gives a token of the whole `token_lifetime`.
     func mint(for user: String, now: Int64, issuedAt: Int64? = nil) -> String? {
+        self.mint(for: user, app: nil, now: now, issuedAt: issuedAt)?.token
+    }
+
+    /// ``mint(for:now:issuedAt:)`` for `app` (nil: the page's own delivery), with a fresh device when the page
+    /// ``mintsDevices``: the token's `did` claim, and the record the gateway must store before the answer goes out.
+    /// Nil when libcrypto fails (its random number generator included).
+    func mint(for user: String, app: String?, now: Int64, issuedAt: Int64? = nil) -> (token: String, device: DeviceRecord?)? {
+        var device: DeviceRecord?
+        let expiresAt = self.tokenLifetime.map { now + $0 }
+        if self.mintsDevices {
+            guard let id = DeviceID.random() else { return nil }
+            device = DeviceRecord(
+                device: id, user: user, app: app ?? DeviceRecord.copiedByHand, createdAt: now, tokensExpireBy: expiresAt)
+        }
         let claims = TokenClaims(
             subject: user,
             issuedAt: issuedAt ?? now,
             apiOnly: true,
-            expiresAt: self.tokenLifetime.map { now + $0 },
+            expiresAt: expiresAt,
             issuer: self.policy.issuer,
-            audience: self.policy.audiences.first
+            audience: self.policy.audiences.first,
+            device: device?.device
         )
         // The error says nothing secret, but the answer stays fixed text anyway.
-        return try? self.signer.mint(claims)
+        guard let token = try? self.signer.mint(claims) else { return nil }
+        return (token, device)
     }
 
     // MARK: Fixed answers
