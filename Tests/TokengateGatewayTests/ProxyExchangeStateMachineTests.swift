@@ -45,16 +45,15 @@ import TokengateHTTP
     /// A forwarded request whose connection arrived: what the driver's `begin()` and connect do.
     static func forwarding(_ machine: inout Machine, body: ByteBuffer? = nil, bodyLimit: Int = 1_000, retries: Int = 1) -> Machine.RequestSend? {
         machine.forward(body: body, bodyLimit: bodyLimit, retries: retries)
-        guard case .send(let send) = machine.upstreamConnected(clientIsWritable: true) else { return nil }
+        guard case .send(let send) = machine.upstreamConnected() else { return nil }
         return send
     }
 
     static func send(
-        _ sendContinue: Bool = false, replay: ByteBuffer? = nil, queued: [ByteBuffer] = [], end: Bool, flush: Bool, arm: Bool,
-        pause: Bool = false
+        _ sendContinue: Bool = false, replay: ByteBuffer? = nil, queued: [ByteBuffer] = [], end: Bool, flush: Bool, arm: Bool
     ) -> Machine.RequestSend {
         Machine.RequestSend(
-            sendContinue: sendContinue, pauseUpstreamReads: pause, replayBody: replay, queued: queued, sendEnd: end, flush: flush,
+            sendContinue: sendContinue, replayBody: replay, queued: queued, sendEnd: end, flush: flush,
             armResponseTimer: arm)
     }
 
@@ -87,8 +86,8 @@ import TokengateHTTP
         machine.forward(body: nil, bodyLimit: 1_000, retries: 1)
         let end = machine.receivedEnd()
         #expect(end == .none)
-        let connected = machine.upstreamConnected(clientIsWritable: false)
-        #expect(connected == .send(Self.send(replay: ByteBuffer(), end: true, flush: true, arm: true, pause: true)))
+        let connected = machine.upstreamConnected()
+        #expect(connected == .send(Self.send(replay: ByteBuffer(), end: true, flush: true, arm: true)))
     }
 
     @Test func bodyPartsWhileConnectingAreQueuedAndDropTheReplayableBody() {
@@ -98,7 +97,7 @@ import TokengateHTTP
         #expect(first == .none)
         let end = machine.receivedEnd()
         #expect(end == .none)
-        let connected = machine.upstreamConnected(clientIsWritable: true)
+        let connected = machine.upstreamConnected()
         #expect(connected == .send(Self.send(queued: [ByteBuffer(string: "ab")], end: true, flush: true, arm: true)))
         let more = machine.receivedBody(ByteBuffer(string: "late"))
         #expect(more == .sendUpstream(ByteBuffer(string: "late")))
@@ -109,7 +108,7 @@ import TokengateHTTP
         machine.forward(body: nil, bodyLimit: 1_000, retries: 1)
         let cut = machine.cutShort(status: 499, reason: "client_closed")
         #expect(cut == .cutShort(status: 499, reason: "client_closed"))
-        let connected = machine.upstreamConnected(clientIsWritable: true)
+        let connected = machine.upstreamConnected()
         #expect(connected == .releaseUnused)
         let failed = machine.upstreamConnectFailed(.target(0))
         #expect(failed == .none)
@@ -233,7 +232,7 @@ import TokengateHTTP
         var ended = Self.machine(hasBody: true, expectsContinue: true)
         ended.forward(body: nil, bodyLimit: 1_000, retries: 1)
         _ = ended.receivedEnd()
-        let connected = ended.upstreamConnected(clientIsWritable: true)
+        let connected = ended.upstreamConnected()
         #expect(connected == .send(Self.send(end: true, flush: true, arm: true)))
     }
 
@@ -427,7 +426,7 @@ import TokengateHTTP
         let failed = machine.upstreamFailed(malformed: false, reused: true, idempotent: true, headWithdrawn: false)
         #expect(failed == .retry)
         #expect(machine.isAwaitingUpstream)
-        let again = machine.upstreamConnected(clientIsWritable: true)
+        let again = machine.upstreamConnected()
         #expect(again == .send(Self.send(replay: ByteBuffer(string: "a=b"), end: true, flush: true, arm: true)))
     }
 

@@ -34,8 +34,9 @@ extension ProxyExchange {
     private func scheduleBodyDeadline(at deadline: NIODeadline) {
         self.bodyDeadline = self.client.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
             self.bodyDeadline = nil
-            let now = NIODeadline.now()
-            switch self.machine.bodyDeadlinePassed(now: now, heldBack: self.client.isRequestBodyHeldBack) {
+            // The client is asked only while the exchange takes the body: one that ended may have no client any more.
+            let heldBack = self.machine.isReadingRequestBody && self.client.isRequestBodyHeldBack
+            switch self.machine.bodyDeadlinePassed(now: .now(), heldBack: heldBack) {
             case .none: break
             case .reschedule(let deadline): self.scheduleBodyDeadline(at: deadline)
             case .end(let outcome): self.run(outcome)

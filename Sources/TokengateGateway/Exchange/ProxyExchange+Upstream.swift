@@ -47,7 +47,7 @@ extension ProxyExchange {
 
     private func upstreamConnected(_ connection: UpstreamConnection) {
         let send: ProxyExchangeStateMachine.RequestSend
-        switch self.machine.upstreamConnected(clientIsWritable: self.client.isWritable) {
+        switch self.machine.upstreamConnected() {
         case .releaseUnused:
             // The client went away while we connected: the connection is fresh and clean, keep it.
             self.pool.release(connection, reusable: true)
@@ -61,7 +61,7 @@ extension ProxyExchange {
         self.connection = connection
         connection.handler.receiver = self
         // A pooled connection comes back with reads flowing (``UpstreamResponseHandler/detach()``).
-        if send.pauseUpstreamReads {
+        if !self.client.isWritable {
             connection.handler.pauseReading()
         }
         if send.sendContinue {

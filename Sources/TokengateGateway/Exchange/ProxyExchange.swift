@@ -284,7 +284,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
         let timeout = TimeAmount(self.runtime.limits.idleTimeout)
         self.stallTimer = self.client.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             self.stallTimer = nil
-            self.run(self.machine.stallTimerFired(clientIsWritable: self.client.isWritable))
+            // The client is asked only while the exchange forwards: one that ended may have no client any more.
+            let writable = self.machine.isForwarding && self.client.isWritable
+            self.run(self.machine.stallTimerFired(clientIsWritable: writable))
         }
     }
 

@@ -127,8 +127,6 @@ package struct ProxyExchangeStateMachine {
     package struct RequestSend: Equatable {
         /// Write `100 Continue` to the client first.
         package var sendContinue: Bool
-        /// The client is not writable: hold the connection's reads back.
-        package var pauseUpstreamReads: Bool
         /// The whole body, when it is at hand.
         package var replayBody: ByteBuffer?
         /// Body parts received while the connection was on its way.
@@ -486,7 +484,9 @@ package struct ProxyExchangeStateMachine {
     }
 
     /// The stall timer fired: a client that took nothing for `limits.idle_timeout` while the response waited
-    /// ends the exchange, as nginx's `send_timeout` does. One that became writable meanwhile is left alone.
+    /// ends the exchange, as nginx's `send_timeout` does. One that became writable meanwhile is left alone. The
+    /// driver asks the client's writability only while ``isForwarding``: an exchange that ended may have no
+    /// client any more.
     package mutating func stallTimerFired(clientIsWritable: Bool) -> Outcome {
         self.stallTimerArmed = false
         guard case .forwarding = self.state, !clientIsWritable else { return .none }
@@ -563,8 +563,10 @@ package struct ProxyExchangeStateMachine {
         return .end(.answer(.badGateway("the backend could not be reached", reason: UpstreamError.connectFailed.code)))
     }
 
-    /// The upstream connection asked for arrived. `clientIsWritable`: whether the client takes response bytes now.
-    package mutating func upstreamConnected(clientIsWritable: Bool) -> ConnectedAction {
+    /// The upstream connection asked for arrived. The driver touches the client only after this said `send`: a
+    /// client that went away meanwhile may be gone. It holds the connection's reads back while the client is not
+    /// writable (a pooled connection comes back with reads flowing).
+    package mutating func upstreamConnected() -> ConnectedAction {
         guard case .awaitingUpstream = self.state else { return .releaseUnused }
         let queued = self.queued
         self.queued = []
@@ -572,7 +574,6 @@ package struct ProxyExchangeStateMachine {
         return .send(
             RequestSend(
                 sendContinue: self.takeContinue(),
-                pauseUpstreamReads: !clientIsWritable,
                 replayBody: self.requestEnded ? self.replayableBody : nil,
                 queued: queued,
                 sendEnd: self.requestEnded,
