@@ -31,6 +31,8 @@ let package = Package(
         .library(name: "TokengateHTTP", targets: ["TokengateHTTP"]),
         // For the benchmarks' epoll floor proxy (Benchmarks/Sources/EpollFloorProxy), which runs on this loop.
         .library(name: "TokengateEventLoop", targets: ["TokengateEventLoop"]),
+        // For the benchmarks' session-cookie rows.
+        .library(name: "TokengateSessionCookies", targets: ["TokengateSessionCookies"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -64,6 +66,12 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // zlib, for the compressed form of Flask's and Django's session cookies (inflate only, capped).
+        .systemLibrary(
+            name: "CTokengateZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         .target(
             name: "CTokengateShims",
             dependencies: ["CTokengateOpenSSL", "CTokengateNghttp2"]
@@ -91,6 +99,14 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Web frameworks' own session cookies (Rails, Flask, Django, Express cookie-session) as tokens:
+        // verifiers and minters, keys derived at load. Pure like TokengateTokens: no I/O on the hot path, no NIO.
+        .target(
+            name: "TokengateSessionCookies",
+            dependencies: ["TokengateTokens", "CTokengateShims", "CTokengateOpenSSL", "CTokengateZlib"],
             swiftSettings: swiftSettings
         ),
 
@@ -134,7 +150,7 @@ let package = Package(
             name: "TokengateGateway",
             dependencies: [
                 "TokengateHTTP", "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding",
-                "CTokengateShims",
+                "TokengateSessionCookies", "CTokengateShims",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -268,6 +284,13 @@ let package = Package(
             name: "TokengateTokensTests",
             dependencies: ["TokengateTokens", "CTokengateOpenSSL", "TokengateTestSupport"],
             resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        // The session-cookie formats against vectors from the frameworks' own test suites and against the real
+        // frameworks (Rails, Flask, Django, Express with keygrip), run as child processes.
+        .testTarget(
+            name: "TokengateSessionCookiesTests",
+            dependencies: ["TokengateSessionCookies", "TokengateTokens", "TokengateTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

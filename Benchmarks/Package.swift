@@ -38,6 +38,7 @@ let package = Package(
             dependencies: [
                 "CBenchLibcrypto",
                 .product(name: "TokengateTokens", package: "tokengate"),
+                .product(name: "TokengateSessionCookies", package: "tokengate"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

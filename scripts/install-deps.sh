@@ -5,12 +5,14 @@
 #   test:  also the real clients and servers the test suite drives: curl, openssl, nghttp/h2load, python3
 #          with cryptography (the independent token implementation) and h2 (HTTP/2 attack frames),
 #          PostgreSQL (a throwaway server for the store tests), chromium (the token page in a browser) and
-#          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq, man, zsh, fish) and the
-#          languages of the token-minting examples (scripts/test-examples.sh).
+#          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq, man, zsh, fish), the
+#          languages of the token-minting examples (scripts/test-examples.sh), and the web frameworks whose
+#          session cookies tokengate reads (Rails and Express with cookies and keygrip from Debian, Flask with
+#          Flask-Login and Django from PyPI; scripts/frameworks/).
 set -euo pipefail
 profile="${1:-build}"
 
-packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev libpq-dev)
+packages=(libssl-dev libnghttp2-dev pkg-config libsqlite3-dev libpq-dev zlib1g-dev)
 if [ "$profile" = "test" ]; then
   packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
   # A real OAuth 2.0 client (Authlib) as the app of the refresh-token tests.
@@ -26,6 +28,8 @@ if [ "$profile" = "test" ]; then
   packages+=(python3-flask python3-django node-express node-cookie-parser ruby-railties ruby-webrick)
   # scripts/soak.sh (run by scripts/test.sh): the healthy backend.
   packages+=(nginx)
+  # The session-cookie tests' real frameworks (scripts/frameworks/): Rails 6.1 and Express with keygrip.
+  packages+=(ruby-actionpack node-cookies node-keygrip)
 fi
 
 missing=()
@@ -50,6 +54,13 @@ fi
 if [ "$profile" = "test" ] && ! python3 -c 'import h2' >/dev/null 2>&1; then
   echo "tokengate: installing the Python h2 package for the HTTP/2 attack tests"
   python3 -m pip install --quiet h2 || python3 -m pip install --quiet --break-system-packages h2
+fi
+
+# The session-cookie tests' Python frameworks (PyPI): Flask with Flask-Login, and Django.
+if [ "$profile" = "test" ] && ! python3 -c 'import flask, flask_login, django' >/dev/null 2>&1; then
+  echo "tokengate: installing Flask, Flask-Login and Django for the session-cookie tests"
+  python3 -m pip install --quiet flask flask-login django \
+    || python3 -m pip install --quiet --break-system-packages flask flask-login django
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -2,7 +2,9 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-// HMAC-SHA-256/384/512 with precomputed inner and outer digest states.
+// HMAC-SHA-1/256/384/512 with precomputed inner and outer digest states. SHA-1 is here only because the web
+// frameworks' session cookies still sign with it (itsdangerous, keygrip, Rails' signed cookies); HMAC-SHA-1
+// has no known weakness as a MAC (RFC 6151 §2 reasons the same way about HMAC-MD5), and JWTs never use it.
 //
 // Why the low-level SHA APIs: OpenSSL 3 marks SHA256_Init & co. deprecated in favour of EVP_MAC, but an
 // EVP_MAC call costs a context allocation and a provider dispatch per token, several times the cost of
@@ -23,6 +25,10 @@ struct CTokengateShims_hmac_key {
     int bits;
     union {
         struct {
+            SHA_CTX inner;
+            SHA_CTX outer;
+        } s1;
+        struct {
             SHA256_CTX inner;
             SHA256_CTX outer;
         } s256;
@@ -36,6 +42,7 @@ struct CTokengateShims_hmac_key {
 CTokengateShims_hmac_key *CTokengateShims_hmac_key_new(int digest_bits, const void *key, size_t key_len) {
     size_t block;
     switch (digest_bits) {
+    case 160: block = SHA_CBLOCK; break;
     case 256: block = SHA256_CBLOCK; break;
     case 384:
     case 512: block = SHA512_CBLOCK; break;
@@ -52,6 +59,7 @@ CTokengateShims_hmac_key *CTokengateShims_hmac_key_new(int digest_bits, const vo
     memset(padded, 0, sizeof(padded));
     if (key_len > block) {
         switch (digest_bits) {
+        case 160: SHA1(key, key_len, padded); break;
         case 256: SHA256(key, key_len, padded); break;
         case 384: SHA384(key, key_len, padded); break;
         default: SHA512(key, key_len, padded); break;
@@ -66,6 +74,12 @@ CTokengateShims_hmac_key *CTokengateShims_hmac_key_new(int digest_bits, const vo
         opad[i] = padded[i] ^ 0x5c;
     }
     switch (digest_bits) {
+    case 160:
+        SHA1_Init(&k->u.s1.inner);
+        SHA1_Update(&k->u.s1.inner, ipad, block);
+        SHA1_Init(&k->u.s1.outer);
+        SHA1_Update(&k->u.s1.outer, opad, block);
+        break;
     case 256:
         SHA256_Init(&k->u.s256.inner);
         SHA256_Update(&k->u.s256.inner, ipad, block);
@@ -109,6 +123,16 @@ void CTokengateShims_hmac_compute(const CTokengateShims_hmac_key *key, const voi
     // copy, then the inner digest into the outer copy. The copies are wiped before returning.
     unsigned char inner_digest[SHA512_DIGEST_LENGTH];
     switch (key->bits) {
+    case 160: {
+        SHA_CTX ctx = key->u.s1.inner;
+        SHA1_Update(&ctx, data, data_len);
+        SHA1_Final(inner_digest, &ctx);
+        ctx = key->u.s1.outer;
+        SHA1_Update(&ctx, inner_digest, SHA_DIGEST_LENGTH);
+        SHA1_Final(out, &ctx);
+        OPENSSL_cleanse(&ctx, sizeof(ctx));
+        break;
+    }
     case 256: {
         SHA256_CTX ctx = key->u.s256.inner;
         SHA256_Update(&ctx, data, data_len);

@@ -16,6 +16,8 @@ struct RouteEnvironment {
     var upstreamsFailed = false
     var hasKeys: Bool
     var hasSigningKey: Bool
+    /// The `issuers:` section's session-cookie issuers; nil when that section has a problem of its own.
+    var sessionCookieIssuers: [String: SessionCookieIssuerConfiguration]? = [:]
 }
 
 // MARK: Routes
@@ -27,6 +29,7 @@ extension ConfigurationDecoder {
 
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
+        "session_cookie",
     ]
     static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
 
@@ -133,17 +136,28 @@ extension ConfigurationDecoder {
         var forwardToken = ForwardTokenMode.strip
         var algorithms: [TokenAlgorithm]?
         var requiredClaims: [RequiredClaim] = []
+        var sessionCookie: RouteSessionCookie?
         if accept.acceptsTokens {
-            guard environment.hasKeys else {
-                throw acceptNode.error(.missingKey, "this route accepts tokens but no keys are configured")
+            sessionCookie = try map["session_cookie"].map { node throws(ConfigurationError) in
+                try self.routeSessionCookie(node, issuers: environment.sessionCookieIssuers)
             }
+            // A route that names a site's cookie and no `sources` reads only that cookie: no JWT, no keys needed.
             sources =
                 try map["sources"].map { node throws(ConfigurationError) in try self.sources(node) }
-                ?? [.authorization]
+                ?? (sessionCookie == nil ? [.authorization] : [])
+            if !sources.isEmpty, !environment.hasKeys {
+                throw acceptNode.error(.missingKey, "this route accepts tokens but no keys are configured")
+            }
+            if let sessionCookie, let shared = sessionCookie.sources.first(where: { sources.contains($0) }) {
+                throw map.keyNode("session_cookie").error(
+                    .duplicate, "\(shared) is both a JWT source and the session cookie's: list it in one of them")
+            }
             forwardToken = try map["forward_token"]?.choice(ForwardTokenMode.self) ?? .strip
             if forwardToken == .keep {
                 // `keep` would silently forward nothing: the gateway removes these headers on every route.
-                for case .header(let name) in sources where Self.isRemovedBeforeForwarding(header: name) {
+                for case .header(let name) in sources + (sessionCookie?.sources ?? [])
+                where Self.isRemovedBeforeForwarding(header: name)
+                {
                     throw map.keyNode("forward_token").error(
                         .conflict,
                         "keep cannot forward the token of header:\(name): the gateway removes that header before "
@@ -173,7 +187,7 @@ extension ConfigurationDecoder {
                 }
             }
         } else {
-            for key in ["sources", "forward_token", "algorithms", "require_claims"] where map.has(key) {
+            for key in ["sources", "forward_token", "algorithms", "require_claims", "session_cookie"] where map.has(key) {
                 throw map.keyNode(key).error(.conflict, "a route with accept: none takes no token, so it has no \(key)")
             }
         }
@@ -187,7 +201,8 @@ extension ConfigurationDecoder {
             forwardToken: forwardToken,
             bodyLimit: try map["body_limit"]?.size(in: 0...(64 * 1024 * 1024 * 1024)),
             algorithms: algorithms,
-            requiredClaims: requiredClaims
+            requiredClaims: requiredClaims,
+            sessionCookie: sessionCookie
         )
     }
 

@@ -19,7 +19,7 @@ import TokengateTokens
 struct ConfigurationDecoder {
     static let topLevelKeys = [
         "listen", "admin", "keys", "signing_key", "tokens", "cutoffs", "upstreams", "routes", "limits", "realm",
-        "trusted_proxies", "log", "http2", "hsts", "event_loops",
+        "trusted_proxies", "log", "http2", "hsts", "event_loops", "issuers",
     ]
 
     /// The first problem, as ``decode(_:problems:)`` finds them: what `serve`, a reload and the tests are told.
@@ -92,6 +92,9 @@ struct ConfigurationDecoder {
         let limits = Self.part(&problems) { () throws(ConfigurationError) in
             try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) } ?? LimitsConfiguration()
         }
+        let issuers = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["issuers"].map { node throws(ConfigurationError) in try self.issuers(node) } ?? [:]
+        }
         var routeProblems: [ConfigurationError] = []
         let routes = tokens.flatMap { tokens in
             Self.part(&problems) { () throws(ConfigurationError) in
@@ -103,7 +106,8 @@ struct ConfigurationDecoder {
                         invalidUpstreams: invalidUpstreams,
                         upstreamsFailed: upstreams == nil,
                         hasKeys: keys.map { !$0.isEmpty } ?? true,
-                        hasSigningKey: signingKey.map { $0 != nil } ?? true
+                        hasSigningKey: signingKey.map { $0 != nil } ?? true,
+                        sessionCookieIssuers: issuers
                     ),
                     problems: &routeProblems
                 )
@@ -130,7 +134,7 @@ struct ConfigurationDecoder {
         }
         guard problems.count == problemsBefore, let tokens, let listeners, let admin, let keys, let signingKey,
             let cutoffs, let upstreams, let limits, let routes, let realm, let trustedProxies, let log, let http2,
-            let hsts, let eventLoops
+            let hsts, let eventLoops, let issuers
         else {
             return nil
         }
@@ -150,6 +154,7 @@ struct ConfigurationDecoder {
             http2: http2,
             hsts: hsts,
             eventLoops: eventLoops,
+            sessionCookieIssuers: issuers,
             sourcePath: root.context.file
         )
     }

@@ -40,6 +40,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// How many event loops (threads) serve connections; `nil` means one per core. The load bench pins the
     /// gateway to one core with `event_loops: 1`.
     public var eventLoops: Int?
+    /// `issuers:`, by name: the sites whose own login cookies routes accept (`session_cookie:` on a route).
+    public var sessionCookieIssuers: [String: SessionCookieIssuerConfiguration]
     /// The configuration file as the caller named it (`<memory>` style names for in-memory text).
     public var sourcePath: String
 
@@ -62,6 +64,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         http2: HTTP2Configuration = HTTP2Configuration(),
         hsts: HSTSConfiguration = HSTSConfiguration(),
         eventLoops: Int? = nil,
+        sessionCookieIssuers: [String: SessionCookieIssuerConfiguration] = [:],
         sourcePath: String
     ) {
         self.listeners = listeners
@@ -79,6 +82,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         self.http2 = http2
         self.hsts = hsts
         self.eventLoops = eventLoops
+        self.sessionCookieIssuers = sessionCookieIssuers
         self.sourcePath = sourcePath
     }
 

@@ -14,7 +14,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     /// The upstream's name for proxy routes; `nil` for token-page routes.
     public var upstream: String?
     public var accept: AcceptPolicy
-    /// Where to look for the token, in order. Empty exactly when ``accept`` is `.none` or this is a token page.
+    /// Where to look for a JWT, in order. Empty when ``accept`` is `.none`, on a token page, and on a route that
+    /// reads only a site's login cookie (``sessionCookie``).
     public var sources: [TokenSource]
     public var forwardToken: ForwardTokenMode
     /// Overrides `limits.max_body_bytes` for this route.
@@ -23,6 +24,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var algorithms: [TokenAlgorithm]?
     /// Claims this route requires to be present (and then checked), on top of those checked when present.
     public var requiredClaims: [RequiredClaim]
+    /// The site whose own login cookie this route also accepts, and where it is read (after ``sources``).
+    public var sessionCookie: RouteSessionCookie?
 
     public init(
         host: String? = nil,
@@ -34,7 +37,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         forwardToken: ForwardTokenMode = .strip,
         bodyLimit: Int? = nil,
         algorithms: [TokenAlgorithm]? = nil,
-        requiredClaims: [RequiredClaim] = []
+        requiredClaims: [RequiredClaim] = [],
+        sessionCookie: RouteSessionCookie? = nil
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -46,10 +50,16 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.bodyLimit = bodyLimit
         self.algorithms = algorithms
         self.requiredClaims = requiredClaims
+        self.sessionCookie = sessionCookie
     }
 }
 
 extension RouteConfiguration {
+    /// Every place the route looks for a token: the JWT sources, then the session cookie's.
+    public var allSources: [TokenSource] {
+        self.sources + (self.sessionCookie?.sources ?? [])
+    }
+
     /// The token page settings, when this is a `token_page` route.
     public var tokenPage: TokenPageConfiguration? {
         switch self.kind {

@@ -81,7 +81,7 @@ struct ConfigurationErrorTests {
         self.expectError(
             minimalYAML + "frobnicate: 1\n",
             "test.yaml:11:1: frobnicate: unknown key; expected one of: listen, admin, keys, signing_key, tokens, "
-                + "cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts, event_loops",
+                + "cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts, event_loops, issuers",
             code: .unknownKey
         )
     }

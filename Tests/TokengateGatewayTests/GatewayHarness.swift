@@ -38,8 +38,8 @@ final class GatewayHarness: @unchecked Sendable {
     /// Starts backend and gateway. `routes` is the YAML of the routes section; `{UPSTREAM}` in
     /// `upstreams` is replaced by the backend's address; `tls` is the TLS listener's `tls:` value (files
     /// other than the generated `cert.pem` and `key.pem` must be in ``directory`` before the start). `keys` is
-    /// the whole `keys` line (empty for none) and `tokens` an optional `tokens:` section; files they name may be
-    /// written to ``directory`` beforehand.
+    /// the whole `keys` line (empty for none) and `tokens` an optional `tokens:` section, `sections` any other
+    /// top-level sections (`issuers:`); files they name may be written to ``directory`` beforehand.
     func start(
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
@@ -48,6 +48,7 @@ final class GatewayHarness: @unchecked Sendable {
         tls: String = "{ certificates: [ { cert: cert.pem, key: key.pem } ] }",
         keys: String = "keys: [ { jwks: public.jwks } ]",
         tokens: String = "",
+        sections: String = "",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -70,6 +71,7 @@ final class GatewayHarness: @unchecked Sendable {
                 plain_http: \(plainHTTP)
             \(keys)
             \(tokens)
+            \(sections)
             cutoffs: { file: cutoffs.json }
             realm: test.example
             upstreams:

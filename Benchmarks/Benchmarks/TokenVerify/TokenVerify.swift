@@ -99,6 +99,9 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
     cutoffBenchmarks()
+
+    // The web frameworks' session cookies, next to HS256 (SessionCookieRows.swift).
+    sessionCookieBenchmarks(metrics: metrics)
 }
 
 /// The cutoff lookup alone (``CutoffSnapshot/revocation(subject:issuedAt:kind:)``), in snapshots of 5,000 and

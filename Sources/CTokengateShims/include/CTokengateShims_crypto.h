@@ -41,12 +41,12 @@ enum {
 /// Per call only the message and two final blocks are hashed; nothing is allocated.
 typedef struct CTokengateShims_hmac_key CTokengateShims_hmac_key;
 
-/// `digest_bits` is 256, 384 or 512. Keys longer than the block size are hashed first, as RFC 2104 says.
+/// `digest_bits` is 160 (SHA-1: web frameworks' session cookies only), 256, 384 or 512. Keys longer than the block size are hashed first, as RFC 2104 says.
 /// Returns NULL for an unknown digest or when out of memory. The caller keeps ownership of `key`; the
 /// object keeps no copy of the raw key (only the two digest states), and is wiped on free.
 CTokengateShims_hmac_key *CTokengateShims_hmac_key_new(int digest_bits, const void *key, size_t key_len);
 void CTokengateShims_hmac_key_free(CTokengateShims_hmac_key *key);
-/// The full tag length in bytes (32, 48 or 64).
+/// The full tag length in bytes (20, 32, 48 or 64).
 size_t CTokengateShims_hmac_tag_length(const CTokengateShims_hmac_key *key);
 /// Writes the full tag (`CTokengateShims_hmac_tag_length` bytes) to `out`.
 void CTokengateShims_hmac_compute(const CTokengateShims_hmac_key *key, const void *data, size_t data_len, void *out);

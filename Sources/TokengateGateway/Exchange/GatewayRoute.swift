@@ -3,8 +3,9 @@
 //===----------------------------------------------------------------------===//
 
 import TokengateConfig
-import TokengateTokens
 import TokengateHTTP
+import TokengateSessionCookies
+import TokengateTokens
 
 /// A route as the request path uses it: the configured route with everything derived once at load
 /// (the accepted kinds, the extractor, the upstream's index) so nothing is recomputed per request.
@@ -34,7 +35,19 @@ struct GatewayRoute: Sendable {
 /// verifier; the key set is shared by all of them either way.
 struct RouteTokenCheck: Sendable {
     let accept: AcceptedKinds
-    let verifier: TokenVerifier
+    /// The JWT verifier; nil on a route that reads only a site's login cookie (no JWT source).
+    let verifier: TokenVerifier?
+    /// The site's login cookie the route also accepts (`session_cookie:`), or nil.
+    let sessionCookie: RouteSessionCookieCheck?
+}
+
+/// A route's `session_cookie:` as the request path uses it: where the cookie is read, and the issuer's verifier,
+/// its keys derived once at load and shared by every route that names the issuer.
+struct RouteSessionCookieCheck: Sendable {
+    let sources: [TokenSource]
+    let verifier: SessionCookieVerifier
+    /// cookie-session's `NAME.sig`, read from the `Cookie` header next to the value; nil for the other formats.
+    let signatureCookie: String?
 }
 
 /// A `token_page` route's responder and, in whoami mode, the client for its login subrequest.

@@ -4,8 +4,9 @@
 
 import NIOHTTP1
 import TokengateConfig
-import TokengateTokens
 import TokengateHTTP
+import TokengateSessionCookies
+import TokengateTokens
 
 /// The one decision every request turns on: forward it (with which identity, stripping what), read its
 /// body first, or answer it here.
@@ -40,8 +41,20 @@ struct RequestAuthorizer: Sendable {
         case .token(let token, let source):
             found = (token, source)
         }
-        let verdict = found.0.withUnsafeBytes {
-            tokens.verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now)
+        let verdict: VerificationResult
+        if let cookie = tokens.sessionCookie, cookie.sources.contains(found.1) {
+            switch Self.signature(cookie, fields: head.fields) {
+            case .repeated:
+                return .answer(
+                    .invalidRequest("more than one signature cookie", realm: self.realm, reason: "multiple_tokens"))
+            case .value(let signature):
+                verdict = Self.verify(found.0, signature: signature, cookie, tokens, cutoffs: cutoffs, now: now)
+            }
+        } else if let verifier = tokens.verifier {
+            verdict = found.0.withUnsafeBytes { verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now) }
+        } else {
+            // The extractor finds tokens only in the route's sources, each of which has a verifier.
+            verdict = .invalid(.malformed)
         }
         switch verdict {
         case .valid(let token):
@@ -51,6 +64,40 @@ struct RequestAuthorizer: Sendable {
                 return .answer(.insufficientScope(realm: self.realm, description: reason.description))
             }
             return .answer(.invalidToken(realm: self.realm, reasonCode: reason.code, description: reason.description))
+        }
+    }
+
+    private enum Signature {
+        /// The signature cookie's value (nil when the format has none, or it is absent: the verifier says which).
+        case value(Substring?)
+        case repeated
+    }
+
+    /// cookie-session's companion `NAME.sig` cookie, read like the token's own cookie: one or none.
+    private static func signature(_ cookie: RouteSessionCookieCheck, fields: RequestFields) -> Signature {
+        guard let name = cookie.signatureCookie else { return .value(nil) }
+        let values = CookieHeader.values(named: name, in: fields.values(name: "cookie"))
+        guard values.count <= 1 else { return .repeated }
+        return .value(values.first)
+    }
+
+    /// The site's login cookie, with the checks a JWT gets; the answer in a JWT's terms, so that a bad cookie
+    /// gets the same 401 as a bad JWT.
+    private static func verify(
+        _ value: ArraySlice<UInt8>, signature: Substring?, _ cookie: RouteSessionCookieCheck, _ tokens: RouteTokenCheck,
+        cutoffs: CutoffSnapshot, now: Int64
+    ) -> VerificationResult {
+        value.withUnsafeBytes { valueBytes in
+            guard var signature else {
+                return cookie.verifier.verify(valueBytes, accept: tokens.accept, cutoffs: cutoffs, now: now)
+                    .verificationResult
+            }
+            return signature.withUTF8 { signatureBytes in
+                cookie.verifier.verify(
+                    valueBytes, signature: UnsafeRawBufferPointer(signatureBytes), accept: tokens.accept,
+                    cutoffs: cutoffs, now: now
+                ).verificationResult
+            }
         }
     }
 }

@@ -7,6 +7,7 @@ import Foundation
 import NIOCore
 import Prometheus
 import TokengateConfig
+import TokengateSessionCookies
 import TokengateTLS
 import TokengateTokens
 import TokengateHTTP
@@ -95,20 +96,38 @@ extension GatewayRuntime {
         }
 
         let deliveryCookies = Self.tokenPageDeliveryCookies(configuration.routes)
+        let sessionCookieVerifiers = try Self.sessionCookieVerifiers(configuration)
         var routes: [GatewayRoute] = []
         for (index, route) in configuration.routes.enumerated() {
             let name = (route.host ?? "") + route.pathPrefix
             var tokens: RouteTokenCheck?
+            var withheldCookies = Self.withheldCookies(deliveryCookies, route: route)
             if route.accept.acceptsTokens {
-                guard let verifier else {
-                    throw GatewayStartupError(
-                        "routes[\(index)] (\(name)) accepts tokens, but keys is empty: configure a verification key"
-                    )
+                // A route that reads only a site's login cookie has no JWT source and needs no key.
+                var routeVerifier: TokenVerifier?
+                if !route.sources.isEmpty {
+                    guard let verifier else {
+                        throw GatewayStartupError(
+                            "routes[\(index)] (\(name)) accepts tokens, but keys is empty: configure a verification key"
+                        )
+                    }
+                    routeVerifier = Self.routeVerifier(route, gateway: verifier)
+                }
+                var sessionCookie: RouteSessionCookieCheck?
+                if let cookie = route.sessionCookie {
+                    guard let cookieVerifier = sessionCookieVerifiers[cookie.issuer] else {
+                        throw GatewayStartupError("routes[\(index)] (\(name)) names an unknown issuer \(cookie.issuer)")
+                    }
+                    let signatureCookie = cookieVerifier.format.signatureCookieName
+                    sessionCookie = RouteSessionCookieCheck(
+                        sources: cookie.sources, verifier: cookieVerifier, signatureCookie: signatureCookie)
+                    // The signature cookie goes with the token: stripped with it.
+                    if route.forwardToken == .strip, let signatureCookie { withheldCookies.append(signatureCookie) }
                 }
                 var kinds: AcceptedKinds = []
                 if route.accept.api { kinds.insert(.api) }
                 if route.accept.session { kinds.insert(.session) }
-                tokens = RouteTokenCheck(accept: kinds, verifier: Self.routeVerifier(route, gateway: verifier))
+                tokens = RouteTokenCheck(accept: kinds, verifier: routeVerifier, sessionCookie: sessionCookie)
             }
             let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
             var tokenPage: TokenPageRoute?
@@ -127,10 +146,10 @@ extension GatewayRuntime {
                 GatewayRoute(
                     name: name,
                     tokens: tokens,
-                    extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
+                    extractor: TokenExtractor(sources: route.allSources, realm: configuration.realm),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
-                    withheldCookies: Self.withheldCookies(deliveryCookies, route: route),
+                    withheldCookies: withheldCookies,
                     tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
                     bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
                     tokenPage: tokenPage

@@ -244,8 +244,10 @@ public final class GatewayServer: Sendable {
         }
         let now = runtime.now()
         let apiRoutes = runtime.routes.compactMap { route -> (String, TokenVerifier)? in
-            guard let tokens = route.tokens, tokens.accept.contains(.api) else { return nil }
-            return (route.name, tokens.verifier)
+            guard let tokens = route.tokens, tokens.accept.contains(.api), let verifier = tokens.verifier else {
+                return nil
+            }
+            return (route.name, verifier)
         }
         var warnings: [String] = []
         for (index, route) in runtime.routes.enumerated() {
