@@ -37,7 +37,7 @@ extension GatewayRuntime {
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
         metrics: GatewayMetrics? = nil,
-        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        registry: MetricsRegistry = MetricsRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         redeemedCodes: RedeemedCodeMemory,
