@@ -373,7 +373,7 @@ public final class GatewayServer: Sendable {
         let registry = self.registry
         let logger = self.logger
         let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
-        let connectionGauges = ListenerConnectionGauges(listener: "\(address)", tls: true, registry: self.metricsRegistry)
+        let connectionGauges = ListenerConnectionGauges.Lazy(address: address, tls: true, registry: self.metricsRegistry)
         return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
             guard backoff.admit(channel) else {
                 return channel.eventLoop.makeSucceededVoidFuture()
@@ -416,7 +416,7 @@ public final class GatewayServer: Sendable {
         let registry = self.registry
         let logger = self.logger
         let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
-        let connectionGauges = ListenerConnectionGauges(listener: "\(address)", tls: false, registry: self.metricsRegistry)
+        let connectionGauges = ListenerConnectionGauges.Lazy(address: address, tls: false, registry: self.metricsRegistry)
         return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
             guard backoff.admit(channel) else {
                 return channel.eventLoop.makeSucceededVoidFuture()
