@@ -42,7 +42,7 @@ extension GatewayIntegrationTests {
                 "client=127.0.0.1 ", "host=localhost:\(gateway.tlsPort) ", "method=POST ", "path=/api/items ",
                 "protocol=\(version == "--http2" ? "HTTP/2" : "HTTP/1.1") ", "status=200 ", "reason=- ", "route=/api/ ",
                 "bytes_in=8 ", "bytes_out=\(result.body.utf8.count) ", "upstream=api ",
-                "upstream_addr=127.0.0.1:\(gateway.backend.port) ", "user=alice ", "token_kind=api ",
+                "upstream_addr=http://127.0.0.1:\(gateway.backend.port) ", "user=alice ", "token_kind=api ",
                 "user_agent=probe/1.0 (incident)",
             ]
             for member in expected {

@@ -50,7 +50,7 @@ extension ProxyExchange {
             let upstream = self.runtime.upstreams[self.upstreamIndex]
             record.upstream = upstream.name
             if let target = self.respondingTarget, target < upstream.targets.count {
-                record.upstreamAddress = "\(upstream.targets[target].host):\(upstream.targets[target].port)"
+                record.upstreamAddress = upstream.targets[target].display
             }
             record.upstreamMicroseconds = self.upstreamWait.map { $0 / 1000 }
         }

@@ -56,32 +56,31 @@ struct AccessLogRecord {
         }
     }
 
-    /// The line's members. Plain `.string` values: an interpolated one goes through
-    /// `DefaultStringInterpolation` per member.
+    /// The line's members. Plain `.string` values (an interpolated one goes through `DefaultStringInterpolation`
+    /// per member), into a dictionary sized for all of them at once: grown member by member, it was rehashed
+    /// three times a line.
     var metadata: Logger.Metadata {
-        var metadata: Logger.Metadata = [
-            "status": .string(String(self.status)),
-            "reason": .string(self.reason),
-        ]
-        func put(_ key: String, _ value: String?) {
-            if let value { metadata[key] = .string(value) }
+        var metadata = Logger.Metadata(minimumCapacity: 20)
+        metadata["status"] = .string(String(self.status))
+        metadata["reason"] = .string(self.reason)
+        if let value = self.requestID { metadata["request_id"] = .string(value) }
+        if let value = self.client { metadata["client"] = .string(value) }
+        if let value = self.host { metadata["host"] = .string(Self.clientText(value, maxBytes: Self.maxHostBytes)) }
+        if let value = self.method { metadata["method"] = .string(value) }
+        if let value = self.target { metadata["path"] = .string(AccessLogPath.text(for: value)) }
+        if let value = self.protocolName { metadata["protocol"] = .string(value) }
+        if let value = self.route { metadata["route"] = .string(value) }
+        if let value = self.bytesIn { metadata["bytes_in"] = .string(String(value)) }
+        if let value = self.bytesOut { metadata["bytes_out"] = .string(String(value)) }
+        if let value = self.durationMicroseconds { metadata["duration_us"] = .string(String(value)) }
+        if let value = self.upstream { metadata["upstream"] = .string(value) }
+        if let value = self.upstreamAddress { metadata["upstream_addr"] = .string(value) }
+        if let value = self.upstreamMicroseconds { metadata["upstream_us"] = .string(String(value)) }
+        if let value = self.user { metadata["user"] = .string(value) }
+        if let value = self.tokenKind { metadata["token_kind"] = .string(value) }
+        if let value = self.userAgent {
+            metadata["user_agent"] = .string(Self.clientText(value, maxBytes: Self.maxUserAgentBytes))
         }
-        put("request_id", self.requestID)
-        put("client", self.client)
-        put("host", self.host.map { Self.clientText($0, maxBytes: Self.maxHostBytes) })
-        put("method", self.method)
-        put("path", self.target.map { AccessLogPath.text(for: $0) })
-        put("protocol", self.protocolName)
-        put("route", self.route)
-        put("bytes_in", self.bytesIn.map { String($0) })
-        put("bytes_out", self.bytesOut.map { String($0) })
-        put("duration_us", self.durationMicroseconds.map { String($0) })
-        put("upstream", self.upstream)
-        put("upstream_addr", self.upstreamAddress)
-        put("upstream_us", self.upstreamMicroseconds.map { String($0) })
-        put("user", self.user)
-        put("token_kind", self.tokenKind)
-        put("user_agent", self.userAgent.map { Self.clientText($0, maxBytes: Self.maxUserAgentBytes) })
         return metadata
     }
 
