@@ -32,7 +32,7 @@ extension ProxyExchange {
     func accessLogRecord(status: UInt, reason: String, nanoseconds: Int64) -> AccessLogRecord {
         var record = AccessLogRecord(status: status, reason: reason)
         record.requestID = self.requestID
-        record.client = self.client.clientAddress
+        record.client = self.clientAddress
         record.host = self.head.fields.first(name: "host")
         record.method = self.head.method.rawValue
         record.target = self.head.uri

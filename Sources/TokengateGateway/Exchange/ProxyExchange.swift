@@ -58,6 +58,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var bodyDeadline: Scheduled<Void>?
     /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
     var tokenBodyBytesHeld = 0
+    /// The client's address, for the access log: read at the start, since the line may be written after the
+    /// client's codec is gone (``client`` is unowned).
+    let clientAddress: String?
     /// Request body bytes received and response body bytes written, for the access log.
     var receivedBodyBytes = 0
     var sentBodyBytes = 0
@@ -90,6 +93,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.head = head
         self.requestID = requestID
         self.client = client
+        self.clientAddress = client.clientAddress
         self.runtime = runtime
         self.pools = pools
         self.logger = logger
