@@ -28,6 +28,9 @@
 #      and /admin/... without or with a wrong secret, reloads on SIGHUP (a valid change is applied; a garbage
 #      key file is refused and the old configuration keeps serving; no connection dropped), and exits 0 on
 #      SIGTERM; under strace, every system call it makes is allowed by the unit's SystemCallFilter
+#      deploy/monitoring: every metric the alert rules and the Grafana dashboard use is on that gateway's
+#      /metrics, each family there has # HELP and # TYPE; promtool (from Debian's prometheus package, extracted
+#      with --tools) checks the rules and lints the exposition
 #   5. the systemd unit with `systemd-analyze verify` and `systemd-analyze security`
 #   6. the release artifacts: scripts/release.sh packages the binary under test; the .deb's file list
 #      and control fields (dpkg-deb -c, -f), unpacked into a scratch root (dpkg-deb -x): the binary's version,
@@ -46,7 +49,7 @@ for arg in "$@"; do
     --build) build=1 ;;
     --tools) tools=1 ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "validate-deploy: unknown argument $arg (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -784,6 +787,18 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------------------
+# promtool, from Debian's prometheus package: extracted into .build/deploy-tools (never installed, so no Prometheus
+# server is set up or started); with --tools it is fetched when missing. Prints its path, or nothing.
+promtool_path() {
+  local dir="$repo/.build/deploy-tools/prometheus"
+  if [ "$tools" = 1 ] && [ ! -x "$dir/usr/bin/promtool" ] && ! command -v promtool > /dev/null; then
+    mkdir -p "$dir"
+    (cd "$dir" && rm -f prometheus_*.deb && apt-get download prometheus > /dev/null 2>&1 \
+      && dpkg-deb -x prometheus_*.deb . && rm -f prometheus_*.deb) || true
+  fi
+  if [ -x "$dir/usr/bin/promtool" ]; then echo "$dir/usr/bin/promtool"; else command -v promtool || true; fi
+}
+
 section "5. runtime contract: the Docker configuration run as uid 10001, no new privileges, W^X memory"
 rootfs="$work/rootfs"
 read -r tls_port admin_port backend_port < <(python3 -c '
@@ -882,6 +897,26 @@ if [ "$up" = 1 ]; then
   body="$(forwarded "$token")"
   if [ "$body" = "hello from the backend" ]; then ok "GET /api/hello with an api token is forwarded to the upstream and answered"
   else bad "GET /api/hello with an api token: expected the backend's answer, got '${body:0:80}'"; fi
+  # deploy/monitoring against what this gateway exposes (after a 401 and a forwarded request, so the series made
+  # on first use exist): the exposition's # HELP/# TYPE lines and every metric the alert rules and the dashboard
+  # use; then promtool (Debian's prometheus package) checks the rules and lints the exposition.
+  admin_status GET /metrics good "$work/metrics.txt" > /dev/null
+  pycheck "$work/metrics.txt" "$repo/deploy/monitoring/tokengate-alerts.yaml" \
+    "$repo/deploy/monitoring/tokengate-dashboard.json" "$work/dashboard-rules.yaml" < "$repo/scripts/check-monitoring.py"
+  promtool_bin="$(promtool_path)"
+  if [ -n "$promtool_bin" ]; then
+    if output="$("$promtool_bin" check rules "$repo/deploy/monitoring/tokengate-alerts.yaml" 2>&1)"; then
+      ok "promtool check rules deploy/monitoring/tokengate-alerts.yaml: $(echo "$output" | grep -o '[0-9]* rules found')"
+    else echo "$output" | sed 's/^/        /'; bad "promtool check rules deploy/monitoring/tokengate-alerts.yaml"; fi
+    # The dashboard's queries, as recording rules: promtool parses each as PromQL.
+    if output="$("$promtool_bin" check rules "$work/dashboard-rules.yaml" 2>&1)"; then
+      ok "promtool parses every dashboard query: $(echo "$output" | grep -o '[0-9]* rules found')"
+    else echo "$output" | sed 's/^/        /'; bad "promtool: a dashboard query is not valid PromQL"; fi
+    # `check metrics` lints names, units and help texts; it exits 0 with nothing to say.
+    if output="$("$promtool_bin" check metrics < "$work/metrics.txt" 2>&1)" && [ -z "$output" ]; then
+      ok "promtool check metrics: the gateway's /metrics follows the Prometheus conventions"
+    else echo "$output" | head -20 | sed 's/^/        /'; bad "promtool check metrics on the gateway's /metrics"; fi
+  else skip "promtool (--tools extracts it from Debian's prometheus package)"; fi
 
   # Reload (SIGHUP), as `systemctl reload` and `docker kill --signal HUP` do. A valid change: a second
   # verification key is added to keys/public.jwks (step 2 of the README's key rotation). Its tokens are refused

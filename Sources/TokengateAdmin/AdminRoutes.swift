@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
+import Prometheus
 import Logging
 import TokengateGateway
 import TokengateHTTP
@@ -56,7 +56,8 @@ package enum AdminRoutes {
                 let exposition = server.metrics.render()
                 return .init(
                     status: 200, contentType: "text/plain; version=0.0.4",
-                    body: exposition + (exposition.hasSuffix("\n") || exposition.isEmpty ? "" : "\n") + AdminVersion.buildInfoMetric
+                    body: exposition + (exposition.hasSuffix("\n") || exposition.isEmpty ? "" : "\n")
+                        + server.scrapeTimeExposition() + AdminVersion.buildInfoMetric
                 )
             case "/admin/reload":
                 guard request.method == "POST" else {
@@ -105,6 +106,10 @@ package enum AdminRoutes {
         adminCredentials: AdminCredentials?,
         logger: Logger
     ) -> AdminServer.Response {
+        // systemd (`Type=notify`) learns that a reload runs and when it is over, whichever way it went: the
+        // configuration serving afterwards, old or new, is ready.
+        SystemdNotifier.process?.reloading()
+        defer { SystemdNotifier.process?.ready() }
         do {
             let adminFiles: AdminCredentials.Files?
             do {

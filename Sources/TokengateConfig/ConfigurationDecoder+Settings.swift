@@ -76,10 +76,11 @@ extension ConfigurationDecoder {
     }
 
     func log(_ node: ConfigNode) throws(ConfigurationError) -> LogConfiguration {
-        let map = try node.mapping(allowed: ["level", "access_log"])
+        let map = try node.mapping(allowed: ["level", "access_log", "format"])
         return LogConfiguration(
             level: try map["level"]?.choice(LogLevelName.self) ?? .info,
-            accessLog: try map["access_log"]?.bool() ?? true
+            accessLog: try map["access_log"]?.bool() ?? true,
+            format: try map["format"]?.choice(LogFormat.self) ?? .auto
         )
     }
 

@@ -4,6 +4,9 @@
 
 internal import CTokengateOpenSSL
 internal import CTokengateShims
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // MARK: Loading one certificate source into an SSL_CTX.
 
@@ -16,6 +19,8 @@ extension TLSServerContext {
         var commonName: String?
         /// Non-fatal findings (expired or not yet valid).
         var warnings: [TLSError]
+        /// The leaf's `notAfter`, in seconds since the epoch (`nil` when OpenSSL cannot convert it).
+        var notAfter: Int64?
     }
 
     /// The most certificates accepted in one chain file (leaf + intermediates); real chains have 2–4.
@@ -83,8 +88,17 @@ extension TLSServerContext {
         return LoadedCertificate(
             dnsNames: dnsNames,
             commonName: dnsNames.isEmpty ? Self.commonName(of: leaf) : nil,
-            warnings: warnings
+            warnings: warnings,
+            notAfter: Self.notAfter(of: leaf)
         )
+    }
+
+    /// The certificate's `notAfter` as UNIX time: for the expiry metric, which an alert compares with now.
+    static func notAfter(of certificate: OpaquePointer) -> Int64? {
+        guard let time = X509_get0_notAfter(certificate) else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        return Int64(timegm(&parts))
     }
 
     /// Parses every certificate block; the first is the leaf. The caller frees the result.

@@ -43,6 +43,9 @@ public final class TLSServerContext: @unchecked Sendable {
     public let minimumVersion: TLSMinimumVersion
     /// Non-fatal findings from loading (for example an expired certificate); they were also logged.
     public let warnings: [TLSError]
+    /// Each certificate's leaf `notAfter` in seconds since the epoch, in configuration order (`nil` where
+    /// OpenSSL could not convert it): the expiry metric of the certificates the listener really serves.
+    public let certificateExpiries: [Int64?]
 
     /// The DNS subjectAltNames of each certificate, in configuration order.
     public var serverNames: [[String]] {
@@ -85,6 +88,7 @@ public final class TLSServerContext: @unchecked Sendable {
         var selectingNames: [[String]] = []
         var covered: [TLSCertificateNames] = []
         var warnings: [TLSError] = []
+        var expiries: [Int64?] = []
         var alpnConfiguration: OpaquePointer? = nil
         do {
             if !wire.isEmpty {
@@ -106,6 +110,7 @@ public final class TLSServerContext: @unchecked Sendable {
                     throw error.about(Self.file(of: error, loading: source, index: index))
                 }
                 names.append(loaded.dnsNames)
+                expiries.append(loaded.notAfter)
                 selectingNames.append(source.serverNames.isEmpty ? loaded.dnsNames : source.serverNames)
                 // What a client can have validated (the subject CN only without DNS names, as clients fall
                 // back), and what the operator assigned to the certificate.
@@ -130,6 +135,7 @@ public final class TLSServerContext: @unchecked Sendable {
         self.alpnProtocols = alpnProtocols
         self.minimumVersion = minimumVersion
         self.warnings = warnings
+        self.certificateExpiries = expiries
         // The callback argument is `self` unretained: `self` owns the contexts, and every connection's
         // TLSHandler holds `self` strongly, so the pointer outlives every SSL that can call back.
         if contexts.count > 1 {

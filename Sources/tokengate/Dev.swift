@@ -29,6 +29,9 @@ struct Dev: AsyncParsableCommand {
     @Option(name: .customLong("backend-port"), help: "The demo site's port (the configuration's upstream).")
     var backendPort = 9000
 
+    @Option(name: .customLong("log-format"), help: "json, console, or auto (console on a terminal); over log.format.")
+    var logFormat: LogFormat?
+
     func run() async throws {
         // The files a first run lacks are generated where the configuration will read them, so the
         // configuration is read twice: once for their paths (without file checks), once to run.
@@ -54,7 +57,7 @@ struct Dev: AsyncParsableCommand {
         let backendGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let backendPort = self.backendPort
         let site = NIOLockedValueBox<DemoRP?>(nil)
-        try await GatewayLauncher(configuration: configuration).run { addresses, sync in
+        try await GatewayLauncher(configuration: configuration, logFormat: self.logFormat).run { addresses, sync in
             // The demo site: a login form, the site's session cookie, "who am I", and the password change and
             // "disable mobile apps" buttons, which write their cutoffs through the gateway's own store.
             let rp: DemoRP

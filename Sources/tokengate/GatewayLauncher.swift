@@ -24,6 +24,8 @@ import UnixSignals
 /// serves a single request with an empty snapshot (which would accept every revoked token).
 struct GatewayLauncher {
     let configuration: GatewayConfiguration
+    /// `--log-format`, over the configuration's `log.format`.
+    var logFormat: LogFormat?
 
     /// - Parameter onStarted: called once every listener is bound, with their addresses and the cutoff sync
     ///   service (the dev default's demo site writes its password changes through it).
@@ -40,7 +42,7 @@ struct GatewayLauncher {
         // manager's "reload after start" would kill a gateway that already logged "listening". Ignored until
         // then; the configuration just loaded is the one the file holds.
         signal(SIGHUP, SIG_IGN)
-        Self.bootstrapLogging(self.configuration.log.level)
+        Self.bootstrapLogging(self.configuration.log.level, format: self.logFormat ?? self.configuration.log.format)
         let logger = Logger(label: "tokengate")
         logger.info("starting", metadata: ["version": "\(TokengateVersion.string)"])
         for warning in GatewayServer.warnings(for: self.configuration) {
@@ -153,6 +155,8 @@ struct GatewayLauncher {
             }
         }
         try await onStarted(addresses, sync)
+        // Every listener serves, with the cutoff snapshot loaded: `systemctl start` may return.
+        SystemdNotifier.process?.ready()
 
         // Every service runs until shutdown: ServiceGroup treats one that returns early as a failure and
         // stops the gateway, so optional ones are only added when configured.
@@ -170,6 +174,12 @@ struct GatewayLauncher {
         if let cacheFile = opened.cacheFile {
             services.append(.init(service: SnapshotCache(path: cacheFile, sync: sync, logger: logger)))
         }
+        if let notifier = SystemdNotifier.process,
+            let interval = SystemdNotifier.watchdogInterval(
+                usec: SystemdNotifier.environment("WATCHDOG_USEC"), pid: SystemdNotifier.environment("WATCHDOG_PID"))
+        {
+            services.append(.init(service: SystemdWatchdog(notifier: notifier, interval: interval, group: group)))
+        }
         let serviceGroup = ServiceGroup(
             configuration: .init(
                 services: services,
@@ -183,9 +193,19 @@ struct GatewayLauncher {
         try? await group.shutdownGracefully()
     }
 
-    static func bootstrapLogging(_ level: LogLevelName) {
+    static func bootstrapLogging(_ level: LogLevelName, format: LogFormat) {
         ProcessLogLevel.set(level)
-        LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        switch format {
+        case .json: LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        case .console: LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label) }
+        case .auto:
+            // Lines go to standard output: a person reads them when it is a terminal, a program otherwise.
+            if isatty(STDOUT_FILENO) == 1 {
+                LoggingSystem.bootstrap { label in ConsoleLogHandler(label: label) }
+            } else {
+                LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+            }
+        }
     }
 }
 
@@ -225,6 +245,7 @@ struct GatewayShutdownService: Service {
 
     func run() async throws {
         try? await gracefulShutdown()
+        SystemdNotifier.process?.stopping()
         // Trapped only now, so the signal that began the shutdown is not counted again. ServiceGroup ignores
         // its graceful-shutdown signals once shutdown has begun, and they cannot also be its cancellation
         // signals, so the second one is watched here.
@@ -240,5 +261,33 @@ struct GatewayShutdownService: Service {
         await self.server.shutdown(drainTimeout: self.server.drainTimeout)
         secondSignal.cancel()
         await self.admin?.stop()
+    }
+}
+
+/// Sends systemd's `WATCHDOG=1` every `interval` (half of `$WATCHDOG_USEC`) while every event loop runs a task
+/// it is given: a loop stuck in a busy callback stops the pings, and systemd restarts the gateway
+/// (`WatchdogSec=` in the unit) rather than leaving a process that accepts connections and never answers.
+struct SystemdWatchdog: Service {
+    let notifier: SystemdNotifier
+    let interval: Duration
+    let group: any EventLoopGroup
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                var allAnswered = true
+                for loop in self.group.makeIterator() {
+                    do {
+                        try await loop.submit {}.get()
+                    } catch {
+                        allAnswered = false
+                    }
+                }
+                if allAnswered {
+                    self.notifier.notify("WATCHDOG=1")
+                }
+                try? await Task.sleep(for: self.interval)
+            }
+        }
     }
 }

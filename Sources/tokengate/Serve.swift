@@ -12,6 +12,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The configuration file (YAML).")
     var config: String
 
+    @Option(name: .customLong("log-format"), help: "json, console, or auto (console on a terminal); over log.format.")
+    var logFormat: LogFormat?
+
     func run() async throws {
         let configuration: GatewayConfiguration
         do {
@@ -19,6 +22,8 @@ struct Serve: AsyncParsableCommand {
         } catch {
             fail("\(error)", status: .configuration)
         }
-        try await GatewayLauncher(configuration: configuration).run { _, _ in }
+        try await GatewayLauncher(configuration: configuration, logFormat: self.logFormat).run { _, _ in }
     }
 }
+
+extension LogFormat: ExpressibleByArgument {}

@@ -838,6 +838,10 @@ struct ConfigurationErrorTests {
             "test.yaml:11:20: log.access_log: expected true or false, got yes"
         )
         self.expectError(
+            minimalYAML + "log: { format: consol }\n",
+            "test.yaml:11:16: log.format: expected one of json, console, auto, got consol (did you mean 'console'?)"
+        )
+        self.expectError(
             minimalYAML + "realm: 'a \"quoted\" realm'\n",
             "test.yaml:11:8: realm: the realm must be printable ASCII without \" or \\"
         )

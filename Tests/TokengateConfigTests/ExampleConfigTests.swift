@@ -80,7 +80,8 @@ struct ExampleConfigTests {
         #expect(config.routes[3].accept == .none)
         #expect(config.routes[3].sources.isEmpty)
         #expect(config.realm == "tokengate-dev")
-        #expect(config.log.level == .debug)
+        #expect(config.log.level == .info, "dev logs what a first run needs to see, not debug")
+        #expect(config.log.format == .auto, "console lines on the terminal a first run is on")
         #expect(config.tokens == TokenSettings())
         #expect(config.limits == LimitsConfiguration())
     }
@@ -94,6 +95,7 @@ struct ExampleConfigTests {
         #expect(config.listeners[1].mode == .plain(.redirect))
         #expect(config.listeners[1].redirectPort == 443)
         #expect(config.admin?.secretFile?.path == "/etc/tokengate/admin.secret")
+        #expect(config.log.format == .json)
         #expect(config.keys.count == 2)
         #expect(
             config.keys[1]

@@ -61,6 +61,63 @@ struct DevCommandTests {
         return text
     }
 
+    /// On a terminal (a real pseudo-terminal from util-linux's `script`), `dev` writes console lines, not JSON,
+    /// at `info`: the access line of a request reads `request GET /api/hello 426 tls_required …`, and no debug
+    /// line is printed.
+    @Test func onATerminalDevLogsConsoleLinesAtInfo() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: ServeCommandTests.binary), "build the tokengate executable first")
+        let directory = NSTemporaryDirectory() + "tokengate-dev-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory + "/Config", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var ports: [String: Int] = [:]
+        for name in ["tls", "plain", "admin", "backend"] { ports[name] = try GatewayIntegrationTests.unusedPort() }
+        let yaml = try String(contentsOfFile: Self.shippedConfiguration, encoding: .utf8)
+            .replacingOccurrences(of: "127.0.0.1:8443", with: "127.0.0.1:\(ports["tls"]!)")
+            .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(ports["plain"]!)")
+            .replacingOccurrences(of: "127.0.0.1:9901", with: "127.0.0.1:\(ports["admin"]!)")
+            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(ports["backend"]!)")
+        try yaml.write(toFile: directory + "/Config/dev.yaml", atomically: true, encoding: .utf8)
+        let output = directory + "/terminal"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = [
+            "-qfec",
+            "exec '\(ServeCommandTests.binary)' dev --config '\(directory)/Config/dev.yaml' --backend-port \(ports["backend"]!)",
+            "/dev/null",
+        ]
+        process.standardOutput = FileHandle(forWritingAtPath: output)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            // `script`'s child is the gateway: SIGTERM to it by its id (closing the terminal would send SIGHUP,
+            // which reloads), and `script` ends with it.
+            let children = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/task/\(process.processIdentifier)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGTERM) }
+            process.waitUntilExit()
+        }
+        var text = ""
+        for _ in 0..<300 where !text.contains("Ctrl-C stops the gateway.") && process.isRunning {
+            try await Task.sleep(for: .milliseconds(100))
+            text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        }
+        try #require(text.contains("Ctrl-C stops the gateway."), "\(text)")
+        let refused = try Curl.run(["-A", "terminal-test", "http://127.0.0.1:\(ports["plain"]!)/api/hello?x=1"], caFile: nil)
+        #expect(refused.status == 426)
+        var line: Substring?
+        for _ in 0..<50 where line == nil {
+            text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            line = text.split(whereSeparator: \.isNewline).first { $0.contains("request GET /api/hello 426 tls_required") }
+            if line == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let requestLine = try #require(line, "no console access line: \(text)")
+        #expect(requestLine.contains(" info ") && requestLine.contains("client=127.0.0.1") && requestLine.contains("user_agent=terminal-test"))
+        let lines = text.split(whereSeparator: \.isNewline)
+        #expect(!lines.contains { $0.hasPrefix("{") }, "JSON on a terminal: \(text)")
+        #expect(!lines.contains { $0.contains("Z debug ") }, "debug lines from dev: \(text)")
+        #expect(lines.contains { $0.contains(" info    starting version=") }, "\(text)")
+    }
+
     /// The plain-HTTP line names the configured plain listener, not a fixed `127.0.0.1:8080`.
     @Test func theBannerNamesTheConfiguredPlainListener() async throws {
         var plainPort = 0

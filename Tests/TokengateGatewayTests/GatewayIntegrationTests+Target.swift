@@ -221,7 +221,7 @@ extension GatewayIntegrationTests {
             let tls = try self.curl(gateway, ["\(gateway.baseURL)/open"])
             #expect(tls.status == 200)
             #expect(gateway.backend.requestsReceived == 1)
-            #expect(gateway.logLines.all.contains { $0.contains("plain HTTP on a TLS listener") })
+            #expect(gateway.logLines.all.contains { $0.contains(" request ") && $0.contains("reason=plain_http_on_tls_port") })
         }
     }
 

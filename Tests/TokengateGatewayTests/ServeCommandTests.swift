@@ -281,8 +281,9 @@ struct ServeCommandTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String], "\(text)")
         #expect(
             Set(object.keys) == [
-                "ts", "level", "label", "msg", "latency_us", "method", "path", "reason", "request_id", "route",
-                "status", "token_kind", "upstream", "user",
+                "ts", "level", "label", "msg", "duration_us", "method", "path", "reason", "request_id", "route",
+                "status", "token_kind", "upstream", "user", "client", "host", "protocol", "bytes_in", "bytes_out",
+                "user_agent",
             ]
         )
         #expect(object["path"] == "/v1/items")
@@ -292,11 +293,58 @@ struct ServeCommandTests {
         #expect(object["user"] == "user-ü-42")
         #expect(object["token_kind"] == "api")
         #expect(object["upstream"] == "api")
-        #expect(Int(object["latency_us"] ?? "") != nil)
+        #expect(Int(object["duration_us"] ?? "") != nil)
+        #expect(object["client"] == "127.0.0.1" && object["host"] == "localhost:\(setup.port)", "\(text)")
+        #expect(object["bytes_in"] == "0" && object["protocol"] != nil && object["user_agent"]?.hasPrefix("curl/") == true)
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let stamp = try #require(formatter.date(from: object["ts"] ?? ""), "\(text)")
         #expect(abs(stamp.timeIntervalSinceNow) < 30)
+    }
+
+    /// Under systemd (`Type=notify`): `READY=1` only once the gateway serves, `RELOADING=1` with the monotonic
+    /// time and `READY=1` around a SIGHUP reload, `WATCHDOG=1` while it runs and `STOPPING=1` at SIGTERM, sent
+    /// to a real unix datagram socket as systemd's would receive them — by path and in the abstract namespace.
+    @Test(arguments: [false, true])
+    func systemdIsToldReadyReloadingWatchdogAndStopping(abstract: Bool) async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let name = "tokengate-notify-" + UUID().uuidString.prefix(8)
+        let socket = try NotifySocket(address: abstract ? "@" + name : setup.directory + "/" + name)
+        let output = setup.directory + "/output"
+        // WATCHDOG_USEC of 0.2 s: a ping every 0.1 s, so one arrives before the reload below.
+        let process = try self.serveWithJSONFileStore(
+            setup, output: output,
+            launcher: ["/usr/bin/env", "NOTIFY_SOCKET=\(socket.address)", "WATCHDOG_USEC=200000"]
+        )
+        defer {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        let ready = socket.receiveSkippingWatchdog()
+        #expect(ready == "READY=1", "\(ready ?? "nothing") (\((try? String(contentsOfFile: output, encoding: .utf8)) ?? ""))")
+        // READY=1 means serving: the first request after it is answered, without waiting for the listener.
+        let first = try Curl.run(["--max-time", "5", "https://localhost:\(setup.port)/"], caFile: setup.directory + "/cert.pem")
+        #expect(first.status == 401, "READY=1 before the listener served: \(first.status) \(first.stderr)")
+        var watchdog: String?
+        for _ in 0..<20 where watchdog != "WATCHDOG=1" { watchdog = socket.receive() }
+        #expect(watchdog == "WATCHDOG=1")
+
+        let beforeReload = NotifySocket.monotonicMicroseconds()
+        kill(process.processIdentifier, SIGHUP)
+        let reloading = try #require(socket.receiveSkippingWatchdog(), "no message after SIGHUP")
+        let lines = reloading.split(separator: "\n")
+        #expect(lines.first == "RELOADING=1", "\(reloading)")
+        let stamp = lines.first { $0.hasPrefix("MONOTONIC_USEC=") }.flatMap { Int64($0.dropFirst("MONOTONIC_USEC=".count)) }
+        let monotonic = try #require(stamp, "RELOADING=1 without MONOTONIC_USEC: \(reloading)")
+        #expect(monotonic >= beforeReload && monotonic <= NotifySocket.monotonicMicroseconds(), "not the monotonic clock's now")
+        #expect(socket.receiveSkippingWatchdog() == "READY=1", "the reload's end")
+
+        process.terminate()
+        #expect(socket.receiveSkippingWatchdog() == "STOPPING=1")
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
     }
 
     /// A second SIGTERM during the drain ends it at once, closing what is still open: an operator pressing

@@ -2,7 +2,6 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -396,7 +395,7 @@ import TokengateHTTPTestSupport
             settings: settings,
             eventLoop: loop,
             logger: Logger(label: "test"),
-            connectFailures: Counter(label: "test"),
+            connectFailures: MetricsRegistry().counter("test_connect_failures_total", help: "test"),
             failureLog: UpstreamConnectFailureLog(upstream: "api", targets: settings.targets.map(\.display), logger: Logger(label: "test")),
             flushBatch: UpstreamFlushBatch(eventLoop: loop)
         )

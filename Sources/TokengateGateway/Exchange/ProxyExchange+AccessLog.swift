@@ -2,11 +2,9 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
 import Logging
 import NIOCore
 import NIOHTTP1
-import TokengateConfig
 import TokengateTokens
 import TokengateHTTP
 
@@ -27,25 +25,35 @@ extension ProxyExchange {
             statusIsTheGateways: !self.machine.clientHasBackendHead
         )
         guard self.runtime.accessLog else { return }
-        let path = AccessLogPath.text(for: self.head.uri)
-        let latency = nanoseconds / 1000
-        // Plain `.string` values: an interpolated one goes through `DefaultStringInterpolation` per member.
-        var metadata: Logger.Metadata = [
-            "request_id": .string(self.requestID),
-            "route": .string(self.routeName),
-            "method": .string(self.head.method.rawValue),
-            "path": .string(path),
-            "status": .string(String(status)),
-            "reason": .string(reason),
-            "latency_us": .string(String(latency)),
-        ]
+        self.logger.info("request", metadata: self.accessLogRecord(status: status, reason: reason, nanoseconds: nanoseconds).metadata)
+    }
+
+    /// The request's access-log line (``AccessLogRecord``).
+    func accessLogRecord(status: UInt, reason: String, nanoseconds: Int64) -> AccessLogRecord {
+        var record = AccessLogRecord(status: status, reason: reason)
+        record.requestID = self.requestID
+        record.client = self.clientAddress
+        record.host = self.head.fields.first(name: "host")
+        record.method = self.head.method.rawValue
+        record.target = self.head.uri
+        record.protocolName = AccessLogRecord.protocolName(self.head.version)
+        record.route = self.routeName
+        record.bytesIn = self.receivedBodyBytes
+        record.bytesOut = self.sentBodyBytes
+        record.durationMicroseconds = nanoseconds / 1000
+        record.userAgent = self.head.fields.first(name: "user-agent")
         if let identity = self.identity {
-            metadata["user"] = .string(identity.subject)
-            metadata["token_kind"] = .string(identity.kind.rawValue)
+            record.user = identity.subject
+            record.tokenKind = identity.kind.rawValue
         }
         if self.upstreamHead != nil {
-            metadata["upstream"] = .string(self.runtime.upstreams[self.upstreamIndex].name)
+            let upstream = self.runtime.upstreams[self.upstreamIndex]
+            record.upstream = upstream.name
+            if let target = self.respondingTarget, target < upstream.targets.count {
+                record.upstreamAddress = upstream.targets[target].display
+            }
+            record.upstreamMicroseconds = self.upstreamWait.map { $0 / 1000 }
         }
-        self.logger.info("request", metadata: metadata)
+        return record
     }
 }

@@ -30,6 +30,7 @@ extension ProxyExchange {
         let head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count, hsts: self.runtime.hsts)
         self.client.write(.head(head))
         self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
+        self.sentBodyBytes = body.utf8.count
         self.client.writeEnd(nil, closing: answer.closeConnection)
         self.log(status: answer.status.code, reason: answer.reasonCode)
         self.client.setRequestReadingPaused(false)

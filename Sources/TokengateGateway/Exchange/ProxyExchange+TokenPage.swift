@@ -151,6 +151,7 @@ extension ProxyExchange {
         if !answer.body.isEmpty {
             self.client.write(.body(.byteBuffer(self.client.allocator.buffer(bytes: answer.body))))
         }
+        self.sentBodyBytes = answer.body.count
         self.client.writeEnd(nil, closing: close)
         if let user = answer.user {
             self.identity = VerifiedToken(subject: user, kind: .api, issuedAt: self.runtime.now(), keyID: nil, expiresAt: nil)

@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
+import Prometheus
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -119,8 +119,10 @@ extension ProxyExchange {
                 let now = NIODeadline.now()
                 self.startResponseTimer(now: now)
                 if let sent = self.upstreamSentAt {
+                    self.upstreamWait = (now - sent).nanoseconds
                     self.runtime.metrics.upstreams[self.upstreamIndex].latency.recordNanoseconds((now - sent).nanoseconds)
                 }
+                self.respondingTarget = connection.targetIndex
                 // What a token body held of ``GatewayRuntime/tokenBodyMemory`` goes back now, not after a long
                 // response.
                 self.releaseTokenBodyMemory()
@@ -128,7 +130,9 @@ extension ProxyExchange {
         case .body(let buffer):
             switch self.machine.upstreamReceivedBody(buffer) {
             case .none: break
-            case .writeToClient(let buffer): self.client.write(.body(.byteBuffer(buffer)))
+            case .writeToClient(let buffer):
+                self.sentBodyBytes += buffer.readableBytes
+                self.client.write(.body(.byteBuffer(buffer)))
             }
         case .end(let trailers):
             guard let connection = self.connection,
@@ -153,6 +157,7 @@ extension ProxyExchange {
         guard let head else { return }
         self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: close, hsts: self.runtime.hsts)
         if let body {
+            self.sentBodyBytes += body.readableBytes
             self.client.write(.body(.byteBuffer(body)))
         }
     }

@@ -58,6 +58,15 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var bodyDeadline: Scheduled<Void>?
     /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
     var tokenBodyBytesHeld = 0
+    /// The client's address, for the access log: read at the start, since the line may be written after the
+    /// client's codec is gone (``client`` is unowned).
+    let clientAddress: String?
+    /// Request body bytes received and response body bytes written, for the access log.
+    var receivedBodyBytes = 0
+    var sentBodyBytes = 0
+    /// The target whose response the client got, and how long its head took after the request was sent.
+    var respondingTarget: Int?
+    var upstreamWait: Int64?
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -84,6 +93,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.head = head
         self.requestID = requestID
         self.client = client
+        self.clientAddress = client.clientAddress
         self.runtime = runtime
         self.pools = pools
         self.logger = logger
@@ -155,6 +165,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
     }
 
     func receivedBody(_ buffer: ByteBuffer) {
+        self.receivedBodyBytes += buffer.readableBytes
         switch self.machine.receivedBody(buffer) {
         case .none:
             break

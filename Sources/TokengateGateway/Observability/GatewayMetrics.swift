@@ -2,43 +2,46 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
+import Atomics
+import NIOConcurrencyHelpers
 import Prometheus
 import TokengateTokens
 import TokengateHTTP
 
-/// The gateway's Prometheus metrics, through swift-metrics with the swift-prometheus factory.
+/// The gateway's Prometheus metrics, made on the process's ``MetricsRegistry`` with their `# HELP` texts.
 ///
-/// Every metric object a request touches is created once, at start, and kept in arrays and dictionaries
-/// built then: recording is an atomic add (counters) or one short uncontended lock inside the histogram
-/// (swift-prometheus guards its buckets with one); no metric is looked up by label and nothing is
-/// allocated per request.
+/// A series is made the first time it has something to count, not for every label value the gateway could
+/// give it: every route × reason pair up front was 276 series for 4 routes, about 93,000 at the 1,000-route
+/// maximum, nearly all of them zero. The per-route request counters and latency histograms sit in lock-free
+/// slots that are filled once (``ManagedAtomicLazyReference``), so a request after the first pays an atomic
+/// load and an add, as before; a rejection looks its counter up under a short per-route lock. Rejection
+/// series are bounded by ``MetricsRegistry/maxRejectionSeries`` and by the list of known reasons (anything
+/// else is `other`), so no client can make a series.
 public final class GatewayMetrics: Sendable {
     /// The registry `/metrics` renders.
-    public let registry: PrometheusCollectorRegistry
-    let factory: PrometheusMetricsFactory
+    public let registry: MetricsRegistry
 
-    /// Per route: `[method class][status class]` request counters, rejections by reason, latency.
+    /// Per route, indexed like ``GatewayRuntime/routes``.
     let routes: [RouteMetrics]
     /// Per upstream, indexed like ``GatewayRuntime/upstreams``.
     let upstreams: [UpstreamMetrics]
-    let tlsHandshakes: CoreMetrics.Counter
-    let tlsFailures: [String: CoreMetrics.Counter]
-    let tlsFailuresOther: CoreMetrics.Counter
-    public let cutoffGeneration: CoreMetrics.Gauge
-    public let cutoffLastSync: CoreMetrics.Gauge
-    public let cutoffLag: CoreMetrics.Gauge
+    let tlsHandshakes: Prometheus.Counter
+    let tlsFailures: [String: Prometheus.Counter]
+    let tlsFailuresOther: Prometheus.Counter
+    public let cutoffGeneration: Prometheus.Gauge
+    public let cutoffLastSync: Prometheus.Gauge
+    public let cutoffLag: Prometheus.Gauge
     /// Enforced cutoffs more than 300 s ahead of now (a store's clock ahead, a time in milliseconds): they reject
     /// even the user's new tokens. Recorded at each scrape from the sync service.
-    public let cutoffFutureCutoffs: CoreMetrics.Gauge
-    public let configGeneration: CoreMetrics.Gauge
+    public let cutoffFutureCutoffs: Prometheus.Gauge
+    public let configGeneration: Prometheus.Gauge
     /// Bytes of `limits.token_body_memory` held by bodies being read for a token.
-    let tokenBodyMemory: CoreMetrics.Gauge
-    public let configReloads: CoreMetrics.Counter
-    public let configReloadFailures: CoreMetrics.Counter
+    let tokenBodyMemory: Prometheus.Gauge
+    public let configReloads: Prometheus.Counter
+    public let configReloadFailures: Prometheus.Counter
     /// Answers given before a route matched, by reason (see ``recordUnrouted(reason:)``).
-    let unrouted: [String: CoreMetrics.Counter]
-    let unroutedOther: CoreMetrics.Counter
+    let unrouted: [String: Prometheus.Counter]
+    let unroutedOther: Prometheus.Counter
 
     /// Reason codes the gateway answers with, besides the token ones.
     static let gatewayReasons = [
@@ -71,84 +74,144 @@ public final class GatewayMetrics: Sendable {
 
     static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]
 
-    struct RouteMetrics: Sendable {
-        let requests: [[CoreMetrics.Counter]]
-        let rejections: [String: CoreMetrics.Counter]
-        let rejectionsOther: CoreMetrics.Counter
-        let latency: CoreMetrics.Timer
+    /// Every reason that may have a series of its own in `tokengate_rejections_total`.
+    static let listedReasons: Set<String> = Set(RejectionReason.all.map(\.code) + GatewayMetrics.gatewayReasons)
+
+    /// Latency buckets for a proxy: a request the gateway answers itself takes tens of microseconds, a proxied
+    /// one on a local network a few hundred; the default buckets of swift-prometheus (5 ms and up) put all of
+    /// them in the first.
+    static let durationBuckets: [Duration] = [
+        .microseconds(50), .microseconds(100), .microseconds(250), .microseconds(500),
+        .milliseconds(1), .microseconds(2_500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .milliseconds(2_500), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
+    ]
+
+    enum Help {
+        static let requests = "Requests finished, by route, method class (safe: GET, HEAD, OPTIONS, TRACE) and status class."
+        static let rejections =
+            "Requests the gateway refused or failed itself, by route and reason code (not the backend's own statuses)."
+        static let requestDuration = "Time from a request's head to its end (the last byte of the response), by route."
+        static let upstreamDuration = "Time from sending a request to the backend to its response head, by upstream."
+        static let connectFailures = "Connects to an upstream's targets that failed."
+        static let tlsHandshakes = "TLS handshakes completed on the public listeners."
+        static let tlsFailures = "TLS connections that failed, by reason (plainHTTP: plain HTTP sent to a TLS port)."
+        static let cutoffGeneration = "Cutoff snapshots this process built from the store (0 before the first sync)."
+        static let cutoffLastSync = "UNIX time of the last successful sync with the cutoff store (0 before the first)."
+        static let cutoffLag = "Seconds since the enforced cutoff snapshot was last confirmed against the store."
+        static let futureCutoffs = "Enforced cutoffs more than 300 s ahead of now (they reject even new tokens)."
+        static let configGeneration = "The configuration generation serving (1 at start, +1 per successful reload)."
+        static let tokenBodyMemory = "Bytes of limits.token_body_memory held by bodies being read for a token."
+        static let reloads = "Successful configuration reloads."
+        static let reloadFailures = "Configuration reloads refused; the previous configuration keeps serving."
+        static let unrouted = "Requests answered before a route matched, by reason."
     }
 
-    struct UpstreamMetrics: Sendable {
-        let latency: CoreMetrics.Timer
-        let connectFailures: CoreMetrics.Counter
-    }
+    /// One route's series, each made on its first use.
+    final class RouteMetrics: Sendable {
+        let name: String
+        private let registry: MetricsRegistry
+        /// `[method class * 5 + status class]`.
+        private let requests: [ManagedAtomicLazyReference<Prometheus.Counter>]
+        private let latency = ManagedAtomicLazyReference<Prometheus.DurationHistogram>()
+        private let rejections = NIOLockedValueBox<[String: Prometheus.Counter]>([:])
 
-    init(routeNames: [String], upstreamNames: [String], registry: PrometheusCollectorRegistry = .init()) {
-        self.registry = registry
-        let factory = PrometheusMetricsFactory(registry: registry)
-        self.factory = factory
-        let reasons = RejectionReason.all.map(\.code) + Self.gatewayReasons
-        self.routes = routeNames.map { route in
-            RouteMetrics(
-                requests: ["safe", "unsafe"].map { methodClass in
-                    ["1xx", "2xx", "3xx", "4xx", "5xx"].map { status in
-                        CoreMetrics.Counter(
-                            label: "tokengate_requests_total",
-                            dimensions: [("route", route), ("method_class", methodClass), ("status", status)],
-                            factory: factory
-                        )
-                    }
-                },
-                rejections: Dictionary(
-                    uniqueKeysWithValues: reasons.map { reason in
-                        (
-                            reason,
-                            CoreMetrics.Counter(
-                                label: "tokengate_rejections_total",
-                                dimensions: [("route", route), ("reason", reason)],
-                                factory: factory
-                            )
-                        )
-                    }
-                ),
-                rejectionsOther: CoreMetrics.Counter(
-                    label: "tokengate_rejections_total", dimensions: [("route", route), ("reason", "other")],
-                    factory: factory),
-                latency: CoreMetrics.Timer(label: "tokengate_request_duration_seconds", dimensions: [("route", route)], factory: factory)
-            )
+        private static let methodClasses = ["safe", "unsafe"]
+        private static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+
+        init(name: String, registry: MetricsRegistry) {
+            self.name = name
+            self.registry = registry
+            self.requests = (0..<10).map { _ in ManagedAtomicLazyReference() }
         }
-        self.upstreams = upstreamNames.map { upstream in
-            UpstreamMetrics(
-                latency: CoreMetrics.Timer(label: "tokengate_upstream_duration_seconds", dimensions: [("upstream", upstream)], factory: factory),
-                connectFailures: CoreMetrics.Counter(
-                    label: "tokengate_upstream_connect_failures_total",
-                    dimensions: [("upstream", upstream)],
-                    factory: factory
+
+        func requestCounter(unsafeMethod: Bool, statusClass: Int) -> Prometheus.Counter {
+            let slot = self.requests[(unsafeMethod ? 5 : 0) + statusClass]
+            if let counter = slot.load() { return counter }
+            return slot.storeIfNilThenLoad(
+                registry.counter("tokengate_requests_total",
+                    labels: [
+                        ("route", self.name), ("method_class", Self.methodClasses[unsafeMethod ? 1 : 0]),
+                        ("status", Self.statusClasses[statusClass]),
+                    ],
+                    help: Help.requests
                 )
             )
         }
-        self.tlsHandshakes = CoreMetrics.Counter(label: "tokengate_tls_handshakes_total", factory: factory)
+
+        var latencyHistogram: Prometheus.DurationHistogram {
+            if let histogram = self.latency.load() { return histogram }
+            return self.latency.storeIfNilThenLoad(
+                registry.durationHistogram("tokengate_request_duration_seconds", labels: [("route", self.name)],
+                    buckets: GatewayMetrics.durationBuckets, help: Help.requestDuration
+                )
+            )
+        }
+
+        /// The counter for `reason`: its own when the reason is listed and the series budget allows, else the
+        /// route's `other`.
+        func rejectionCounter(reason: String) -> Prometheus.Counter {
+            self.rejections.withLockedValue { counters in
+                if let counter = counters[reason] { return counter }
+                let own =
+                    GatewayMetrics.listedReasons.contains(reason)
+                    && self.registry.admitRejectionSeries(route: self.name, reason: reason)
+                let label = own ? reason : "other"
+                if let counter = counters[label] {
+                    counters[reason] = counter
+                    return counter
+                }
+                let counter = registry.counter("tokengate_rejections_total", labels: [("route", self.name), ("reason", label)],
+                    help: Help.rejections
+                )
+                counters[label] = counter
+                // An unlisted reason is not kept by its own name: a stream of distinct ones would grow the table.
+                if own { counters[reason] = counter }
+                return counter
+            }
+        }
+    }
+
+    struct UpstreamMetrics: Sendable {
+        let latency: Prometheus.DurationHistogram
+        let connectFailures: Prometheus.Counter
+    }
+
+    init(routeNames: [String], upstreamNames: [String], registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        self.routes = routeNames.map { RouteMetrics(name: $0, registry: registry) }
+        // Few and fixed by the configuration: made at once, so a dashboard sees every upstream from the start.
+        self.upstreams = upstreamNames.map { upstream in
+            UpstreamMetrics(
+                latency: registry.durationHistogram("tokengate_upstream_duration_seconds", labels: [("upstream", upstream)],
+                    buckets: Self.durationBuckets, help: Help.upstreamDuration
+                ),
+                connectFailures: registry.counter("tokengate_upstream_connect_failures_total", labels: [("upstream", upstream)],
+                    help: Help.connectFailures
+                )
+            )
+        }
+        self.tlsHandshakes = registry.counter("tokengate_tls_handshakes_total", help: Help.tlsHandshakes)
         self.tlsFailures = Dictionary(
             uniqueKeysWithValues: Self.tlsReasons.map {
-                ($0, CoreMetrics.Counter(label: "tokengate_tls_failures_total", dimensions: [("reason", $0)], factory: factory))
+                ($0, registry.counter("tokengate_tls_failures_total", labels: [("reason", $0)], help: Help.tlsFailures))
             }
         )
-        self.tlsFailuresOther = CoreMetrics.Counter(label: "tokengate_tls_failures_total", dimensions: [("reason", "other")], factory: factory)
-        self.cutoffGeneration = CoreMetrics.Gauge(label: "tokengate_cutoff_snapshot_generation", factory: factory)
-        self.cutoffLastSync = CoreMetrics.Gauge(label: "tokengate_cutoff_last_sync_timestamp_seconds", factory: factory)
-        self.cutoffLag = CoreMetrics.Gauge(label: "tokengate_cutoff_sync_lag_seconds", factory: factory)
-        self.cutoffFutureCutoffs = CoreMetrics.Gauge(label: "tokengate_cutoff_future_cutoffs", factory: factory)
-        self.configGeneration = CoreMetrics.Gauge(label: "tokengate_config_generation", factory: factory)
-        self.tokenBodyMemory = CoreMetrics.Gauge(label: "tokengate_token_body_memory_bytes", factory: factory)
-        self.configReloads = CoreMetrics.Counter(label: "tokengate_config_reloads_total", factory: factory)
-        self.configReloadFailures = CoreMetrics.Counter(label: "tokengate_config_reload_failures_total", factory: factory)
+        self.tlsFailuresOther = registry.counter("tokengate_tls_failures_total", labels: [("reason", "other")], help: Help.tlsFailures)
+        self.cutoffGeneration = registry.gauge("tokengate_cutoff_snapshot_generation", help: Help.cutoffGeneration)
+        self.cutoffLastSync = registry.gauge("tokengate_cutoff_last_sync_timestamp_seconds", help: Help.cutoffLastSync)
+        self.cutoffLag = registry.gauge("tokengate_cutoff_sync_lag_seconds", help: Help.cutoffLag)
+        self.cutoffFutureCutoffs = registry.gauge("tokengate_cutoff_future_cutoffs", help: Help.futureCutoffs)
+        self.configGeneration = registry.gauge("tokengate_config_generation", help: Help.configGeneration)
+        self.tokenBodyMemory = registry.gauge("tokengate_token_body_memory_bytes", help: Help.tokenBodyMemory)
+        self.configReloads = registry.counter("tokengate_config_reloads_total", help: Help.reloads)
+        self.configReloadFailures = registry.counter("tokengate_config_reload_failures_total", help: Help.reloadFailures)
         self.unrouted = Dictionary(
             uniqueKeysWithValues: Self.unroutedReasons.map {
-                ($0, CoreMetrics.Counter(label: "tokengate_unrouted_answers_total", dimensions: [("reason", $0)], factory: factory))
+                ($0, registry.counter("tokengate_unrouted_answers_total", labels: [("reason", $0)], help: Help.unrouted))
             }
         )
-        self.unroutedOther = CoreMetrics.Counter(
-            label: "tokengate_unrouted_answers_total", dimensions: [("reason", "other")], factory: factory)
+        self.unroutedOther = registry.counter("tokengate_unrouted_answers_total", labels: [("reason", "other")], help: Help.unrouted)
     }
 
     /// Records one finished request. `route` is `nil` when no route matched: the request is counted by
@@ -168,12 +231,12 @@ public final class GatewayMetrics: Sendable {
         }
         let metrics = self.routes[route]
         let statusClass = min(max(Int(status / 100), 1), 5) - 1
-        metrics.requests[unsafeMethod ? 1 : 0][statusClass].increment()
+        metrics.requestCounter(unsafeMethod: unsafeMethod, statusClass: statusClass).increment()
         if status >= 400, statusIsTheGateways, !Self.notRejections.contains(reason) {
             // A reason missing from the list is still a rejection: counted as `other` rather than not at all.
-            (metrics.rejections[reason] ?? metrics.rejectionsOther).increment()
+            metrics.rejectionCounter(reason: reason).increment()
         }
-        metrics.latency.recordNanoseconds(nanoseconds)
+        metrics.latencyHistogram.recordNanoseconds(nanoseconds)
     }
 
     /// Counts an answer given before any route matched: by the exchange (no route, a target or `Host` it refuses),
@@ -190,6 +253,13 @@ public final class GatewayMetrics: Sendable {
 
     /// The Prometheus text exposition of every metric.
     public func render() -> String {
-        self.registry.emitToString()
+        self.registry.render()
+    }
+}
+
+extension Prometheus.Gauge {
+    /// Sets the gauge to a count (an `Int`, as the gateway's counts are).
+    func record(_ value: Int) {
+        self.record(Int64(value))
     }
 }

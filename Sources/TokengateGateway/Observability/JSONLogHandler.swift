@@ -49,7 +49,7 @@ public struct JSONLogHandler: LogHandler {
     /// "The access log").
     public func log(event: LogEvent) {
         var line: [UInt8] = []
-        line.reserveCapacity(512)
+        line.reserveCapacity(1024)
         line.append(contentsOf: #"{"ts":""#.utf8)
         LogTimestamp.append(to: &line)
         line.append(contentsOf: #"","level":""#.utf8)

@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
+import Prometheus
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -23,6 +23,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     /// The listener's certificates, when requests for hosts outside the connection's certificate are refused
     /// (more than one certificate, `misdirected_requests: refuse`); `nil` otherwise.
     private let checkedCertificates: TLSServerContext?
+    /// The connection in `tokengate_open_connections`, moved from `tls_handshake` to its protocol here.
+    private let openConnection: NIOLoopBound<OpenConnectionSlot>?
 
     /// - Parameters:
     ///   - tlsContext: the context the connection's TLS handler was made with (the same generation's).
@@ -31,9 +33,11 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         generations: GatewayGenerationHolder,
         tlsContext: TLSServerContext? = nil,
         misdirectedRequests: MisdirectedRequests = .refuse,
+        openConnection: NIOLoopBound<OpenConnectionSlot>? = nil,
         logger: Logger
     ) {
         self.generations = generations
+        self.openConnection = openConnection
         self.logger = logger
         // With one certificate every name gets it: a client told `421` would only reconnect to the same one.
         let checked = misdirectedRequests == .refuse && (tlsContext?.certificateCount ?? 0) > 1
@@ -53,6 +57,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         }
         let generation = self.generations.load()
         generation.runtime.metrics.tlsHandshakes.increment()
+        self.openConnection?.value.negotiated(negotiated)
         let configuration = generation.configuration
         let peer = context.channel.remoteAddress?.ipAddress
         // Looked up once per connection: every request on it is compared with these names.

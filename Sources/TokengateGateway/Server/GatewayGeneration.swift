@@ -29,7 +29,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
         metrics: GatewayMetrics?,
-        registry: PrometheusCollectorRegistry,
+        registry: MetricsRegistry,
         tokenBodyMemory: TokenBodyMemory,
         whoamiCallsInFlight: ManagedAtomic<Int>,
         redeemedCodes: RedeemedCodeMemory,

@@ -38,7 +38,7 @@ extension GatewayRuntime {
         from configuration: GatewayConfiguration,
         cutoffs: CutoffSnapshotHolder,
         metrics: GatewayMetrics? = nil,
-        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        registry: MetricsRegistry = MetricsRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         redeemedCodes: RedeemedCodeMemory,

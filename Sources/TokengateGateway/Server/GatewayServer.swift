@@ -3,7 +3,6 @@
 //===----------------------------------------------------------------------===//
 
 import Atomics
-import CoreMetrics
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -27,7 +26,7 @@ public final class GatewayServer: Sendable {
     private let group: any EventLoopGroup
     private let registry: ConnectionRegistry
     private let logger: Logger
-    private let metricsRegistry: PrometheusCollectorRegistry
+    private let metricsRegistry: MetricsRegistry
     /// `limits.token_body_memory` for the whole process, across reloads.
     private let tokenBodyMemory: TokenBodyMemory
     /// Token page login checks under way, for the process: `login.whoami.max_in_flight` caps them across routes
@@ -68,7 +67,7 @@ public final class GatewayServer: Sendable {
         self.logger = logger
         self.now = now
         self.nowMilliseconds = nowMilliseconds
-        self.metricsRegistry = PrometheusCollectorRegistry()
+        self.metricsRegistry = MetricsRegistry()
         self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
         self.redeemedCodes = RedeemedCodeMemory(logger: logger)
         let generation = try GatewayGeneration(
@@ -93,6 +92,21 @@ public final class GatewayServer: Sendable {
 
     /// The gateway's metrics, for the admin listener's `/metrics`.
     public var metrics: GatewayMetrics { self.generations.load().runtime.metrics }
+
+    /// The metrics written at each scrape rather than kept: the served certificates' expiry and the process's
+    /// `process_*` (``CertificateExpiryMetric``, ``ProcessMetrics``).
+    public func scrapeTimeExposition() -> String {
+        let generation = self.generations.load()
+        var certificates: [CertificateExpiryMetric.Certificate] = []
+        for (index, listener) in generation.configuration.listeners.enumerated() {
+            guard let tls = listener.tls, let context = generation.tlsContexts[index] else { continue }
+            for (certificate, notAfter) in zip(tls.certificates, context.certificateExpiries) {
+                guard let notAfter else { continue }
+                certificates.append(.init(listener: "\(listener.address)", file: certificate.cert.original, notAfter: notAfter))
+            }
+        }
+        return CertificateExpiryMetric.exposition(certificates) + ProcessMetrics.exposition()
+    }
 
     /// The number of the configuration generation now serving (1 at start, +1 per successful reload).
     public var generation: Int { self.generations.load().number }
@@ -361,6 +375,7 @@ public final class GatewayServer: Sendable {
         let registry = self.registry
         let logger = self.logger
         let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
+        let connectionGauges = ListenerConnectionGauges.Lazy(address: address, tls: true, registry: self.metricsRegistry)
         return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
             guard backoff.admit(channel) else {
                 return channel.eventLoop.makeSucceededVoidFuture()
@@ -377,9 +392,10 @@ public final class GatewayServer: Sendable {
             let tls = generation.configuration.listeners[index].tls
             let handshakeTimeout = tls.map { TimeAmount($0.handshakeTimeout) } ?? .seconds(10)
             let tlsContext = generation.tlsContexts[index]!
+            let openConnection = OpenConnectionSlot.track(channel, gauges: connectionGauges, tls: true)
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
-                try sync.addHandler(PlainHTTPOnTLSPortHandler(logger: logger) { generation.runtime.metrics.recordTLSFailure("plainHTTP") })
+                try sync.addHandler(PlainHTTPOnTLSPortHandler(logger: logger, accessLog: generation.runtime.accessLog) { generation.runtime.metrics.recordTLSFailure("plainHTTP") })
                 try sync.addHandler(TLSHandler(context: tlsContext, handshakeTimeout: handshakeTimeout, logger: logger))
                 // The codec (HTTP/2 or HTTP/1.1) is chosen by ALPN once the handshake completes.
                 try sync.addHandler(
@@ -387,6 +403,7 @@ public final class GatewayServer: Sendable {
                         generations: generations,
                         tlsContext: tlsContext,
                         misdirectedRequests: tls?.misdirectedRequests ?? .refuse,
+                        openConnection: openConnection,
                         logger: logger
                     )
                 )
@@ -401,6 +418,7 @@ public final class GatewayServer: Sendable {
         let registry = self.registry
         let logger = self.logger
         let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
+        let connectionGauges = ListenerConnectionGauges.Lazy(address: address, tls: false, registry: self.metricsRegistry)
         return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
             guard backoff.admit(channel) else {
                 return channel.eventLoop.makeSucceededVoidFuture()
@@ -418,6 +436,7 @@ public final class GatewayServer: Sendable {
             guard registry.add(channel) else {
                 return channel.close()
             }
+            _ = OpenConnectionSlot.track(channel, gauges: connectionGauges, tls: false)
             guard trusted else {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
@@ -429,7 +448,8 @@ public final class GatewayServer: Sendable {
                                 httpsPort: httpsPort,
                                 runtime: generation.runtime,
                                 limits: limits,
-                                readDeadlines: readDeadlines
+                                readDeadlines: readDeadlines,
+                                logger: logger
                             )
                         }
                     )

@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
+import Prometheus
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -267,7 +267,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             runtime.metrics.recordUnrouted(reason: answer.reasonCode)
         }
         if runtime.accessLog {
-            self.logger.info("request", metadata: ["status": "\(answer.status.code)", "reason": "\(answer.reasonCode)"])
+            var record = AccessLogRecord(status: answer.status.code, reason: answer.reasonCode)
+            record.client = self.clientAddress
+            self.logger.info("request", metadata: record.metadata)
         }
         context.close(promise: nil)
     }

@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Logging
 import NIOCore
 import NIOHTTP1
 import TokengateConfig
@@ -24,8 +25,14 @@ final class PlainHTTPHandler: ChannelInboundHandler {
     private var answered = false
     /// The head deadline, and the idle timeout that closes a silent connection.
     private let readDeadlines: HTTP1ReadDeadlines
+    /// For the access-log line each answer gets (when `log.access_log` is on).
+    private let logger: Logger
 
-    init(mode: PlainHTTPMode, httpsPort: Int?, runtime: GatewayRuntime, limits: LimitsConfiguration, readDeadlines: HTTP1ReadDeadlines) {
+    init(
+        mode: PlainHTTPMode, httpsPort: Int?, runtime: GatewayRuntime, limits: LimitsConfiguration,
+        readDeadlines: HTTP1ReadDeadlines, logger: Logger
+    ) {
+        self.logger = logger
         self.mode = mode
         self.httpsPort = httpsPort
         self.runtime = runtime
@@ -74,7 +81,9 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             part = try self.parser.next(from: &bytes)
         } catch {
             self.answered = true
-            self.writeAndClose(GatewayAnswer.parseFailure(error), version: .http1_1, method: .GET, context: context)
+            let answer = GatewayAnswer.parseFailure(error)
+            self.logAnswer(status: answer.status.code, reason: answer.reasonCode, head: nil, context: context)
+            self.writeAndClose(answer, version: .http1_1, method: .GET, context: context)
             return
         }
         guard case .head(let head) = part else {
@@ -89,6 +98,7 @@ final class PlainHTTPHandler: ChannelInboundHandler {
             // (none, two, or not a host name) there is nowhere to send it, and a made-up one would be wrong.
             guard let host = Self.redirectHost(head.fields.values(name: "host")) else {
                 let answer = GatewayAnswer.malformedHTTP("a request needs exactly one Host header naming a host")
+                self.logAnswer(status: answer.status.code, reason: answer.reasonCode, head: head, context: context)
                 self.writeAndClose(answer, version: head.version, method: head.method, context: context)
                 return
             }
@@ -106,10 +116,29 @@ final class PlainHTTPHandler: ChannelInboundHandler {
                 into: &buffer
             )
             serializer.writeEnd(nil, into: &buffer)
+            self.logAnswer(status: 308, reason: "https_redirect", head: head, context: context)
             self.writeAndClose(buffer, context: context)
         case .redirect, .reject:
-            self.writeAndClose(GatewayAnswer.tlsRequired(), version: head.version, method: head.method, context: context)
+            let answer = GatewayAnswer.tlsRequired()
+            self.logAnswer(status: answer.status.code, reason: answer.reasonCode, head: head, context: context)
+            self.writeAndClose(answer, version: head.version, method: head.method, context: context)
         }
+    }
+
+    /// The access-log line of the one answer: the same members as a proxied request's that apply (no route,
+    /// user or upstream: nothing here is routed or checked). A head that did not parse has only the client.
+    private func logAnswer(status: UInt, reason: String, head: ClientRequestHead?, context: ChannelHandlerContext) {
+        guard self.runtime.accessLog else { return }
+        var record = AccessLogRecord(status: status, reason: reason)
+        record.client = context.channel.remoteAddress?.ipAddress
+        if let head {
+            record.host = head.fields.first(name: "host")
+            record.method = head.method.rawValue
+            record.target = head.uri
+            record.protocolName = AccessLogRecord.protocolName(head.version)
+            record.userAgent = head.fields.first(name: "user-agent")
+        }
+        self.logger.info("request", metadata: record.metadata)
     }
 
     /// Whether `head` is for a route browsers use: a public route, a session-only route or a token page. Those

@@ -21,11 +21,14 @@ final class PlainHTTPOnTLSPortHandler: ChannelInboundHandler, RemovableChannelHa
     typealias OutboundOut = ByteBuffer
 
     private let logger: Logger
+    /// `log.access_log`: the refusal gets a `request` line like any answer, else the shorter info line.
+    private let accessLog: Bool
     private let onRefused: () -> Void
 
     /// - Parameter onRefused: called when a connection is refused this way (the TLS failure metric).
-    init(logger: Logger, onRefused: @escaping () -> Void) {
+    init(logger: Logger, accessLog: Bool = false, onRefused: @escaping () -> Void) {
         self.logger = logger
+        self.accessLog = accessLog
         self.onRefused = onRefused
     }
 
@@ -41,16 +44,43 @@ final class PlainHTTPOnTLSPortHandler: ChannelInboundHandler, RemovableChannelHa
             return
         }
         self.onRefused()
-        self.logger.info(
-            "plain HTTP on a TLS listener",
-            metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "-")"]
-        )
         let answer = GatewayAnswer.plainHTTPOnTLSPort()
+        if self.accessLog {
+            var record = AccessLogRecord(status: answer.status.code, reason: answer.reasonCode)
+            record.client = context.channel.remoteAddress?.ipAddress
+            (record.method, record.target, record.protocolName) = Self.requestLine(buffer)
+            self.logger.info("request", metadata: record.metadata)
+        } else {
+            self.logger.info(
+                "plain HTTP on a TLS listener",
+                metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "-")"]
+            )
+        }
         let response = answer.http1Response(version: .http1_1, requestMethod: .GET, allocator: context.channel.allocator)
         // Written past the TLS handler (this handler sits in front of it), then closed: nothing else is read.
         context.writeAndFlush(self.wrapOutboundOut(response)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
+    }
+}
+
+extension PlainHTTPOnTLSPortHandler {
+    /// The method, target and version of the request line at the start of `buffer`, as far as the first read
+    /// holds it: each only when it looks like one (a method of capital letters, a target, `HTTP/1.x`), since
+    /// nothing here parsed the request. The target is bounded and cleaned by ``AccessLogPath`` when written.
+    static func requestLine(_ buffer: ByteBuffer) -> (method: String?, target: String?, version: String?) {
+        let bytes = buffer.readableBytesView.prefix(8 << 10)
+        let line = bytes.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }
+        let parts = line.split(separator: UInt8(ascii: " "), maxSplits: 2, omittingEmptySubsequences: false)
+        guard let first = parts.first, (1...16).contains(first.count),
+            first.allSatisfy({ $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+        else { return (nil, nil, nil) }
+        let method = String(decoding: first, as: UTF8.self)
+        guard parts.count >= 2, !parts[1].isEmpty else { return (method, nil, nil) }
+        let target = String(decoding: parts[1], as: UTF8.self)
+        guard parts.count == 3 else { return (method, target, nil) }
+        let version = String(decoding: parts[2], as: UTF8.self)
+        return (method, target, version == "HTTP/1.1" || version == "HTTP/1.0" ? version : nil)
     }
 }
 

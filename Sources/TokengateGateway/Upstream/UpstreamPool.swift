@@ -2,7 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
-import CoreMetrics
+import Prometheus
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -42,7 +42,7 @@ final class UpstreamPool {
     /// given back from now on are closed instead of kept idle.
     private var closed = false
 
-    private let connectFailures: CoreMetrics.Counter
+    private let connectFailures: Prometheus.Counter
     /// Logs failed connects and recoveries, throttled per target; shared with the other loops' pools.
     private let failureLog: UpstreamConnectFailureLog
     /// The loop's flush batch, shared by every connection of every pool on the loop.
@@ -52,7 +52,7 @@ final class UpstreamPool {
         settings: UpstreamSettings,
         eventLoop: any EventLoop,
         logger: Logger,
-        connectFailures: CoreMetrics.Counter,
+        connectFailures: Prometheus.Counter,
         failureLog: UpstreamConnectFailureLog,
         flushBatch: UpstreamFlushBatch
     ) {
