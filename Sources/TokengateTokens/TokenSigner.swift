@@ -21,7 +21,8 @@ public struct TokenSigner: Sendable {
     /// Makes and checks the token page's confirmation values (the "continue" button's proof that the browser was
     /// shown the page): derived from this key's secret under its own label, like ``tokenPageCodeKey``.
     public var tokenPageConfirmationKey: TokenPageConfirmationKey { self.key.confirmationKey }
-    private let key: SigningKey
+    /// Internal (not private) so that tests can sign payloads ``mint(_:)`` refuses to write.
+    let key: SigningKey
 
     /// - Parameters:
     ///   - privateJWKS: a JWK Set (or one JWK) holding private keys.

@@ -25,7 +25,15 @@ struct RequestAuthorizer: Sendable {
     let route: GatewayRoute
     let realm: String
 
-    func decide(head: ClientRequestHead, body: [UInt8]?, cutoffs: CutoffSnapshot, now: Int64) -> Decision {
+    /// - Parameter cache: the event loop's verified tokens; it only spares the signature check of a token seen
+    ///   before, never a route, time or cutoff check (``TokenVerifier/verify(_:accept:cutoffs:now:cache:)``).
+    func decide(
+        head: ClientRequestHead,
+        body: [UInt8]?,
+        cutoffs: CutoffSnapshot,
+        now: Int64,
+        cache: VerifiedTokenCache? = nil
+    ) -> Decision {
         guard let tokens = self.route.tokens else {
             return .forward(identity: nil, strip: nil)
         }
@@ -41,7 +49,7 @@ struct RequestAuthorizer: Sendable {
             found = (token, source)
         }
         let verdict = found.0.withUnsafeBytes {
-            tokens.verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now)
+            tokens.verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now, cache: cache)
         }
         switch verdict {
         case .valid(let token):
