@@ -68,6 +68,9 @@ extension TokenVerifier {
         }
     }
 
+    /// Whether ``verify(_:accept:cutoffs:now:cache:)`` would use a cache at all: false for an HMAC key set.
+    public var usesVerifiedTokenCache: Bool { self.prepared.usesCache }
+
     /// This verifier with another policy over the same key set: a route's narrowing (`algorithms`,
     /// `require_claims`). When the policy reads payloads the same way (the same claim names, issuer and
     /// audiences) the result shares this verifier's cache scope, so the routes of one configuration share an

@@ -25,10 +25,12 @@ final class VerifiedTokenCacheDirectory: Sendable {
 
     private let byLoop: [ObjectIdentifier: Entry]
 
-    /// - Parameter entries: `tokens.verified_cache.entries`, per loop; 0 makes no caches at all.
-    init(entries: Int, group: any EventLoopGroup) {
+    /// - Parameter entries: `tokens.verified_cache.entries`, per loop. No caches at all when it is 0 or when no
+    ///   route's verifier would use one (an HMAC key set), so such a gateway pays no lookup per request.
+    init(entries: Int, runtime: GatewayRuntime, group: any EventLoopGroup) {
         var byLoop: [ObjectIdentifier: Entry] = [:]
-        if entries > 0 {
+        let used = runtime.routes.contains { $0.tokens?.verifier.usesVerifiedTokenCache == true }
+        if entries > 0 && used {
             for loop in group.makeIterator() {
                 byLoop[ObjectIdentifier(loop)] = Entry(eventLoop: loop, cache: VerifiedTokenCache(entries: entries))
             }
@@ -38,7 +40,7 @@ final class VerifiedTokenCacheDirectory: Sendable {
 
     /// The cache of `eventLoop`, or nil when caching is off; call on that loop.
     func cache(for eventLoop: any EventLoop) -> VerifiedTokenCache? {
-        guard let entry = self.byLoop[ObjectIdentifier(eventLoop)] else { return nil }
+        guard !self.byLoop.isEmpty, let entry = self.byLoop[ObjectIdentifier(eventLoop)] else { return nil }
         eventLoop.preconditionInEventLoop()
         return entry.cache
     }

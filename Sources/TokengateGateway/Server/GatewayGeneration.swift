@@ -62,6 +62,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         )
         self.tokenCaches = VerifiedTokenCacheDirectory(
             entries: configuration.tokens.verifiedCacheEntries,
+            runtime: self.runtime,
             group: group
         )
     }
@@ -74,7 +75,11 @@ final class GatewayGeneration: Sendable, AtomicReference {
         self.runtime = runtime
         self.tlsContexts = [:]
         self.pools = UpstreamPoolDirectory(upstreams: runtime.upstreams, group: group, logger: logger, metrics: runtime.metrics)
-        self.tokenCaches = VerifiedTokenCacheDirectory(entries: configuration.tokens.verifiedCacheEntries, group: group)
+        self.tokenCaches = VerifiedTokenCacheDirectory(
+            entries: configuration.tokens.verifiedCacheEntries,
+            runtime: runtime,
+            group: group
+        )
     }
 
     static func makeTLSContexts(_ configuration: GatewayConfiguration) throws -> [Int: TLSServerContext] {
