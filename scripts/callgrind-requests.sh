@@ -60,8 +60,6 @@ while [ $# -gt 0 ]; do
             LABELS+=("$label"); GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
             shift 2 ;;
         --peers) PEERS="$2"; shift 2 ;;
-        --alg) ALG="$2"; shift 2 ;;
-        --verified-cache) VERIFIED_CACHE="$2"; shift 2 ;;
         -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
@@ -216,7 +214,8 @@ for label in "${LABELS[@]}" $PEERS; do
             >"$TMP/$label.log" 2>&1 &
         pid=$!
         STARTED_PIDS+=("$pid")
-        for _ in $(seq 1 600); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        # Up to 5 minutes: valgrind starts slowly, and more so on a machine shared with builds.
+        for _ in $(seq 1 3000); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         port_busy "$PROXY_PORT" || { log "$label did not start"; tail -n 20 "$TMP/$label.log" >&2; exit 1; }
         load "$protocol" "$WARMUP"
         control "$pid" --zero
