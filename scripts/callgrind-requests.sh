@@ -21,6 +21,11 @@
 #   haproxy-jwt  the same with jwt_verify(HS256), the api-only flag and the cutoff map (haproxy-jwt.cfg)
 #   nio-floor    Benchmarks' nio-floor-proxy (HTTP/1.1 only; built there first)
 #   epoll-floor  Benchmarks' epoll-floor-proxy (HTTP/1.1 only; built there first)
+#                                      [--alg HS256|ES256] [--verified-cache N]
+# --alg ES256 signs the one token with a P-256 key instead of the HS256 secret (for the gateways; haproxy-jwt
+# checks HS256 only); --verified-cache N sets `tokens.verified_cache.entries` (0 measures every request's full
+# verification; omit it for builds older than that setting, which refuse it). The one client reuses its token, so
+# from the second request on a cached build serves it from its cache.
 # Loopback only; every process it starts is stopped on exit.
 #
 # Debian 12's valgrind (3.19) cannot read the DWARF the Swift 6 toolchain writes: each binary is measured as a
@@ -34,6 +39,8 @@ WARMUP=200
 PROTOCOLS="1.1 2"
 OUT=""
 PORT_BASE=18400
+ALG=HS256
+VERIFIED_CACHE=""
 LABELS=()
 PEERS=""
 declare -A GATEWAYS=()
@@ -45,13 +52,15 @@ while [ $# -gt 0 ]; do
         --protocols) PROTOCOLS="$2"; shift 2 ;;
         --out) OUT="$2"; shift 2 ;;
         --port-base) PORT_BASE="$2"; shift 2 ;;
+        --alg) ALG="$2"; shift 2 ;;
+        --verified-cache) VERIFIED_CACHE="$2"; shift 2 ;;
         --gateway)
             label="${2%%=*}"; path="${2#*=}"
             [ "$label" != "$2" ] && [ -x "$path" ] || { echo "--gateway takes LABEL=PATH to an executable" >&2; exit 2; }
             LABELS+=("$label"); GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
             shift 2 ;;
         --peers) PEERS="$2"; shift 2 ;;
-        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -59,6 +68,8 @@ for number in "$REQUESTS" "$WARMUP" "$PORT_BASE"; do
     [[ "$number" =~ ^[0-9]+$ ]] && [ "$number" -gt 0 ] || { echo "options take positive integers" >&2; exit 2; }
 done
 [ "$REQUESTS" -le 100000 ] || { echo "--requests: at most 100000 (a bounded run)" >&2; exit 2; }
+case "$ALG" in HS256|ES256) ;; *) echo "--alg: HS256 or ES256" >&2; exit 2 ;; esac
+[ -z "$VERIFIED_CACHE" ] || [[ "$VERIFIED_CACHE" =~ ^[0-9]+$ ]] || { echo "--verified-cache takes a count" >&2; exit 2; }
 for protocol in $PROTOCOLS; do
     case "$protocol" in 1.1|2) ;; *) echo "--protocols: 1.1 and/or 2" >&2; exit 2 ;; esac
 done
@@ -124,8 +135,14 @@ K="$(printf %s "$SECRET" | openssl base64 -A | tr '+/' '-_' | tr -d '=')"
 printf '{"keys":[{"kty":"oct","kid":"bench","alg":"HS256","use":"sig","k":"%s"}]}\n' "$K" > "$TMP/hs256.jwks"
 cat "$TMP/cert.pem" "$TMP/key.pem" > "$TMP/haproxy.pem"
 chmod 600 "$TMP/hs256.jwks" "$TMP/key.pem" "$TMP/haproxy.pem"
+if [ "$ALG" = HS256 ]; then
+    SIGNING_KEY="$TMP/hs256.jwks" VERIFY_KEY=hs256.jwks
+else
+    "${GATEWAYS[${LABELS[0]}]}" keygen --alg ES256 --kid bench --out "$TMP/es256" >/dev/null
+    SIGNING_KEY="$TMP/es256/private.jwks" VERIFY_KEY=es256/public.jwks
+fi
 "$BENCH" cutoffs --users 5000 --out "$TMP/cutoffs.json" --haproxy-map "$TMP/cutoffs.map" >/dev/null
-"$BENCH" mint --key "$TMP/hs256.jwks" --users 1 --kind api --out "$TMP/tokens.txt" >/dev/null
+"$BENCH" mint --key "$SIGNING_KEY" --users 1 --kind api --out "$TMP/tokens.txt" >/dev/null
 TOKEN="$(head -n 1 "$TMP/tokens.txt")"
 BODY="$(printf 'x%.0s' $(seq 1 99))"
 sed -e "s|@TMP@|$TMP|g" -e "s|@BODY@|$BODY\\\\n|g" -e "s|9100|$BACKEND_PORT|g" "$TEMPLATES/backend-nginx.conf" > "$TMP/backend-nginx.conf"
@@ -135,6 +152,11 @@ for file in tokengate.yaml proxy-nginx.conf haproxy.cfg haproxy-jwt.cfg; do
 done
 # One process, so that valgrind sees the worker's instructions.
 sed -i 's|^daemon off;|daemon off;\nmaster_process off;|' "$TMP/proxy-nginx.conf"
+sed -i -e "s|jwks: hs256.jwks|jwks: $VERIFY_KEY|" -e "s|algorithms: \[HS256\]|algorithms: [$ALG]|" "$TMP/tokengate.yaml"
+if [ -n "$VERIFIED_CACHE" ]; then
+    sed -i "s|^  algorithms: \[$ALG\]|&\n  verified_cache: { entries: $VERIFIED_CACHE }|" "$TMP/tokengate.yaml"
+fi
+grep -q "algorithms: \[$ALG\]" "$TMP/tokengate.yaml" || { log "could not set the algorithm in the configuration"; exit 1; }
 
 nginx -p "$TMP" -e "$TMP/backend-error.log" -c "$TMP/backend-nginx.conf" &
 STARTED_PIDS+=($!)
@@ -192,7 +214,8 @@ for label in "${LABELS[@]}" $PEERS; do
             >"$TMP/$label.log" 2>&1 &
         pid=$!
         STARTED_PIDS+=("$pid")
-        for _ in $(seq 1 600); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        # Up to 5 minutes: valgrind starts slowly, and more so on a machine shared with builds.
+        for _ in $(seq 1 3000); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         port_busy "$PROXY_PORT" || { log "$label did not start"; tail -n 20 "$TMP/$label.log" >&2; exit 1; }
         load "$protocol" "$WARMUP"
         control "$pid" --zero

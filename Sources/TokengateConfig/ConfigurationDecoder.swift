@@ -322,7 +322,7 @@ struct ConfigurationDecoder {
 
     func tokens(_ node: ConfigNode) throws(ConfigurationError) -> TokenSettings {
         let map = try node.mapping(allowed: [
-            "claims", "session_max_age", "clock_skew", "issuer", "audience", "algorithms",
+            "claims", "session_max_age", "clock_skew", "issuer", "audience", "algorithms", "verified_cache",
         ])
         var claims = ClaimNames()
         if let claimsNode = map["claims"] {
@@ -349,6 +349,11 @@ struct ConfigurationDecoder {
         if let algorithmsNode = map["algorithms"] {
             algorithms = try self.algorithmList(algorithmsNode)
         }
+        var cacheEntries = TokenSettings.defaultVerifiedCacheEntries
+        if let cacheNode = map["verified_cache"] {
+            let cacheMap = try cacheNode.mapping(allowed: ["entries"])
+            cacheEntries = try cacheMap["entries"]?.int(in: 0...262_144) ?? cacheEntries
+        }
         return TokenSettings(
             claims: claims,
             sessionMaxAge: try map["session_max_age"]?.duration(in: .seconds(60)...(.seconds(366 * 86_400)))
@@ -356,7 +361,8 @@ struct ConfigurationDecoder {
             clockSkew: try map["clock_skew"]?.duration(in: .zero...(.seconds(600))) ?? .seconds(60),
             issuer: try map["issuer"]?.string(),
             audience: audience,
-            algorithms: algorithms
+            algorithms: algorithms,
+            verifiedCacheEntries: cacheEntries
         )
     }
 

@@ -23,7 +23,8 @@ public struct TokenSigner: Sendable {
     public var tokenPageConfirmationKey: TokenPageConfirmationKey { self.key.confirmationKey }
     /// Makes and checks the token page's refresh tokens: derived like ``tokenPageCodeKey``, under its own label.
     public var refreshTokenKey: RefreshTokenKey { self.key.refreshKey }
-    private let key: SigningKey
+    /// Internal (not private) so that tests can sign payloads ``mint(_:)`` refuses to write.
+    let key: SigningKey
 
     /// - Parameters:
     ///   - privateJWKS: a JWK Set (or one JWK) holding private keys.

@@ -22,13 +22,38 @@ extension TokenVerifier {
         var device: DeviceID?
     }
 
+    /// What a well-signed token's payload says: every fact the checks after the signature need, and nothing
+    /// that depends on the moment, on a route's narrowing or on the cutoffs. It is what a
+    /// ``VerifiedTokenCache`` entry holds, so that a cached token is judged by exactly the code that judges a
+    /// fresh one (``judge(_:accept:cutoffs:now:)``).
+    struct SignedClaims {
+        /// The user claim, already checked against ``UserIDRules`` (so at most 256 bytes).
+        var subject: String
+        var issuedAt: Int64
+        var apiOnly: Bool
+        /// `exp` as signed; the session max-age is applied when judging, since a reload may change it.
+        var expiresAt: Int64?
+        var notBefore: Int64?
+        /// As in ``Claims``: nil when absent, else whether it matches the policy.
+        var issuerMatches: Bool?
+        var audienceMatches: Bool?
+        /// The key that verified the signature, in ``KeySet/keys``, and the algorithm it verified with.
+        var keyIndex: Int
+        var algorithm: TokenAlgorithm
+        /// The `did` claim (``Claims/device``): checked against the revoked devices on every request.
+        var device: DeviceID?
+    }
+
+    /// Steps 7 (claim types and the claims every token needs) and 8–10 for a token whose signature is good.
     func checkClaims(
         scanner: inout JSONScanner,
         payload: ByteSpan,
         keyIndex: Int,
+        algorithm: TokenAlgorithm,
         accept: AcceptedKinds,
         cutoffs: CutoffSnapshot,
-        now: Int64
+        now: Int64,
+        read: (SignedClaims) -> Void = { _ in }
     ) -> VerificationResult {
         let parsed: Claims
         switch self.parseClaims(&scanner) {
@@ -40,31 +65,55 @@ extension TokenVerifier {
         }
         // The user id is forwarded in a header and is the key cutoffs are stored under: an id no cutoff could be
         // stored under (or that HTTP would trim into another) could never be revoked.
-        if UserIDRules.problem(UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count)) != nil {
+        let subjectBytes = UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count)
+        if UserIDRules.problem(subjectBytes) != nil {
             return .invalid(.malformed)
         }
-        if self.prepared.issuer != nil && parsed.issuerMatches != true { return .invalid(.missingClaim) }
-        if !self.prepared.audiences.isEmpty && parsed.audienceMatches != true { return .invalid(.missingClaim) }
+        let claims = SignedClaims(
+            subject: String(decoding: subjectBytes, as: UTF8.self),
+            issuedAt: issuedAt,
+            apiOnly: parsed.apiOnly,
+            expiresAt: parsed.expiresAt,
+            notBefore: parsed.notBefore,
+            issuerMatches: parsed.issuerMatches,
+            audienceMatches: parsed.audienceMatches,
+            keyIndex: keyIndex,
+            algorithm: algorithm,
+            device: parsed.device
+        )
+        read(claims)
+        return self.judge(claims, accept: accept, cutoffs: cutoffs, now: now)
+    }
+
+    /// The checks that run on every request, cached or not: the policy's `iss`, `aud` and required claims,
+    /// the times against `now`, the cutoffs, and the kind the route accepts (steps 7–10 after the claim types).
+    @inline(__always)
+    func judge(_ claims: SignedClaims, accept: AcceptedKinds, cutoffs: CutoffSnapshot, now: Int64)
+        -> VerificationResult
+    {
+        if self.prepared.issuer != nil && claims.issuerMatches != true { return .invalid(.missingClaim) }
+        if !self.prepared.audiences.isEmpty && claims.audienceMatches != true { return .invalid(.missingClaim) }
         // A route's `require_claims`: presence only; the values are checked below (times) or above (iss, aud).
         let required = self.prepared.requiredClaims
         if !required.isEmpty {
-            if (required.contains(.expiry) && parsed.expiresAt == nil)
-                || (required.contains(.notBefore) && parsed.notBefore == nil)
-                || (required.contains(.issuer) && parsed.issuerMatches == nil)
-                || (required.contains(.audience) && parsed.audienceMatches == nil)
+            if (required.contains(.expiry) && claims.expiresAt == nil)
+                || (required.contains(.notBefore) && claims.notBefore == nil)
+                || (required.contains(.issuer) && claims.issuerMatches == nil)
+                || (required.contains(.audience) && claims.audienceMatches == nil)
             {
                 return .invalid(.missingClaim)
             }
         }
 
-        let kind: TokenKind = parsed.apiOnly ? .api : .session
+        let issuedAt = claims.issuedAt
+        let kind: TokenKind = claims.apiOnly ? .api : .session
         let skew = self.prepared.clockSkew
         // now is arbitrary; everything else is bounded (NumericDates ≤ year 9999, skew and max-age ≤ 100 years).
         let latestAcceptable = now.addingReportingOverflow(skew)
         let nowPlusSkew = latestAcceptable.overflow ? Int64.max : latestAcceptable.partialValue
         if issuedAt > nowPlusSkew { return .invalid(.issuedInFuture) }
-        if let notBefore = parsed.notBefore, notBefore > nowPlusSkew { return .invalid(.notYetValid) }
-        var expiry = parsed.expiresAt
+        if let notBefore = claims.notBefore, notBefore > nowPlusSkew { return .invalid(.notYetValid) }
+        var expiry = claims.expiresAt
         if kind == .session {
             let sessionEnd = issuedAt + self.prepared.sessionMaxAge
             expiry = min(expiry ?? sessionEnd, sessionEnd)
@@ -75,22 +124,20 @@ extension TokenVerifier {
             if nowMinusSkew >= expiry { return .invalid(.expired) }
         }
 
-        let subject = String(
-            decoding: UnsafeBufferPointer(start: scanner.base + subjectSpan.start, count: subjectSpan.count),
-            as: UTF8.self
-        )
-        if let revocation = cutoffs.revocation(subject: subject, issuedAt: issuedAt, kind: kind, device: parsed.device) {
+        if let revocation = cutoffs.revocation(
+            subject: claims.subject, issuedAt: issuedAt, kind: kind, device: claims.device
+        ) {
             return .invalid(revocation)
         }
         guard accept.accepts(kind) else { return .invalid(.wrongKind) }
         return .valid(
             VerifiedToken(
-                subject: subject,
+                subject: claims.subject,
                 kind: kind,
                 issuedAt: issuedAt,
-                keyID: self.prepared.keys.keys[keyIndex].keyID,
+                keyID: self.prepared.keys.keys[claims.keyIndex].keyID,
                 expiresAt: expiry,
-                device: parsed.device
+                device: claims.device
             )
         )
     }

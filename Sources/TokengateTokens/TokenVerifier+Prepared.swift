@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import Atomics
+
 extension TokenVerifier {
     /// A verifier's key set and policy, with everything the hot path needs precomputed: claim names and
     /// expected issuer and audiences as bytes, the allowed algorithms as a bit mask, and clamped durations.
@@ -19,10 +21,26 @@ extension TokenVerifier {
         let requiredClaims: RequiredClaims
         let sessionMaxAge: Int64
         let clockSkew: Int64
+        /// Which ``VerifiedTokenCache`` entries this verifier may use: the verifiers that read a payload the
+        /// same way (one key set, the same claim names, issuer and audiences) share a scope, and any other
+        /// verifier gets a new, larger one. A cache holds one scope at a time, so a key set that changes
+        /// empties it (``VerifiedTokenCache/admit(scope:)``).
+        let cacheScope: UInt64
+        /// Whether ``TokenVerifier/verify(_:accept:cutoffs:now:cache:)`` consults a cache at all: only for
+        /// public keys. An HMAC check over the token costs no more than the keyed digest a lookup needs
+        /// (docs/benchmarks.md), and a key set never mixes secrets with public keys.
+        let usesCache: Bool
 
-        init(keys: KeySet, policy: VerificationPolicy) {
+        /// Hands out cache scopes; read only while a verifier is built (load, reload), never per request.
+        private static let scopes = ManagedAtomic<UInt64>(0)
+
+        /// - Parameter cacheScope: the scope of a verifier this one only narrows (``TokenVerifier/narrowed(to:)``),
+        ///   or nil for a new one.
+        init(keys: KeySet, policy: VerificationPolicy, cacheScope: UInt64? = nil) {
             self.keys = keys
             self.policy = policy
+            self.cacheScope = cacheScope ?? (Self.scopes.wrappingIncrementThenLoad(ordering: .relaxed))
+            self.usesCache = !keys.keys.contains(where: \.isSymmetric)
             var mask: UInt8 = 0
             for algorithm in policy.allowedAlgorithms ?? Set(TokenAlgorithm.allCases) {
                 mask |= algorithm.bit

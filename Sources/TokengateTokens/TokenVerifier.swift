@@ -47,6 +47,10 @@ public struct TokenVerifier: Sendable {
         self.prepared = Prepared(keys: keys, policy: policy)
     }
 
+    init(prepared: Prepared) {
+        self.prepared = prepared
+    }
+
     // MARK: Entry points
 
     /// Verifies a token held in a String.
@@ -80,11 +84,12 @@ public struct TokenVerifier: Sendable {
     public func verify(_ token: UnsafeRawBufferPointer, accept: AcceptedKinds, cutoffs: CutoffSnapshot, now: Int64)
         -> VerificationResult
     {
-        self.run(token) { scanner, payload, keyIndex in
+        self.run(token) { scanner, payload, keyIndex, algorithm in
             self.checkClaims(
                 scanner: &scanner,
                 payload: payload,
                 keyIndex: keyIndex,
+                algorithm: algorithm,
                 accept: accept,
                 cutoffs: cutoffs,
                 now: now
@@ -99,7 +104,7 @@ public struct TokenVerifier: Sendable {
         var copy = token
         guard copy.utf8.count <= Self.maxTokenLength else { return .malformed }
         let result = copy.withUTF8 { bytes in
-            self.run(UnsafeRawBufferPointer(bytes)) { _, _, _ in
+            self.run(UnsafeRawBufferPointer(bytes)) { _, _, _, _ in
                 .valid(VerifiedToken(subject: "", kind: .api, issuedAt: 0, keyID: nil, expiresAt: nil))
             }
         }
@@ -111,11 +116,11 @@ public struct TokenVerifier: Sendable {
 
     // MARK: The JWS layer
 
-    /// Steps 1–6, then hands the decoded payload to `claims`.
+    /// Steps 1–6, then hands the decoded payload, the key's index and the algorithm to `claims`.
     @inline(__always)
-    private func run(
+    func run(
         _ token: UnsafeRawBufferPointer,
-        claims: (inout JSONScanner, ByteSpan, Int) -> VerificationResult
+        claims: (inout JSONScanner, ByteSpan, Int, TokenAlgorithm) -> VerificationResult
     ) -> VerificationResult {
         let length = token.count
         guard length > 0, length <= Self.maxTokenLength, let base = token.baseAddress else {
@@ -184,7 +189,7 @@ public struct TokenVerifier: Sendable {
             guard check.verify(data: signingInput, signature: signature) else { return .invalid(.badSignature) }
 
             var payloadScanner = JSONScanner(base: bytes + headerCapacity, count: payloadLength)
-            return claims(&payloadScanner, ByteSpan(start: 0, count: payloadLength), keyIndex)
+            return claims(&payloadScanner, ByteSpan(start: 0, count: payloadLength), keyIndex, algorithm)
         }
     }
 }

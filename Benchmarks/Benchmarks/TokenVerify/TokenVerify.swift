@@ -12,7 +12,10 @@ import TokengateTokens
 ///   cutoff lookup;
 /// - `<ALG>/libcrypto`: the bare libcrypto verification of the same signature over the same signing input with
 ///   every key object and context prepared in advance: the floor the asymmetric budget is measured against;
-/// - `<ALG>/libcrypto-oneshot`: the same with the textbook per-call context setup, to show what preparing saves.
+/// - `<ALG>/libcrypto-oneshot`: the same with the textbook per-call context setup, to show what preparing saves;
+/// - `<ALG>/tokengate-cached` (public-key algorithms): the same token again through an event loop's
+///   ``VerifiedTokenCache``, as the gateway verifies a client's token from its second request on: the keyed digest,
+///   the lookup and every check after the signature (times, cutoff lookup, kind), 1000 per iteration like HS256.
 ///
 /// HS256 runs 1000 verifications per measured iteration (`scalingFactor: .kilo`, figures are per verification),
 /// because one verification is shorter than the clock and malloc-counter overhead of an iteration. The public-key
@@ -66,6 +69,32 @@ let benchmarks: @Sendable () -> Void = {
             guard case .valid(let verified) = result, verified.subject == BenchFixture.subject,
                 verified.issuedAt == fixture.issuedAt, verified.kind == .api
             else { throw BenchSetupError("\(name)/tokengate: the token does not verify: \(result)") }
+        }
+
+        // tokengate through a warm cache: the token is verified once in setup, then every iteration is a hit.
+        if !algorithm.isHMAC {
+            let cacheBox = VerifiedTokenCacheBox()
+            let cachedConfiguration = Benchmark.Configuration(
+                metrics: metrics,
+                timeUnits: .nanoseconds,
+                warmupIterations: 10,
+                scalingFactor: .kilo,
+                maxDuration: .seconds(2),
+                maxIterations: 2_000
+            )
+            Benchmark("\(name)/tokengate-cached", configuration: cachedConfiguration) { benchmark in
+                let cache = cacheBox.cache
+                for _ in benchmark.scaledIterations {
+                    blackHole(verifier.verify(token, accept: .api, cutoffs: cutoffs, now: now, cache: cache))
+                }
+            } setup: {
+                let cache = cacheBox.cache
+                let first = verifier.verify(token, accept: .api, cutoffs: cutoffs, now: now, cache: cache)
+                let again = verifier.verify(token, accept: .api, cutoffs: cutoffs, now: now, cache: cache)
+                guard case .valid(let verified) = again, verified.subject == BenchFixture.subject, first == again,
+                    cache.count == 1, cache.hits >= 1
+                else { throw BenchSetupError("\(name)/tokengate-cached: the token is not served from the cache") }
+            }
         }
 
         // jwt-kit: its public API, an actor, so each verification is an await.
@@ -193,6 +222,17 @@ final class DictionarySnapshot: Sendable {
 ///
 /// `@unchecked Sendable`: written once in the setup hook, which package-benchmark awaits before the first
 /// iteration, and only read afterwards.
+/// One event loop's cache for the `-cached` rows. `@unchecked Sendable`: the benchmark runs its closures one at a
+/// time on one thread, as a gateway's loop uses its own cache.
+final class VerifiedTokenCacheBox: @unchecked Sendable {
+    let cache = VerifiedTokenCache(entries: TokenSettingsDefaults.entries)
+}
+
+/// The gateway's default size (`tokens.verified_cache.entries`).
+enum TokenSettingsDefaults {
+    static let entries = 4096
+}
+
 final class JWTKitKeysBox: @unchecked Sendable {
     var keys: JWTKeyCollection?
 }

@@ -99,6 +99,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             client: self,
             runtime: generation.runtime,
             pools: generation.pools.pools(for: self.eventLoop),
+            tokenCache: generation.tokenCaches.cache(for: self.eventLoop),
             logger: self.logger,
             closeRequested: false
         )

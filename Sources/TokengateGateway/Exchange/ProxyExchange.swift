@@ -37,6 +37,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     unowned let client: any ExchangeClient
     let runtime: GatewayRuntime
     let pools: LoopUpstreamPools
+    /// This loop's verified tokens (nil when `tokens.verified_cache.entries` is 0).
+    let tokenCache: VerifiedTokenCache?
     let logger: Logger
 
     /// The request's head; its target is replaced once by its normalized form (``RequestTargetCheck``).
@@ -76,6 +78,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         client: any ExchangeClient,
         runtime: GatewayRuntime,
         pools: LoopUpstreamPools,
+        tokenCache: VerifiedTokenCache?,
         logger: Logger,
         closeRequested: Bool
     ) {
@@ -96,6 +99,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.clientAddress = client.clientAddress
         self.runtime = runtime
         self.pools = pools
+        self.tokenCache = tokenCache
         self.logger = logger
         self.start = start
     }
@@ -321,7 +325,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
             head: self.head,
             body: bodyBytes,
             cutoffs: self.runtime.cutoffs.load(),
-            now: self.runtime.now()
+            now: self.runtime.now(),
+            cache: self.tokenCache
         )
         switch decision {
         case .answer(let answer):

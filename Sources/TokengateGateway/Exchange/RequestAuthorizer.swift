@@ -26,7 +26,15 @@ struct RequestAuthorizer: Sendable {
     let route: GatewayRoute
     let realm: String
 
-    func decide(head: ClientRequestHead, body: [UInt8]?, cutoffs: CutoffSnapshot, now: Int64) -> Decision {
+    /// - Parameter cache: the event loop's verified tokens; it only spares the signature check of a token seen
+    ///   before, never a route, time or cutoff check (``TokenVerifier/verify(_:accept:cutoffs:now:cache:)``).
+    func decide(
+        head: ClientRequestHead,
+        body: [UInt8]?,
+        cutoffs: CutoffSnapshot,
+        now: Int64,
+        cache: VerifiedTokenCache? = nil
+    ) -> Decision {
         guard let tokens = self.route.tokens else {
             return .forward(identity: nil, strip: nil)
         }
@@ -51,7 +59,9 @@ struct RequestAuthorizer: Sendable {
                 verdict = Self.verify(found.0, signature: signature, cookie, tokens, cutoffs: cutoffs, now: now)
             }
         } else if let verifier = tokens.verifier {
-            verdict = found.0.withUnsafeBytes { verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now) }
+            verdict = found.0.withUnsafeBytes {
+                verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now, cache: cache)
+            }
         } else {
             // The extractor finds tokens only in the route's sources, each of which has a verifier.
             verdict = .invalid(.malformed)

@@ -21,6 +21,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
     let configuration: GatewayConfiguration
     let runtime: GatewayRuntime
     let pools: UpstreamPoolDirectory
+    /// Each event loop's verified tokens, empty at the start of every generation.
+    let tokenCaches: VerifiedTokenCacheDirectory
     /// The TLS context of each TLS listener, by its index in the configuration.
     let tlsContexts: [Int: TLSServerContext]
 
@@ -60,6 +62,11 @@ final class GatewayGeneration: Sendable, AtomicReference {
             logger: logger,
             metrics: self.runtime.metrics
         )
+        self.tokenCaches = VerifiedTokenCacheDirectory(
+            entries: configuration.tokens.verifiedCacheEntries,
+            runtime: self.runtime,
+            group: group
+        )
     }
 
     /// A generation around an already built runtime and without TLS contexts: for handler tests that feed
@@ -70,6 +77,11 @@ final class GatewayGeneration: Sendable, AtomicReference {
         self.runtime = runtime
         self.tlsContexts = [:]
         self.pools = UpstreamPoolDirectory(upstreams: runtime.upstreams, group: group, logger: logger, metrics: runtime.metrics)
+        self.tokenCaches = VerifiedTokenCacheDirectory(
+            entries: configuration.tokens.verifiedCacheEntries,
+            runtime: runtime,
+            group: group
+        )
     }
 
     static func makeTLSContexts(_ configuration: GatewayConfiguration) throws -> [Int: TLSServerContext] {

@@ -257,7 +257,8 @@ extension GatewayRuntime {
             case .aud: policy.requiredClaims.insert(.audience)
             }
         }
-        return TokenVerifier(keys: gateway.keys, policy: policy)
+        // Narrowed, not rebuilt: the route then shares the gateway's cached tokens (VerifiedTokenCache).
+        return gateway.narrowed(to: policy)
     }
 
     /// The responder of a token page: the signing key (a private JWK Set; never exposed) and the login mode.

@@ -116,6 +116,12 @@ public final class GatewayServer: Sendable {
         try await self.generations.load().pools.busyConnections(upstream: index)
     }
 
+    /// How many verified tokens each event loop's cache holds in the generation now serving (empty when
+    /// `tokens.verified_cache.entries` is 0).
+    func verifiedTokenCacheCounts() async throws -> [Int] {
+        try await self.generations.load().tokenCaches.counts()
+    }
+
     /// Reloads configuration, keys and certificates: `configuration` is built into a complete new
     /// generation first (every key file parsed, every certificate loaded), and only then swapped in. A
     /// configuration that fails to build throws, and the old one keeps serving, untouched.

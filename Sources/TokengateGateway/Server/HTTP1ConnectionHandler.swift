@@ -169,6 +169,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             client: self,
             runtime: generation.runtime,
             pools: generation.pools.pools(for: context.eventLoop),
+            tokenCache: generation.tokenCaches.cache(for: context.eventLoop),
             logger: self.logger,
             closeRequested: closeRequested
         )
