@@ -26,6 +26,8 @@ if [ "$profile" = "test" ]; then
   packages+=(python3-flask python3-django node-express node-cookie-parser ruby-railties ruby-webrick)
   # scripts/soak.sh (run by scripts/test.sh): the healthy backend.
   packages+=(nginx)
+  # The OpenID provider of the identity-provider key tests is installed from PyPI into a venv (below).
+  packages+=(python3-venv)
 fi
 
 missing=()
@@ -50,6 +52,17 @@ fi
 if [ "$profile" = "test" ] && ! python3 -c 'import h2' >/dev/null 2>&1; then
   echo "tokengate: installing the Python h2 package for the HTTP/2 attack tests"
   python3 -m pip install --quiet h2 || python3 -m pip install --quiet --break-system-packages h2
+fi
+
+# The identity-provider key tests (IdentityProviderKeysTests) fetch keys from a real OpenID provider:
+# django-oauth-toolkit with OpenID Connect on (scripts/oidc-provider/), in a venv of its own so that its Django
+# does not replace Debian's (scripts/test-quickstart.sh uses that one).
+oidc_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/oidc-provider"
+if [ "$profile" = "test" ] && ! "$oidc_venv/bin/python" -c 'import oauth2_provider' >/dev/null 2>&1; then
+  echo "tokengate: installing django-oauth-toolkit into .build/oidc-provider for the identity-provider key tests"
+  mkdir -p "$(dirname "$oidc_venv")"
+  python3 -m venv "$oidc_venv"
+  "$oidc_venv/bin/pip" install --quiet django-oauth-toolkit==3.4.1
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -34,7 +34,33 @@ struct GatewayRoute: Sendable {
 /// verifier; the key set is shared by all of them either way.
 struct RouteTokenCheck: Sendable {
     let accept: AcceptedKinds
-    let verifier: TokenVerifier
+    /// `nil` while no key is usable: every key entry is fetched and none has keys yet (or any more).
+    let verifier: TokenVerifier?
+    /// The fetched key sets behind `verifier`, when some key entries are fetched.
+    let remoteKeys: RemoteKeyRefetch?
+
+    init(accept: AcceptedKinds, verifier: TokenVerifier?, remoteKeys: RemoteKeyRefetch? = nil) {
+        self.accept = accept
+        self.verifier = verifier
+        self.remoteKeys = remoteKeys
+    }
+}
+
+/// What a token whose `kid` no key has tells the fetched key sets: fetch now (each at most once per its
+/// `refetch_interval`). The answer is `503` (try again) when the key may be in a set that is being fetched or
+/// has no keys at the moment, `401` when the sets are current and the key is not in them.
+struct RemoteKeyRefetch: Sendable {
+    let sources: [RemoteKeySource]
+    /// Some fetched entry had no keys when the generation was built.
+    let someUnavailable: Bool
+
+    func unknownKeyID(nowMilliseconds: Int64) -> Bool {
+        var retry = self.someUnavailable
+        for source in self.sources where source.refetchForUnknownKey(nowMilliseconds: nowMilliseconds) {
+            retry = true
+        }
+        return retry
+    }
 }
 
 /// A `token_page` route's responder and, in whoami mode, the client for its login subrequest.

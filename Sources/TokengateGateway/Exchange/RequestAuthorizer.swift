@@ -40,8 +40,13 @@ struct RequestAuthorizer: Sendable {
         case .token(let token, let source):
             found = (token, source)
         }
+        guard let verifier = tokens.verifier else {
+            // Every key entry is fetched and none has keys: the token may be good, the gateway cannot tell yet.
+            _ = tokens.remoteKeys?.unknownKeyID(nowMilliseconds: now * 1000)
+            return .answer(.keysUnavailable(realm: self.realm))
+        }
         let verdict = found.0.withUnsafeBytes {
-            tokens.verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now)
+            verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now)
         }
         switch verdict {
         case .valid(let token):
@@ -49,6 +54,9 @@ struct RequestAuthorizer: Sendable {
         case .invalid(let reason):
             if reason == .wrongKind {
                 return .answer(.insufficientScope(realm: self.realm, description: reason.description))
+            }
+            if reason == .unknownKey, let remote = tokens.remoteKeys, remote.unknownKeyID(nowMilliseconds: now * 1000) {
+                return .answer(.keysUnavailable(realm: self.realm))
             }
             return .answer(.invalidToken(realm: self.realm, reasonCode: reason.code, description: reason.description))
         }

@@ -37,7 +37,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)?,
-        nowMilliseconds: (@Sendable () -> Int64)?
+        nowMilliseconds: (@Sendable () -> Int64)?,
+        remoteKeys: [RemoteKeySource.Identity: RemoteKeySource] = [:]
     ) throws {
         self.number = number
         self.configuration = configuration
@@ -51,7 +52,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
             redeemedCodes: redeemedCodes,
             devices: devices,
             now: now,
-            nowMilliseconds: nowMilliseconds
+            nowMilliseconds: nowMilliseconds,
+            remoteKeys: remoteKeys
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)
         self.pools = UpstreamPoolDirectory(
@@ -60,6 +62,16 @@ final class GatewayGeneration: Sendable, AtomicReference {
             logger: logger,
             metrics: self.runtime.metrics
         )
+    }
+
+    /// The same generation with a runtime rebuilt around new fetched keys: same number, configuration,
+    /// certificates and upstream pools (connections to the backends stay open; nothing but the verifiers changed).
+    init(republishing generation: GatewayGeneration, runtime: GatewayRuntime) {
+        self.number = generation.number
+        self.configuration = generation.configuration
+        self.runtime = runtime
+        self.tlsContexts = generation.tlsContexts
+        self.pools = generation.pools
     }
 
     /// A generation around an already built runtime and without TLS contexts: for handler tests that feed
