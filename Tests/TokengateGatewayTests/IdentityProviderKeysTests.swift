@@ -56,6 +56,9 @@ struct IdentityProviderKeysTests {
         func start() throws {
             let output = self.directory + "/out-\(UUID().uuidString)"
             _ = FileManager.default.createFile(atPath: output, contents: nil)
+            if !FileManager.default.fileExists(atPath: self.directory + "/op.log") {
+                _ = FileManager.default.createFile(atPath: self.directory + "/op.log", contents: nil)
+            }
             let process = Process()
             process.executableURL = URL(fileURLWithPath: IdentityProviderKeysTests.python)
             process.arguments = [
@@ -63,7 +66,9 @@ struct IdentityProviderKeysTests {
                 "--cert", self.directory + "/op.pem", "--key", self.directory + "/op.key", "--port", String(self.port),
             ]
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: self.directory + "/op.log"))
+            let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: self.directory + "/op.log"))
+            errors.seekToEndOfFile()
+            process.standardError = errors
             try process.run()
             self.process = process
             let deadline = Date().addingTimeInterval(60)
@@ -82,9 +87,10 @@ struct IdentityProviderKeysTests {
             throw ProviderError("the provider did not start: \(log.suffix(2000))")
         }
 
+        /// Kills the provider at once (SIGKILL: nothing it inherited can make it linger), as a crash would.
         func stop() {
             guard let process = self.process else { return }
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             self.process = nil
         }
@@ -198,7 +204,9 @@ struct IdentityProviderKeysTests {
             provider.stop()
             #expect(try self.get(harness, second).status == 200)
 
-            // A flood of made-up kids, the provider down: at most one fetch per second of flood, never a 200.
+            // A flood of made-up kids, the provider down: at most one fetch per second of flood, never a 200. (After
+            // one refetch_interval, so that the rotation's own unknown-kid fetch no longer holds the window.)
+            try await Task.sleep(for: .milliseconds(1100))
             let before = self.metric(harness, "tokengate_key_set_unknown_kid_fetches_total")
             let started = Date()
             var statuses: [Int: Int] = [:]

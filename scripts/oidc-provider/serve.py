@@ -11,7 +11,7 @@ publishes both. Django's own WSGI handler serves the requests (a threading wsgir
 import argparse
 import os
 import secrets
-import socket
+import signal
 import ssl
 import subprocess
 import sys
@@ -27,6 +27,8 @@ parser.add_argument("--port", type=int, default=0)
 parser.add_argument("--jwks-max-age", type=int, default=3600)
 args = parser.parse_args()
 
+# A parent that ignores SIGTERM (a test runner with signal handlers) passes that on through exec: restore it.
+signal.signal(signal.SIGTERM, signal.SIG_DFL)
 state = Path(args.state)
 (state / "keys").mkdir(parents=True, exist_ok=True)
 if not (state / "django-secret").exists():

@@ -17,6 +17,9 @@ INSTALLED_APPS = [
     "oauth2_provider",
 ]
 MIDDLEWARE = [
+    # Sets Content-Length: without it wsgiref ends each body by closing the connection, which a TLS client
+    # cannot tell from a truncation (the gateway refuses such a body).
+    "django.middleware.common.CommonMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
