@@ -275,6 +275,15 @@ struct IdentityProviderKeysTests {
             #expect(harness.server.generation == 1)
             #expect(self.metric(harness, "tokengate_key_set_fetch_failures_total") >= 1)
 
+            // A SIGHUP's reload keeps an unchanged entry's keys: with the provider down again, the token still
+            // passes under the new generation, with no fetch in between.
+            provider.stop()
+            try harness.server.reload(configurationPath: harness.directory + "/tokengate.yaml")
+            #expect(harness.server.generation == 2)
+            let reloaded = try self.get(harness, token)
+            #expect(reloaded.status == 200, "\(reloaded.status) \(reloaded.body)")
+            try provider.start()
+
             // check-config --connect's fetch: the set as the gateway reads it.
             let configuration = try GatewayConfiguration.load(path: harness.directory + "/tokengate.yaml")
             let probe = await GatewayServer.probeKeySets(configuration)
