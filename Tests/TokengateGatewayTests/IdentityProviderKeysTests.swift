@@ -313,4 +313,112 @@ struct IdentityProviderKeysTests {
         }
         await untrusting.stop()
     }
+
+    /// Hostile and odd key set answers, served as static files by Python's own `http.server` behind TLS from the
+    /// test's CA: keys tokengate cannot use are skipped and logged with the URL and the `kid`; a set that
+    /// publishes a private key, an answer over `max_bytes` and a redirect are refused, and `check-config
+    /// --connect`'s fetch says why.
+    @Test(.enabled(if: Self.installed, "scripts/install-deps.sh test installs the provider into .build/oidc-provider"))
+    func hostileKeySetAnswers() async throws {
+        let provider = try Provider()
+        defer { provider.remove() }
+        let root = provider.directory + "/www"
+        try FileManager.default.createDirectory(atPath: root + "/moved", withIntermediateDirectories: true)
+        // One usable RSA key (bound to RS256 by tokens.algorithms), an encryption key and an unknown type.
+        try provider.start()
+        let published = try Curl.run(["\(provider.issuer)/.well-known/jwks.json"], caFile: provider.caFile)
+        provider.stop()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(published.body.utf8)) as? [String: Any])
+        var rsa = try #require((object["keys"] as? [[String: Any]])?.first)
+        rsa.removeValue(forKey: "alg")
+        var encryption = rsa
+        encryption["kid"] = "enc-key"
+        encryption["use"] = "enc"
+        let odd: [String: Any] = ["kty": "ML-DSA", "kid": "post-quantum", "pub": "AAAA"]
+        func write(_ name: String, _ keys: [[String: Any]]) throws {
+            try JSONSerialization.data(withJSONObject: ["keys": keys]).write(to: URL(fileURLWithPath: root + "/" + name))
+        }
+        try write("mixed.json", [rsa, encryption, odd])
+        var leaked = rsa
+        leaked["d"] = "AQAB"
+        leaked["kid"] = "leaked"
+        try write("private.json", [rsa, leaked])
+        try Data(repeating: UInt8(ascii: " "), count: 600 * 1024).write(to: URL(fileURLWithPath: root + "/big.json"))
+
+        let serverScript = """
+            import functools, http.server, ssl, sys, signal
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[2], sys.argv[3])
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+            print("listening", server.server_address[1], flush=True)
+            server.serve_forever()
+            """
+        let output = provider.directory + "/static.out"
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = ["-c", serverScript, root, provider.directory + "/op.pem", provider.directory + "/op.key"]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        var port = 0
+        let deadline = Date().addingTimeInterval(20)
+        while port == 0, Date() < deadline {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            port = text.split(separator: "\n").first.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try #require(port != 0, "the static server did not start")
+        let base = "https://127.0.0.1:\(port)"
+
+        let harness = GatewayHarness()
+        do {
+            try await harness.start(
+                keys: """
+                    keys:
+                      - { jwks_url: "\(base)/mixed.json", ca_file: "\(provider.caFile)" }
+                      - { jwks_url: "\(base)/private.json", ca_file: "\(provider.caFile)" }
+                      - { jwks_url: "\(base)/big.json", ca_file: "\(provider.caFile)" }
+                      - { jwks_url: "\(base)/moved", ca_file: "\(provider.caFile)" }
+                    """,
+                tokens: "tokens: { algorithms: [RS256] }"
+            )
+            let configuration = try GatewayConfiguration.load(path: harness.directory + "/tokengate.yaml")
+            let probe = await GatewayServer.probeKeySets(configuration)
+            #expect(!probe.ok)
+            #expect(probe.lines.count == 4)
+            #expect(probe.lines[0].contains("1 usable key"), "\(probe.lines[0])")
+            #expect(probe.lines[0].contains("kid enc-key") && probe.lines[0].contains("'use' is 'enc'"), "\(probe.lines[0])")
+            #expect(probe.lines[0].contains("kid post-quantum"), "\(probe.lines[0])")
+            #expect(probe.lines[1].contains("private key members"), "\(probe.lines[1])")
+            #expect(!probe.lines[1].contains("1 usable"), "a set with a private key is refused whole")
+            #expect(probe.lines[2].contains("at most 524288"), "\(probe.lines[2])")
+            #expect(probe.lines[3].contains("301") && probe.lines[3].contains("redirects are not followed"), "\(probe.lines[3])")
+
+            // serve logs each skipped key with the URL and the kid, and each refused set as a failed fetch.
+            let logDeadline = Date().addingTimeInterval(10)
+            var logs = ""
+            while Date() < logDeadline {
+                logs = harness.logLines.all.joined(separator: "\n")
+                if logs.contains("kid=post-quantum"), logs.components(separatedBy: "key set fetch failed").count > 3 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let skipped = harness.logLines.all.filter { $0.contains("key set: key skipped") }
+            #expect(skipped.contains { $0.contains("kid=enc-key") && $0.contains("source=\(base)/mixed.json") }, "\(skipped)")
+            #expect(skipped.contains { $0.contains("kid=post-quantum") }, "\(skipped)")
+            #expect(logs.components(separatedBy: "key set fetch failed").count - 1 >= 3, "private, big and moved")
+            #expect(!logs.contains("AQAB\""), "no key material in the logs")
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
 }
