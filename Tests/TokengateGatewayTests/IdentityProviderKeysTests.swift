@@ -27,6 +27,8 @@ struct IdentityProviderKeysTests {
         let directory: String
         var process: Process?
         var port = 0
+        /// The `max-age` the provider puts on its key set.
+        var jwksMaxAge = 3600
 
         init() throws {
             self.directory = NSTemporaryDirectory() + "tokengate-op-" + UUID().uuidString
@@ -64,6 +66,7 @@ struct IdentityProviderKeysTests {
             process.arguments = [
                 IdentityProviderKeysTests.scripts + "/serve.py", "--state", self.directory + "/state",
                 "--cert", self.directory + "/op.pem", "--key", self.directory + "/op.key", "--port", String(self.port),
+                "--jwks-max-age", String(self.jwksMaxAge),
             ]
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
             let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: self.directory + "/op.log"))
@@ -249,6 +252,7 @@ struct IdentityProviderKeysTests {
     func providerDownAtStartGives503() async throws {
         let provider = try Provider()
         defer { provider.remove() }
+        provider.jwksMaxAge = 2
         try provider.start()
         let token = try provider.mint()
         provider.stop()
@@ -259,7 +263,7 @@ struct IdentityProviderKeysTests {
                 routes: GatewayHarness.defaultRoutes,
                 keys: """
                     keys:
-                      - { jwks_url: "\(jwks)", ca_file: "\(provider.caFile)", refetch_interval: 1s }
+                      - { jwks_url: "\(jwks)", ca_file: "\(provider.caFile)", refetch_interval: 1s, cache_min: 1s }
                     """,
                 tokens: self.tokens(provider)
             )
@@ -282,13 +286,23 @@ struct IdentityProviderKeysTests {
             #expect(harness.server.generation == 2)
             let reloaded = try self.get(harness, token)
             #expect(reloaded.status == 200, "\(reloaded.status) \(reloaded.body)")
+
+            // The background refresh (max-age 2 s) brings a rotation in with no token asking for it.
+            let unknownBefore = self.metric(harness, "tokengate_key_set_unknown_kid_fetches_total")
+            try provider.rotate()
             try provider.start()
+            let refreshDeadline = Date().addingTimeInterval(20)
+            while self.metric(harness, "tokengate_key_set_keys") != 2, Date() < refreshDeadline {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(self.metric(harness, "tokengate_key_set_keys") == 2)
+            #expect(self.metric(harness, "tokengate_key_set_unknown_kid_fetches_total") == unknownBefore)
 
             // check-config --connect's fetch: the set as the gateway reads it.
             let configuration = try GatewayConfiguration.load(path: harness.directory + "/tokengate.yaml")
             let probe = await GatewayServer.probeKeySets(configuration)
             #expect(probe.ok)
-            #expect(probe.lines.first?.contains("1 usable key") == true, "\(probe.lines)")
+            #expect(probe.lines.first?.contains("2 usable keys") == true, "\(probe.lines)")
         } catch {
             await harness.stop()
             throw error
