@@ -10,8 +10,10 @@ import TokengateHTTP
 /// The one decision every request turns on: forward it (with which identity, stripping what), read its
 /// body first, or answer it here.
 ///
-/// Pure: the route, the request and the moment in; a ``Decision`` out. The verifier and the cutoff
-/// snapshot are immutable values read without locks, so this runs inline on the event loop.
+/// Pure but for one thing: the route, the request and the moment in; a ``Decision`` out. The verifier and the
+/// cutoff snapshot are immutable values read without locks, so this runs inline on the event loop. The one
+/// effect: a token whose `kid` no fetched key has asks its key sets to fetch again (``RemoteKeyRefetch``,
+/// rate-limited and lock-free), which only a token that failed anyway reaches.
 struct RequestAuthorizer: Sendable {
     enum Decision: Equatable {
         /// Forward the request; `identity` is `nil` on a public route. `strip` names where the token was,
