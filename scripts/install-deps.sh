@@ -30,6 +30,8 @@ if [ "$profile" = "test" ]; then
   packages+=(nginx)
   # The session-cookie tests' real frameworks (scripts/frameworks/): Rails 6.1 and Express with keygrip.
   packages+=(ruby-actionpack node-cookies node-keygrip)
+  # The OpenID provider of the identity-provider key tests is installed from PyPI into a venv (below).
+  packages+=(python3-venv)
 fi
 
 missing=()
@@ -61,6 +63,17 @@ if [ "$profile" = "test" ] && ! python3 -c 'import flask, flask_login, django' >
   echo "tokengate: installing Flask, Flask-Login and Django for the session-cookie tests"
   python3 -m pip install --quiet flask flask-login django \
     || python3 -m pip install --quiet --break-system-packages flask flask-login django
+fi
+
+# The identity-provider key tests (IdentityProviderKeysTests) fetch keys from a real OpenID provider:
+# django-oauth-toolkit with OpenID Connect on (scripts/oidc-provider/), in a venv of its own so that its Django
+# does not replace Debian's (scripts/test-quickstart.sh uses that one).
+oidc_venv="$(cd "$(dirname "$0")/.." && pwd)/.build/oidc-provider"
+if [ "$profile" = "test" ] && ! "$oidc_venv/bin/python" -c 'import oauth2_provider' >/dev/null 2>&1; then
+  echo "tokengate: installing django-oauth-toolkit into .build/oidc-provider for the identity-provider key tests"
+  mkdir -p "$(dirname "$oidc_venv")"
+  python3 -m venv "$oidc_venv"
+  "$oidc_venv/bin/pip" install --quiet django-oauth-toolkit==3.4.1
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -384,12 +384,24 @@ struct ConfigurationDecoder {
     // MARK: Keys
 
     static let keyFields = ["jwks", "pem", "hmac_file", "hmac_env", "alg", "kid"]
+    /// A fetched key set's own settings (``RemoteKeySetConfiguration``), allowed beside `jwks_url` or `discovery`.
+    static let remoteKeyFields = [
+        "jwks_url", "discovery", "alg", "ca_file", "cache_min", "cache_max", "refetch_interval", "max_stale",
+        "timeout", "max_bytes",
+    ]
 
     func keys(_ node: ConfigNode, tokens: TokenSettings) throws(ConfigurationError) -> [KeySourceConfiguration] {
         let items = try node.sequence(maximumCount: 100)
         var keys: [KeySourceConfiguration] = []
         var kids: [String: Int] = [:]
         for (index, item) in items.enumerated() {
+            if let probe = try? item.anyMapping(),
+                !probe.present(among: ["jwks_url", "discovery"]).isEmpty
+            {
+                let map = try item.mapping(allowed: Self.remoteKeyFields)
+                keys.append(try self.remoteKey(map, item: item, tokens: tokens))
+                continue
+            }
             let map = try item.mapping(allowed: Self.keyFields)
             let (source, algorithm, kid) = try self.keyMaterial(map, item: item, tokens: tokens)
             if let kid {
@@ -412,10 +424,66 @@ struct ConfigurationDecoder {
     }
 
     private func isJWKS(_ source: KeyMaterialSource) -> Bool {
-        if case .jwks = source {
-            return true
+        switch source {
+        case .jwks, .remote: return true
+        case .pem, .hmacFile, .hmacEnvironment: return false
         }
-        return false
+    }
+
+    /// A `jwks_url` or `discovery` entry. Only the URL's shape is checked here: nothing is fetched while a
+    /// configuration loads (`check-config --connect` fetches).
+    private func remoteKey(
+        _ map: ConfigMapping,
+        item: ConfigNode,
+        tokens: TokenSettings
+    ) throws(ConfigurationError) -> KeySourceConfiguration {
+        let sources = map.present(among: ["jwks_url", "discovery"])
+        guard sources.count == 1, let sourceKey = sources.first, let urlNode = map[sourceKey] else {
+            throw map.keyNode("discovery").error(.conflict, "a key has exactly one of jwks_url or discovery")
+        }
+        let url = try urlNode.string(maximumLength: 2048)
+        do {
+            try ValueSyntax.httpURL(url, requireHTTPS: true)
+        } catch {
+            throw urlNode.error(error)
+        }
+        let kind: RemoteKeySetConfiguration.Kind = sourceKey == "discovery" ? .discovery : .jwks
+        if kind == .discovery {
+            guard !url.contains("?") else {
+                throw urlNode.error(.invalidValue, "an issuer URL has no query (OpenID Connect Discovery §4)")
+            }
+            if let issuer = tokens.issuer, issuer != url {
+                throw urlNode.error(
+                    .conflict,
+                    "tokens.issuer is \(issuer), but discovery names \(url): a provider's tokens carry its own issuer"
+                )
+            }
+        }
+        let algorithmNode = map["alg"]
+        let algorithm = try algorithmNode?.choice(TokenAlgorithm.self)
+        if let algorithm, let algorithmNode {
+            guard !algorithm.isHMAC else {
+                throw algorithmNode.error(.conflict, "a fetched key set holds public keys; \(algorithm.rawValue) is HMAC")
+            }
+            guard tokens.algorithms.contains(algorithm) else {
+                let allowed = tokens.algorithms.map(\.rawValue).joined(separator: ", ")
+                throw algorithmNode.error(.conflict, "\(algorithm.rawValue) is not in tokens.algorithms (\(allowed))")
+            }
+        }
+        var remote = RemoteKeySetConfiguration(kind: kind, url: url)
+        remote.caFile = try map["ca_file"]?.path(mustExist: true)
+        let hour: Duration = .seconds(3600)
+        if let node = map["cache_min"] { remote.cacheMinimum = try node.duration(in: .seconds(1)...(hour * 24)) }
+        if let node = map["cache_max"] { remote.cacheMaximum = try node.duration(in: .seconds(1)...(hour * 24 * 7)) }
+        guard remote.cacheMinimum <= remote.cacheMaximum else {
+            throw map.keyNode(map["cache_max"] == nil ? "cache_min" : "cache_max").error(
+                .conflict, "cache_min must not be longer than cache_max")
+        }
+        if let node = map["refetch_interval"] { remote.refetchInterval = try node.duration(in: .seconds(1)...hour) }
+        if let node = map["max_stale"] { remote.maxStale = try node.duration(in: .seconds(0)...(hour * 24 * 30)) }
+        if let node = map["timeout"] { remote.timeout = try node.duration(in: .milliseconds(100)...(.seconds(60))) }
+        if let node = map["max_bytes"] { remote.maxBytes = try node.size(in: 1024...(8 << 20)) }
+        return KeySourceConfiguration(source: .remote(remote), algorithm: algorithm)
     }
 
     /// The shared shape of verification and signing keys: exactly one source, and an algorithm bound to it.

@@ -85,7 +85,7 @@ extension GatewayConfiguration {
         case .jwks(let path): files.append(("signing_key.jwks", path))
         case .pem(let path): files.append(("signing_key.pem", path))
         case .hmacFile(let path): files.append(("signing_key.hmac_file", path))
-        case .hmacEnvironment, nil: break
+        case .hmacEnvironment, .remote, nil: break
         }
         if case .postgres(let postgres) = self.cutoffs, let passwordFile = postgres.passwordFile {
             files.append(("cutoffs.password_file", passwordFile))

@@ -7,7 +7,8 @@
 /// The message names the file, the key's position and its `kid`, never key material.
 public struct KeyLoadingError: Error, CustomStringConvertible, Sendable, Hashable {
     /// A stable code: `unreadable_file`, `invalid_json`, `invalid_pem`, `invalid_key`, `unsupported_key`,
-    /// `weak_key`, `missing_alg`, `duplicate_kid`, `missing_kid`, `mixed_key_types`, `no_keys`, `no_private_key`.
+    /// `weak_key`, `missing_alg`, `duplicate_kid`, `missing_kid`, `mixed_key_types`, `no_keys`, `no_private_key`,
+    /// `private_key` (a fetched set that publishes a private or secret key).
     public var code: String
     /// What is wrong, in words.
     public var message: String

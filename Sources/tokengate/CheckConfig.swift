@@ -23,7 +23,7 @@ struct CheckConfig: AsyncParsableCommand {
     @Flag(
         help: """
             Also connect to a PostgreSQL cutoff store: the login, TLS, the tables and the role's privileges, as \
-            `serve` needs them. Nothing is created or written.
+            `serve` needs them; and fetch every jwks_url and discovery key set once. Nothing is created or written.
             """
     )
     var connect = false
@@ -65,6 +65,13 @@ struct CheckConfig: AsyncParsableCommand {
         }
         var warnings = GatewayServer.warnings(for: configuration)
         if self.connect {
+            let keySets = await GatewayServer.probeKeySets(configuration)
+            for line in keySets.lines {
+                Swift.print("\(self.file): key set \(line)")
+            }
+            if !keySets.ok {
+                fail("\(self.file): a fetched key set has no usable key", status: .unavailable)
+            }
             do {
                 let logger = Logger(label: "tokengate.check-config")
                 if let report = try await CutoffStoreFactory.probe(configuration.cutoffs, logger: logger) {

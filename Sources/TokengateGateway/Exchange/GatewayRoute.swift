@@ -35,10 +35,25 @@ struct GatewayRoute: Sendable {
 /// verifier; the key set is shared by all of them either way.
 struct RouteTokenCheck: Sendable {
     let accept: AcceptedKinds
-    /// The JWT verifier; nil on a route that reads only a site's login cookie (no JWT source).
+    /// The JWT verifier. `nil` on a route that reads only a site's login cookie (no JWT source), and while no
+    /// key is usable: every key entry is fetched and none has keys yet (or any more) — then ``remoteKeys`` is set.
     let verifier: TokenVerifier?
     /// The site's login cookie the route also accepts (`session_cookie:`), or nil.
     let sessionCookie: RouteSessionCookieCheck?
+    /// The fetched key sets behind `verifier`, when some key entries are fetched.
+    let remoteKeys: RemoteKeyRefetch?
+
+    init(
+        accept: AcceptedKinds,
+        verifier: TokenVerifier?,
+        sessionCookie: RouteSessionCookieCheck? = nil,
+        remoteKeys: RemoteKeyRefetch? = nil
+    ) {
+        self.accept = accept
+        self.verifier = verifier
+        self.sessionCookie = sessionCookie
+        self.remoteKeys = remoteKeys
+    }
 }
 
 /// A route's `session_cookie:` as the request path uses it: where the cookie is read, and the issuer's verifier,
@@ -48,6 +63,23 @@ struct RouteSessionCookieCheck: Sendable {
     let verifier: SessionCookieVerifier
     /// cookie-session's `NAME.sig`, read from the `Cookie` header next to the value; nil for the other formats.
     let signatureCookie: String?
+}
+
+/// What a token whose `kid` no key has tells the fetched key sets: fetch now (each at most once per its
+/// `refetch_interval`). The answer is `503` (try again) when the key may be in a set that is being fetched or
+/// has no keys at the moment, `401` when the sets are current and the key is not in them.
+struct RemoteKeyRefetch: Sendable {
+    let sources: [RemoteKeySource]
+    /// Some fetched entry had no keys when the generation was built.
+    let someUnavailable: Bool
+
+    func unknownKeyID(nowMilliseconds: Int64) -> Bool {
+        var retry = self.someUnavailable
+        for source in self.sources where source.refetchForUnknownKey(nowMilliseconds: nowMilliseconds) {
+            retry = true
+        }
+        return retry
+    }
 }
 
 /// A `token_page` route's responder and, in whoami mode, the client for its login subrequest.

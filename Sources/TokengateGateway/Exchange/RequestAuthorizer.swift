@@ -11,8 +11,10 @@ import TokengateTokens
 /// The one decision every request turns on: forward it (with which identity, stripping what), read its
 /// body first, or answer it here.
 ///
-/// Pure: the route, the request and the moment in; a ``Decision`` out. The verifier and the cutoff
-/// snapshot are immutable values read without locks, so this runs inline on the event loop.
+/// Pure but for one thing: the route, the request and the moment in; a ``Decision`` out. The verifier and the
+/// cutoff snapshot are immutable values read without locks, so this runs inline on the event loop. The one
+/// effect: a token whose `kid` no fetched key has asks its key sets to fetch again (``RemoteKeyRefetch``,
+/// rate-limited and lock-free), which only a token that failed anyway reaches.
 struct RequestAuthorizer: Sendable {
     enum Decision: Equatable {
         /// Forward the request; `identity` is `nil` on a public route. `strip` names where the token was,
@@ -62,6 +64,10 @@ struct RequestAuthorizer: Sendable {
             verdict = found.0.withUnsafeBytes {
                 verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now, cache: cache)
             }
+        } else if let remoteKeys = tokens.remoteKeys {
+            // Every key entry is fetched and none has keys: the token may be good, the gateway cannot tell yet.
+            _ = remoteKeys.unknownKeyID(nowMilliseconds: now * 1000)
+            return .answer(.keysUnavailable(realm: self.realm))
         } else {
             // The extractor finds tokens only in the route's sources, each of which has a verifier.
             verdict = .invalid(.malformed)
@@ -72,6 +78,9 @@ struct RequestAuthorizer: Sendable {
         case .invalid(let reason):
             if reason == .wrongKind {
                 return .answer(.insufficientScope(realm: self.realm, description: reason.description))
+            }
+            if reason == .unknownKey, let remote = tokens.remoteKeys, remote.unknownKeyID(nowMilliseconds: now * 1000) {
+                return .answer(.keysUnavailable(realm: self.realm))
             }
             return .answer(.invalidToken(realm: self.realm, reasonCode: reason.code, description: reason.description))
         }

@@ -49,7 +49,7 @@ public final class GatewayMetrics: Sendable {
         "no_route", "malformed_http", "headers_too_large", "uri_too_long", "body_too_large", "upstream_timeout",
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
         "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
-        "misdirected_request",
+        "misdirected_request", "keys_unavailable",
         // The token page's refusals and failures (its 2xx and 3xx answers are not rejections).
         "token_page_method", "token_page_bad_query", "token_page_unknown_app", "token_page_bad_return_address",
         "token_page_ambiguous_session", "token_page_whoami_failed", "token_page_whoami_busy", "token_page_mint_failed",

@@ -39,7 +39,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
         group: any EventLoopGroup,
         logger: Logger,
         now: (@Sendable () -> Int64)?,
-        nowMilliseconds: (@Sendable () -> Int64)?
+        nowMilliseconds: (@Sendable () -> Int64)?,
+        remoteKeys: [RemoteKeySource.Identity: RemoteKeySource] = [:]
     ) throws {
         self.number = number
         self.configuration = configuration
@@ -53,7 +54,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
             redeemedCodes: redeemedCodes,
             devices: devices,
             now: now,
-            nowMilliseconds: nowMilliseconds
+            nowMilliseconds: nowMilliseconds,
+            remoteKeys: remoteKeys
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)
         self.pools = UpstreamPoolDirectory(
@@ -67,6 +69,18 @@ final class GatewayGeneration: Sendable, AtomicReference {
             runtime: self.runtime,
             group: group
         )
+    }
+
+    /// The same generation with a runtime rebuilt around new fetched keys: same number, configuration,
+    /// certificates and upstream pools (connections to the backends stay open; nothing but the verifiers changed).
+    init(republishing generation: GatewayGeneration, runtime: GatewayRuntime) {
+        self.number = generation.number
+        self.configuration = generation.configuration
+        self.runtime = runtime
+        self.tlsContexts = generation.tlsContexts
+        self.pools = generation.pools
+        // The same caches: a cache meeting a verifier of another key set empties itself on first use.
+        self.tokenCaches = generation.tokenCaches
     }
 
     /// A generation around an already built runtime and without TLS contexts: for handler tests that feed

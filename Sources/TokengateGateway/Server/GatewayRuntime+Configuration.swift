@@ -44,9 +44,13 @@ extension GatewayRuntime {
         redeemedCodes: RedeemedCodeMemory,
         devices: DeviceRegistry? = nil,
         now: (@Sendable () -> Int64)? = nil,
-        nowMilliseconds: (@Sendable () -> Int64)? = nil
+        nowMilliseconds: (@Sendable () -> Int64)? = nil,
+        fileKeys: LoadedFileKeys? = nil,
+        remoteKeys: [RemoteKeySource.Identity: RemoteKeySource] = [:]
     ) throws -> GatewayRuntime {
-        let keys = try Self.loadKeys(configuration.keys)
+        let loadedFileKeys = try fileKeys ?? LoadedFileKeys(keys: Self.loadKeys(configuration.keys))
+        let remote = try Self.remoteKeys(configuration, sources: remoteKeys, fileKeys: loadedFileKeys.keys)
+        let keys = remote.keys
         var policy = VerificationPolicy()
         policy.claimNames = configuration.tokens.claims
         policy.sessionMaxAge = Int64(configuration.tokens.sessionMaxAge.components.seconds)
@@ -105,13 +109,15 @@ extension GatewayRuntime {
             if route.accept.acceptsTokens {
                 // A route that reads only a site's login cookie has no JWT source and needs no key.
                 var routeVerifier: TokenVerifier?
+                var remoteKeys: RemoteKeyRefetch?
                 if !route.sources.isEmpty {
-                    guard let verifier else {
+                    guard verifier != nil || remote.refetch != nil else {
                         throw GatewayStartupError(
                             "routes[\(index)] (\(name)) accepts tokens, but keys is empty: configure a verification key"
                         )
                     }
-                    routeVerifier = Self.routeVerifier(route, gateway: verifier)
+                    routeVerifier = verifier.map { Self.routeVerifier(route, gateway: $0) }
+                    remoteKeys = remote.refetch
                 }
                 var sessionCookie: RouteSessionCookieCheck?
                 if let cookie = route.sessionCookie {
@@ -127,12 +133,13 @@ extension GatewayRuntime {
                 var kinds: AcceptedKinds = []
                 if route.accept.api { kinds.insert(.api) }
                 if route.accept.session { kinds.insert(.session) }
-                tokens = RouteTokenCheck(accept: kinds, verifier: routeVerifier, sessionCookie: sessionCookie)
+                tokens = RouteTokenCheck(
+                    accept: kinds, verifier: routeVerifier, sessionCookie: sessionCookie, remoteKeys: remoteKeys)
             }
             let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
             var tokenPage: TokenPageRoute?
             if case .tokenPage(let page) = route.kind {
-                if case .sessionCookie = page.login, verifier == nil {
+                if case .sessionCookie = page.login, verifier == nil, remote.refetch == nil {
                     throw GatewayStartupError(
                         "routes[\(index)] (\(name)) checks a session cookie, but keys is empty: configure a "
                             + "verification key"
@@ -170,8 +177,40 @@ extension GatewayRuntime {
             hsts: configuration.hsts.headerValue,
             tokenBodyMemory: tokenBodyMemory,
             now: now ?? { Int64(Date().timeIntervalSince1970) },
-            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now)
+            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now),
+            fileKeys: loadedFileKeys
         )
+    }
+
+    /// The file keys merged with the fetched sets that have keys now, and what a token with an unknown `kid`
+    /// on a route then does (``RemoteKeyRefetch``); `refetch` is `nil` when no key entry is fetched.
+    static func remoteKeys(
+        _ configuration: GatewayConfiguration,
+        sources: [RemoteKeySource.Identity: RemoteKeySource],
+        fileKeys: KeySet?
+    ) throws -> (keys: KeySet?, refetch: RemoteKeyRefetch?) {
+        let identities = RemoteKeySets.identities(configuration)
+        guard !identities.isEmpty else { return (fileKeys, nil) }
+        var merged = fileKeys
+        var used: [RemoteKeySource] = []
+        var someUnavailable = false
+        for identity in identities {
+            guard let source = sources[identity] else {
+                someUnavailable = true
+                continue
+            }
+            used.append(source)
+            guard let keys = source.keys else {
+                someUnavailable = true
+                continue
+            }
+            do {
+                merged = try merged.map { try $0.merging(keys) } ?? keys
+            } catch {
+                throw GatewayStartupError("key set \(source.label): \(error)")
+            }
+        }
+        return (merged, RemoteKeyRefetch(sources: used, someUnavailable: someUnavailable))
     }
 
     /// The milliseconds clock: the given one; else an injected seconds clock times 1000 (so both agree); else
@@ -320,6 +359,9 @@ extension GatewayRuntime {
             let keys: KeySet
             do {
                 switch source.source {
+                case .remote:
+                    // Fetched in the background (``RemoteKeySource``), merged by ``remoteKeys(_:sources:fileKeys:)``.
+                    continue
                 case .jwks(let path):
                     // The entry's alg binds the set's JWKs that carry none of their own.
                     keys = try KeySet.load(
@@ -369,6 +411,7 @@ extension GatewayRuntime {
         case .pem(let path): "pem \(path.original)"
         case .hmacFile(let path): "hmac_file \(path.original)"
         case .hmacEnvironment(let variable): "hmac_env \(variable)"
+        case .remote(let remote): "\(remote.kind == .discovery ? "discovery" : "jwks_url") \(remote.url)"
         }
     }
 

@@ -27,6 +27,9 @@ final class GatewayRuntime: Sendable {
     let now: @Sendable () -> Int64
     /// The same clock in milliseconds: the token page's confirmation counts its minimum delay by it.
     let nowMilliseconds: @Sendable () -> Int64
+    /// The keys read from files when this runtime was built: a generation rebuilt because a fetched key set
+    /// changed reuses them, so that only a reload rereads key files.
+    let fileKeys: LoadedFileKeys
 
     init(
         routes: [GatewayRoute],
@@ -40,7 +43,8 @@ final class GatewayRuntime: Sendable {
         hsts: String? = HSTSConfiguration().headerValue,
         tokenBodyMemory: TokenBodyMemory? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-        nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        fileKeys: LoadedFileKeys = LoadedFileKeys(keys: nil)
     ) {
         self.routes = routes
         self.routeTable = routeTable
@@ -54,5 +58,12 @@ final class GatewayRuntime: Sendable {
         self.hsts = hsts
         self.now = now
         self.nowMilliseconds = nowMilliseconds
+        self.fileKeys = fileKeys
     }
+}
+
+/// The verification keys of a configuration's key files (every entry but the fetched ones), merged; `keys` is
+/// `nil` when there are none.
+struct LoadedFileKeys: Sendable {
+    let keys: KeySet?
 }

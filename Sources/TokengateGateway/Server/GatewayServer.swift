@@ -42,8 +42,10 @@ public final class GatewayServer: Sendable {
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
     /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
     private let drainCutShort = NIOLockedValueBox(false)
-    /// Serializes reloads (SIGHUP and the admin API may race); requests never take it.
+    /// Serializes reloads (SIGHUP and the admin API may race) and key set publications; requests never take it.
     private let reloadLock = NIOLock()
+    /// The fetched key sets (`jwks_url`, `discovery`), kept across reloads.
+    private let remoteKeys: RemoteKeySets
 
     /// - Parameters:
     ///   - cutoffs: the holder the cutoff store keeps current; requests read it without locks.
@@ -70,6 +72,8 @@ public final class GatewayServer: Sendable {
         self.metricsRegistry = MetricsRegistry()
         self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
         self.redeemedCodes = RedeemedCodeMemory(logger: logger)
+        self.remoteKeys = RemoteKeySets(group: group, logger: logger, registry: self.metricsRegistry)
+        let remoteSources = try self.remoteKeys.prepare(configuration)
         let generation = try GatewayGeneration(
             number: 1,
             configuration: configuration,
@@ -83,11 +87,40 @@ public final class GatewayServer: Sendable {
             group: group,
             logger: logger,
             now: now,
-            nowMilliseconds: nowMilliseconds
+            nowMilliseconds: nowMilliseconds,
+            remoteKeys: remoteSources
         )
         generation.runtime.metrics.configGeneration.record(1)
         self.generations = GatewayGenerationHolder(generation)
         self.registry = ConnectionRegistry(limit: configuration.limits.maxConnections)
+        self.remoteKeys.adopt(remoteSources) { [weak self] in self?.republishKeys() }
+    }
+
+    /// A fetched key set changed: the current generation is rebuilt with the new keys (its files are not read
+    /// again) and swapped in like a reload's, so requests keep reading their verifiers lock-free. A set that
+    /// cannot join the others (a `kid` a key file also uses) is logged and the generation keeps its keys.
+    private func republishKeys() {
+        self.reloadLock.withLock {
+            let current = self.generations.load()
+            do {
+                let runtime = try GatewayRuntime.build(
+                    from: current.configuration,
+                    cutoffs: self.cutoffs,
+                    metrics: current.runtime.metrics,
+                    registry: self.metricsRegistry,
+                    tokenBodyMemory: self.tokenBodyMemory,
+                    whoamiCallsInFlight: self.whoamiCallsInFlight,
+                    redeemedCodes: self.redeemedCodes,
+                    now: self.now,
+                    nowMilliseconds: self.nowMilliseconds,
+                    fileKeys: current.runtime.fileKeys,
+                    remoteKeys: self.remoteKeys.current
+                )
+                _ = self.generations.exchange(GatewayGeneration(republishing: current, runtime: runtime))
+            } catch {
+                self.logger.error("fetched keys not published", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// The gateway's metrics, for the admin listener's `/metrics`.
@@ -160,7 +193,9 @@ public final class GatewayServer: Sendable {
             )
         }
         let next: GatewayGeneration
+        let remoteSources: [RemoteKeySource.Identity: RemoteKeySource]
         do {
+            remoteSources = try self.remoteKeys.prepare(configuration)
             next = try GatewayGeneration(
                 number: current.number + 1,
                 configuration: configuration,
@@ -174,7 +209,8 @@ public final class GatewayServer: Sendable {
                 group: self.group,
                 logger: self.logger,
                 now: self.now,
-                nowMilliseconds: self.nowMilliseconds
+                nowMilliseconds: self.nowMilliseconds,
+                remoteKeys: remoteSources
             )
         } catch {
             current.runtime.metrics.configReloadFailures.increment()
@@ -184,6 +220,7 @@ public final class GatewayServer: Sendable {
         self.tokenBodyMemory.limit = configuration.limits.tokenBodyMemory
         let previous = self.generations.exchange(next)
         previous.pools.closeAll()
+        self.remoteKeys.adopt(remoteSources) { [weak self] in self?.republishKeys() }
         next.runtime.metrics.configReloads.increment()
         next.runtime.metrics.configGeneration.record(Int64(next.number))
         if configuration.log.level != current.configuration.log.level {
@@ -300,6 +337,36 @@ public final class GatewayServer: Sendable {
         _ = try GatewayGeneration.makeTLSContexts(configuration)
     }
 
+    /// Fetches every `jwks_url` and `discovery` key set of `configuration` once, as `serve` would, for
+    /// `check-config --connect`: one line per entry saying which keys it would use and which it skips, or why the
+    /// fetch failed. `ok` is false when an entry gave no usable key.
+    public static func probeKeySets(_ configuration: GatewayConfiguration) async -> (ok: Bool, lines: [String]) {
+        var ok = true
+        var lines: [String] = []
+        let logger = Logger(label: "tokengate.check-config")
+        for identity in RemoteKeySets.identities(configuration) {
+            let name = "\(identity.configuration.kind == .discovery ? "discovery" : "jwks_url") \(identity.configuration.url)"
+            do {
+                let source = try RemoteKeySource(
+                    identity: identity, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger,
+                    registry: MetricsRegistry())
+                let set = try await source.probe().get()
+                let kids = set.keys?.keyIDs.map { $0 ?? "-" } ?? []
+                var line = "\(name): \(kids.count) usable key\(kids.count == 1 ? "" : "s")"
+                if !kids.isEmpty { line += " (kid \(kids.joined(separator: ", ")))" }
+                for skipped in set.skipped {
+                    line += "; skipped key \(skipped.index)\(skipped.keyID.map { " (kid \($0))" } ?? ""): \(skipped.reason)"
+                }
+                if kids.isEmpty { ok = false }
+                lines.append(line)
+            } catch {
+                ok = false
+                lines.append("\(name): \(error)")
+            }
+        }
+        return (ok, lines)
+    }
+
     /// Binds every listener. Returns the bound addresses in configuration order (useful with port 0).
     @discardableResult
     public func start() async throws -> [SocketAddress] {
@@ -355,6 +422,7 @@ public final class GatewayServer: Sendable {
             channel.close(promise: nil)
         }
         self.generations.load().pools.closeAll()
+        self.remoteKeys.stopAll()
         self.logger.info("stopped", metadata: ["forced_connections": "\(self.registry.count)"])
     }
 

@@ -304,6 +304,21 @@ extension GatewayAnswer {
         )
     }
 
+    /// 503 `temporarily_unavailable` with a challenge like the 401s': the token's keys come from an identity
+    /// provider's key set that cannot be had at the moment (not fetched yet, its provider down past `max_stale`,
+    /// or being fetched again for the token's new `kid`). Not a 401: the token may be good, and a client told
+    /// 401 would throw it away and send its user through a login again.
+    package static func keysUnavailable(realm: String) -> Self {
+        let description = "the keys to check this token cannot be had at the moment; try again shortly"
+        return GatewayAnswer(
+            status: .serviceUnavailable,
+            error: "temporarily_unavailable",
+            description: description,
+            challenge: Self.bearerChallenge(realm: realm, error: "temporarily_unavailable", description: description),
+            reasonCode: "keys_unavailable"
+        )
+    }
+
     package static func badGateway(_ description: String, reason: String) -> Self {
         GatewayAnswer(status: .badGateway, error: "bad_gateway", description: description, reasonCode: reason)
     }
