@@ -27,6 +27,7 @@ extension ConfigurationDecoder {
 
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
+        "response_min_rate",
     ]
     static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
 
@@ -187,7 +188,8 @@ extension ConfigurationDecoder {
             forwardToken: forwardToken,
             bodyLimit: try map["body_limit"]?.size(in: 0...(64 * 1024 * 1024 * 1024)),
             algorithms: algorithms,
-            requiredClaims: requiredClaims
+            requiredClaims: requiredClaims,
+            responseMinRate: try map["response_min_rate"]?.size(in: 0...(64 * 1024 * 1024))
         )
     }
 

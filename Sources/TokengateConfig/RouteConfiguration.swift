@@ -23,6 +23,9 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var algorithms: [TokenAlgorithm]?
     /// Claims this route requires to be present (and then checked), on top of those checked when present.
     public var requiredClaims: [RequiredClaim]
+    /// Overrides `limits.response_min_rate` for this route (0 turns the check off here: a route serving
+    /// clients known to read slowly).
+    public var responseMinRate: Int?
 
     public init(
         host: String? = nil,
@@ -34,7 +37,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         forwardToken: ForwardTokenMode = .strip,
         bodyLimit: Int? = nil,
         algorithms: [TokenAlgorithm]? = nil,
-        requiredClaims: [RequiredClaim] = []
+        requiredClaims: [RequiredClaim] = [],
+        responseMinRate: Int? = nil
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -46,6 +50,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.bodyLimit = bodyLimit
         self.algorithms = algorithms
         self.requiredClaims = requiredClaims
+        self.responseMinRate = responseMinRate
     }
 }
 

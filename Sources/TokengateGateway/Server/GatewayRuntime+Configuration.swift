@@ -39,6 +39,7 @@ extension GatewayRuntime {
         metrics: GatewayMetrics? = nil,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
+        responseBuffers: ResponseBufferBudget? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         redeemedCodes: RedeemedCodeMemory,
         now: (@Sendable () -> Int64)? = nil,
@@ -132,6 +133,7 @@ extension GatewayRuntime {
                     withheldCookies: Self.withheldCookies(deliveryCookies, route: route),
                     tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
                     bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
+                    responseMinRate: route.responseMinRate ?? configuration.limits.responseMinRate,
                     tokenPage: tokenPage
                 )
             )
@@ -149,6 +151,7 @@ extension GatewayRuntime {
             metrics: metrics,
             hsts: configuration.hsts.headerValue,
             tokenBodyMemory: tokenBodyMemory,
+            responseBuffers: responseBuffers,
             now: now ?? { Int64(Date().timeIntervalSince1970) },
             nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now)
         )

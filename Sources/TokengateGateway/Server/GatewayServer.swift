@@ -30,6 +30,8 @@ public final class GatewayServer: Sendable {
     private let metricsRegistry: PrometheusCollectorRegistry
     /// `limits.token_body_memory` for the whole process, across reloads.
     private let tokenBodyMemory: TokenBodyMemory
+    /// `limits.response_buffer_total` for the whole process, across reloads.
+    private let responseBuffers: ResponseBufferBudget
     /// Token page login checks under way, for the process: `login.whoami.max_in_flight` caps them across routes
     /// and across reloads (a reload's new clients count the old ones' calls still under way).
     private let whoamiCallsInFlight = ManagedAtomic<Int>(0)
@@ -64,6 +66,7 @@ public final class GatewayServer: Sendable {
         self.nowMilliseconds = nowMilliseconds
         self.metricsRegistry = PrometheusCollectorRegistry()
         self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
+        self.responseBuffers = ResponseBufferBudget(limit: configuration.limits.responseBufferTotal)
         self.redeemedCodes = RedeemedCodeMemory(logger: logger)
         let generation = try GatewayGeneration(
             number: 1,
@@ -72,6 +75,7 @@ public final class GatewayServer: Sendable {
             metrics: nil,
             registry: self.metricsRegistry,
             tokenBodyMemory: self.tokenBodyMemory,
+            responseBuffers: self.responseBuffers,
             whoamiCallsInFlight: self.whoamiCallsInFlight,
             redeemedCodes: self.redeemedCodes,
             group: group,
@@ -141,6 +145,7 @@ public final class GatewayServer: Sendable {
                 metrics: nil,
                 registry: self.metricsRegistry,
                 tokenBodyMemory: self.tokenBodyMemory,
+                responseBuffers: self.responseBuffers,
                 whoamiCallsInFlight: self.whoamiCallsInFlight,
                 redeemedCodes: self.redeemedCodes,
                 group: self.group,
@@ -154,6 +159,7 @@ public final class GatewayServer: Sendable {
         }
         self.registry.limit = configuration.limits.maxConnections
         self.tokenBodyMemory.limit = configuration.limits.tokenBodyMemory
+        self.responseBuffers.limit = configuration.limits.responseBufferTotal
         let previous = self.generations.exchange(next)
         previous.pools.closeAll()
         next.runtime.metrics.configReloads.increment()
