@@ -13,7 +13,7 @@
 #
 # Usage: scripts/slow-readers.sh [--readers 1000] [--bytes 200000] [--rate 10] [--total 1GiB] [--gateway PATH]
 #                                [--port 28543] [--backend-port 29200] [--no-build]
-# Loopback only, bounded: at most 5000 readers, each run under two minutes; every process it starts is stopped.
+# Loopback only, bounded: at most 5000 readers, each run under three minutes; every process it starts is stopped.
 set -euo pipefail
 
 READERS=1000
@@ -65,7 +65,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -su
 chmod 600 "$TMP/key.pem"
 echo '{}' > "$TMP/cutoffs.json"
 mkdir -p "$TMP/www"
+chmod 755 "$TMP" "$TMP/www"  # nginx's worker (nobody) serves the file
 head -c "$BYTES" /dev/zero | tr '\0' x > "$TMP/www/big"
+chmod 644 "$TMP/www/big"
 cat > "$TMP/backend-nginx.conf" <<NGINX
 worker_processes 1;
 daemon off;
@@ -120,10 +122,10 @@ before="$(rss)"
 log "gateway RSS before: $before KiB; backend connections: $(backend_connections); others: $(others)"
 log "$READERS trickle readers of $BYTES bytes at $RATE B/s, response_buffer_total $TOTAL"
 python3 "$ROOT/scripts/slow-readers/trickle_readers.py" 127.0.0.1 "$PORT" /big --tls --count "$READERS" \
-    --rate "$RATE" --seconds 60 --ready "$TMP/ready" > "$TMP/readers.json" &
+    --rate "$RATE" --seconds 110 --ready "$TMP/ready" > "$TMP/readers.json" &
 readers=$!
 STARTED_PIDS+=("$readers")
-for _ in $(seq 1 600); do [ -e "$TMP/ready" ] || { kill -0 "$readers" 2>/dev/null || break; sleep 0.1; }; done
+for _ in $(seq 1 1000); do [ -e "$TMP/ready" ] || { kill -0 "$readers" 2>/dev/null || break; sleep 0.1; }; done
 [ -e "$TMP/ready" ] || { log "the readers did not all send their requests"; exit 1; }
 sleep 5
 during="$(rss)"
