@@ -30,6 +30,7 @@ extension ConfigurationDecoder {
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
         "session_cookie",
+        "response_min_rate",
     ]
     static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
 
@@ -202,7 +203,8 @@ extension ConfigurationDecoder {
             bodyLimit: try map["body_limit"]?.size(in: 0...(64 * 1024 * 1024 * 1024)),
             algorithms: algorithms,
             requiredClaims: requiredClaims,
-            sessionCookie: sessionCookie
+            sessionCookie: sessionCookie,
+            responseMinRate: try map["response_min_rate"]?.size(in: 0...(64 * 1024 * 1024))
         )
     }
 

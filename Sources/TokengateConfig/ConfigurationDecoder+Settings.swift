@@ -9,7 +9,8 @@ extension ConfigurationDecoder {
         let map = try node.mapping(allowed: [
             "max_header_bytes", "max_uri_bytes", "max_body_bytes", "max_token_body_bytes", "max_connections",
             "idle_timeout", "request_header_timeout", "drain_timeout", "request_body_timeout", "request_body_min_rate",
-            "token_body_memory",
+            "token_body_memory", "response_buffer_per_connection", "response_buffer_total", "response_min_rate",
+            "response_send_timeout",
         ])
         let kib = 1024
         let mib = 1024 * kib
@@ -30,6 +31,13 @@ extension ConfigurationDecoder {
             try map["request_body_timeout"]?.duration(in: .seconds(1)...(.seconds(3600))) ?? limits.requestBodyTimeout
         limits.requestBodyMinRate = try map["request_body_min_rate"]?.size(in: 0...(64 * mib)) ?? limits.requestBodyMinRate
         limits.tokenBodyMemory = try map["token_body_memory"]?.size(in: kib...(64 * 1024 * mib)) ?? limits.tokenBodyMemory
+        limits.responseBufferPerConnection =
+            try map["response_buffer_per_connection"]?.size(in: 0...(1024 * mib)) ?? limits.responseBufferPerConnection
+        limits.responseBufferTotal =
+            try map["response_buffer_total"]?.size(in: 0...(64 * 1024 * mib)) ?? limits.responseBufferTotal
+        limits.responseMinRate = try map["response_min_rate"]?.size(in: 0...(64 * mib)) ?? limits.responseMinRate
+        limits.responseSendTimeout =
+            try map["response_send_timeout"]?.duration(in: .seconds(1)...(.seconds(3600))) ?? limits.responseSendTimeout
         if limits.tokenBodyMemory < limits.maxTokenBodyBytes {
             throw (map["token_body_memory"] ?? node).error(
                 .conflict,

@@ -29,6 +29,19 @@ public struct LimitsConfiguration: Sendable, Equatable {
     /// The most memory all requests together may hold in bodies read to find a form or JSON token (each up to
     /// ``maxTokenBodyBytes``); past it: 503. Default 64 MiB.
     public var tokenBodyMemory: Int
+    /// Response bytes one client connection may hold waiting for its client beyond what every connection
+    /// buffers anyway (64 KiB): a backend's response that fits is read to its end, so the backend connection
+    /// goes back to the pool while a slow client still reads. Default 256 KiB.
+    public var responseBufferPerConnection: Int
+    /// The most all connections together may hold of ``responseBufferPerConnection``; a connection that finds
+    /// none left keeps backpressure on its backend instead. Default 64 MiB.
+    public var responseBufferTotal: Int
+    /// Bytes per second a client must take while response bytes wait for it, once ``responseSendTimeout`` of
+    /// such waiting is spent; 0 turns the check off. Routes may set their own (`response_min_rate`). Default 1 KiB.
+    public var responseMinRate: Int
+    /// The waiting a response is allowed before ``responseMinRate`` applies (plus a second per that many bytes
+    /// taken while waiting). Default 20s.
+    public var responseSendTimeout: Duration
 
     public init(
         maxHeaderBytes: Int = 16 * 1024,
@@ -41,7 +54,11 @@ public struct LimitsConfiguration: Sendable, Equatable {
         drainTimeout: Duration = .seconds(30),
         requestBodyTimeout: Duration = .seconds(20),
         requestBodyMinRate: Int = 512,
-        tokenBodyMemory: Int = 64 * 1024 * 1024
+        tokenBodyMemory: Int = 64 * 1024 * 1024,
+        responseBufferPerConnection: Int = 256 * 1024,
+        responseBufferTotal: Int = 64 * 1024 * 1024,
+        responseMinRate: Int = 1024,
+        responseSendTimeout: Duration = .seconds(20)
     ) {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxURIBytes = maxURIBytes
@@ -54,5 +71,9 @@ public struct LimitsConfiguration: Sendable, Equatable {
         self.requestBodyTimeout = requestBodyTimeout
         self.requestBodyMinRate = requestBodyMinRate
         self.tokenBodyMemory = tokenBodyMemory
+        self.responseBufferPerConnection = responseBufferPerConnection
+        self.responseBufferTotal = responseBufferTotal
+        self.responseMinRate = responseMinRate
+        self.responseSendTimeout = responseSendTimeout
     }
 }

@@ -26,6 +26,9 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var requiredClaims: [RequiredClaim]
     /// The site whose own login cookie this route also accepts, and where it is read (after ``sources``).
     public var sessionCookie: RouteSessionCookie?
+    /// Overrides `limits.response_min_rate` for this route (0 turns the check off here: a route serving
+    /// clients known to read slowly).
+    public var responseMinRate: Int?
 
     public init(
         host: String? = nil,
@@ -38,7 +41,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         bodyLimit: Int? = nil,
         algorithms: [TokenAlgorithm]? = nil,
         requiredClaims: [RequiredClaim] = [],
-        sessionCookie: RouteSessionCookie? = nil
+        sessionCookie: RouteSessionCookie? = nil,
+        responseMinRate: Int? = nil
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -51,6 +55,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.algorithms = algorithms
         self.requiredClaims = requiredClaims
         self.sessionCookie = sessionCookie
+        self.responseMinRate = responseMinRate
     }
 }
 

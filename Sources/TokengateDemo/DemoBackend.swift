@@ -118,6 +118,32 @@ package final class DemoBackendHandler: ChannelInboundHandler {
             context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
             return
         }
+        if path == "/drip" {
+            // A stream that goes quiet, as server-sent events do between events: `first` bytes at once, then a
+            // part of `bytes` bytes every `ms` ms, `parts` times, then the end (chunked).
+            let first = min(parameter("first") ?? 0, 64 << 20)
+            let parts = min(parameter("parts") ?? 3, 1000)
+            let size = min(parameter("bytes") ?? 10, 1 << 20)
+            let interval = TimeAmount.milliseconds(Int64(min(parameter("ms") ?? 1000, 60_000)))
+            context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok))), promise: nil)
+            if first > 0 {
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: UInt8(ascii: "f"), count: first)))), promise: nil)
+            }
+            context.flush()
+            let loop = context.eventLoop.assumeIsolated()
+            func drip(_ left: Int) {
+                loop.scheduleTask(in: interval) {
+                    guard left > 0 else {
+                        context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+                        return
+                    }
+                    context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(repeating: UInt8(ascii: "d"), count: size)))), promise: nil)
+                    drip(left - 1)
+                }
+            }
+            drip(parts)
+            return
+        }
         if path == "/abort" {
             var headers = HTTPHeaders()
             headers.add(name: "content-length", value: "1000")

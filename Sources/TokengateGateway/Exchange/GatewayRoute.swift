@@ -26,6 +26,9 @@ struct GatewayRoute: Sendable {
     let tokenBodyLimit: Int
     /// The most body bytes forwarded (`body_limit`, else `limits.max_body_bytes`); past it, 413 or an abort.
     let bodyLimit: Int
+    /// Bytes per second a client must take while its response waits for it (`response_min_rate`, else the
+    /// limit's); 0: no minimum.
+    let responseMinRate: Int
     /// Set on a `token_page` route: the gateway answers it itself and never forwards.
     let tokenPage: TokenPageRoute?
 }

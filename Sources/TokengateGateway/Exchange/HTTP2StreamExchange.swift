@@ -29,6 +29,10 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     /// Body bytes received but not yet reported consumed, because reading was paused.
     private var unconsumed = 0
     private let requestID: String
+    /// Response body bytes written to the stream: less what is still queued, what the client took.
+    private var bytesWritten = 0
+    /// Made when the stream's queue first passes 64 KiB: the client's pace while bytes wait for it.
+    private var slowClient: SlowClientWatch?
 
     init(
         stream: HTTP2ServerStream,
@@ -110,6 +114,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     }
 
     func streamReset(_ code: HTTP2ErrorCode) {
+        self.slowClient?.stop()
         self.exchange?.clientClosed()
         self.exchange = nil
     }
@@ -139,6 +144,10 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
             self.stream.writeHead(head)
         case .body(.byteBuffer(let buffer)):
             self.stream.writeBody(buffer)
+            self.bytesWritten &+= buffer.readableBytes
+            if self.bytesWritten > SlowClientWatch.ownBuffer, self.slowClient?.isLooking != true {
+                self.watchIfBehind()
+            }
         case .body(.fileRegion):
             preconditionFailure("the gateway never writes file regions")
         case .end(let trailers):
@@ -178,8 +187,57 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     }
 
     func abort() {
+        self.slowClient?.stop()
         self.stream.reset(code: .internalError)
         self.exchange = nil
+    }
+
+    // MARK: A client that falls behind
+
+    /// More than 64 KiB of response waits in the stream's queue (the codec gave it a grant from
+    /// `limits.response_buffer_total` if it could): the client's pace is watched until nothing waits.
+    private func watchIfBehind() {
+        let queued = self.stream.queuedResponseBytes
+        guard queued > SlowClientWatch.ownBuffer else { return }
+        let watch: SlowClientWatch
+        if let existing = self.slowClient {
+            watch = existing
+        } else {
+            let runtime = self.exchange?.runtime ?? self.generations.load().runtime
+            let rate = self.exchange?.routeIndex.map { runtime.routes[$0].responseMinRate } ?? runtime.limits.responseMinRate
+            // The grant is the codec's (it owns the queue); this watch holds none.
+            watch = SlowClientWatch(
+                eventLoop: self.eventLoop,
+                budget: runtime.responseBuffers,
+                timeout: TimeAmount(runtime.limits.responseSendTimeout),
+                minimumRate: rate
+            )
+            self.slowClient = watch
+        }
+        watch.start {
+            self.lookAtSlowClient()
+        }
+    }
+
+    /// Once a second while bytes wait: a client below its rate gets its stream reset (CANCEL); the watch stops
+    /// once nothing waits (or the stream is gone: its queue reads empty).
+    private func lookAtSlowClient() {
+        guard let watch = self.slowClient else { return }
+        let queued = self.stream.queuedResponseBytes
+        if watch.observe(sent: self.bytesWritten - queued, waiting: queued > 0) {
+            watch.stop()
+            if let exchange = self.exchange, !exchange.machine.isFinished {
+                exchange.clientTooSlow()
+            } else {
+                self.logger.info("response cut", metadata: ["reason": "client_too_slow", "request_id": "\(self.requestID)"])
+            }
+            self.exchange = nil
+            self.stream.reset(code: .cancel)
+            return
+        }
+        if queued == 0 {
+            watch.stop()
+        }
     }
 }
 

@@ -310,6 +310,13 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.stallTimer = nil
     }
 
+    /// The client took its response slower than its route's `response_min_rate` while bytes waited for it
+    /// (its codec's ``SlowClientWatch``, which cuts the connection or stream next): logged as such.
+    func clientTooSlow() {
+        self.cancelStallTimer()
+        self.run(self.machine.cutShort(status: 0, reason: "client_too_slow"))
+    }
+
     /// The request body is still coming from the client (its end not seen yet).
     var isReadingRequestBody: Bool { self.machine.isReadingRequestBody }
 

@@ -62,8 +62,8 @@ public final class GatewayMetrics: Sendable {
         + TokenPageConfirmationKey.Refusal.allCases.map { "token_page_confirm_" + $0.rawValue }
 
     /// Error statuses the gateway did not decide: the backend's own answer (logged with reason `-`), and a client
-    /// that went away or stopped reading. Counted in `requests_total` by status, never as rejections.
-    static let notRejections: Set<String> = ["-", "client_closed", "client_stalled"]
+    /// that went away, stopped reading or read too slowly. Counted in `requests_total` by status, never as rejections.
+    static let notRejections: Set<String> = ["-", "client_closed", "client_stalled", "client_too_slow"]
 
     /// The reasons a request is answered for before it has a route: no route matched, or the request (its head,
     /// target or framing) was refused as it was read. Any other reason is counted as `other`.

@@ -69,13 +69,15 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 let logger = self.logger
                 let eventLoop = context.eventLoop
                 let connectionID = RequestRewriter.newConnectionID()
+                var codecConfiguration = HTTP2ServerConfiguration(
+                    configuration.http2,
+                    limits: configuration.limits,
+                    accessLog: configuration.log.accessLog,
+                    hsts: configuration.hsts
+                )
+                codecConfiguration.responseBuffers = generation.runtime.responseBuffers
                 let codec = HTTP2ServerCodec(
-                    configuration: HTTP2ServerConfiguration(
-                        configuration.http2,
-                        limits: configuration.limits,
-                        accessLog: configuration.log.accessLog,
-                        hsts: configuration.hsts
-                    ),
+                    configuration: codecConfiguration,
                     logger: logger,
                     countAnswer: { generations.load().runtime.metrics.recordUnrouted(reason: $0) },
                     takeOutputBuffer: { ClientOutputBuffers.output.take(allocator: $0, minimumCapacity: $1) },

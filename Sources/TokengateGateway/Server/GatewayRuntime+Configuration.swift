@@ -40,6 +40,7 @@ extension GatewayRuntime {
         metrics: GatewayMetrics? = nil,
         registry: MetricsRegistry = MetricsRegistry(),
         tokenBodyMemory: TokenBodyMemory? = nil,
+        responseBuffers: ResponseBufferBudget? = nil,
         whoamiCallsInFlight: ManagedAtomic<Int> = ManagedAtomic(0),
         redeemedCodes: RedeemedCodeMemory,
         devices: DeviceRegistry? = nil,
@@ -159,6 +160,7 @@ extension GatewayRuntime {
                     withheldCookies: withheldCookies,
                     tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
                     bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
+                    responseMinRate: route.responseMinRate ?? configuration.limits.responseMinRate,
                     tokenPage: tokenPage
                 )
             )
@@ -176,6 +178,7 @@ extension GatewayRuntime {
             metrics: metrics,
             hsts: configuration.hsts.headerValue,
             tokenBodyMemory: tokenBodyMemory,
+            responseBuffers: responseBuffers,
             now: now ?? { Int64(Date().timeIntervalSince1970) },
             nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now),
             fileKeys: loadedFileKeys

@@ -19,6 +19,8 @@ final class GatewayRuntime: Sendable {
     let limits: LimitsConfiguration
     /// `limits.token_body_memory`, shared by every generation's exchanges (``GatewayServer`` owns it).
     let tokenBodyMemory: TokenBodyMemory
+    /// `limits.response_buffer_total` for the whole process (``SlowClientWatch`` takes its grants from it).
+    let responseBuffers: ResponseBufferBudget
     let accessLog: Bool
     let metrics: GatewayMetrics
     /// `Strict-Transport-Security` for answers to TLS clients (`hsts:`), `nil` when `max_age` is `0s`.
@@ -42,6 +44,7 @@ final class GatewayRuntime: Sendable {
         metrics: GatewayMetrics,
         hsts: String? = HSTSConfiguration().headerValue,
         tokenBodyMemory: TokenBodyMemory? = nil,
+        responseBuffers: ResponseBufferBudget? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
         fileKeys: LoadedFileKeys = LoadedFileKeys(keys: nil)
@@ -53,6 +56,7 @@ final class GatewayRuntime: Sendable {
         self.realm = realm
         self.limits = limits
         self.tokenBodyMemory = tokenBodyMemory ?? TokenBodyMemory(limit: limits.tokenBodyMemory)
+        self.responseBuffers = responseBuffers ?? ResponseBufferBudget(limit: limits.responseBufferTotal)
         self.accessLog = accessLog
         self.metrics = metrics
         self.hsts = hsts

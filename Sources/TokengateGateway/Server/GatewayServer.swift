@@ -29,6 +29,8 @@ public final class GatewayServer: Sendable {
     private let metricsRegistry: MetricsRegistry
     /// `limits.token_body_memory` for the whole process, across reloads.
     private let tokenBodyMemory: TokenBodyMemory
+    /// `limits.response_buffer_total` for the whole process, across reloads.
+    private let responseBuffers: ResponseBufferBudget
     /// Token page login checks under way, for the process: `login.whoami.max_in_flight` caps them across routes
     /// and across reloads (a reload's new clients count the old ones' calls still under way).
     private let whoamiCallsInFlight = ManagedAtomic<Int>(0)
@@ -71,6 +73,7 @@ public final class GatewayServer: Sendable {
         self.nowMilliseconds = nowMilliseconds
         self.metricsRegistry = MetricsRegistry()
         self.tokenBodyMemory = TokenBodyMemory(limit: configuration.limits.tokenBodyMemory)
+        self.responseBuffers = ResponseBufferBudget(limit: configuration.limits.responseBufferTotal)
         self.redeemedCodes = RedeemedCodeMemory(logger: logger)
         self.remoteKeys = RemoteKeySets(group: group, logger: logger, registry: self.metricsRegistry)
         let remoteSources = try self.remoteKeys.prepare(configuration)
@@ -81,6 +84,7 @@ public final class GatewayServer: Sendable {
             metrics: nil,
             registry: self.metricsRegistry,
             tokenBodyMemory: self.tokenBodyMemory,
+            responseBuffers: self.responseBuffers,
             whoamiCallsInFlight: self.whoamiCallsInFlight,
             redeemedCodes: self.redeemedCodes,
             devices: devices,
@@ -203,6 +207,7 @@ public final class GatewayServer: Sendable {
                 metrics: nil,
                 registry: self.metricsRegistry,
                 tokenBodyMemory: self.tokenBodyMemory,
+                responseBuffers: self.responseBuffers,
                 whoamiCallsInFlight: self.whoamiCallsInFlight,
                 redeemedCodes: self.redeemedCodes,
                 devices: self.devices,
@@ -218,6 +223,7 @@ public final class GatewayServer: Sendable {
         }
         self.registry.limit = configuration.limits.maxConnections
         self.tokenBodyMemory.limit = configuration.limits.tokenBodyMemory
+        self.responseBuffers.limit = configuration.limits.responseBufferTotal
         let previous = self.generations.exchange(next)
         previous.pools.closeAll()
         self.remoteKeys.adopt(remoteSources) { [weak self] in self?.republishKeys() }

@@ -3,9 +3,13 @@
 //===----------------------------------------------------------------------===//
 
 import Prometheus
+#if canImport(Glibc)
+import Glibc  // `linger`, for the abortive close of a client that reads too slowly.
+#endif
 import Logging
 import NIOCore
 import NIOHTTP1
+import TokengateConfig
 import TokengateTLS
 import TokengateHTTP
 
@@ -59,6 +63,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// The current response's bytes not yet written to the pipeline: written at its end, at a flush, or
     /// before a large body part.
     private var output: ByteBuffer?
+    /// Response bytes handed to the pipeline on this connection: less what still waits in the channel, what
+    /// the client took (``SlowClientWatch``).
+    private var bytesWritten = 0
+    /// Made when the client first falls behind (the channel's write buffer passed its high mark); looks at it
+    /// while bytes wait for it.
+    private var slowClient: SlowClientWatch?
 
     init(
         generations: GatewayGenerationHolder,
@@ -89,6 +99,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.readDeadlines.stop()
+        self.slowClient?.stop()
         self.context = nil
     }
 
@@ -185,12 +196,30 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
 
     func channelInactive(context: ChannelHandlerContext) {
         self.readDeadlines.stop()
+        self.slowClient?.stop()
         self.connectionClosed()
         context.fireChannelInactive()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        switch self.machine.writabilityChanged(isWritable: context.channel.isWritable) {
+        if !context.channel.isWritable {
+            self.clientFellBehind(context: context)
+        }
+        self.updateWritability(context: context)
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Tells the machine (and so the exchange) whether the client takes more response now: while the channel
+    /// is writable, or while what waits in it fits the client's grant (``SlowClientWatch``), down to half of
+    /// that once it did not fit, so a reader at the limit does not flap.
+    private func updateWritability(context: ChannelHandlerContext) {
+        var writable = context.channel.isWritable
+        if !writable, let granted = self.slowClient?.granted, granted > 0 {
+            let limit = SlowClientWatch.ownBuffer + granted
+            writable = self.bufferedBytes(context) <= (self.machine.isWritable ? limit : limit / 2)
+        }
+        guard writable != self.machine.isWritable else { return }
+        switch self.machine.writabilityChanged(isWritable: writable) {
         case .tellExchange(let isWritable):
             self.exchange?.clientWritabilityChanged(isWritable: isWritable)
         case .resumeParsing:
@@ -198,7 +227,64 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         case .none:
             break
         }
-        context.fireChannelWritabilityChanged()
+    }
+
+    private func bufferedBytes(_ context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(ChannelOptions.bufferedWritableBytes)) ?? 0
+    }
+
+    /// The channel's write buffer passed its high mark: from now on a grant of `limits.response_buffer_per_connection`
+    /// (when the budget has one) lets the exchange read on, and the client's pace is watched while bytes wait.
+    private func clientFellBehind(context: ChannelHandlerContext) {
+        let runtime = self.exchange?.runtime ?? self.generations.load().runtime
+        let watch: SlowClientWatch
+        if let existing = self.slowClient {
+            watch = existing
+        } else {
+            // The rate of the route whose response the client first fell behind on.
+            let rate = self.exchange?.routeIndex.map { runtime.routes[$0].responseMinRate } ?? runtime.limits.responseMinRate
+            watch = SlowClientWatch(
+                eventLoop: context.eventLoop,
+                budget: runtime.responseBuffers,
+                timeout: TimeAmount(runtime.limits.responseSendTimeout),
+                minimumRate: rate
+            )
+            self.slowClient = watch
+        }
+        _ = watch.takeGrant(runtime.limits.responseBufferPerConnection)
+        watch.start {
+            self.lookAtSlowClient()
+        }
+    }
+
+    /// Once a second while bytes wait for a client that fell behind: cut it when it is below its rate, stop
+    /// watching (and give its grant back) once nothing waits.
+    private func lookAtSlowClient() {
+        guard let context = self.context, let watch = self.slowClient else { return }
+        let buffered = self.bufferedBytes(context)
+        if watch.observe(sent: self.bytesWritten - buffered, waiting: buffered > 0) {
+            watch.stop()
+            let exchange = self.exchange.take()
+            _ = self.machine.connectionClosed()
+            if let exchange {
+                exchange.clientTooSlow()
+            } else {
+                // The response is all in the gateway and was logged when it ended; this says why it is cut.
+                self.logger.info("response cut", metadata: ["reason": "client_too_slow", "buffered": "\(buffered)"])
+            }
+            // An abortive close (RST), as nginx's `reset_timedout_connection`: the kernel drops what this client
+            // has not taken, instead of holding it for as long as the client takes to read it.
+            if let socket = context.channel as? any SocketOptionProvider {
+                socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            } else {
+                context.close(promise: nil)
+            }
+            return
+        }
+        if buffered == 0, context.channel.isWritable {
+            watch.stop()
+        }
+        self.updateWritability(context: context)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -336,6 +422,7 @@ extension HTTP1ConnectionHandler {
         var buffer = self.takeOutput(context: context)
         self.serializer.writeEnd(trailers, into: &buffer)
         ClientOutputBuffers.output.giveBack(buffer)
+        self.bytesWritten &+= buffer.readableBytes
         if closing {
             // Kept so that the close waits until the response is out; a promise per request only when needed.
             let promise = context.eventLoop.makePromise(of: Void.self)
@@ -350,6 +437,9 @@ extension HTTP1ConnectionHandler {
         guard let context = self.context else { return }
         self.writeOutput(context: context)
         context.flush()
+        if self.slowClient?.granted ?? 0 > 0 {
+            self.updateWritability(context: context)  // Past the grant: the exchange holds the backend's reads.
+        }
     }
 
     /// The current response's buffer, taken out of ``output`` so that writing into it does not copy it; a new
@@ -362,6 +452,7 @@ extension HTTP1ConnectionHandler {
     private func writeOutput(context: ChannelHandlerContext) {
         if let buffer = self.output.take(), buffer.readableBytes > 0 {
             ClientOutputBuffers.output.giveBack(buffer)
+            self.bytesWritten &+= buffer.readableBytes
             context.write(self.wrapOutboundOut(buffer), promise: nil)
         }
     }
@@ -381,6 +472,7 @@ extension HTTP1ConnectionHandler {
         }
         self.output = buffer
         self.writeOutput(context: context)
+        self.bytesWritten &+= body.readableBytes
         context.write(self.wrapOutboundOut(body), promise: nil)
         if chunked {
             var suffix = context.channel.allocator.buffer(capacity: 64)

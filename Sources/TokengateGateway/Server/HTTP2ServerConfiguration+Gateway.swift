@@ -20,5 +20,6 @@ extension HTTP2ServerConfiguration {
         self.maxHeaderListSize = limits.maxHeaderBytes + limits.maxURIBytes + 1_024
         self.idleTimeout = TimeAmount(limits.idleTimeout)
         self.headerReadTimeout = TimeAmount(limits.requestHeaderTimeout)
+        self.responseBufferPerConnection = limits.responseBufferPerConnection
     }
 }

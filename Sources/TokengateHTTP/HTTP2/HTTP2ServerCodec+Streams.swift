@@ -49,7 +49,10 @@ extension HTTP2ServerCodec {
     package func streamWriteBody(_ id: Int32, _ buffer: ByteBuffer) {
         guard buffer.readableBytes > 0, let stream = self.stream(id) else { return }
         let queued = stream.queuedBytes + buffer.readableBytes
-        switch stream.machine.writeBody(queuedBytes: queued, limit: self.configuration.maxQueuedBytesPerStream) {
+        if queued > self.configuration.maxQueuedBytesPerStream, stream.granted == 0 {
+            self.takeGrant(stream)
+        }
+        switch stream.machine.writeBody(queuedBytes: queued, limit: self.configuration.maxQueuedBytesPerStream + stream.granted) {
         case .queue(let becameUnwritable):
             stream.body.append(buffer)
             stream.queuedBytes = queued
@@ -107,6 +110,30 @@ extension HTTP2ServerCodec {
         self.markDirty(stream)
     }
 
+    /// A stream whose client fell behind (its queue passed ``HTTP2ServerConfiguration/maxQueuedBytesPerStream``)
+    /// takes room from the response buffer budget: what is left of the connection's share, when the budget has it.
+    private func takeGrant(_ stream: HTTP2StreamState) {
+        guard let budget = self.configuration.responseBuffers else { return }
+        let bytes = self.configuration.responseBufferPerConnection - self.grantedBytes
+        guard bytes > 0, budget.take(bytes) else { return }
+        stream.granted = bytes
+        self.grantedBytes += bytes
+    }
+
+    /// The stream's grant goes back (its queue is empty, or it is gone).
+    func giveBackGrant(_ stream: HTTP2StreamState) {
+        guard stream.granted > 0 else { return }
+        self.configuration.responseBuffers?.giveBack(stream.granted)
+        self.grantedBytes -= stream.granted
+        stream.granted = 0
+    }
+
+    /// Response bytes queued on stream `id` for its client (those nghttp2 has not taken yet, for the client's
+    /// flow-control window or the connection's socket).
+    package func streamQueuedBytes(_ id: Int32) -> Int {
+        self.stream(id)?.queuedBytes ?? 0
+    }
+
     /// nghttp2's window getters only read the session, so this may be asked at any time.
     package func streamReceiveWindowShut(_ id: Int32) -> Bool {
         guard let session = self.session, self.stream(id) != nil else { return false }
@@ -146,8 +173,11 @@ extension HTTP2ServerCodec {
             written += count
         }
         stream.queuedBytes -= written
-        if stream.machine.bodyDrained(queuedBytes: stream.queuedBytes, limit: self.configuration.maxQueuedBytesPerStream) {
+        if stream.machine.bodyDrained(queuedBytes: stream.queuedBytes, limit: self.configuration.maxQueuedBytesPerStream + stream.granted) {
             self.record(.writabilityChanged(id, true))
+        }
+        if stream.queuedBytes == 0, stream.granted > 0 {
+            self.giveBackGrant(stream)  // Writable already: an empty queue is below any limit.
         }
         switch stream.machine.pulled(copied: written, bodyIsEmpty: stream.body.isEmpty) {
         case .data:

@@ -99,6 +99,8 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     private var spareDirtyStreams: [Int32] = []
     /// Request body bytes to give back to the connection window only (data for streams nobody reads).
     var connectionConsumePending = 0
+    /// What the streams hold of ``HTTP2ServerConfiguration/responseBuffers`` (at most the per-connection share).
+    var grantedBytes = 0
     var heuristics: HTTP2DoSHeuristics
     /// The limit a callback found exceeded; acted upon (GOAWAY ENHANCE_YOUR_CALM) after nghttp2 returns.
     var calm: HTTP2DoSHeuristics.Event?
@@ -231,6 +233,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         self.events.removeAll()
         self.openStreamCount = 0
         for stream in streams.values {
+            self.giveBackGrant(stream)
             stream.handle.detach()
             let handler = stream.handler
             stream.handler = nil
@@ -454,6 +457,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                     self.lastStream = nil
                 }
                 stream.handle.detach()
+                self.giveBackGrant(stream)
                 // Emptied while this state is its only holder (no copy), then kept for a next stream.
                 stream.body.removeAll(keepingCapacity: true)
                 stream.queuedBytes = 0

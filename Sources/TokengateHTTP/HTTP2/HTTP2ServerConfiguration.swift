@@ -26,6 +26,13 @@ package struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// Response body bytes queued on one stream above which ``HTTP2ServerStream/isWritable`` turns false;
     /// it turns true again below half of this.
     package var maxQueuedBytesPerStream = 64 * 1024
+    /// Where a stream whose client falls behind takes more room than ``maxQueuedBytesPerStream`` from
+    /// (`limits.response_buffer_total`), so a response that fits is read from its backend to the end; `nil`: no
+    /// stream gets more.
+    package var responseBuffers: ResponseBufferBudget?
+    /// The most the streams of one connection together take from ``responseBuffers``
+    /// (`limits.response_buffer_per_connection`).
+    package var responseBufferPerConnection = 0
     /// Bytes taken from nghttp2 into one network write before the codec checks the channel's writability.
     package var maxBytesPerFlush = 256 * 1024
     /// No open stream for this long: GOAWAY NO_ERROR, then close.

@@ -95,6 +95,12 @@ package final class HTTP2ServerStream {
         self.codec?.streamIsWritable(self.id) ?? false
     }
 
+    /// Response bytes written and not yet taken by nghttp2: waiting for the client's flow-control window, or
+    /// for the connection's socket.
+    package var queuedResponseBytes: Int {
+        self.codec?.streamQueuedBytes(self.id) ?? 0
+    }
+
     /// The connection's allocator, for response buffers.
     package var allocator: ByteBufferAllocator {
         self.codec?.allocator ?? ByteBufferAllocator()

@@ -44,6 +44,9 @@ package final class HTTP2StreamState {
     var pendingHead: HTTP2HeaderBlock?
     var body: CircularBuffer<ByteBuffer>
     var queuedBytes = 0
+    /// Bytes of the configuration's ``HTTP2ServerConfiguration/responseBuffers`` this stream holds on top of
+    /// ``HTTP2ServerConfiguration/maxQueuedBytesPerStream``; back once its queue is empty or it closes.
+    var granted = 0
     /// The trailers' block, until they are submitted.
     var pendingTrailers: HTTP2HeaderBlock?
 
