@@ -85,6 +85,34 @@ import Testing
         #expect(verifier.verify(token, accept: .api, cutoffs: other, now: self.now, cache: cache).isValid)
     }
 
+    @Test func aRevokedDeviceIsRefusedOnTheNextRequestFromTheCache() throws {
+        let verifier = TokenVerifier(keys: self.keys)
+        let cache = VerifiedTokenCache(entries: 16)
+        let lost = try #require(DeviceID.random())
+        let kept = try #require(DeviceID.random())
+        func token(_ device: DeviceID) throws -> String {
+            try self.signer.mint(TokenClaims(subject: "dora", issuedAt: self.now - 10, apiOnly: true, device: device))
+        }
+        let lostToken = try token(lost)
+        let keptToken = try token(kept)
+        #expect(verifier.verify(lostToken, accept: .api, cutoffs: .empty, now: self.now, cache: cache).isValid)
+        #expect(verifier.verify(keptToken, accept: .api, cutoffs: .empty, now: self.now, cache: cache).isValid)
+
+        let revoked = CutoffSnapshot(
+            revokedDevices: [lost: RevokedDevice(user: "dora", revokedAt: self.now - 5, tokensExpireBy: nil)])
+        #expect(
+            verifier.verify(lostToken, accept: .api, cutoffs: revoked, now: self.now, cache: cache)
+                == .invalid(.deviceRevoked)
+        )
+        let other = verifier.verify(keptToken, accept: .api, cutoffs: revoked, now: self.now, cache: cache)
+        guard case .valid(let identity) = other else {
+            Issue.record("the user's other device stays valid: \(other)")
+            return
+        }
+        #expect(identity.device == kept)
+        #expect(cache.hits == 2, "both answers came from the cached entries")
+    }
+
     @Test func anExpiredCachedTokenIsRefused() throws {
         var policy = VerificationPolicy()
         policy.clockSkew = 30
