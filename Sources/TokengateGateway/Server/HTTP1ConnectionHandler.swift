@@ -214,7 +214,9 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// that once it did not fit, so a reader at the limit does not flap.
     private func updateWritability(context: ChannelHandlerContext) {
         var writable = context.channel.isWritable
-        if !writable, let granted = self.slowClient?.granted, granted > 0 {
+        // The grant is for the response in flight (so that its backend connection is released); between
+        // exchanges only the channel counts, so a client that takes nothing has no further answers queued.
+        if !writable, self.exchange != nil, let granted = self.slowClient?.granted, granted > 0 {
             let limit = SlowClientWatch.ownBuffer + granted
             writable = self.bufferedBytes(context) <= (self.machine.isWritable ? limit : limit / 2)
         }
@@ -498,6 +500,10 @@ extension HTTP1ConnectionHandler {
         guard let context = self.context else { return }
         self.setRequestReadingPaused(false)
         self.exchange = nil
+        if self.machine.isWritable, !context.channel.isWritable {
+            // Writable only by the finished response's grant: the next request waits for the client to read.
+            _ = self.machine.writabilityChanged(isWritable: false)
+        }
         switch self.machine.exchangeCompleted(closeConnection: closeConnection, requestEnded: requestEnded) {
         case .discardRequest(let closeSoon):
             context.flush()
