@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateTokens
+
 /// Strict base64 in the two shapes the frameworks write (RFC 4648): the standard alphabet with `=` padding
 /// (Ruby's `strict_encode64` for Rails, Node's `Buffer.toString("base64")` for cookie-session), and the URL-safe
 /// alphabet without padding (itsdangerous, `django.core.signing`, keygrip).
@@ -56,42 +58,8 @@ enum SessionBase64: Sendable {
             }
         }
         let table = self.isStandard ? Self.standardTable : Self.urlSafeTable
-        return table.withUnsafeBufferPointer { table -> Int? in
-            var i = 0
-            var o = 0
-            while i + 4 <= n {
-                let a = table[Int(input[i])]
-                let b = table[Int(input[i + 1])]
-                let c = table[Int(input[i + 2])]
-                let d = table[Int(input[i + 3])]
-                if (a | b | c | d) & 0xC0 != 0 { return nil }
-                output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
-                output.storeBytes(of: b << 4 | c >> 2, toByteOffset: o + 1, as: UInt8.self)
-                output.storeBytes(of: c << 6 | d, toByteOffset: o + 2, as: UInt8.self)
-                i += 4
-                o += 3
-            }
-            switch n - i {
-            case 0:
-                break
-            case 2:
-                let a = table[Int(input[i])]
-                let b = table[Int(input[i + 1])]
-                if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { return nil }
-                output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
-                o += 1
-            case 3:
-                let a = table[Int(input[i])]
-                let b = table[Int(input[i + 1])]
-                let c = table[Int(input[i + 2])]
-                if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 { return nil }
-                output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
-                output.storeBytes(of: b << 4 | c >> 2, toByteOffset: o + 1, as: UInt8.self)
-                o += 2
-            default:
-                return nil
-            }
-            return o
+        return table.withUnsafeBufferPointer { table in
+            Base64URL.decodeCanonical(input, count: n, table: table, into: output)
         }
     }
 

@@ -7,7 +7,7 @@
 /// Rejected: `=`, `+`, `/`, whitespace and any other byte outside the alphabet, a length of 1 mod 4, and
 /// non-zero unused bits in the last character (so every byte string has exactly one accepted encoding and a
 /// token cannot be altered without changing the signed bytes' meaning).
-enum Base64URL {
+package enum Base64URL {
     /// 0xFF marks a byte outside the alphabet.
     private static let table: [UInt8] = {
         var t = [UInt8](repeating: 0xFF, count: 256)
@@ -37,45 +37,59 @@ enum Base64URL {
     /// Returns the decoded length, or nil for any non-canonical input.
     static func decode(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) -> Int? {
         guard let length = self.decodedLength(input.count) else { return nil }
-        return self.table.withUnsafeBufferPointer { table -> Int? in
-            var i = 0
-            var o = 0
-            let n = input.count
-            while i + 4 <= n {
-                let a = table[Int(input[i])]
-                let b = table[Int(input[i + 1])]
-                let c = table[Int(input[i + 2])]
-                let d = table[Int(input[i + 3])]
-                if (a | b | c | d) & 0xC0 != 0 { return nil }
-                output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
-                output.storeBytes(of: b << 4 | c >> 2, toByteOffset: o + 1, as: UInt8.self)
-                output.storeBytes(of: c << 6 | d, toByteOffset: o + 2, as: UInt8.self)
-                i += 4
-                o += 3
-            }
-            switch n - i {
-            case 0:
-                break
-            case 2:
-                let a = table[Int(input[i])]
-                let b = table[Int(input[i + 1])]
-                if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { return nil }
-                output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
-                o += 1
-            case 3:
-                let a = table[Int(input[i])]
-                let b = table[Int(input[i + 1])]
-                let c = table[Int(input[i + 2])]
-                if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 { return nil }
-                output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
-                output.storeBytes(of: b << 4 | c >> 2, toByteOffset: o + 1, as: UInt8.self)
-                o += 2
-            default:
-                return nil
-            }
-            assert(o == length)
-            return o
+        let decoded = self.table.withUnsafeBufferPointer { table in
+            Self.decodeCanonical(input, count: input.count, table: table, into: output)
         }
+        assert(decoded == nil || decoded == length)
+        return decoded
+    }
+
+    /// The decoding loop for any 64-character alphabet, given as a 256-entry `table` (a character's value, 0xFF
+    /// outside the alphabet): the first `count` bytes of `input` (padding already taken off), canonical only — a
+    /// length of 1 mod 4, a byte outside the alphabet or non-zero unused bits in the last character give nil.
+    /// The session-cookie formats decode their alphabets (standard and URL-safe) with it too.
+    @inline(__always)
+    package static func decodeCanonical(
+        _ input: UnsafeRawBufferPointer,
+        count n: Int,
+        table: UnsafeBufferPointer<UInt8>,
+        into output: UnsafeMutableRawPointer
+    ) -> Int? {
+        var i = 0
+        var o = 0
+        while i + 4 <= n {
+            let a = table[Int(input[i])]
+            let b = table[Int(input[i + 1])]
+            let c = table[Int(input[i + 2])]
+            let d = table[Int(input[i + 3])]
+            if (a | b | c | d) & 0xC0 != 0 { return nil }
+            output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
+            output.storeBytes(of: b << 4 | c >> 2, toByteOffset: o + 1, as: UInt8.self)
+            output.storeBytes(of: c << 6 | d, toByteOffset: o + 2, as: UInt8.self)
+            i += 4
+            o += 3
+        }
+        switch n - i {
+        case 0:
+            break
+        case 2:
+            let a = table[Int(input[i])]
+            let b = table[Int(input[i + 1])]
+            if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { return nil }
+            output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
+            o += 1
+        case 3:
+            let a = table[Int(input[i])]
+            let b = table[Int(input[i + 1])]
+            let c = table[Int(input[i + 2])]
+            if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 { return nil }
+            output.storeBytes(of: a << 2 | b >> 4, toByteOffset: o, as: UInt8.self)
+            output.storeBytes(of: b << 4 | c >> 2, toByteOffset: o + 1, as: UInt8.self)
+            o += 2
+        default:
+            return nil
+        }
+        return o
     }
 
     /// Decodes a string (load-time use: key files). Nil for non-canonical input.
