@@ -79,7 +79,7 @@ public struct SessionCookieVerifier: Sendable {
         }
     }
 
-    /// Steps 5 to 8, the checks a JWT gets, on the login time in place of `iat`.
+    /// The claim, time, cutoff and kind checks a JWT gets, on the login time in place of `iat`.
     private func check(_ claims: SessionClaims, accept: AcceptedKinds, cutoffs: CutoffSnapshot, now: Int64)
         -> SessionCookieResult
     {

@@ -23,8 +23,8 @@ public struct SessionJSONPointer: Sendable, Hashable, CustomStringConvertible {
     /// The pointer as written (RFC 6901 form).
     public let description: String
 
-    /// Nil unless `text` is a non-empty pointer (`/` first) of at most ``maxSteps`` steps with valid escapes, each
-    /// step 1…128 bytes.
+    /// Nil unless `text` is a non-empty pointer (`/` first) of at most ``maxSteps`` reference tokens with valid
+    /// escapes, each 1…128 bytes.
     public init?(_ text: String) {
         guard text.hasPrefix("/"), text.utf8.count <= 1024 else { return nil }
         var steps: [Step] = []

@@ -2,6 +2,8 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import TokengateTokens
+
 /// One value a pointer found: its kind and its bytes (a string's decoded UTF-8, a number's text).
 struct SessionJSONHit: Sendable {
     enum Kind: UInt8, Sendable {
@@ -340,14 +342,7 @@ struct SessionJSONScanner {
         guard self.end - self.position >= 4 else { return nil }
         var value: UInt32 = 0
         for offset in 0..<4 {
-            let byte = self.base[self.position + offset]
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+            guard let digit = JSONEscape.hexValue(self.base[self.position + offset]) else { return nil }
             value = value << 4 | UInt32(digit)
         }
         self.position += 4
@@ -355,26 +350,7 @@ struct SessionJSONScanner {
     }
 
     private func writeUTF8(_ scalar: UInt32, at offset: Int) -> Int {
-        switch scalar {
-        case 0..<0x80:
-            self.base[offset] = UInt8(scalar)
-            return 1
-        case 0x80..<0x800:
-            self.base[offset] = UInt8(0xC0 | scalar >> 6)
-            self.base[offset + 1] = UInt8(0x80 | scalar & 0x3F)
-            return 2
-        case 0x800..<0x10000:
-            self.base[offset] = UInt8(0xE0 | scalar >> 12)
-            self.base[offset + 1] = UInt8(0x80 | scalar >> 6 & 0x3F)
-            self.base[offset + 2] = UInt8(0x80 | scalar & 0x3F)
-            return 3
-        default:
-            self.base[offset] = UInt8(0xF0 | scalar >> 18)
-            self.base[offset + 1] = UInt8(0x80 | scalar >> 12 & 0x3F)
-            self.base[offset + 2] = UInt8(0x80 | scalar >> 6 & 0x3F)
-            self.base[offset + 3] = UInt8(0x80 | scalar & 0x3F)
-            return 4
-        }
+        JSONEscape.writeUTF8(scalar, to: self.base, at: offset)
     }
 
     /// The length of the well-formed UTF-8 sequence at `position` (Unicode §3.9, table 3-7), or nil.

@@ -193,26 +193,7 @@ struct JSONScanner {
     }
 
     private func writeUTF8(_ scalar: UInt32, at offset: Int) -> Int {
-        switch scalar {
-        case 0..<0x80:
-            self.base[offset] = UInt8(scalar)
-            return 1
-        case 0x80..<0x800:
-            self.base[offset] = UInt8(0xC0 | scalar >> 6)
-            self.base[offset + 1] = UInt8(0x80 | scalar & 0x3F)
-            return 2
-        case 0x800..<0x10000:
-            self.base[offset] = UInt8(0xE0 | scalar >> 12)
-            self.base[offset + 1] = UInt8(0x80 | scalar >> 6 & 0x3F)
-            self.base[offset + 2] = UInt8(0x80 | scalar & 0x3F)
-            return 3
-        default:
-            self.base[offset] = UInt8(0xF0 | scalar >> 18)
-            self.base[offset + 1] = UInt8(0x80 | scalar >> 12 & 0x3F)
-            self.base[offset + 2] = UInt8(0x80 | scalar >> 6 & 0x3F)
-            self.base[offset + 3] = UInt8(0x80 | scalar & 0x3F)
-            return 4
-        }
+        JSONEscape.writeUTF8(scalar, to: self.base, at: offset)
     }
 
     /// The length of a well-formed multi-byte UTF-8 sequence (Unicode Table 3-7) at `offset`, else nil.

@@ -8,8 +8,8 @@ extension TokenVerifier {
     /// Verifies a token, skipping the JWS layer and the payload parsing when `cache` remembers it.
     ///
     /// The answer is always the one ``verify(_:accept:cutoffs:now:)-(UnsafeRawBufferPointer,_,_,_)`` would give:
-    /// on a hit, the algorithm binding (step 5, which a route's `algorithms` narrows) and steps 7–10 after the
-    /// claim types (``judge(_:accept:cutoffs:now:)``: `iss`, `aud`, required claims, times, cutoffs, kind) run
+    /// on a hit, the algorithm binding (which a route's `algorithms` narrows) and the checks after the claim
+    /// types (``judge(_:accept:cutoffs:now:)``: `iss`, `aud`, required claims, times, cutoffs, kind) run
     /// again on the remembered claims; only the decoding, the parsing and the signature check are skipped.
     ///
     /// The cache is bypassed when it is nil or disabled, for an HMAC key set (its check costs about what the

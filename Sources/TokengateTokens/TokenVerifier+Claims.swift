@@ -44,7 +44,8 @@ extension TokenVerifier {
         var device: DeviceID?
     }
 
-    /// Steps 7 (claim types and the claims every token needs) and 8–10 for a token whose signature is good.
+    /// The claim types, the claims every token needs, and then ``judge(_:accept:cutoffs:now:)``, for a token
+    /// whose signature is good.
     func checkClaims(
         scanner: inout JSONScanner,
         payload: ByteSpan,
@@ -86,7 +87,7 @@ extension TokenVerifier {
     }
 
     /// The checks that run on every request, cached or not: the policy's `iss`, `aud` and required claims,
-    /// the times against `now`, the cutoffs, and the kind the route accepts (steps 7–10 after the claim types).
+    /// the times against `now`, the cutoffs, and the kind the route accepts (everything after the claim types).
     @inline(__always)
     func judge(_ claims: SignedClaims, accept: AcceptedKinds, cutoffs: CutoffSnapshot, now: Int64)
         -> VerificationResult

@@ -116,7 +116,8 @@ public struct TokenVerifier: Sendable {
 
     // MARK: The JWS layer
 
-    /// Steps 1–6, then hands the decoded payload, the key's index and the algorithm to `claims`.
+    /// The JWS layer (size, segments, header, key and algorithm binding, signature), then hands the decoded
+    /// payload, the key's index and the algorithm to `claims`.
     @inline(__always)
     func run(
         _ token: UnsafeRawBufferPointer,
