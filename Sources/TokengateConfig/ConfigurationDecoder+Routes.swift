@@ -26,8 +26,10 @@ extension ConfigurationDecoder {
     static let bidiControls: Set<UInt32> = [0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
 
     static let proxyRouteKeys = [
-        "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
+        "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims", "cors",
     ]
+    /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
+    static let commonRouteKeys = ["ip_rules", "rate_limits"]
     static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
 
     /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
@@ -46,9 +48,11 @@ extension ConfigurationDecoder {
         for (index, item) in items.enumerated() {
             do throws(ConfigurationError) {
                 let map = try item.mapping(
-                    allowed: ["host", "path_prefix", "kind"] + Self.proxyRouteKeys + Self.tokenPageRouteKeys
+                    allowed: ["host", "path_prefix", "kind"] + Self.commonRouteKeys + Self.proxyRouteKeys
+                        + Self.tokenPageRouteKeys
                 )
-                let route = try self.route(map, item: item, environment: environment)
+                var route = try self.route(map, item: item, environment: environment)
+                try self.trafficPolicy(map, into: &route)
                 let identity = (route.host ?? "*") + " " + route.pathPrefix
                 if let other = seen[identity] {
                     throw map.keyNode("path_prefix").error(

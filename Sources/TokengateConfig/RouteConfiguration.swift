@@ -23,6 +23,12 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var algorithms: [TokenAlgorithm]?
     /// Claims this route requires to be present (and then checked), on top of those checked when present.
     public var requiredClaims: [RequiredClaim]
+    /// Which client addresses may use the route (`ip_rules`), on top of the listener's.
+    public var ipRules = IPRules()
+    /// The route's cross-origin policy (`cors`); `nil` answers no preflight and adds no CORS header.
+    public var cors: CORSConfiguration?
+    /// The route's token buckets (`rate_limits`), each spent by every request that gets past the IP rules.
+    public var rateLimits: [RateLimit] = []
 
     public init(
         host: String? = nil,
