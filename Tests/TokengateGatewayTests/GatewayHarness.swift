@@ -48,6 +48,7 @@ final class GatewayHarness: @unchecked Sendable {
         tls: String = "{ certificates: [ { cert: cert.pem, key: key.pem } ] }",
         keys: String = "keys: [ { jwks: public.jwks } ]",
         tokens: String = "",
+        listener: String = "",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -66,6 +67,7 @@ final class GatewayHarness: @unchecked Sendable {
             listen:
               - address: 127.0.0.1:0
                 tls: \(tls)
+                \(listener)
               - address: 127.0.0.1:0
                 plain_http: \(plainHTTP)
             \(keys)

@@ -39,6 +39,9 @@ extension ProxyExchange {
             "reason": .string(reason),
             "latency_us": .string(String(latency)),
         ]
+        if let client = self.traffic.client.text {
+            metadata["client"] = .string(client)
+        }
         if let identity = self.identity {
             metadata["user"] = .string(identity.subject)
             metadata["token_kind"] = .string(identity.kind.rawValue)

@@ -47,6 +47,9 @@ public final class GatewayMetrics: Sendable {
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
         "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
         "misdirected_request",
+        // The traffic policy's refusals (``TrafficPolicy``).
+        "ip_denied", "cors_refused", "rate_limit_client", "rate_limit_user", "rate_limit_route", "rate_limit_failed_tokens",
+        "rate_limit_token_page",
         // The token page's refusals and failures (its 2xx and 3xx answers are not rejections).
         "token_page_method", "token_page_bad_query", "token_page_unknown_app", "token_page_bad_return_address",
         "token_page_ambiguous_session", "token_page_whoami_failed", "token_page_whoami_busy", "token_page_mint_failed",
@@ -69,7 +72,9 @@ public final class GatewayMetrics: Sendable {
         "method_not_allowed", "misdirected_request",
     ]
 
-    static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]
+    static let tlsReasons = [
+        "handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP", "proxyProtocol",
+    ]
 
     struct RouteMetrics: Sendable {
         let requests: [[CoreMetrics.Counter]]

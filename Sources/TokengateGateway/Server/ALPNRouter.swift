@@ -23,6 +23,10 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     /// The listener's certificates, when requests for hosts outside the connection's certificate are refused
     /// (more than one certificate, `misdirected_requests: refuse`); `nil` otherwise.
     private let checkedCertificates: TLSServerContext?
+    private let listenerIndex: Int
+    /// Where a PROXY protocol header's client address lands (``ProxyProtocolHandler``), read once the handshake
+    /// is done (the header came before it); `nil` on a connection that sends none.
+    private let proxiedAddress: ProxiedAddress?
 
     /// - Parameters:
     ///   - tlsContext: the context the connection's TLS handler was made with (the same generation's).
@@ -31,8 +35,12 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         generations: GatewayGenerationHolder,
         tlsContext: TLSServerContext? = nil,
         misdirectedRequests: MisdirectedRequests = .refuse,
+        listenerIndex: Int = 0,
+        proxiedAddress: ProxiedAddress? = nil,
         logger: Logger
     ) {
+        self.listenerIndex = listenerIndex
+        self.proxiedAddress = proxiedAddress
         self.generations = generations
         self.logger = logger
         // With one certificate every name gets it: a client told `421` would only reconnect to the same one.
@@ -54,7 +62,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         let generation = self.generations.load()
         generation.runtime.metrics.tlsHandshakes.increment()
         let configuration = generation.configuration
-        let peer = context.channel.remoteAddress?.ipAddress
+        let peer = self.proxiedAddress?.address ?? context.channel.remoteAddress?.ipAddress
+        let listenerIndex = self.listenerIndex
         // Looked up once per connection: every request on it is compared with these names.
         let certificateNames = self.checkedCertificates?.certificateNames(forServerName: serverName)
         do {
@@ -81,6 +90,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                         generations: generations,
                         eventLoop: eventLoop,
                         clientAddress: peer,
+                        listenerIndex: listenerIndex,
                         certificateNames: certificateNames,
                         connectionID: connectionID,
                         logger: logger
@@ -94,6 +104,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                     HTTP1ConnectionHandler(
                         generations: generations,
                         clientAddress: peer,
+                        listenerIndex: listenerIndex,
                         certificateNames: certificateNames,
                         readDeadlines: readDeadlines,
                         logger: logger

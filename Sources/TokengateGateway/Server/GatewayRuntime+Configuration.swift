@@ -126,7 +126,9 @@ extension GatewayRuntime {
                 GatewayRoute(
                     name: name,
                     tokens: tokens,
-                    extractor: TokenExtractor(sources: route.sources, realm: configuration.realm),
+                    extractor: TokenExtractor(
+                        sources: route.sources, realm: configuration.realm,
+                        credentialedOrigins: TrafficPolicy.credentialedOrigins(route)),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
                     withheldCookies: Self.withheldCookies(deliveryCookies, route: route),
@@ -150,7 +152,8 @@ extension GatewayRuntime {
             hsts: configuration.hsts.headerValue,
             tokenBodyMemory: tokenBodyMemory,
             now: now ?? { Int64(Date().timeIntervalSince1970) },
-            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now)
+            nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now),
+            traffic: TrafficPolicy(configuration)
         )
     }
 

@@ -27,6 +27,8 @@ final class GatewayRuntime: Sendable {
     let now: @Sendable () -> Int64
     /// The same clock in milliseconds: the token page's confirmation counts its minimum delay by it.
     let nowMilliseconds: @Sendable () -> Int64
+    /// The client address's trusted proxies, IP rules, CORS and rate limits.
+    let traffic: TrafficPolicy
 
     init(
         routes: [GatewayRoute],
@@ -40,8 +42,10 @@ final class GatewayRuntime: Sendable {
         hsts: String? = HSTSConfiguration().headerValue,
         tokenBodyMemory: TokenBodyMemory? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
-        nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        traffic: TrafficPolicy = TrafficPolicy()
     ) {
+        self.traffic = traffic
         self.routes = routes
         self.routeTable = routeTable
         self.upstreams = upstreams

@@ -61,6 +61,7 @@ package enum ProxyFieldRules {
         of upstream: UpstreamResponseHead,
         close: Bool,
         hsts: String?,
+        added: [ResponseField] = [],
         _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
     ) {
         // Known from the parse pass: the rare head whose `Connection` names fields is walked once more for them.
@@ -81,7 +82,19 @@ package enum ProxyFieldRules {
             if !hasHSTS, FieldBytes.equalsIgnoringCase(name, "strict-transport-security") {
                 hasHSTS = true
             }
+            if !added.isEmpty, added.contains(where: { field in
+                var fieldName = field.name
+                return field.replacesBackendField
+                    && fieldName.withUTF8 { FieldBytes.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
+            }) {
+                return  // The gateway's own value follows.
+            }
             body(name, value)
+        }
+        for field in added {
+            var name = field.name
+            var value = field.value
+            name.withUTF8 { name in value.withUTF8 { value in body(UnsafeRawBufferPointer(name), UnsafeRawBufferPointer(value)) } }
         }
         func add(_ name: StaticString, _ value: StaticString) {
             body(
