@@ -282,9 +282,10 @@ struct ServeCommandTests {
         #expect(
             Set(object.keys) == [
                 "ts", "level", "label", "msg", "latency_us", "method", "path", "reason", "request_id", "route",
-                "status", "token_kind", "upstream", "user",
+                "status", "token_kind", "upstream", "user", "client",
             ]
         )
+        #expect(object["client"] == "127.0.0.1")
         #expect(object["path"] == "/v1/items")
         #expect(object["method"] == "GET")
         #expect(object["status"] == "502")
