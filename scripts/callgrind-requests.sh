@@ -212,7 +212,8 @@ for label in "${LABELS[@]}" $PEERS; do
             >"$TMP/$label.log" 2>&1 &
         pid=$!
         STARTED_PIDS+=("$pid")
-        for _ in $(seq 1 600); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        # Valgrind takes a minute or more to start the gateway on a loaded machine.
+        for _ in $(seq 1 3000); do port_busy "$PROXY_PORT" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
         port_busy "$PROXY_PORT" || { log "$label did not start"; tail -n 20 "$TMP/$label.log" >&2; exit 1; }
         load "$protocol" "$WARMUP"
         control "$pid" --zero

@@ -36,6 +36,9 @@ public final class GatewayMetrics: Sendable {
     let tokenBodyMemory: CoreMetrics.Gauge
     public let configReloads: CoreMetrics.Counter
     public let configReloadFailures: CoreMetrics.Counter
+    /// Rate-limit buckets dropped to keep within `rate_limits.max_keys` while they still held less than a full
+    /// bucket (``BucketTable``): a flood of distinct keys.
+    let rateLimitEvictions: CoreMetrics.Counter
     /// Answers given before a route matched, by reason (see ``recordUnrouted(reason:)``).
     let unrouted: [String: CoreMetrics.Counter]
     let unroutedOther: CoreMetrics.Counter
@@ -147,6 +150,7 @@ public final class GatewayMetrics: Sendable {
         self.tokenBodyMemory = CoreMetrics.Gauge(label: "tokengate_token_body_memory_bytes", factory: factory)
         self.configReloads = CoreMetrics.Counter(label: "tokengate_config_reloads_total", factory: factory)
         self.configReloadFailures = CoreMetrics.Counter(label: "tokengate_config_reload_failures_total", factory: factory)
+        self.rateLimitEvictions = CoreMetrics.Counter(label: "tokengate_rate_limit_evictions_total", factory: factory)
         self.unrouted = Dictionary(
             uniqueKeysWithValues: Self.unroutedReasons.map {
                 ($0, CoreMetrics.Counter(label: "tokengate_unrouted_answers_total", dimensions: [("reason", $0)], factory: factory))

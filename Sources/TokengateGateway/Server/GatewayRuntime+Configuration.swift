@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import Atomics
+import CoreMetrics
 import Foundation
 import NIOCore
 import Prometheus
@@ -153,7 +154,7 @@ extension GatewayRuntime {
             tokenBodyMemory: tokenBodyMemory,
             now: now ?? { Int64(Date().timeIntervalSince1970) },
             nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now),
-            traffic: TrafficPolicy(configuration)
+            traffic: TrafficPolicy(configuration) { [metrics] in metrics.rateLimitEvictions.increment(by: $0) }
         )
     }
 

@@ -14,12 +14,19 @@ struct BucketTable: Sendable {
     let capacity: Int
     /// Buckets dropped to make room while still holding less than a full bucket.
     private(set) var evicted = 0
+    private var evictedSinceRead = 0
 
     init(capacity: Int) {
         self.capacity = max(capacity, 8)
     }
 
     var count: Int { self.buckets.count }
+
+    /// Takes the count of ``evicted`` since the last call (for the metrics, outside the lock).
+    mutating func takeEvicted() -> Int {
+        defer { self.evictedSinceRead = 0 }
+        return self.evictedSinceRead
+    }
 
     /// Takes a token from `key`'s bucket: `nil` when the request passes, else the seconds to wait.
     mutating func take(_ key: [UInt8], limit: RateLimitValues, now: UInt64) -> Int? {
@@ -56,6 +63,7 @@ struct BucketTable: Sendable {
         while self.buckets.count > target {
             self.buckets.remove(at: self.buckets.startIndex)
             self.evicted += 1
+            self.evictedSinceRead += 1
         }
     }
 }

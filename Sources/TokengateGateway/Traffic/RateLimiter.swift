@@ -16,9 +16,18 @@ final class RateLimiter: Sendable {
     private let shards: [NIOLockedValueBox<BucketTable>]
     /// Monotonic nanoseconds; injectable for tests.
     private let clock: @Sendable () -> UInt64
+    /// Told how many buckets a take dropped to make room (rare: only when the table is full).
+    private let evicted: @Sendable (Int) -> Void
 
-    init(perSecond: Double, burst: Int, maxKeys: Int, clock: @escaping @Sendable () -> UInt64 = { NIODeadline.now().uptimeNanoseconds }) {
+    init(
+        perSecond: Double,
+        burst: Int,
+        maxKeys: Int,
+        evicted: @escaping @Sendable (Int) -> Void = { _ in },
+        clock: @escaping @Sendable () -> UInt64 = { NIODeadline.now().uptimeNanoseconds }
+    ) {
         self.limit = RateLimitValues(perSecond: perSecond, burst: burst)
+        self.evicted = evicted
         let perShard = max(maxKeys / 16, 8)
         self.shards = (0..<16).map { _ in NIOLockedValueBox(BucketTable(capacity: perShard)) }
         self.clock = clock
@@ -27,13 +36,21 @@ final class RateLimiter: Sendable {
     /// Takes a token for `key`: `nil` when the request passes, else the seconds for `Retry-After`.
     func take(_ key: [UInt8]) -> Int? {
         let now = self.clock()
-        return self.shard(key).withLockedValue { $0.take(key, limit: self.limit, now: now) }
+        let (wait, evicted) = self.shard(key).withLockedValue { table in
+            (table.take(key, limit: self.limit, now: now), table.takeEvicted())
+        }
+        if evicted > 0 { self.evicted(evicted) }
+        return wait
     }
 
     /// Spends a token for `key` whether or not there is one (a failed token check).
     func spend(_ key: [UInt8]) {
         let now = self.clock()
-        self.shard(key).withLockedValue { $0.spend(key, limit: self.limit, now: now) }
+        let evicted = self.shard(key).withLockedValue { table in
+            table.spend(key, limit: self.limit, now: now)
+            return table.takeEvicted()
+        }
+        if evicted > 0 { self.evicted(evicted) }
     }
 
     /// Whether `key` has a token left, without taking one.

@@ -61,13 +61,11 @@ final class TrafficPolicy: Sendable {
         self.listenersAreOpen = listeners.allSatisfy(\.isEmpty)
     }
 
-    convenience init(_ configuration: GatewayConfiguration, clock: (@Sendable () -> UInt64)? = nil) {
+    /// - Parameter evicted: counts the buckets dropped to keep within `rate_limits.max_keys`.
+    convenience init(_ configuration: GatewayConfiguration, evicted: @escaping @Sendable (Int) -> Void = { _ in }) {
         let settings = configuration.rateLimits
         func limiter(_ limit: RateLimit) -> RateLimiter {
-            if let clock {
-                return RateLimiter(perSecond: limit.perSecond, burst: limit.burst, maxKeys: settings.maxKeys, clock: clock)
-            }
-            return RateLimiter(perSecond: limit.perSecond, burst: limit.burst, maxKeys: settings.maxKeys)
+            RateLimiter(perSecond: limit.perSecond, burst: limit.burst, maxKeys: settings.maxKeys, evicted: evicted)
         }
         self.init(
             trustedProxies: configuration.trustedProxies,
