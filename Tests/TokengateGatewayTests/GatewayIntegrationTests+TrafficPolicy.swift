@@ -238,6 +238,32 @@ import TokengateTestSupport
         }
     }
 
+    @Test func theTokenPageIsGuardedPerClient() async throws {
+        let gateway = GatewayHarness()
+        let routes = """
+              - path_prefix: /token
+                kind: token_page
+                login: { session_cookie: session, login_url: /login }
+                apps: [ { name: ios, callback: "x-demo://token", confirm: false } ]
+              - { path_prefix: /, upstream: api, accept: none }
+            """
+        do {
+            try await gateway.start(
+                routes: routes, limits: "rate_limits: { token_page: { rate: 1/h, burst: 3 } }",
+                keys: "keys: [ { jwks: public.jwks } ]\nsigning_key: { jwks: private.jwks }")
+            let statuses = try (0..<4).map { index in
+                try self.curl(gateway, [index % 2 == 0 ? "--http1.1" : "--http2", "\(gateway.baseURL)/token?app=ios"]).status
+            }
+            #expect(statuses[0] != 429 && statuses[1] != 429 && statuses[2] != 429, "\(statuses)")
+            #expect(statuses[3] == 429, "the fourth page request in the burst: \(statuses)")
+            #expect(try self.curl(gateway, ["\(gateway.baseURL)/about"]).status == 200, "other routes are not guarded")
+        } catch {
+            await gateway.stop()
+            throw error
+        }
+        await gateway.stop()
+    }
+
     @Test func failedTokenChecksAreLimitedPerClient() async throws {
         try await self.withGateway(top: "rate_limits: { failed_tokens: { rate: 1/h, burst: 2 } }") { gateway in
             let good = try gateway.mint("alice")

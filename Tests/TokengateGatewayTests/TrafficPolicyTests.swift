@@ -2,6 +2,7 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+import NIOConcurrencyHelpers
 import Testing
 import TokengateConfig
 import TokengateHTTP
@@ -120,11 +121,13 @@ import TokengateHTTP
         #expect(table.take(hot, limit: limit, now: 0) == nil)
         #expect(table.take(hot, limit: limit, now: 0) == nil)
         #expect(table.take(hot, limit: limit, now: 0) != nil)
+        var largest = 0
         for index in 0..<50_000 {
             let key = withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
             _ = table.take(key, limit: limit, now: 0)
-            #expect(table.count <= 1000)
+            largest = max(largest, table.count)
         }
+        #expect(largest == 1000, "full, and never past the bound")
         #expect(table.evicted > 40_000)
         // Checking an unknown key stores nothing.
         let before = table.count
@@ -139,7 +142,10 @@ import TokengateHTTP
 
     @Test func theLimiterSharesBucketsAcrossCallers() {
         let clock = ManualClock()
-        let limiter = RateLimiter(perSecond: 1, burst: 2, maxKeys: 1000) { clock.now }
+        let evicted = NIOLockedValueBox(0)
+        let limiter = RateLimiter(
+            perSecond: 1, burst: 2, maxKeys: 1000, evicted: { count in evicted.withLockedValue { $0 += count } },
+            clock: { clock.now })
         #expect(limiter.take([1]) == nil)
         #expect(limiter.take([1]) == nil)
         #expect(limiter.take([1]) == 1)
@@ -147,6 +153,10 @@ import TokengateHTTP
         clock.now = 1_000_000_000
         #expect(limiter.take([1]) == nil)
         #expect(limiter.keys.count == 2)
+        #expect(evicted.withLockedValue { $0 } == 0)
+        for index in 0..<5000 { _ = limiter.take(withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }) }
+        #expect(limiter.keys.count <= 1000)
+        #expect(evicted.withLockedValue { $0 } == limiter.keys.evicted && limiter.keys.evicted > 3000, "each drop is counted")
     }
 }
 
