@@ -34,6 +34,11 @@ struct CORSPolicy: Sendable {
     private let exposeField: ResponseField?
     /// `Vary: Origin` alone, for a response whose origin did not pass (shared storage: no allocation per request).
     let varyOnly: [ResponseField]
+    /// The configured origins (lower-case) with the fields an actual response to each gets, built once: the
+    /// request path finds its origin's by comparing bytes where the field lies, and allocates nothing.
+    private let actualFields: [(origin: [UInt8], fields: [ResponseField])]
+    /// The fields for any origin under `*`.
+    private let anyOriginFields: [ResponseField]
 
     /// The request headers a page may send without asking (Fetch's CORS-safelisted names whose values are
     /// always safelisted); `content-type` is not among them, since only three of its values are.
@@ -57,6 +62,30 @@ struct CORSPolicy: Sendable {
         self.exposeField = configuration.exposeHeaders.isEmpty
             ? nil : ResponseField("access-control-expose-headers", configuration.exposeHeaders.joined(separator: ", "))
         self.varyOnly = self.anyOrigin ? [] : [ResponseField("vary", "origin")]
+        let credentials = configuration.credentials
+        let exposeField = self.exposeField
+        func responseFieldsFor(_ origin: String) -> [ResponseField] {
+            var fields = [ResponseField("access-control-allow-origin", origin), ResponseField("vary", "origin")]
+            if credentials { fields.append(ResponseField("access-control-allow-credentials", "true")) }
+            if let exposeField { fields.append(exposeField) }
+            return fields
+        }
+        self.actualFields = configuration.origins.filter { $0 != "*" }.map { (Array($0.utf8), responseFieldsFor($0)) }
+        var anyFields = [ResponseField("access-control-allow-origin", "*")]
+        if let exposeField { anyFields.append(exposeField) }
+        self.anyOriginFields = anyFields
+    }
+
+    /// The fields an actual response gets for a request whose first `Origin` value is `origin` (`nil`: none),
+    /// compared without a copy (``RequestFields/withFirstValue(name:_:)``).
+    func responseFields(originBytes origin: UnsafeRawBufferPointer?) -> [ResponseField] {
+        if self.anyOrigin { return origin == nil ? [] : self.anyOriginFields }
+        guard let origin else { return self.varyOnly }
+        for entry in self.actualFields where entry.origin.count == origin.count {
+            let same = entry.origin.withUnsafeBytes { FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer($0), origin) }
+            if same { return entry.fields }
+        }
+        return self.varyOnly
     }
 
     /// Whether `origin` (the request's `Origin` value) passes.
@@ -87,22 +116,14 @@ struct CORSPolicy: Sendable {
                 guard self.headers.contains(name) || Self.safelistedHeaders.contains(name) else { return .refused }
             }
         }
-        return .allowed(self.originFields(origin) + self.preflightFields)
-    }
-
-    /// The fields an actual response gets for a request from `origin` (`nil`: no `Origin` field).
-    func responseFields(origin: String?) -> [ResponseField] {
-        guard let origin, self.allows(origin: origin) else { return self.varyOnly }
-        var fields = self.originFields(origin)
-        if let exposeField = self.exposeField { fields.append(exposeField) }
-        return fields
+        return .allowed(self.originFields(origin.lowercased()) + self.preflightFields)
     }
 
     private func originFields(_ origin: String) -> [ResponseField] {
         if self.anyOrigin {
             return [ResponseField("access-control-allow-origin", "*")]
         }
-        // The request's own value is echoed (it passed, so it is one of the configured ones, in its case).
+        // The configured origin, which the request's equals but for case (a browser sends it lower-case).
         var fields = [ResponseField("access-control-allow-origin", origin), ResponseField("vary", "origin")]
         if self.credentials {
             fields.append(ResponseField("access-control-allow-credentials", "true"))

@@ -48,7 +48,10 @@ extension ProxyExchange {
             }
             let fields = self.head.fields
             // Set before the limits, so that a page may read its 429 too.
-            self.traffic.responseFields = route.cors?.responseFields(origin: fields.first(name: "origin")) ?? []
+            if let cors = route.cors {
+                self.traffic.responseFields =
+                    fields.withFirstValue(name: "origin") { cors.responseFields(originBytes: $0) } ?? cors.responseFields(originBytes: nil)
+            }
             for keyed in route.limits {
                 let key: [UInt8]?
                 switch keyed.key {
