@@ -82,6 +82,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A connection's first bytes on a PROXY protocol listener, whole and prefix by prefix.
+        .executableTarget(
+            name: "FuzzProxyProtocol",
+            dependencies: [
+                "CFuzzDriver",
+                .product(name: "TokengateHTTP", package: "tokengate"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // A form body, read and stripped of its token field.
         .executableTarget(
             name: "FuzzFormBody",

@@ -12,6 +12,8 @@
 # Usage: scripts/callgrind-requests.sh [--requests 2000] [--warmup 200] [--protocols "1.1 2"]
 #                                      [--gateway LABEL=PATH ...] [--peers "nginx haproxy ..."]
 #                                      [--out DIR] [--port-base 18400]
+#                                      [--route-setting "key: value" ...] [--header "name: value" ...]
+#                                      [--alg HS256|ES256] [--verified-cache N]
 # Without --gateway it measures the release build of this checkout (built when missing). With several, the
 # ratio of each to the first is printed: an A/B of two builds (`--gateway before=/path --gateway after=/path`).
 # --peers measures other proxies the same way, after the gateways, behind the same backend and with the same
@@ -21,11 +23,13 @@
 #   haproxy-jwt  the same with jwt_verify(HS256), the api-only flag and the cutoff map (haproxy-jwt.cfg)
 #   nio-floor    Benchmarks' nio-floor-proxy (HTTP/1.1 only; built there first)
 #   epoll-floor  Benchmarks' epoll-floor-proxy (HTTP/1.1 only; built there first)
-#                                      [--alg HS256|ES256] [--verified-cache N]
 # --alg ES256 signs the one token with a P-256 key instead of the HS256 secret (for the gateways; haproxy-jwt
 # checks HS256 only); --verified-cache N sets `tokens.verified_cache.entries` (0 measures every request's full
 # verification; omit it for builds older than that setting, which refuse it). The one client reuses its token, so
 # from the second request on a cached build serves it from its cache.
+# --route-setting adds a key to the gateway's one route, its value in flow style (`cors: { … }`), and --header
+# sends a field with every request (an `origin: …` for a CORS route): the cost of a route's policy is the same
+# binary measured with and without them.
 # Loopback only; every process it starts is stopped on exit.
 #
 # Debian 12's valgrind (3.19) cannot read the DWARF the Swift 6 toolchain writes: each binary is measured as a
@@ -43,6 +47,8 @@ ALG=HS256
 VERIFIED_CACHE=""
 LABELS=()
 PEERS=""
+ROUTE_SETTINGS=()
+HEADERS=()
 declare -A GATEWAYS=()
 
 while [ $# -gt 0 ]; do
@@ -60,7 +66,9 @@ while [ $# -gt 0 ]; do
             LABELS+=("$label"); GATEWAYS[$label]="$(cd "$(dirname "$path")" && pwd)/$(basename "$path")"
             shift 2 ;;
         --peers) PEERS="$2"; shift 2 ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        --route-setting) ROUTE_SETTINGS+=("$2"); shift 2 ;;
+        --header) HEADERS+=(-H "$2"); shift 2 ;;
+        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -150,6 +158,18 @@ for file in tokengate.yaml proxy-nginx.conf haproxy.cfg haproxy-jwt.cfg; do
     sed -e "s|@TMP@|$TMP|g" -e "s|@SECRET@|$SECRET|g" -e "s|8443|$PROXY_PORT|g" -e "s|9100|$BACKEND_PORT|g" \
         "$TEMPLATES/$file" > "$TMP/$file"
 done
+for setting in "${ROUTE_SETTINGS[@]}"; do
+    # The template's one route ends with its `sources:` line: each setting goes after it, at its indent.
+    python3 - "$TMP/tokengate.yaml" "$setting" <<'PY'
+import re, sys
+path, setting = sys.argv[1], sys.argv[2]
+text = open(path).read()
+line = re.search(r"^    sources: .*$", text, re.M)
+assert line, "the benchmark template's route has no sources line"
+open(path, "w").write(text[:line.end()] + "\n    " + setting.strip() + text[line.end():])
+PY
+    log "route setting: $setting"
+done
 # One process, so that valgrind sees the worker's instructions.
 sed -i 's|^daemon off;|daemon off;\nmaster_process off;|' "$TMP/proxy-nginx.conf"
 sed -i -e "s|jwks: hs256.jwks|jwks: $VERIFY_KEY|" -e "s|algorithms: \[HS256\]|algorithms: [$ALG]|" "$TMP/tokengate.yaml"
@@ -175,7 +195,7 @@ URL="https://127.0.0.1:$PROXY_PORT/api/bench"
 load() {  # protocol count: one connection, one request at a time; fails unless every answer is a 2xx
     local flags=() output
     [ "$1" = 1.1 ] && flags=(--h1)
-    output="$(timeout 600 h2load "${flags[@]}" -n "$2" -c 1 -m 1 -H "authorization: Bearer $TOKEN" "$URL" 2>&1)" || true
+    output="$(timeout 600 h2load "${flags[@]}" -n "$2" -c 1 -m 1 -H "authorization: Bearer $TOKEN" "${HEADERS[@]}" "$URL" 2>&1)" || true
     grep -q "status codes: $2 2xx" <<< "$output" || { log "not every answer was a 2xx:"; echo "$output" >&2; return 1; }
 }
 

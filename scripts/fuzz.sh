@@ -19,6 +19,8 @@
 #   FuzzHTTP1Response  a backend's bytes on one connection, likewise (HTTP1ResponseParser)
 #   FuzzCookieHeader   a cookie name and Cookie header values, read and stripped (CookieHeader)
 #   FuzzFormBody       a form body, read and stripped of its token field (FormURLEncoded)
+#   FuzzProxyProtocol  a connection's first bytes on a PROXY protocol listener, whole and prefix by prefix
+#                      (ProxyProtocolParser)
 #
 # Corpora grow in Fuzz/.corpus/<target> (kept between runs, never committed). A crash, a timeout (-timeout) or
 # an input that needs more than -rss_limit_mb stops the run with the input saved as Fuzz/.artifacts/<target>-*,
@@ -34,7 +36,7 @@ SECONDS_PER_TARGET=10
 # The sanitized build they share: TokengateTokens, TokengateHTTP and TokengateConfig with SwiftNIO's NIOCore and
 # NIOHTTP1 and Yams; nothing with sockets, TLS or metrics.
 ALL_TARGETS="FuzzTokenVerifier FuzzTokenClaims FuzzJSONBody FuzzConfiguration FuzzHTTP1Request FuzzHTTP1Response
-    FuzzCookieHeader FuzzFormBody"
+    FuzzCookieHeader FuzzFormBody FuzzProxyProtocol"
 TARGETS="$ALL_TARGETS"
 JOBS=1
 BUILD=1
@@ -65,6 +67,7 @@ declare -A MAX_LEN=(
     [FuzzHTTP1Response]=90000    # past the response head limit (80 KiB)
     [FuzzCookieHeader]=16384
     [FuzzFormBody]=65536         # limits.max_token_body_bytes' default (64 KiB)
+    [FuzzProxyProtocol]=4096     # past the v2 header's limit (2048)
 )
 
 ROOT="$PWD"
@@ -158,6 +161,11 @@ for response in swift_strings("Tests/TokengateHTTPTests/HTTP1ResponseParserTests
         seed("FuzzHTTP1Response", b"\x00" + response.encode())
 for cookies in ["auth_token\nauth_token=a.b.c; other=1", "s\n s=\"q\" ;t=2; s=3\nu=4;s", "a\n=; a; a=b=c"]:
     seed("FuzzCookieHeader", cookies)
+for header in [b"PROXY TCP4 192.0.2.1 198.51.100.1 56324 443\r\n\x16\x03", b"PROXY TCP6 2001:db8::1 ::1 1 2\r\n",
+               b"PROXY UNKNOWN\r\n",
+               b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x12\xc0\x00\x02\x01\x0a\x00\x00\x01\x1f\x90\x01\xbb\x05\x00\x03abc",
+               b"\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00"]:
+    seed("FuzzProxyProtocol", header)
 for form in ["access_token=a.b.c&x=1", "x=1;access_token=2&access_token=%41", "a&&=&access%5Ftoken=+%20&b=%zz"]:
     seed("FuzzFormBody", form)
 for body in ['{}', '{"access_token":"a.b.c"}', '{"access_token":"a","access_token":"b"}',
@@ -209,6 +217,8 @@ write("FuzzHTTP1Request", "long-chunk-line", "POST / HTTP/1.1\r\nHost: a\r\nTran
 write("FuzzHTTP1Response", "huge-head", "\x00HTTP/1.1 200 OK\r\n" + "X-A: " + "a" * (1 << 20) + "\r\n\r\n")
 write("FuzzHTTP1Response", "many-interim", "\x00" + "HTTP/1.1 103 Early Hints\r\n\r\n" * 20000)
 write("FuzzCookieHeader", "many-cookies", "a\n" + "; ".join(f"c{i}=v" for i in range(4000)))
+write("FuzzProxyProtocol", "long-v1-line", "PROXY TCP4 " + "1" * 4000)
+write("FuzzProxyProtocol", "v2-announcing-64KiB", b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\xff\xff" + b"\x00" * 4000)
 write("FuzzFormBody", "many-pairs", "&".join(f"k{i}=v" for i in range(8000)))
 write("FuzzFormBody", "many-semicolons", "x=" + ";" * 65000)
 write("FuzzConfiguration", "over-one-mebibyte", "# " + "x" * (1 << 20) + "\n")

@@ -30,8 +30,10 @@ extension ConfigurationDecoder {
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
         "session_cookie",
-        "response_min_rate",
+        "response_min_rate", "cors",
     ]
+    /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
+    static let commonRouteKeys = ["ip_rules", "rate_limits"]
     static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
 
     /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
@@ -50,9 +52,11 @@ extension ConfigurationDecoder {
         for (index, item) in items.enumerated() {
             do throws(ConfigurationError) {
                 let map = try item.mapping(
-                    allowed: ["host", "path_prefix", "kind"] + Self.proxyRouteKeys + Self.tokenPageRouteKeys
+                    allowed: ["host", "path_prefix", "kind"] + Self.commonRouteKeys + Self.proxyRouteKeys
+                        + Self.tokenPageRouteKeys
                 )
-                let route = try self.route(map, item: item, environment: environment)
+                var route = try self.route(map, item: item, environment: environment)
+                try self.trafficPolicy(map, into: &route)
                 let identity = (route.host ?? "*") + " " + route.pathPrefix
                 if let other = seen[identity] {
                     throw map.keyNode("path_prefix").error(

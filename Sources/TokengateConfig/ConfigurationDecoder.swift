@@ -19,7 +19,7 @@ import TokengateTokens
 struct ConfigurationDecoder {
     static let topLevelKeys = [
         "listen", "admin", "keys", "signing_key", "tokens", "cutoffs", "upstreams", "routes", "limits", "realm",
-        "trusted_proxies", "log", "http2", "hsts", "event_loops", "issuers",
+        "trusted_proxies", "log", "http2", "hsts", "event_loops", "issuers", "rate_limits",
     ]
 
     /// The first problem, as ``decode(_:problems:)`` finds them: what `serve`, a reload and the tests are told.
@@ -132,13 +132,17 @@ struct ConfigurationDecoder {
         let eventLoops = Self.part(&problems) { () throws(ConfigurationError) in
             try top["event_loops"].map { node throws(ConfigurationError) in try node.int(in: 1...256) }
         }
+        let rateLimits = Self.part(&problems) { () throws(ConfigurationError) in
+            try top["rate_limits"].map { node throws(ConfigurationError) in try self.rateLimitSettings(node) }
+                ?? RateLimitSettings()
+        }
         guard problems.count == problemsBefore, let tokens, let listeners, let admin, let keys, let signingKey,
             let cutoffs, let upstreams, let limits, let routes, let realm, let trustedProxies, let log, let http2,
-            let hsts, let eventLoops, let issuers
+            let hsts, let eventLoops, let issuers, let rateLimits
         else {
             return nil
         }
-        return GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             listeners: listeners,
             admin: admin,
             keys: keys,
@@ -157,6 +161,8 @@ struct ConfigurationDecoder {
             sessionCookieIssuers: issuers,
             sourcePath: root.context.file
         )
+        configuration.rateLimits = rateLimits
+        return configuration
     }
 
     /// Runs one independent part of the decoding: its value, or `nil` with its problem appended.
@@ -180,7 +186,7 @@ struct ConfigurationDecoder {
         var addressNodes: [ConfigNode] = []
         var redirectPorts: [Int?] = []
         for item in items {
-            let map = try item.mapping(allowed: ["address", "tls", "plain_http", "redirect_port"])
+            let map = try item.mapping(allowed: ["address", "tls", "plain_http", "redirect_port", "proxy_protocol", "ip_rules"])
             let addressNode = try map.required("address")
             let address = try self.socketAddress(addressNode)
             let mode: ListenerMode
@@ -210,7 +216,20 @@ struct ConfigurationDecoder {
             for (index, previous) in listeners.enumerated() where previous.address.conflicts(with: address) {
                 throw addressNode.error(.duplicate, "\(address) is already used by listen[\(index)]")
             }
-            listeners.append(ListenerConfiguration(address: address, mode: mode))
+            var proxyProtocolFrom: [CIDR]?
+            if let proxyNode = map["proxy_protocol"] {
+                guard case .tls = mode else {
+                    throw map.keyNode("proxy_protocol").error(
+                        .conflict,
+                        "proxy_protocol is read on TLS listeners only (a plain_http listener only rejects or redirects)"
+                    )
+                }
+                proxyProtocolFrom = try self.proxyProtocol(proxyNode)
+            }
+            let ipRules = try map["ip_rules"].map { node throws(ConfigurationError) in try self.ipRules(node) } ?? IPRules()
+            listeners.append(
+                ListenerConfiguration(address: address, mode: mode, proxyProtocolFrom: proxyProtocolFrom, ipRules: ipRules)
+            )
             addressNodes.append(addressNode)
             redirectPorts.append(redirectPort)
         }

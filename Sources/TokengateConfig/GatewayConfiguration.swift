@@ -32,8 +32,10 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var limits: LimitsConfiguration
     /// The `realm` of `WWW-Authenticate: Bearer`. Default `tokengate`.
     public var realm: String
-    /// Peers whose `X-Forwarded-Proto: https` is believed. Default: none.
+    /// Peers whose `X-Forwarded-Proto: https` and `X-Forwarded-For` are believed. Default: none.
     public var trustedProxies: [CIDR]
+    /// The brute-force guards and the bound on every rate limit's memory (`rate_limits`).
+    public var rateLimits = RateLimitSettings()
     public var log: LogConfiguration
     public var http2: HTTP2Configuration
     public var hsts: HSTSConfiguration

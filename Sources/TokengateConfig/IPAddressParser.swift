@@ -14,9 +14,14 @@
 ///
 /// `inet_pton` is used rather than a hand-written parser because it is the exact grammar the socket layer will
 /// apply later: dotted-quad only for IPv4 (no octal, no shortened forms), RFC 4291 text for IPv6.
-enum IPAddressParser {
+package enum IPAddressParser {
+    /// The 4 or 16 bytes of an IPv4 or IPv6 literal, or `nil`.
+    package static func bytes(_ text: some StringProtocol) -> [UInt8]? {
+        self.ipv4(text) ?? self.ipv6(text)
+    }
+
     /// The 4 bytes of a dotted-quad IPv4 address, or `nil`.
-    static func ipv4(_ text: some StringProtocol) -> [UInt8]? {
+    package static func ipv4(_ text: some StringProtocol) -> [UInt8]? {
         guard !text.isEmpty, text.utf8.count <= 15 else {
             return nil
         }
@@ -29,7 +34,7 @@ enum IPAddressParser {
     }
 
     /// The 16 bytes of an IPv6 address (without brackets or zone), or `nil`.
-    static func ipv6(_ text: some StringProtocol) -> [UInt8]? {
+    package static func ipv6(_ text: some StringProtocol) -> [UInt8]? {
         guard !text.isEmpty, text.utf8.count <= 45, text.contains(":") else {
             return nil
         }

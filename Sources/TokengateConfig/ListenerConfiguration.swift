@@ -9,11 +9,25 @@ public struct ListenerConfiguration: Sendable, Equatable {
     /// For a plain listener in `redirect` mode: the HTTPS port to put in the `Location` header
     /// (`redirect_port`, else the first TLS listener's port). `nil` for every other listener.
     public var redirectPort: Int?
+    /// The peers that must open each connection with a PROXY protocol header (v1 or v2), whose address then
+    /// is the client's (`proxy_protocol.from`); `nil` when the listener takes none. A peer outside the list is
+    /// served as a client itself, and a PROXY header it sends is never read as one.
+    public var proxyProtocolFrom: [CIDR]?
+    /// Which client addresses may use the listener's routes (`ip_rules`), judged per request.
+    public var ipRules: IPRules
 
-    public init(address: SocketAddressSpec, mode: ListenerMode, redirectPort: Int? = nil) {
+    public init(
+        address: SocketAddressSpec,
+        mode: ListenerMode,
+        redirectPort: Int? = nil,
+        proxyProtocolFrom: [CIDR]? = nil,
+        ipRules: IPRules = IPRules()
+    ) {
         self.address = address
         self.mode = mode
         self.redirectPort = redirectPort
+        self.proxyProtocolFrom = proxyProtocolFrom
+        self.ipRules = ipRules
     }
 
     /// The TLS settings, when this is a TLS listener.

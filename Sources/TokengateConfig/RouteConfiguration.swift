@@ -29,6 +29,12 @@ public struct RouteConfiguration: Sendable, Equatable {
     /// Overrides `limits.response_min_rate` for this route (0 turns the check off here: a route serving
     /// clients known to read slowly).
     public var responseMinRate: Int?
+    /// Which client addresses may use the route (`ip_rules`), on top of the listener's.
+    public var ipRules = IPRules()
+    /// The route's cross-origin policy (`cors`); `nil` answers no preflight and adds no CORS header.
+    public var cors: CORSConfiguration?
+    /// The route's token buckets (`rate_limits`), each spent by every request that gets past the IP rules.
+    public var rateLimits: [RateLimit] = []
 
     public init(
         host: String? = nil,

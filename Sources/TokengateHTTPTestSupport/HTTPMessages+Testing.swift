@@ -76,7 +76,7 @@ extension UpstreamResponseHead {
         return HTTPHeaders(fields)
     }
 
-    /// The fields the client gets (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``), as strings,
+    /// The fields the client gets (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:added:_:)``), as strings,
     /// with the default `Strict-Transport-Security`.
     package func clientFields(close: Bool, hsts: String? = "max-age=31536000") -> HTTPHeaders {
         var fields: [(String, String)] = []

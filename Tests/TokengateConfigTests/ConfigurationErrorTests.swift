@@ -81,7 +81,7 @@ struct ConfigurationErrorTests {
         self.expectError(
             minimalYAML + "frobnicate: 1\n",
             "test.yaml:11:1: frobnicate: unknown key; expected one of: listen, admin, keys, signing_key, tokens, "
-                + "cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts, event_loops, issuers",
+                + "cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts, event_loops, issuers, rate_limits",
             code: .unknownKey
         )
     }
@@ -188,7 +188,7 @@ struct ConfigurationErrorTests {
     func listenerMode() {
         self.expectError(
             self.replacing(line: 3, with: "    port: 1"),
-            "test.yaml:3:5: listen[0].port: unknown key; expected one of: address, tls, plain_http, redirect_port"
+            "test.yaml:3:5: listen[0].port: unknown key; expected one of: address, tls, plain_http, redirect_port, proxy_protocol, ip_rules"
         )
         self.expectError(
             self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n    plain_http: reject"),

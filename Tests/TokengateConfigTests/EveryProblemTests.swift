@@ -46,7 +46,7 @@ struct EveryProblemTests {
         let lines = found.map { "\($0.keyPath): \($0.message)" }
         #expect(
             lines == [
-                "bogus: unknown key; expected one of: listen, admin, keys, signing_key, tokens, cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts, event_loops, issuers",
+                "bogus: unknown key; expected one of: listen, admin, keys, signing_key, tokens, cutoffs, upstreams, routes, limits, realm, trusted_proxies, log, http2, hsts, event_loops, issuers, rate_limits",
                 "upstreams.broken.targets[0]: expected http://host:port or https://host:port, got ftp://127.0.0.1:21",
                 "routes[0].acept: unknown key, did you mean 'accept'?",
                 "routes[2].upstream: unknown upstream 'nowhere' (defined: api, broken)",

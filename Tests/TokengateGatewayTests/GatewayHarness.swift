@@ -39,7 +39,8 @@ final class GatewayHarness: @unchecked Sendable {
     /// `upstreams` is replaced by the backend's address; `tls` is the TLS listener's `tls:` value (files
     /// other than the generated `cert.pem` and `key.pem` must be in ``directory`` before the start). `keys` is
     /// the whole `keys` line (empty for none) and `tokens` an optional `tokens:` section, `sections` any other
-    /// top-level sections (`issuers:`); files they name may be written to ``directory`` beforehand.
+    /// top-level sections (`issuers:`, `rate_limits:`) and `listener` more keys of the TLS listener
+    /// (`proxy_protocol:`, `ip_rules:`); files they name may be written to ``directory`` beforehand.
     func start(
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
@@ -49,6 +50,7 @@ final class GatewayHarness: @unchecked Sendable {
         keys: String = "keys: [ { jwks: public.jwks } ]",
         tokens: String = "",
         sections: String = "",
+        listener: String = "",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -67,6 +69,7 @@ final class GatewayHarness: @unchecked Sendable {
             listen:
               - address: 127.0.0.1:0
                 tls: \(tls)
+                \(listener)
               - address: 127.0.0.1:0
                 plain_http: \(plainHTTP)
             \(keys)

@@ -286,6 +286,7 @@ struct ServeCommandTests {
                 "user_agent",
             ]
         )
+        #expect(object["client"] == "127.0.0.1")
         #expect(object["path"] == "/v1/items")
         #expect(object["method"] == "GET")
         #expect(object["status"] == "502")

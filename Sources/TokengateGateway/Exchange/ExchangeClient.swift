@@ -18,8 +18,11 @@ protocol ExchangeClient: AnyObject {
     var allocator: ByteBufferAllocator { get }
     /// Whether the client can take more response bytes now (backpressure on the upstream's reads).
     var isWritable: Bool { get }
-    /// The client's IP address, for `X-Forwarded-For`.
+    /// The address of the connection's client: the TCP peer's, or the one a PROXY protocol header gave
+    /// (``ProxyProtocolHandler``). The request's client address starts from it (``ClientAddress``).
     var clientAddress: String? { get }
+    /// The index of the listener the connection came in on (its `ip_rules`).
+    var listenerIndex: Int { get }
     /// The peer is a configured TLS-terminating proxy (`trusted_proxies`) talking plain HTTP: its
     /// `X-Forwarded-Proto` and `X-Forwarded-For` are believed, and only requests it marks `https` pass.
     var viaTrustedProxy: Bool { get }
@@ -39,10 +42,13 @@ protocol ExchangeClient: AnyObject {
     func withdrawResponseHead() -> Bool
 
     func write(_ part: HTTPServerResponsePart)
-    /// Writes the backend's response head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``);
+    /// Writes the backend's response head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:added:_:)``);
     /// each protocol turns the backend's fields into its own head in one pass.
-    /// `hsts` is added when the backend set no `Strict-Transport-Security` of its own.
-    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?)
+    /// `hsts` is added when the backend set no `Strict-Transport-Security` of its own; `added` (the route's CORS
+    /// fields) always, in place of the backend's fields of those names.
+    func writeResponseHead(
+        fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?, added: [ResponseField]
+    )
     /// Writes the response's end. `closing` says the connection closes after this response (HTTP/1.1), so
     /// the codec must learn when the end is out; every other response ends without that bookkeeping.
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool)

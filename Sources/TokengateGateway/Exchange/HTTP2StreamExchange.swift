@@ -22,6 +22,7 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
     private let logger: Logger
     let eventLoop: any EventLoop
     let clientAddress: String?
+    let listenerIndex: Int
     let certificateNames: TLSCertificateNames?
     private var exchange: ProxyExchange?
     private var pendingHead: ClientRequestHead?
@@ -39,10 +40,12 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         generations: GatewayGenerationHolder,
         eventLoop: any EventLoop,
         clientAddress: String?,
+        listenerIndex: Int = 0,
         certificateNames: TLSCertificateNames? = nil,
         connectionID: String,
         logger: Logger
     ) {
+        self.listenerIndex = listenerIndex
         self.certificateNames = certificateNames
         self.stream = stream
         self.generations = generations
@@ -155,8 +158,10 @@ final class HTTP2StreamExchange: HTTP2StreamHandler, ExchangeClient {
         }
     }
 
-    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?) {
-        self.stream.writeHead(fromUpstream: head, close: close, hsts: hsts)
+    func writeResponseHead(
+        fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?, added: [ResponseField]
+    ) {
+        self.stream.writeHead(fromUpstream: head, close: close, hsts: hsts, added: added)
     }
 
     func writeEnd(_ trailers: HTTPHeaders?, closing: Bool) {

@@ -28,11 +28,12 @@ extension ProxyExchange {
         self.logger.info("request", metadata: self.accessLogRecord(status: status, reason: reason, nanoseconds: nanoseconds).metadata)
     }
 
-    /// The request's access-log line (``AccessLogRecord``).
+    /// The request's access-log line (``AccessLogRecord``); `client` is the traffic policy's client address
+    /// (``ClientAddress``), the same value the IP rules, the rate limits and `X-Forwarded-For` use.
     func accessLogRecord(status: UInt, reason: String, nanoseconds: Int64) -> AccessLogRecord {
         var record = AccessLogRecord(status: status, reason: reason)
         record.requestID = self.requestID
-        record.client = self.clientAddress
+        record.client = self.traffic.client.text
         record.host = self.head.fields.first(name: "host")
         record.method = self.head.method.rawValue
         record.target = self.head.uri

@@ -26,11 +26,14 @@ extension ProxyExchange {
         if !self.client.closesConnectionOnAnswer {
             answer.closeConnection = false
         }
+        answer.addedFields += self.traffic.responseFields  // The route's CORS fields: a page may read the refusal.
         let body = answer.jsonBody
         let head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count, hsts: self.runtime.hsts)
         self.client.write(.head(head))
-        self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
-        self.sentBodyBytes = body.utf8.count
+        if answer.hasBody {
+            self.client.write(.body(.byteBuffer(self.client.allocator.buffer(string: body))))
+            self.sentBodyBytes = body.utf8.count
+        }
         self.client.writeEnd(nil, closing: answer.closeConnection)
         self.log(status: answer.status.code, reason: answer.reasonCode)
         self.client.setRequestReadingPaused(false)

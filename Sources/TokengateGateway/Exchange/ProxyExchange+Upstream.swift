@@ -155,7 +155,9 @@ extension ProxyExchange {
     /// Writes a held head and body to the client.
     private func writeHeld(_ head: UpstreamResponseHead?, _ body: ByteBuffer?, close: Bool) {
         guard let head else { return }
-        self.client.writeResponseHead(fromUpstream: head, version: self.head.version, close: close, hsts: self.runtime.hsts)
+        self.client.writeResponseHead(
+            fromUpstream: head, version: self.head.version, close: close, hsts: self.runtime.hsts,
+            added: self.traffic.responseFields)
         if let body {
             self.sentBodyBytes += body.readableBytes
             self.client.write(.body(.byteBuffer(body)))

@@ -60,9 +60,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
     var bodyDeadline: Scheduled<Void>?
     /// Bytes of ``GatewayRuntime/tokenBodyMemory`` this exchange holds for the body it reads for a token.
     var tokenBodyBytesHeld = 0
-    /// The client's address, for the access log: read at the start, since the line may be written after the
+    /// The client address and the route's CORS fields for this request (``TrafficPolicy``). The address is
+    /// resolved at the start and kept here, for the access log too: its line may be written after the
     /// client's codec is gone (``client`` is unowned).
-    let clientAddress: String?
+    var traffic = ExchangeTraffic()
     /// Request body bytes received and response body bytes written, for the access log.
     var receivedBodyBytes = 0
     var sentBodyBytes = 0
@@ -96,7 +97,6 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.head = head
         self.requestID = requestID
         self.client = client
-        self.clientAddress = client.clientAddress
         self.runtime = runtime
         self.pools = pools
         self.tokenCache = tokenCache
@@ -126,6 +126,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
 
     /// The request head arrived.
     func begin() {
+        self.resolveClientAddress()
         if self.client.viaTrustedProxy, !Self.trustedProxySaysHTTPS(self.head.fields.values(name: "x-forwarded-proto")) {
             // A trusted proxy forwarding a request its client sent in the clear: TLS is still required.
             self.answer(.tlsRequired())
@@ -161,6 +162,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.routeIndex = routeIndex
         self.routeName = route.name
         self.upstreamIndex = route.upstreamIndex
+        if let refusal = self.admitByTrafficPolicy(route: routeIndex) {
+            self.answer(refusal)
+            return
+        }
         if let tokenPage = route.tokenPage {
             self.beginTokenPage(tokenPage)
             return
@@ -337,6 +342,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         )
         switch decision {
         case .answer(let answer):
+            self.noteAuthorizationRefusal(answer)
             self.answer(answer)
         case .readBody(let limit):
             guard body == nil else {
@@ -355,6 +361,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
             let initial = min(size, 16 * 1024)
             self.beginReadingBody(initial: initial, limit: limit)
         case .forward(let identity, let strip):
+            if let refusal = self.admitVerifiedUser(identity, route: routeIndex) {
+                self.answer(refusal)
+                return
+            }
             if body == nil, self.machine.hasBody,
                 let length = self.head.fields.withFirstValue(name: "content-length", { FieldBytes.decimal($0) }) ?? nil,
                 length > route.bodyLimit
@@ -439,16 +449,9 @@ final class ProxyExchange: UpstreamResponseReceiver {
         }
     }
 
-    /// The `X-Forwarded-For` chain for the backend: the peer's address, after the chain a trusted proxy
-    /// reported (a client's own chain is never believed).
-    private var forwardedFor: String? {
-        guard self.client.viaTrustedProxy else { return self.client.clientAddress }
-        let reported = self.head.fields.values(name: "x-forwarded-for").flatMap { value in
-            value.split(separator: ",").map { $0.trimmingOWS() }.filter { !$0.isEmpty }
-        }.joined(separator: ", ")
-        guard let peer = self.client.clientAddress else { return reported.isEmpty ? nil : reported }
-        return reported.isEmpty ? peer : reported + ", " + peer
-    }
+    /// The `X-Forwarded-For` chain for the backend: the client address and the trusted proxies after it
+    /// (``ClientAddress``; what a client wrote of its own is never believed).
+    private var forwardedFor: String? { self.traffic.client.forwardedFor }
 
     /// The limits every codec shares (the URI and the header section), the `Host` field lines
     /// (``HostFieldCheck``) and the request target's form.

@@ -32,10 +32,14 @@ package struct TokenExtractor: Sendable {
     /// Query parameter names that betray a token in the URL: `access_token` (RFC 6750 §2.3) and the
     /// names of the route's own cookie, form and JSON sources.
     private let queryTokenNames: Set<String>
+    /// The origins of the route's CORS policy with credentials (lower-cased): a cookie token from a page of
+    /// one of them counts on an unsafe method, as one from this site does. No other site's ever does.
+    private let credentialedOrigins: Set<String>
 
-    package init(sources: [TokenSource], realm: String) {
+    package init(sources: [TokenSource], realm: String, credentialedOrigins: Set<String> = []) {
         self.sources = sources
         self.realm = realm
+        self.credentialedOrigins = credentialedOrigins
         var names: Set<String> = ["access_token", "auth_token", "id_token", "token", "jwt", "bearer"]
         for source in sources {
             switch source {
@@ -91,7 +95,7 @@ package struct TokenExtractor: Sendable {
                     return .answer(self.invalid("more than one token cookie", reason: "multiple_tokens"))
                 }
                 guard let value = values.first, !value.isEmpty else { continue }
-                if Self.isUnsafe(method), !Self.isSameSite(fields) {
+                if Self.isUnsafe(method), !Self.isSameSite(fields), !self.isCredentialedOrigin(fields) {
                     return .answer(.crossSiteCookie(realm: self.realm))
                 }
                 record(ArraySlice(value.utf8), source)
@@ -231,6 +235,14 @@ extension TokenExtractor {
             let pathEnd = target.firstIndex(of: UInt8(ascii: "?")) ?? target.count
             return JWTShape.isPresent(inURLPart: UnsafeBufferPointer(rebasing: target[..<pathEnd]))
         }
+    }
+
+    /// The request carries one `Origin`, and it is one the route's CORS policy allows with credentials.
+    private func isCredentialedOrigin(_ fields: RequestFields) -> Bool {
+        guard !self.credentialedOrigins.isEmpty else { return false }
+        let origins = fields.values(name: "origin")
+        guard origins.count == 1 else { return false }
+        return self.credentialedOrigins.contains(origins[0].lowercased())
     }
 
     /// POST, PUT, PATCH and DELETE (and any method that is not safe by RFC 9110 §9.2.1).

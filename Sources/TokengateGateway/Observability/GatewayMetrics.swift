@@ -39,6 +39,9 @@ public final class GatewayMetrics: Sendable {
     let tokenBodyMemory: Prometheus.Gauge
     public let configReloads: Prometheus.Counter
     public let configReloadFailures: Prometheus.Counter
+    /// Rate-limit buckets dropped to keep within `rate_limits.max_keys` while they still held less than a full
+    /// bucket (``BucketTable``): a flood of distinct keys.
+    let rateLimitEvictions: Prometheus.Counter
     /// Answers given before a route matched, by reason (see ``recordUnrouted(reason:)``).
     let unrouted: [String: Prometheus.Counter]
     let unroutedOther: Prometheus.Counter
@@ -50,6 +53,9 @@ public final class GatewayMetrics: Sendable {
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
         "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
         "misdirected_request", "keys_unavailable",
+        // The traffic policy's refusals (``TrafficPolicy``).
+        "ip_denied", "cors_refused", "rate_limit_client", "rate_limit_user", "rate_limit_route", "rate_limit_failed_tokens",
+        "rate_limit_token_page",
         // The token page's refusals and failures (its 2xx and 3xx answers are not rejections).
         "token_page_method", "token_page_bad_query", "token_page_unknown_app", "token_page_bad_return_address",
         "token_page_ambiguous_session", "token_page_whoami_failed", "token_page_whoami_busy", "token_page_mint_failed",
@@ -72,7 +78,9 @@ public final class GatewayMetrics: Sendable {
         "method_not_allowed", "misdirected_request",
     ]
 
-    static let tlsReasons = ["handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP"]
+    static let tlsReasons = [
+        "handshakeFailed", "handshakeTimeout", "uncleanShutdown", "readFailed", "writeFailed", "plainHTTP", "proxyProtocol",
+    ]
 
     /// Every reason that may have a series of its own in `tokengate_rejections_total`.
     static let listedReasons: Set<String> = Set(RejectionReason.all.map(\.code) + GatewayMetrics.gatewayReasons)
@@ -95,7 +103,8 @@ public final class GatewayMetrics: Sendable {
         static let upstreamDuration = "Time from sending a request to the backend to its response head, by upstream."
         static let connectFailures = "Connects to an upstream's targets that failed."
         static let tlsHandshakes = "TLS handshakes completed on the public listeners."
-        static let tlsFailures = "TLS connections that failed, by reason (plainHTTP: plain HTTP sent to a TLS port)."
+        static let tlsFailures =
+            "TLS connections that failed, by reason (plainHTTP: plain HTTP sent to a TLS port; proxyProtocol: a missing or bad PROXY header)."
         static let cutoffGeneration = "Cutoff snapshots this process built from the store (0 before the first sync)."
         static let cutoffLastSync = "UNIX time of the last successful sync with the cutoff store (0 before the first)."
         static let cutoffLag = "Seconds since the enforced cutoff snapshot was last confirmed against the store."
@@ -105,6 +114,8 @@ public final class GatewayMetrics: Sendable {
         static let reloads = "Successful configuration reloads."
         static let reloadFailures = "Configuration reloads refused; the previous configuration keeps serving."
         static let unrouted = "Requests answered before a route matched, by reason."
+        static let rateLimitEvictions =
+            "Rate-limit buckets dropped while not full to keep within rate_limits.max_keys (a flood of distinct keys)."
     }
 
     /// One route's series, each made on its first use.
@@ -206,6 +217,7 @@ public final class GatewayMetrics: Sendable {
         self.tokenBodyMemory = registry.gauge("tokengate_token_body_memory_bytes", help: Help.tokenBodyMemory)
         self.configReloads = registry.counter("tokengate_config_reloads_total", help: Help.reloads)
         self.configReloadFailures = registry.counter("tokengate_config_reload_failures_total", help: Help.reloadFailures)
+        self.rateLimitEvictions = registry.counter("tokengate_rate_limit_evictions_total", help: Help.rateLimitEvictions)
         self.unrouted = Dictionary(
             uniqueKeysWithValues: Self.unroutedReasons.map {
                 ($0, registry.counter("tokengate_unrouted_answers_total", labels: [("reason", $0)], help: Help.unrouted))

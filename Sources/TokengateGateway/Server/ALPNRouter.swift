@@ -25,6 +25,10 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     private let checkedCertificates: TLSServerContext?
     /// The connection in `tokengate_open_connections`, moved from `tls_handshake` to its protocol here.
     private let openConnection: NIOLoopBound<OpenConnectionSlot>?
+    private let listenerIndex: Int
+    /// Where a PROXY protocol header's client address lands (``ProxyProtocolHandler``), read once the handshake
+    /// is done (the header came before it); `nil` on a connection that sends none.
+    private let proxiedAddress: ProxiedAddress?
 
     /// - Parameters:
     ///   - tlsContext: the context the connection's TLS handler was made with (the same generation's).
@@ -34,8 +38,12 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         tlsContext: TLSServerContext? = nil,
         misdirectedRequests: MisdirectedRequests = .refuse,
         openConnection: NIOLoopBound<OpenConnectionSlot>? = nil,
+        listenerIndex: Int = 0,
+        proxiedAddress: ProxiedAddress? = nil,
         logger: Logger
     ) {
+        self.listenerIndex = listenerIndex
+        self.proxiedAddress = proxiedAddress
         self.generations = generations
         self.openConnection = openConnection
         self.logger = logger
@@ -59,7 +67,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
         generation.runtime.metrics.tlsHandshakes.increment()
         self.openConnection?.value.negotiated(negotiated)
         let configuration = generation.configuration
-        let peer = context.channel.remoteAddress?.ipAddress
+        let peer = self.proxiedAddress?.address ?? context.channel.remoteAddress?.ipAddress
+        let listenerIndex = self.listenerIndex
         // Looked up once per connection: every request on it is compared with these names.
         let certificateNames = self.checkedCertificates?.certificateNames(forServerName: serverName)
         do {
@@ -88,6 +97,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                         generations: generations,
                         eventLoop: eventLoop,
                         clientAddress: peer,
+                        listenerIndex: listenerIndex,
                         certificateNames: certificateNames,
                         connectionID: connectionID,
                         logger: logger
@@ -101,6 +111,7 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                     HTTP1ConnectionHandler(
                         generations: generations,
                         clientAddress: peer,
+                        listenerIndex: listenerIndex,
                         certificateNames: certificateNames,
                         readDeadlines: readDeadlines,
                         logger: logger

@@ -154,7 +154,9 @@ extension GatewayRuntime {
                 GatewayRoute(
                     name: name,
                     tokens: tokens,
-                    extractor: TokenExtractor(sources: route.allSources, realm: configuration.realm),
+                    extractor: TokenExtractor(
+                        sources: route.allSources, realm: configuration.realm,
+                        credentialedOrigins: TrafficPolicy.credentialedOrigins(route)),
                     upstreamIndex: upstreamIndex,
                     stripToken: route.forwardToken == .strip,
                     withheldCookies: withheldCookies,
@@ -181,7 +183,8 @@ extension GatewayRuntime {
             responseBuffers: responseBuffers,
             now: now ?? { Int64(Date().timeIntervalSince1970) },
             nowMilliseconds: Self.millisecondClock(nowMilliseconds, seconds: now),
-            fileKeys: loadedFileKeys
+            fileKeys: loadedFileKeys,
+            traffic: TrafficPolicy(configuration) { [metrics] in metrics.rateLimitEvictions.increment(by: Int64($0)) }
         )
     }
 

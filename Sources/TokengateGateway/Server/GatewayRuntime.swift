@@ -32,6 +32,8 @@ final class GatewayRuntime: Sendable {
     /// The keys read from files when this runtime was built: a generation rebuilt because a fetched key set
     /// changed reuses them, so that only a reload rereads key files.
     let fileKeys: LoadedFileKeys
+    /// The client address's trusted proxies, IP rules, CORS and rate limits.
+    let traffic: TrafficPolicy
 
     init(
         routes: [GatewayRoute],
@@ -47,8 +49,10 @@ final class GatewayRuntime: Sendable {
         responseBuffers: ResponseBufferBudget? = nil,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) },
         nowMilliseconds: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        fileKeys: LoadedFileKeys = LoadedFileKeys(keys: nil)
+        fileKeys: LoadedFileKeys = LoadedFileKeys(keys: nil),
+        traffic: TrafficPolicy = TrafficPolicy()
     ) {
+        self.traffic = traffic
         self.routes = routes
         self.routeTable = routeTable
         self.upstreams = upstreams

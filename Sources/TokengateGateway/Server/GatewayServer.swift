@@ -469,13 +469,30 @@ public final class GatewayServer: Sendable {
             }
             // The certificates and limits of the generation current when the connection arrives.
             let generation = generations.load()
-            let tls = generation.configuration.listeners[index].tls
+            let listener = generation.configuration.listeners[index]
+            let tls = listener.tls
             let handshakeTimeout = tls.map { TimeAmount($0.handshakeTimeout) } ?? .seconds(10)
             let tlsContext = generation.tlsContexts[index]!
             let openConnection = OpenConnectionSlot.track(channel, gauges: connectionGauges, tls: true)
+            // A listed load balancer must start with a PROXY header; anyone else is a client itself.
+            let sendsProxyHeader = listener.proxyProtocolFrom.map { from in
+                channel.remoteAddress?.ipAddress.map { ip in from.contains { $0.contains(ipAddress: ip) } } ?? false
+            } ?? false
             return channel.eventLoop.makeCompletedFuture {
                 let sync = channel.pipeline.syncOperations
-                try sync.addHandler(PlainHTTPOnTLSPortHandler(logger: logger, accessLog: generation.runtime.accessLog) { generation.runtime.metrics.recordTLSFailure("plainHTTP") })
+                let proxiedAddress = sendsProxyHeader ? ProxiedAddress() : nil
+                if let proxiedAddress {
+                    try sync.addHandler(
+                        ProxyProtocolHandler(target: proxiedAddress, logger: logger) {
+                            generation.runtime.metrics.recordTLSFailure("proxyProtocol")
+                        }
+                    )
+                }
+                try sync.addHandler(
+                    PlainHTTPOnTLSPortHandler(logger: logger, accessLog: generation.runtime.accessLog, proxiedAddress: proxiedAddress) {
+                        generation.runtime.metrics.recordTLSFailure("plainHTTP")
+                    }
+                )
                 try sync.addHandler(TLSHandler(context: tlsContext, handshakeTimeout: handshakeTimeout, logger: logger))
                 // The codec (HTTP/2 or HTTP/1.1) is chosen by ALPN once the handshake completes.
                 try sync.addHandler(
@@ -484,6 +501,8 @@ public final class GatewayServer: Sendable {
                         tlsContext: tlsContext,
                         misdirectedRequests: tls?.misdirectedRequests ?? .refuse,
                         openConnection: openConnection,
+                        listenerIndex: index,
+                        proxiedAddress: proxiedAddress,
                         logger: logger
                     )
                 )
@@ -543,6 +562,7 @@ public final class GatewayServer: Sendable {
                             generations: generations,
                             clientAddress: peer,
                             viaTrustedProxy: true,
+                            listenerIndex: index,
                             readDeadlines: readDeadlines,
                             logger: logger
                         )

@@ -46,6 +46,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private let logger: Logger
     let clientAddress: String?
     let viaTrustedProxy: Bool
+    let listenerIndex: Int
     let certificateNames: TLSCertificateNames?
     private var context: ChannelHandlerContext?
     /// Set only when the connection closes after the current response: the close waits for its write.
@@ -74,10 +75,12 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         generations: GatewayGenerationHolder,
         clientAddress: String?,
         viaTrustedProxy: Bool = false,
+        listenerIndex: Int = 0,
         certificateNames: TLSCertificateNames? = nil,
         readDeadlines: HTTP1ReadDeadlines,
         logger: Logger
     ) {
+        self.listenerIndex = listenerIndex
         self.certificateNames = certificateNames
         self.generations = generations
         self.readDeadlines = readDeadlines
@@ -399,10 +402,13 @@ extension HTTP1ConnectionHandler {
         }
     }
 
-    func writeResponseHead(fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?) {
+    func writeResponseHead(
+        fromUpstream head: UpstreamResponseHead, version: HTTPVersion, close: Bool, hsts: String?, added: [ResponseField]
+    ) {
         guard let context = self.context else { return }
         var buffer = self.takeOutput(context: context)
-        self.serializer.writeUpstreamHead(head, version: version, close: close, hsts: hsts, requestMethod: self.requestMethod, into: &buffer)
+        self.serializer.writeUpstreamHead(
+            head, version: version, close: close, hsts: hsts, added: added, requestMethod: self.requestMethod, into: &buffer)
         self.output = buffer
         // A head that told the client `Connection: close` binds the connection to close after this response
         // (RFC 9112 §9.6), also when the exchange's reason for it is gone by the end: a request whose body was

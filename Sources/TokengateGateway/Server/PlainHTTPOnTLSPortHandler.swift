@@ -23,12 +23,16 @@ final class PlainHTTPOnTLSPortHandler: ChannelInboundHandler, RemovableChannelHa
     private let logger: Logger
     /// `log.access_log`: the refusal gets a `request` line like any answer, else the shorter info line.
     private let accessLog: Bool
+    /// The client address a PROXY protocol header in front gave (``ProxyProtocolHandler``, which has read it
+    /// by the time the first byte after it arrives here): the line's `client`, as on every other answer.
+    private let proxiedAddress: ProxiedAddress?
     private let onRefused: () -> Void
 
     /// - Parameter onRefused: called when a connection is refused this way (the TLS failure metric).
-    init(logger: Logger, accessLog: Bool = false, onRefused: @escaping () -> Void) {
+    init(logger: Logger, accessLog: Bool = false, proxiedAddress: ProxiedAddress? = nil, onRefused: @escaping () -> Void) {
         self.logger = logger
         self.accessLog = accessLog
+        self.proxiedAddress = proxiedAddress
         self.onRefused = onRefused
     }
 
@@ -47,13 +51,13 @@ final class PlainHTTPOnTLSPortHandler: ChannelInboundHandler, RemovableChannelHa
         let answer = GatewayAnswer.plainHTTPOnTLSPort()
         if self.accessLog {
             var record = AccessLogRecord(status: answer.status.code, reason: answer.reasonCode)
-            record.client = context.channel.remoteAddress?.ipAddress
+            record.client = self.proxiedAddress?.address ?? context.channel.remoteAddress?.ipAddress
             (record.method, record.target, record.protocolName) = Self.requestLine(buffer)
             self.logger.info("request", metadata: record.metadata)
         } else {
             self.logger.info(
                 "plain HTTP on a TLS listener",
-                metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "-")"]
+                metadata: ["peer": "\(self.proxiedAddress?.address ?? context.channel.remoteAddress?.description ?? "-")"]
             )
         }
         let response = answer.http1Response(version: .http1_1, requestMethod: .GET, allocator: context.channel.allocator)

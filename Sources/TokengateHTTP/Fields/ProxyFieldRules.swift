@@ -61,6 +61,7 @@ package enum ProxyFieldRules {
         of upstream: UpstreamResponseHead,
         close: Bool,
         hsts: String?,
+        added: [ResponseField] = [],
         _ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void
     ) {
         // Known from the parse pass: the rare head whose `Connection` names fields is walked once more for them.
@@ -69,6 +70,12 @@ package enum ProxyFieldRules {
         // A status without a body (204, 304) carries no `Content-Length` to the client (RFC 9110 §8.6; an HTTP/2
         // client's nghttp2 resets a 204 stream that has one), whichever protocol it speaks.
         let dropsLength = !upstream.status.mayHaveResponseBody
+        // The first letters (folded to 5 bits) of the added names a backend's field gives way to: a field whose
+        // first letter is not among them is never compared with the names themselves.
+        var replacedFirstLetters: UInt32 = 0
+        for field in added where field.replacesBackendField {
+            replacedFirstLetters |= 1 << UInt32(field.name.utf8.first.map { $0 & 0x1F } ?? 0)
+        }
         upstream.forEachField { name, value in
             if Self.hopByHop.contains(name) { return }
             if FieldBytes.equalsIgnoringCase(name, "transfer-encoding") { return }
@@ -81,7 +88,20 @@ package enum ProxyFieldRules {
             if !hasHSTS, FieldBytes.equalsIgnoringCase(name, "strict-transport-security") {
                 hasHSTS = true
             }
+            if replacedFirstLetters != 0, let first = name.first, replacedFirstLetters & (1 << UInt32(first & 0x1F)) != 0,
+                added.contains(where: { field in
+                var fieldName = field.name
+                return field.replacesBackendField
+                    && fieldName.withUTF8 { FieldBytes.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
+            }) {
+                return  // The gateway's own value follows.
+            }
             body(name, value)
+        }
+        for field in added {
+            var name = field.name
+            var value = field.value
+            name.withUTF8 { name in value.withUTF8 { value in body(UnsafeRawBufferPointer(name), UnsafeRawBufferPointer(value)) } }
         }
         func add(_ name: StaticString, _ value: StaticString) {
             body(

@@ -46,20 +46,21 @@ package struct HTTP1ResponseSerializer {
         }
     }
 
-    /// Writes the backend's head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``),
+    /// Writes the backend's head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:added:_:)``),
     /// each kept field line copied from the bytes it came in: no string or field list is made for it.
     package mutating func writeUpstreamHead(
         _ head: UpstreamResponseHead,
         version: HTTPVersion,
         close: Bool,
         hsts: String?,
+        added: [ResponseField] = [],
         requestMethod: HTTPMethod,
         into buffer: inout ByteBuffer
     ) {
         // The kept lines are at most the backend's, plus HSTS, `connection: close` and the framing.
         buffer.reserveCapacity(minimumWritableBytes: head.fieldBytes + 160)
         self.writeHead(version: version, status: head.status, requestMethod: requestMethod, into: &buffer) { field in
-            ProxyFieldRules.forEachClientResponseField(of: head, close: close, hsts: hsts, field)
+            ProxyFieldRules.forEachClientResponseField(of: head, close: close, hsts: hsts, added: added, field)
         }
     }
 

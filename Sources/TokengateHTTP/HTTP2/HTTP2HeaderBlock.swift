@@ -85,22 +85,29 @@ package struct HTTP2HeaderBlock: Sendable, Equatable {
         return block
     }
 
-    /// The backend's response head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``),
+    /// The backend's response head as the client gets it (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:added:_:)``),
     /// straight from the bytes it came in; `nil` for an informational (1xx) head.
-    package static func response(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) -> HTTP2HeaderBlock? {
+    package static func response(
+        fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?, added: [ResponseField] = []
+    ) -> HTTP2HeaderBlock? {
         var block = HTTP2HeaderBlock()
-        return block.writeResponse(fromUpstream: head, close: close, hsts: hsts) ? block : nil
+        return block.writeResponse(fromUpstream: head, close: close, hsts: hsts, added: added) ? block : nil
     }
 
     /// ``response(fromUpstream:close:hsts:)`` written over this block's fields, in its storage; false (and the block
     /// left empty) for an informational (1xx) head.
-    package mutating func writeResponse(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) -> Bool {
-        // `:status`, the backend's fields and the two the filter may add (HSTS, `connection`, dropped here).
-        self.prepare(maxFields: head.fieldCount + 3, dataBytes: head.fieldBytes + 10 + 41)
+    package mutating func writeResponse(
+        fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?, added: [ResponseField] = []
+    ) -> Bool {
+        // `:status`, the backend's fields and the two the filter may add (HSTS, `connection`, dropped here), and
+        // the gateway's added fields.
+        var addedBytes = 0
+        for field in added { addedBytes += field.name.utf8.count + field.value.utf8.count }
+        self.prepare(maxFields: head.fieldCount + 3 + added.count, dataBytes: head.fieldBytes + 10 + 41 + addedBytes)
         guard head.status.code >= 200, head.status.code <= 999 else { return false }
         self.append(":status", String(head.status.code), sensitive: false)
         // The filter has already removed what `Connection` names (and a bodiless status's `Content-Length`).
-        ProxyFieldRules.forEachClientResponseField(of: head, close: close, hsts: hsts) { name, value in
+        ProxyFieldRules.forEachClientResponseField(of: head, close: close, hsts: hsts, added: added) { name, value in
             self.appendRegular(name: name, value: value, named: [])
         }
         return true

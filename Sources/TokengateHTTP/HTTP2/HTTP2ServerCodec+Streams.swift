@@ -34,9 +34,11 @@ extension HTTP2ServerCodec {
     }
 
     /// A backend's head, written into the storage of an earlier response's block when one is kept.
-    package func streamWriteHead(_ id: Int32, fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) {
+    package func streamWriteHead(
+        _ id: Int32, fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?, added: [ResponseField] = []
+    ) {
         var block = self.spares.takeHeaderBlock() ?? HTTP2HeaderBlock()
-        guard block.writeResponse(fromUpstream: head, close: close, hsts: hsts) else { return }  // 1xx: not forwarded.
+        guard block.writeResponse(fromUpstream: head, close: close, hsts: hsts, added: added) else { return }  // 1xx: not forwarded.
         self.streamWriteHead(id, block)
     }
 

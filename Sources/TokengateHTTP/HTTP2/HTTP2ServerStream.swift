@@ -52,8 +52,8 @@ package final class HTTP2ServerStream {
     }
 
     /// A backend's response head (``HTTP2HeaderBlock/writeResponse(fromUpstream:close:hsts:)``); 1xx heads are dropped.
-    package func writeHead(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?) {
-        self.codec?.streamWriteHead(self.id, fromUpstream: head, close: close, hsts: hsts)
+    package func writeHead(fromUpstream head: UpstreamResponseHead, close: Bool, hsts: String?, added: [ResponseField] = []) {
+        self.codec?.streamWriteHead(self.id, fromUpstream: head, close: close, hsts: hsts, added: added)
     }
 
     /// Queues response body bytes. Check ``isWritable`` afterwards: above the per-stream limit the caller

@@ -22,6 +22,11 @@ package struct GatewayAnswer: Sendable, Hashable {
     package var closeConnection: Bool
     /// The reason code for logs and metrics (`malformed`, `revoked`, `no_route`, …).
     package var reasonCode: String
+    /// Fields added to the head (`Retry-After`, a route's CORS fields).
+    package var addedFields: [ResponseField] = []
+
+    /// A `204` answer has no body at all (a CORS preflight's): no JSON and no `Content-Length` (RFC 9110 §8.6).
+    package var hasBody: Bool { self.status != .noContent }
 
     package init(
         status: HTTPResponseStatus,
@@ -41,7 +46,8 @@ package struct GatewayAnswer: Sendable, Hashable {
 
     /// The JSON body: `{"error":"…","error_description":"…"}`.
     package var jsonBody: String {
-        "{\"error\":\(JSONString.quote(self.error)),\"error_description\":\(JSONString.quote(self.description))}"
+        guard self.hasBody else { return "" }
+        return "{\"error\":\(JSONString.quote(self.error)),\"error_description\":\(JSONString.quote(self.description))}"
     }
 
     /// The whole answer as HTTP/1.x bytes, for the handlers that answer plain HTTP on a bare connection and then
@@ -65,9 +71,11 @@ package struct GatewayAnswer: Sendable, Hashable {
     ///   TLS, whichever codec writes it; `nil` when turned off or over plain HTTP.
     package func responseHead(version: HTTPVersion, contentLength: Int, hsts: String?) -> HTTPResponseHead {
         var headers = HTTPHeaders()
-        headers.reserveCapacity(8)
-        headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "content-length", value: String(contentLength))
+        headers.reserveCapacity(8 + self.addedFields.count)
+        if self.hasBody {
+            headers.add(name: "content-type", value: "application/json")
+            headers.add(name: "content-length", value: String(contentLength))
+        }
         headers.add(name: "cache-control", value: "no-store")
         headers.add(name: "x-content-type-options", value: "nosniff")
         if let challenge = self.challenge {
@@ -83,6 +91,9 @@ package struct GatewayAnswer: Sendable, Hashable {
         }
         if let hsts {
             headers.add(name: "strict-transport-security", value: hsts)
+        }
+        for field in self.addedFields {
+            headers.add(name: field.name, value: field.value)
         }
         return HTTPResponseHead(version: version, status: self.status, headers: headers)
     }

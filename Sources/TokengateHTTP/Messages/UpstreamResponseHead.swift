@@ -16,7 +16,7 @@ package typealias UpstreamResponsePart = HTTPPart<UpstreamResponseHead, ByteBuff
 /// Making a `String` per name and value, an `HTTPHeaders` and an `HTTPResponseHead` out of them (three
 /// allocations per response, and one more per value longer than 15 bytes, such as `Date`) only to write the
 /// same bytes out again was most of the cost of a response head. The client side now copies the lines it keeps
-/// straight from these bytes (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:_:)``).
+/// straight from these bytes (``ProxyFieldRules/forEachClientResponseField(of:close:hsts:added:_:)``).
 ///
 /// The block is a slice of the buffer the backend's bytes were read into: it lives as long as the head, which
 /// is written to the client by the end of the read batch that parsed it (``ProxyExchange`` holds it that long)

@@ -1,0 +1,117 @@
+//===----------------------------------------------------------------------===//
+// This source file is part of tokengate. Licensed under the Apache License v2.0.
+//===----------------------------------------------------------------------===//
+
+import NIOHTTP1
+import TokengateConfig
+import TokengateHTTP
+import TokengateTokens
+
+// MARK: The traffic policy's hooks: the client address, then the decisions before and after authorization.
+
+extension ProxyExchange {
+    /// Finds the request's client address (``ClientAddress``), first thing: every line of the access log has it.
+    func resolveClientAddress() {
+        let policy = self.runtime.traffic
+        if policy.trustedProxies.isEmpty {
+            self.traffic.client = ClientAddress(text: self.client.clientAddress, forwardedFor: self.client.clientAddress)
+        } else {
+            self.traffic.client = ClientAddress.resolve(
+                peer: self.client.clientAddress,
+                forwardedFor: self.head.fields.values(name: "x-forwarded-for"),
+                trusted: policy.trustedProxies
+            )
+        }
+    }
+
+    /// The decisions made once the route is known, before any token is looked at, in this order: the
+    /// listener's IP rules (403), the token page's guard (429), the route's IP rules (403), its rate limits by
+    /// client and for the whole route (429), a CORS preflight (answered here), and the failed-token guard of a
+    /// route that takes tokens (429). `nil` lets the request go on to authorization.
+    func admitByTrafficPolicy(route routeIndex: Int) -> GatewayAnswer? {
+        let policy = self.runtime.traffic
+        if !policy.listenersAreOpen, self.client.listenerIndex < policy.listeners.count {
+            let rules = policy.listeners[self.client.listenerIndex]
+            if !rules.isEmpty, !rules.permits(self.traffic.clientBytes()) {
+                return .addressRefused()
+            }
+        }
+        let isTokenPage = self.runtime.routes[routeIndex].tokenPage != nil
+        if isTokenPage, let limiter = policy.tokenPage, let wait = self.take(limiter, key: self.traffic.clientBytes()) {
+            return .tooManyRequests(retryAfter: wait, reason: "rate_limit_token_page")
+        }
+        guard routeIndex < policy.routes.count else { return nil }
+        let route = policy.routes[routeIndex]
+        if !route.isEmpty {
+            if !route.ipRules.isEmpty, !route.ipRules.permits(self.traffic.clientBytes()) {
+                return .addressRefused()
+            }
+            let fields = self.head.fields
+            // Set before the limits, so that a page may read its 429 too.
+            if let cors = route.cors {
+                self.traffic.responseFields =
+                    fields.withFirstValue(name: "origin") { cors.responseFields(originBytes: $0) } ?? cors.responseFields(originBytes: nil)
+            }
+            for keyed in route.limits {
+                let key: [UInt8]?
+                switch keyed.key {
+                case .client: key = self.traffic.clientBytes()
+                case .route: key = []
+                case .user: continue  // After authorization (``admitVerifiedUser(_:route:)``).
+                }
+                if let wait = self.take(keyed.limiter, key: key) {
+                    return .tooManyRequests(retryAfter: wait, reason: "rate_limit_\(keyed.key.rawValue)")
+                }
+            }
+            if let cors = route.cors, self.head.method == .OPTIONS {
+                switch cors.preflight(
+                    origins: fields.values(name: "origin"),
+                    requestMethod: fields.values(name: "access-control-request-method"),
+                    requestHeaders: fields.values(name: "access-control-request-headers")
+                ) {
+                case .notPreflight:
+                    break
+                case .allowed(let answerFields):
+                    self.traffic.responseFields = []  // The preflight's own fields say it all.
+                    return .corsPreflight(answerFields)
+                case .refused:
+                    self.traffic.responseFields = []
+                    return .corsRefused()
+                }
+            }
+        }
+        if !isTokenPage, self.runtime.routes[routeIndex].tokens != nil, let limiter = policy.failedTokens,
+            let key = self.traffic.clientBytes(), let wait = limiter.check(key)
+        {
+            return .tooManyRequests(retryAfter: wait, reason: "rate_limit_failed_tokens")
+        }
+        return nil
+    }
+
+    /// After authorization refused the request: a token that failed its check spends from the client's
+    /// failed-token bucket (a missing token does not: that is a browser's first visit, not a guess).
+    func noteAuthorizationRefusal(_ answer: GatewayAnswer) {
+        guard answer.error == "invalid_token", let limiter = self.runtime.traffic.failedTokens,
+            let key = self.traffic.clientBytes()
+        else { return }
+        limiter.spend(key)
+    }
+
+    /// After authorization let the request through as `identity`: the route's per-user limit.
+    func admitVerifiedUser(_ identity: VerifiedToken?, route routeIndex: Int) -> GatewayAnswer? {
+        let policy = self.runtime.traffic
+        guard let identity, routeIndex < policy.routes.count else { return nil }
+        for keyed in policy.routes[routeIndex].limits where keyed.key == .user {
+            if let wait = keyed.limiter.take(Array(identity.subject.utf8)) {
+                return .tooManyRequests(retryAfter: wait, reason: "rate_limit_user")
+            }
+        }
+        return nil
+    }
+
+    /// Takes from `limiter` for `key`; a request without a client address (no peer) shares one bucket, so
+    /// it is limited rather than let through.
+    private func take(_ limiter: RateLimiter, key: [UInt8]?) -> Int? {
+        limiter.take(key ?? [0xFF])
+    }
+}
