@@ -12,7 +12,8 @@ import TokengateTestSupport
 /// behind a trusted proxy, IP rules, CORS preflights and responses, rate limits — over HTTP/1.1 and HTTP/2.
 @Suite(.serialized) struct TrafficPolicyIntegrationTests {
     /// Opens a connection, sends a PROXY header naming `source` (v1 text or v2 binary), then TLS and one
-    /// HTTP/1.1 request; prints the status code and the body.
+    /// HTTP/1.1 request; prints the status code and the body. `v1-plain` sends the request in the clear after
+    /// a v1 header, as a misconfigured health check behind the balancer would.
     static let proxyClient = #"""
         import socket, ssl, struct, sys
         port, ca, version, source, path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
@@ -25,6 +26,19 @@ import TokengateTestSupport
             raw.sendall(b"\r\n\r\n\x00\r\nQUIT\n" + bytes([0x21, 0x11]) + struct.pack("!H", len(block + tlv)) + block + tlv)
         elif version == "garbage":
             raw.sendall(b"PROXY TCP4 not-an-address\r\n")
+        elif version == "v1-plain":
+            raw.sendall(f"PROXY TCP4 {source} 127.0.0.1 40000 {port}\r\n".encode())
+            raw.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while True:
+                chunk = raw.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            print(head.split(b" ")[1].decode() if head else "closed")
+            print(body.decode())
+            sys.exit(0)
         context = ssl.create_default_context(cafile=ca)
         try:
             tls = context.wrap_socket(raw, server_hostname="localhost")
@@ -100,6 +114,12 @@ import TokengateTestSupport
             }
             let lines = gateway.logLines.all.filter { $0.contains("request") && $0.contains("client=198.51.100.23") }
             #expect(lines.count == 2, "the access log has the PROXY address: \(gateway.logLines.all.suffix(6))")
+            // Plain HTTP after the header: the TLS port's readable 400, logged with the header's address too.
+            let (plain, plainBody) = try self.proxied(gateway, "v1-plain", "198.51.100.24", "/about")
+            #expect(plain == "400", "\(plainBody)")
+            #expect(plainBody.contains("\"error\":\"tls_required\""), "\(plainBody)")
+            let plainLines = gateway.logLines.all.filter { $0.contains("plain_http_on_tls_port") }
+            #expect(plainLines.count == 1 && plainLines[0].contains("client=198.51.100.24"), "\(plainLines)")
         }
     }
 
@@ -129,6 +149,11 @@ import TokengateTestSupport
                 let spoofed = try self.curl(gateway, [version, "-H", "X-Forwarded-For: 198.51.100.9, 203.0.113.1", "\(gateway.baseURL)/closed/x"])
                 #expect(spoofed.status == 200, "\(version): only the rightmost untrusted entry counts")
             }
+            // The access log's `client` is the same address: never the proxy's, never an entry left of it.
+            let requests = gateway.logLines.all.filter { $0.contains("request_id=") }
+            #expect(requests.filter { $0.contains("client=198.51.100.9") }.count == 4, "\(requests)")
+            #expect(requests.filter { $0.contains("client=203.0.113.1") }.count == 2, "\(requests)")
+            #expect(!requests.contains { $0.contains("client=127.0.0.1") || $0.contains("client=6.6.6.6") }, "\(requests)")
         }
     }
 
