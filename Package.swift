@@ -357,7 +357,7 @@ let package = Package(
             name: "TokengateGatewayTests",
             dependencies: [
                 "TokengateGateway", "TokengateHTTP", "TokengateAdmin", "TokengateDemo", "TokengateTokens",
-                "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateHTTPTestSupport", "TokengateClient",
+                "TokengateStores", "TokengateConfig", "TokengateTLS", "TokengateTestSupport", "TokengateHTTPTestSupport", "TokengateClient",
                 "CTokengateNghttp2",
                 "TokengateVersion",
                 .product(name: "NIOCore", package: "swift-nio"),

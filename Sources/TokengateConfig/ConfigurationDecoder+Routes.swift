@@ -18,6 +18,9 @@ struct RouteEnvironment {
     var hasSigningKey: Bool
     /// The `issuers:` section's session-cookie issuers; nil when that section has a problem of its own.
     var sessionCookieIssuers: [String: SessionCookieIssuerConfiguration]? = [:]
+    /// Whether the cutoff store keeps device records (not the JSON file); true when `cutoffs` has a problem of its
+    /// own.
+    var keepsDevices = true
 }
 
 // MARK: Routes
@@ -34,7 +37,7 @@ extension ConfigurationDecoder {
     ]
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
     static let commonRouteKeys = ["ip_rules", "rate_limits"]
-    static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps"]
+    static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps"]
 
     /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
     /// own: a broken one does not hide the next one's mistake).
@@ -93,7 +96,10 @@ extension ConfigurationDecoder {
             guard environment.hasSigningKey else {
                 throw map.keyNode("kind").error(.missingKey, "a token_page route needs signing_key to mint tokens")
             }
-            let page = try self.tokenPage(map, item: item, environment: environment)
+            var page = try self.tokenPage(map, item: item, environment: environment)
+            if let node = map["connected_apps"] {
+                page.connectedAppsPath = try self.connectedAppsPath(node, prefix: pathPrefix, environment: environment)
+            }
             return RouteConfiguration(
                 host: host,
                 pathPrefix: pathPrefix,
@@ -565,6 +571,30 @@ extension ConfigurationDecoder {
             }
         }
         return page
+    }
+
+    /// `connected_apps: PATH`: a path the route serves (under its `path_prefix`), without query or fragment, and a
+    /// store that keeps devices (the page lists them).
+    private func connectedAppsPath(_ node: ConfigNode, prefix: String, environment: RouteEnvironment)
+        throws(ConfigurationError) -> String
+    {
+        let path = try node.string(maximumLength: 1024)
+        guard path.hasPrefix("/"), !path.hasPrefix("//"), ValueSyntax.isPrintableASCII(path, allowSpace: false),
+            !path.contains("?"), !path.contains("#"), !path.contains("%"), !path.contains(";")
+        else {
+            throw node.error(.invalidValue, "expected a path starting with / (no spaces, ?, #, % or ;)")
+        }
+        guard path.hasPrefix(prefix), path != prefix else {
+            throw node.error(.invalidValue, "'\(path)' must be a path under the route's path_prefix \(prefix)")
+        }
+        guard !path.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else {
+            throw node.error(.invalidValue, "must not contain . or .. segments")
+        }
+        guard environment.keepsDevices else {
+            throw node.error(
+                .conflict, "the connected-apps page lists devices: it needs a sqlite or postgres cutoff store (a JSON file keeps none)")
+        }
+        return path
     }
 
     /// The parameters the token page puts into a callback, in its fragment or its query.

@@ -107,7 +107,11 @@ struct ConfigurationDecoder {
                         upstreamsFailed: upstreams == nil,
                         hasKeys: keys.map { !$0.isEmpty } ?? true,
                         hasSigningKey: signingKey.map { $0 != nil } ?? true,
-                        sessionCookieIssuers: issuers
+                        sessionCookieIssuers: issuers,
+                        keepsDevices: cutoffs.map { store in
+                            if case .file = store { return false }
+                            return true
+                        } ?? true
                     ),
                     problems: &routeProblems
                 )

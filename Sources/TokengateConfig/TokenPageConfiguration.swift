@@ -17,6 +17,9 @@ public struct TokenPageConfiguration: Sendable, Equatable {
     public var tokenLifetime: Duration?
     /// Apps allowed to receive the token by a redirect to their callback URL.
     public var apps: [TokenPageApp]
+    /// `connected_apps`: the path (under the route's `path_prefix`) of the connected-apps page, where a logged-in
+    /// user sees the devices the page minted tokens for and revokes one, or all api tokens; nil: no such page.
+    public var connectedAppsPath: String?
 
     public init(
         login: TokenPageLogin,
@@ -25,7 +28,8 @@ public struct TokenPageConfiguration: Sendable, Equatable {
         cookieName: String = "auth_token",
         cookiePath: String = "/",
         tokenLifetime: Duration? = nil,
-        apps: [TokenPageApp] = []
+        apps: [TokenPageApp] = [],
+        connectedAppsPath: String? = nil
     ) {
         self.login = login
         self.loginURL = loginURL
@@ -34,6 +38,7 @@ public struct TokenPageConfiguration: Sendable, Equatable {
         self.cookiePath = cookiePath
         self.tokenLifetime = tokenLifetime
         self.apps = apps
+        self.connectedAppsPath = connectedAppsPath
     }
 }
 

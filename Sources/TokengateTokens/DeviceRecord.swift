@@ -57,13 +57,39 @@ public struct DeviceRegistry: Sendable {
     /// Rotates a device's refresh token (``RefreshRotation``); nil when the store cannot (then no app gets refresh
     /// tokens).
     public let refresh: (@Sendable (RefreshRotation) async throws -> RefreshOutcome)?
+    /// What the connected-apps page does for a logged-in user (``DeviceChanges``); nil when nothing serves it.
+    public let changes: DeviceChanges?
 
     public init(
         record: @escaping @Sendable (DeviceRecord) async throws -> Void,
-        refresh: (@Sendable (RefreshRotation) async throws -> RefreshOutcome)? = nil
+        refresh: (@Sendable (RefreshRotation) async throws -> RefreshOutcome)? = nil,
+        changes: DeviceChanges? = nil
     ) {
         self.record = record
         self.refresh = refresh
+        self.changes = changes
+    }
+}
+
+/// The store's operations behind the connected-apps page, each for the one user the page's login check named:
+/// the page never names another user, so a device id from another account is simply not found.
+public struct DeviceChanges: Sendable {
+    /// The user's devices as stored (revoked ones too), at most the store's listing bound.
+    public let list: @Sendable (_ user: String) async throws -> [DeviceRecord]
+    /// Revokes one device of the user now, stored and published before it returns; nil when the user has no such
+    /// device.
+    public let revoke: @Sendable (_ user: String, _ device: DeviceID) async throws -> DeviceRecord?
+    /// "Disable mobile apps": the user's api-token cutoff moves to now, stored and published before it returns.
+    public let disableMobileApps: @Sendable (_ user: String) async throws -> Void
+
+    public init(
+        list: @escaping @Sendable (_ user: String) async throws -> [DeviceRecord],
+        revoke: @escaping @Sendable (_ user: String, _ device: DeviceID) async throws -> DeviceRecord?,
+        disableMobileApps: @escaping @Sendable (_ user: String) async throws -> Void
+    ) {
+        self.list = list
+        self.revoke = revoke
+        self.disableMobileApps = disableMobileApps
     }
 }
 

@@ -110,7 +110,8 @@ struct GatewayLauncher {
             let devices =
                 sync.keepsDevices
                 ? DeviceRegistry(
-                    record: { try await sync.recordDevice($0) }, refresh: { try await sync.rotateRefresh($0) })
+                    record: { try await sync.recordDevice($0) }, refresh: { try await sync.rotateRefresh($0) },
+                    changes: sync.deviceChanges)
                 : nil
             server = try GatewayServer(
                 configuration: self.configuration, cutoffs: holder, group: group, logger: logger, devices: devices)

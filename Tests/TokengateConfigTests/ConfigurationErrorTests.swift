@@ -702,6 +702,31 @@ struct ConfigurationErrorTests {
         #expect(whoamiPage.apps == [TokenPageApp(name: "ios", callback: "myapp://token")])
     }
 
+    @Test("connected_apps: a path under the token page's prefix, over a store that keeps devices")
+    func connectedApps() throws {
+        let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login }, connected_apps: PATH }"
+        let signed = minimalYAML + "signing_key: { jwks: private.jwks }\n"
+        func yaml(_ path: String) -> String {
+            signed.replacingOccurrences(
+                of: "  - { path_prefix: /, upstream: api, accept: none }", with: page.replacingOccurrences(of: "PATH", with: path))
+        }
+        guard case .tokenPage(let settings) = try parse(yaml("/token/apps")).routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(settings.connectedAppsPath == "/token/apps")
+        #expect(parseError(yaml("/apps"))?.description.contains("must be a path under the route's path_prefix /token") == true)
+        #expect(parseError(yaml("/token"))?.description.contains("must be a path under") == true)
+        #expect(parseError(yaml("\"/token/apps?x=1\""))?.description.contains("no spaces, ?, #, % or ;") == true)
+        #expect(parseError(yaml("/token/%61pps"))?.description.contains("no spaces, ?, #, % or ;") == true)
+        #expect(parseError(yaml("/token/../admin"))?.description.contains(". or .. segments") == true)
+        let file = yaml("/token/apps").replacingOccurrences(of: "cutoffs: { sqlite: cutoffs.db }", with: "cutoffs: { file: cutoffs.json }")
+        #expect(parseError(file)?.description.contains("needs a sqlite or postgres cutoff store") == true)
+        let proxy = minimalYAML.replacingOccurrences(
+            of: "accept: [api] }", with: "accept: [api], connected_apps: /api/apps }")
+        #expect(parseError(proxy)?.description.contains("only for kind: token_page") == true)
+    }
+
     /// The minimal configuration with a token page (route 1) whose `apps` list is `list`.
     private func tokenPageApps(_ list: String) -> String {
         let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"

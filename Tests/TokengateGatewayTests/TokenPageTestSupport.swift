@@ -13,6 +13,7 @@ import TokengateClient
 import TokengateConfig
 import TokengateDemo
 import TokengateGateway
+import TokengateStores
 import TokengateTLS
 import TokengateTokens
 #endif
@@ -63,6 +64,18 @@ final class TokenPageHarness: @unchecked Sendable {
     var rp: DemoRP!
     var server: GatewayServer!
     var tlsPort = 0
+    /// With ``devices``: the SQLite store's sync service, which publishes into ``cutoffs``.
+    var sync: CutoffSyncService?
+    var store: SQLiteCutoffStore?
+    /// The connected-apps page (`connected_apps: /token/apps`) over a SQLite store that keeps devices: the page's
+    /// tokens carry one, and the store lists and revokes them.
+    let devices: Bool
+
+    init(devices: Bool = false) {
+        self.devices = devices
+    }
+
+    static let connectedAppsPath = "/token/apps"
 
     static let callback = "tokengate-demo://token"
     /// An app with `pkce: required`.
@@ -77,8 +90,8 @@ final class TokenPageHarness: @unchecked Sendable {
     var certificatePath: String { self.directory + "/cert.pem" }
 
     /// A started harness for `body`, stopped afterwards whatever happens.
-    static func with(_ body: (TokenPageHarness) async throws -> Void) async throws {
-        let harness = TokenPageHarness()
+    static func with(devices: Bool = false, _ body: (TokenPageHarness) async throws -> Void) async throws {
+        let harness = TokenPageHarness(devices: devices)
         do {
             try await harness.start()
             try await body(harness)
@@ -114,7 +127,7 @@ final class TokenPageHarness: @unchecked Sendable {
                 tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }
             keys: [ { jwks: public.jwks } ]
             signing_key: { jwks: private.jwks }
-            cutoffs: { file: cutoffs.json }
+            cutoffs: \(self.devices ? "{ sqlite: cutoffs.db }" : "{ file: cutoffs.json }")
             realm: test.example
             upstreams:
               rp: { targets: [ "http://127.0.0.1:\(self.rp.port)" ], connect_timeout: 1s, response_timeout: 15s }
@@ -123,7 +136,7 @@ final class TokenPageHarness: @unchecked Sendable {
               - { path_prefix: /account/, upstream: rp, accept: [session], sources: ["cookie:session"] }
               - path_prefix: /token
                 kind: token_page
-                login: { session_cookie: session, login_url: /login }
+                login: { session_cookie: session, login_url: /login }\(self.devices ? "\n    connected_apps: \(Self.connectedAppsPath)" : "")
                 apps:
                   - { name: ios, callback: "\(Self.callback)", confirm: false }
                   - { name: android, callback: "\(Self.androidCallback)", pkce: required, confirm: false }
@@ -138,19 +151,32 @@ final class TokenPageHarness: @unchecked Sendable {
         let capture = self.logLines
         var logger = Logger(label: "tokengate-test") { _ in CapturingLogHandler(capture: capture) }
         logger.logLevel = .debug
+        var registry: DeviceRegistry?
+        if self.devices {
+            let store = try await SQLiteCutoffStore.open(path: self.directory + "/cutoffs.db")
+            let sync = CutoffSyncService(store: store, logger: logger, now: { clock.now }, publish: { cutoffs.store($0) })
+            self.store = store
+            try await sync.start()
+            self.sync = sync
+            registry = DeviceRegistry(
+                record: { try await sync.recordDevice($0) }, refresh: { try await sync.rotateRefresh($0) },
+                changes: sync.deviceChanges)
+        }
         self.server = try GatewayServer(
             configuration: configuration,
             cutoffs: self.cutoffs,
             group: self.group,
             logger: logger,
             now: { clock.now },
-            nowMilliseconds: { clock.nowMilliseconds }
+            nowMilliseconds: { clock.nowMilliseconds },
+            devices: registry
         )
         self.tlsPort = try await self.server.start()[0].port!
     }
 
     func stop() async {
         await self.server?.shutdown(drainTimeout: .seconds(1))
+        try? await self.store?.close()
         try? await self.rp?.stop()
         try? await self.group.shutdownGracefully()
         try? FileManager.default.removeItem(atPath: self.directory)

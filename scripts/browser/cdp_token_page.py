@@ -6,7 +6,7 @@
 
   cdp_token_page.py --base https://localhost:PORT --user alice --password pw
                     [--chromium /usr/bin/chromium] [--cert cert.pem] [--timeout 60]
-                    [--app NAME [--state S] [--code-challenge C] [--confirm]]
+                    [--app NAME [--state S] [--code-challenge C] [--confirm]] [--path P [--press ID]]
 
 Starts Chromium (headless, its own temporary profile, DevTools on a free loopback port), then over the
 Chrome DevTools Protocol: opens <base>/token, expects to be sent to the login form, types the user and
@@ -22,6 +22,12 @@ after the login is whatever the gateway answers for that app: for one it asks fi
 page's "continue" button (`#continue`) and waits for the browser to be sent on: the redirect to the app's
 callback (a custom scheme, which a headless browser cannot open) is reported as `redirects` (every 3xx
 the browser received: status and `Location`) and, when the browser tried to go there, in `requests`.
+
+With --path (the connected-apps page, say `/token/apps`), that page is opened instead of /token, and what the
+browser shows after the login is reported with its devices (`devices`: each row's device id, app, times, whether
+it is revoked and has a button) and its notice. With --press ID the script then presses the button of that id (after
+reading the page for as long as --confirm does), waits for the page the browser is sent back to, and reports it
+as `after`, with its devices again.
 
 TLS: with --cert, Chromium trusts only that certificate's public key
 (`--ignore-certificate-errors-spki-list`, effective because the profile is a --user-data-dir), so
@@ -357,6 +363,15 @@ CONFIRMATION_STATE = """(() => ({html: document.documentElement.outerHTML,
   buttons: Array.from(document.querySelectorAll('button')).map((b) => b.id)}))()"""
 
 
+# The connected-apps page: its rows, its notice and its markup.
+CONNECTED_APPS_STATE = """(() => ({html: document.documentElement.outerHTML,
+  notice: (document.getElementById('notice') || {}).textContent || null,
+  devices: Array.from(document.querySelectorAll('tr.device')).map((row) => ({device: row.dataset.device,
+    app: row.querySelector('.app').textContent, created: row.querySelector('.created').textContent,
+    refreshed: row.querySelector('.refreshed').textContent, revoked: !!row.querySelector('.revoked'),
+    button: !!row.querySelector('button')}))}))()"""
+
+
 def load(devtools, session, action, what):
     """Runs `action` (which starts a navigation) and waits for the main frame's load event."""
     mark = devtools.mark()
@@ -371,8 +386,10 @@ def type_into(devtools, session, selector, text):
     devtools.call("Input.insertText", {"text": text}, session)
 
 
-def page_address(base, app, state, challenge):
-    """The token page, or an app's login at it."""
+def page_address(base, app, state, challenge, path=None):
+    """The token page, an app's login at it, or another page of the route (--path)."""
+    if path:
+        return base + path
     if not app:
         return base + "/token"
     query = [("app", app)]
@@ -411,14 +428,17 @@ def press_continue(devtools, session):
             devtools.events.append(event)
 
 
-def drive(devtools, base, user, password, timings, started, app=None, state=None, challenge=None, confirm=False):
+def drive(
+    devtools, base, user, password, timings, started, app=None, state=None, challenge=None, confirm=False, path=None,
+    press=None,
+):
     target = devtools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = devtools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     devtools.call("Page.enable", session=session)
     devtools.call("Network.enable", session=session)
 
     def navigate():
-        answer = devtools.call("Page.navigate", {"url": page_address(base, app, state, challenge)}, session)
+        answer = devtools.call("Page.navigate", {"url": page_address(base, app, state, challenge, path)}, session)
         if answer.get("errorText"):
             raise DriveError("the token page did not load: " + answer["errorText"])
 
@@ -445,6 +465,16 @@ def drive(devtools, base, user, password, timings, started, app=None, state=None
     timings["token_page_ms"] = round((time.monotonic() - before) * 1000)
     if app:
         token_page.update(devtools.evaluate(CONFIRMATION_STATE, session))
+    after = None
+    if path:
+        token_page.update(devtools.evaluate(CONNECTED_APPS_STATE, session))
+    if press:
+        time.sleep(CONFIRM_DELAY_SECONDS)
+        before = time.monotonic()
+        pressed = "document.getElementById(" + json.dumps(press) + ").click()"
+        after = load(devtools, session, lambda: devtools.evaluate(pressed, session), "the page after the button")
+        after.update(devtools.evaluate(CONNECTED_APPS_STATE, session))
+        timings["press_ms"] = round((time.monotonic() - before) * 1000)
     if confirm:
         # The gateway refuses a click less than a second after the page was made (double-clickjacking): a person
         # reads the page first, and so does this script.
@@ -478,8 +508,10 @@ def drive(devtools, base, user, password, timings, started, app=None, state=None
         ],
         "requests": requests,
     }
-    if app:
+    if app or press:
         result["redirects"] = redirects
+    if after is not None:
+        result["after"] = after
     return result
 
 
@@ -495,7 +527,11 @@ def main():
     parser.add_argument("--state", help="with --app: the state to send")
     parser.add_argument("--code-challenge", help="with --app: a PKCE S256 challenge to send")
     parser.add_argument("--confirm", action="store_true", help="with --app: press the confirmation page's continue")
+    parser.add_argument("--path", help="open this page of the site (the connected-apps page) instead of /token")
+    parser.add_argument("--press", help="with --path: press the button of this id and report the page after it")
     options = parser.parse_args()
+    if options.press and not options.path:
+        parser.error("--press needs --path")
     if (options.state or options.code_challenge or options.confirm) and not options.app:
         parser.error("--state, --code-challenge and --confirm need --app")
 
@@ -530,6 +566,8 @@ def main():
             state=options.state,
             challenge=options.code_challenge,
             confirm=options.confirm,
+            path=options.path,
+            press=options.press,
         )
         result["browser"] = version.get("product")
         result["tls"] = "pinned-spki" if options.cert else "ignore-certificate-errors"

@@ -59,6 +59,10 @@ extension ProxyExchange {
             whoami.ask(cookies: cookies, on: self.client.eventLoop, logger: self.logger).assumeIsolated().whenSuccess {
                 self.loginAnswered($0, by: whoami)
             }
+        case .listDevices(let user):
+            self.listDevices(user: user)
+        case .changeDevices(let user, let change):
+            self.changeDevices(user: user, change: change)
         case .rotateRefresh(let rotation):
             guard self.machine.isTokenPage, let refresh = self.tokenPage?.devices?.refresh else {
                 self.refreshAnswered(nil)
@@ -78,6 +82,66 @@ extension ProxyExchange {
         }
     }
 
+    /// Asks the store for the user's devices (the connected-apps page), then shows them.
+    private func listDevices(user: String) {
+        guard self.machine.isTokenPage, let changes = self.tokenPage?.devices?.changes else {
+            self.devicesListed(nil)
+            return
+        }
+        let promise = self.client.eventLoop.makePromise(of: [DeviceRecord].self)
+        promise.completeWithTask { try await changes.list(user) }
+        promise.futureResult.assumeIsolated().whenComplete { result in
+            switch result {
+            case .success(let devices):
+                self.devicesListed(devices)
+            case .failure(let error):
+                self.logger.warning("connected apps: the cutoff store could not list devices", metadata: ["error": "\(error)"])
+                self.devicesListed(nil)
+            }
+        }
+    }
+
+    private func devicesListed(_ devices: [DeviceRecord]?) {
+        guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
+        guard let answer = self.tokenPage!.devicesListed(devices, nowMilliseconds: self.runtime.nowMilliseconds()) else {
+            return
+        }
+        self.writeTokenPage(answer)
+    }
+
+    /// Has the store make a connected-apps change (stored and published before it returns), then answers.
+    private func changeDevices(user: String, change: ConnectedAppsChange) {
+        guard self.machine.isTokenPage, let changes = self.tokenPage?.devices?.changes else {
+            self.devicesChanged(.failed)
+            return
+        }
+        let promise = self.client.eventLoop.makePromise(of: ConnectedAppsChangeOutcome.self)
+        promise.completeWithTask {
+            switch change {
+            case .revoke(let device):
+                return try await changes.revoke(user, device) == nil ? .unknownDevice : .done
+            case .disableMobileApps:
+                try await changes.disableMobileApps(user)
+                return .done
+            }
+        }
+        promise.futureResult.assumeIsolated().whenComplete { result in
+            switch result {
+            case .success(let outcome):
+                self.devicesChanged(outcome)
+            case .failure(let error):
+                self.logger.warning("connected apps: the cutoff store could not make the change", metadata: ["error": "\(error)"])
+                self.devicesChanged(.failed)
+            }
+        }
+    }
+
+    private func devicesChanged(_ outcome: ConnectedAppsChangeOutcome) {
+        guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
+        guard let answer = self.tokenPage!.devicesChanged(outcome) else { return }
+        self.writeTokenPage(answer)
+    }
+
     /// The store rotated a refresh token (or could not: nil): the refresh's answer.
     private func refreshAnswered(_ outcome: RefreshOutcome?) {
         guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
@@ -92,9 +156,16 @@ extension ProxyExchange {
     private func loginAnswered(_ result: TokenPageWhoamiResult, by whoami: WhoamiClient?) {
         guard self.machine.isTokenPage, self.tokenPage != nil else { return }  // The client went away meanwhile.
         guard
-            let answer = self.tokenPage!.loginAnswered(
+            let action = self.tokenPage!.loginStep(
                 result, now: self.runtime.now(), nowMilliseconds: self.runtime.nowMilliseconds())
         else { return }
+        if let whoami, case .answered = result, !action.isAnswer {
+            whoami.reportAnswered(logger: self.logger)  // The connected-apps page goes on to the store.
+        }
+        guard case .answer(let answer) = action else {
+            self.run(action)
+            return
+        }
         if let whoami {
             if let diagnostic = answer.diagnostic {
                 whoami.reportFailure("the answer cannot be used: \(diagnostic)", logger: self.logger)

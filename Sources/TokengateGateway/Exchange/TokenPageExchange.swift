@@ -30,12 +30,26 @@ struct TokenPageExchange {
         /// Have the store rotate a refresh token (``DeviceRegistry/refresh``), then pass what it did to
         /// ``refreshAnswered(_:cutoffs:now:)``.
         case rotateRefresh(RefreshRotation)
+        /// Have the store list the user's devices (``DeviceChanges/list``), then pass them to
+        /// ``devicesListed(_:nowMilliseconds:)``.
+        case listDevices(user: String)
+        /// Have the store make a connected-apps change (``DeviceChanges``), then pass what it did to
+        /// ``devicesChanged(_:)``.
+        case changeDevices(user: String, change: ConnectedAppsChange)
+
+        /// Whether it is ``answer(_:)``.
+        var isAnswer: Bool {
+            if case .answer = self { return true }
+            return false
+        }
     }
 
     /// What the answer to the login subrequest is for.
     private enum LoginStep {
         case page(HTTPRequestHead)
         case confirmation(HTTPRequestHead, body: [UInt8])
+        case connectedApps(HTTPRequestHead)
+        case connectedAppsChange(HTTPRequestHead, body: [UInt8])
     }
 
     private enum Phase {
@@ -43,6 +57,8 @@ struct TokenPageExchange {
         case readingBody(ByteBuffer, limit: Int)
         case awaitingLogin(LoginStep)
         case awaitingRefresh(RefreshRotation)
+        case awaitingDevices(HTTPRequestHead, user: String)
+        case awaitingChange(ConnectedAppsChange, user: String)
         case answered
     }
 
@@ -50,12 +66,15 @@ struct TokenPageExchange {
     private let head: ClientRequestHead
     /// The target is the confirmation's (`?confirm`): a `POST` is a click on the confirmation page, not a redemption.
     private let isConfirmation: Bool
+    /// The target is the route's connected-apps page (``TokenPageResponder/isConnectedApps(target:)``).
+    private let isConnectedApps: Bool
     private var phase = Phase.started
 
     init(page: TokenPageRoute, head: ClientRequestHead) {
         self.page = page
         self.head = head
-        self.isConfirmation = TokenPageConfirmationRequest.isConfirmation(target: head.uri)
+        self.isConnectedApps = page.responder.isConnectedApps(target: head.uri)
+        self.isConfirmation = !self.isConnectedApps && TokenPageConfirmationRequest.isConfirmation(target: head.uri)
     }
 
     /// The client for the login subrequest (`whoami` mode); `nil` in the modes that need none.
@@ -87,6 +106,9 @@ struct TokenPageExchange {
         }
         // NIO's head, made once (a `String` per field) for the page's two steps.
         let head = self.head.nioHead
+        if self.isConnectedApps {
+            return self.run(self.page.responder.connectedApps(head: head, cutoffs: cutoffs, now: now), step: .connectedApps(head))
+        }
         let action = self.page.responder.respond(to: head, cutoffs: cutoffs, now: now, nowMilliseconds: nowMilliseconds)
         return self.run(action, step: .page(head))
     }
@@ -100,7 +122,8 @@ struct TokenPageExchange {
         let contentType = fields.count(name: "content-type") == 1 ? TokenExtractor.contentType(fields) : nil
         let problem: TokenPageAnswer?
         let limit: Int
-        if self.isConfirmation {
+        if self.isConfirmation || self.isConnectedApps {
+            // A button of the connected-apps page is checked as the confirmation's "continue" is.
             problem = TokenPageResponder.confirmationHeadProblem(
                 fetchSites: fields.values(name: "sec-fetch-site"),
                 origins: fields.values(name: "origin"),
@@ -108,7 +131,7 @@ struct TokenPageExchange {
                 contentType: contentType,
                 contentLength: length
             )
-            limit = TokenPageConfirmationRequest.maximumBody
+            limit = self.isConnectedApps ? ConnectedAppsRequest.maximumBody : TokenPageConfirmationRequest.maximumBody
         } else {
             problem = TokenPageResponder.redemptionHeadProblem(contentType: contentType, contentLength: length)
             limit = TokenPageRedemptionRequest.maximumBody
@@ -125,7 +148,9 @@ struct TokenPageExchange {
     mutating func receivedBody(_ part: ByteBuffer) -> Action? {
         guard case .readingBody(var body, let limit) = self.phase else { return nil }
         if body.readableBytes + part.readableBytes > limit {
-            return self.answer(self.isConfirmation ? TokenPageResponder.confirmationTooLarge : TokenPageResponder.redemptionTooLarge)
+            return self.answer(
+                self.isConfirmation || self.isConnectedApps
+                    ? TokenPageResponder.confirmationTooLarge : TokenPageResponder.redemptionTooLarge)
         }
         self.phase = .answered  // Parked while the buffer grows, so it is not copied on write.
         var part = part
@@ -139,6 +164,12 @@ struct TokenPageExchange {
     mutating func receivedEnd(cutoffs: CutoffSnapshot, now: Int64, nowMilliseconds: Int64) -> Action? {
         guard case .readingBody(let buffer, _) = self.phase else { return nil }
         let body = Array(buffer.readableBytesView)
+        if self.isConnectedApps {
+            let head = self.head.nioHead
+            let action = self.page.responder.changeDevices(
+                head: head, body: body, cutoffs: cutoffs, now: now, nowMilliseconds: nowMilliseconds)
+            return self.run(action, step: .connectedAppsChange(head, body: body))
+        }
         if self.isConfirmation {
             let head = self.head.nioHead
             let action = self.page.responder.confirm(
@@ -172,14 +203,42 @@ struct TokenPageExchange {
     /// The login subrequest asked for by ``Action/askWhoami(cookies:)`` came back; `nil` once the exchange was
     /// answered meanwhile (the client went away).
     mutating func loginAnswered(_ result: TokenPageWhoamiResult, now: Int64, nowMilliseconds: Int64) -> TokenPageAnswer? {
+        guard case .answer(let answer) = self.loginStep(result, now: now, nowMilliseconds: nowMilliseconds) else { return nil }
+        return answer
+    }
+
+    /// The same, for every step: the connected-apps page goes on to the store (``Action/listDevices(user:)``,
+    /// ``Action/changeDevices(user:change:)``) instead of answering.
+    mutating func loginStep(_ result: TokenPageWhoamiResult, now: Int64, nowMilliseconds: Int64) -> Action? {
         guard case .awaitingLogin(let step) = self.phase else { return nil }
         self.phase = .answered
         switch step {
         case .page(let head):
-            return self.page.responder.respond(to: head, whoami: result, now: now, nowMilliseconds: nowMilliseconds)
+            return .answer(self.page.responder.respond(to: head, whoami: result, now: now, nowMilliseconds: nowMilliseconds))
         case .confirmation(let head, let body):
-            return self.page.responder.confirm(head: head, body: body, whoami: result, now: now, nowMilliseconds: nowMilliseconds)
+            return .answer(
+                self.page.responder.confirm(head: head, body: body, whoami: result, now: now, nowMilliseconds: nowMilliseconds))
+        case .connectedApps(let head):
+            return self.run(self.page.responder.connectedApps(head: head, whoami: result), step: step)
+        case .connectedAppsChange(let head, let body):
+            return self.run(
+                self.page.responder.changeDevices(head: head, body: body, whoami: result, nowMilliseconds: nowMilliseconds),
+                step: step)
         }
+    }
+
+    /// The devices asked for by ``Action/listDevices(user:)`` (nil: the store failed); `nil` once answered.
+    mutating func devicesListed(_ devices: [DeviceRecord]?, nowMilliseconds: Int64) -> TokenPageAnswer? {
+        guard case .awaitingDevices(let head, let user) = self.phase else { return nil }
+        self.phase = .answered
+        return self.page.responder.connectedAppsPage(head: head, user: user, devices: devices, nowMilliseconds: nowMilliseconds)
+    }
+
+    /// What the store did with ``Action/changeDevices(user:change:)``; `nil` once answered.
+    mutating func devicesChanged(_ outcome: ConnectedAppsChangeOutcome) -> TokenPageAnswer? {
+        guard case .awaitingChange(let change, let user) = self.phase else { return nil }
+        self.phase = .answered
+        return self.page.responder.devicesChanged(change, user: user, outcome: outcome)
     }
 
     private mutating func run(_ action: TokenPageAction, step: LoginStep) -> Action {
@@ -189,6 +248,13 @@ struct TokenPageExchange {
         case .askWhoami(_, let cookies):
             self.phase = .awaitingLogin(step)
             return .askWhoami(cookies: cookies)
+        case .listDevices(let user):
+            guard case .connectedApps(let head) = step else { return self.answer(TokenPageResponder.connectedAppsUnavailable) }
+            self.phase = .awaitingDevices(head, user: user)
+            return .listDevices(user: user)
+        case .changeDevices(let user, let change):
+            self.phase = .awaitingChange(change, user: user)
+            return .changeDevices(user: user, change: change)
         }
     }
 

@@ -16,6 +16,12 @@ enum TokenPageAction: Sendable, Equatable {
     /// `forwardCookies` is the browser's cookies without the token page's own cookie (an earlier api token
     /// is none of the RP's business). The gateway must not follow redirects; it passes the status as it is.
     case askWhoami(url: String, forwardCookies: String)
+    /// The connected-apps page: ask the store for the user's devices, then call
+    /// ``TokenPageResponder/connectedAppsPage(head:user:devices:nowMilliseconds:)`` with them.
+    case listDevices(user: String)
+    /// A checked button of the connected-apps page: have the store make the change, then call
+    /// ``TokenPageResponder/devicesChanged(_:user:outcome:)`` with what it did.
+    case changeDevices(user: String, change: ConnectedAppsChange)
 }
 
 /// What the "who am I" subrequest gave.
@@ -38,6 +44,10 @@ extension TokenPageAction: CustomStringConvertible, CustomDebugStringConvertible
             "answer(\(answer.status.code), \(answer.reasonCode))"
         case .askWhoami(let url, let cookies):
             "askWhoami(url: \(url), forwardCookies: [\(cookies.utf8.count) bytes redacted])"
+        case .listDevices(let user):
+            "listDevices(user: \(user))"
+        case .changeDevices(let user, let change):
+            "changeDevices(user: \(user), change: \(change))"
         }
     }
 
