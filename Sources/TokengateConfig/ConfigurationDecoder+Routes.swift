@@ -37,7 +37,9 @@ extension ConfigurationDecoder {
     ]
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
     static let commonRouteKeys = ["ip_rules", "rate_limits"]
-    static let tokenPageRouteKeys = ["login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps"]
+    static let tokenPageRouteKeys = [
+        "login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps", "mint",
+    ]
 
     /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
     /// own: a broken one does not hide the next one's mistake).
@@ -99,6 +101,9 @@ extension ConfigurationDecoder {
             var page = try self.tokenPage(map, item: item, environment: environment)
             if let node = map["connected_apps"] {
                 page.connectedAppsPath = try self.connectedAppsPath(node, prefix: pathPrefix, environment: environment)
+            }
+            if let node = map["mint"] {
+                page.mintIssuer = try self.mintIssuer(node, page: page, environment: environment)
             }
             return RouteConfiguration(
                 host: host,
@@ -595,6 +600,42 @@ extension ConfigurationDecoder {
                 .conflict, "the connected-apps page lists devices: it needs a sqlite or postgres cutoff store (a JSON file keeps none)")
         }
         return path
+    }
+
+    /// `mint: ISSUER`: a `kind: session_cookie` issuer whose cookies carry the api-only flag (the page mints api
+    /// tokens: without the flag its cookie would be a full browser login), in Flask's format (the one whose value
+    /// is a bearer token's characters and whose login check needs nothing but the user id), and no app with
+    /// refresh tokens (their access tokens are JWTs with a device).
+    private func mintIssuer(_ node: ConfigNode, page: TokenPageConfiguration, environment: RouteEnvironment)
+        throws(ConfigurationError) -> String
+    {
+        let name = try node.string(maximumLength: 64)
+        guard let issuers = environment.sessionCookieIssuers else { return name }  // reported with `issuers:`
+        guard let issuer = issuers[name] else {
+            throw node.error(.invalidValue, "'\(name)' is not an issuers: item of kind session_cookie")
+        }
+        guard issuer.fields.apiOnly != nil else {
+            throw node.error(
+                .invalidValue,
+                "the token page mints api tokens: issuer \(name) needs fields.api_only, or its cookies would be browser logins")
+        }
+        switch issuer.format {
+        case .flask:
+            break
+        case .cookieSession:
+            throw node.error(
+                .invalidValue, "a cookie_session login is two cookies (the value and its .sig); the token page mints one token")
+        case .rails, .django:
+            // Rails' value is percent-encoded and Django's holds `:`, which the client library's capture refuses
+            // (a bearer token's characters), and their login checks need values only the site knows (Devise's
+            // salt, Django's session auth hash).
+            throw node.error(.invalidValue, "the token page mints in the flask format only; issuer \(name) is \(issuer.format.rawValue)")
+        }
+        if let app = page.apps.first(where: { $0.refreshTokens != nil }) {
+            throw node.error(
+                .conflict, "app \(app.name) has refresh_tokens, whose access tokens are the gateway's JWTs: not with mint")
+        }
+        return name
     }
 
     /// The parameters the token page puts into a callback, in its fragment or its query.

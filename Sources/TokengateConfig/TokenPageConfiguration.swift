@@ -20,6 +20,9 @@ public struct TokenPageConfiguration: Sendable, Equatable {
     /// `connected_apps`: the path (under the route's `path_prefix`) of the connected-apps page, where a logged-in
     /// user sees the devices the page minted tokens for and revokes one, or all api tokens; nil: no such page.
     public var connectedAppsPath: String?
+    /// `mint`: the `issuers:` item (`kind: session_cookie`) whose format the page mints in instead of a JWT, so
+    /// that the site's own code reads what the page hands out; nil: JWTs.
+    public var mintIssuer: String?
 
     public init(
         login: TokenPageLogin,

@@ -727,6 +727,32 @@ struct ConfigurationErrorTests {
         #expect(parseError(proxy)?.description.contains("only for kind: token_page") == true)
     }
 
+    @Test("mint: a flask issuer with an api-only field, and no app with refresh tokens")
+    func mintInTheSiteFormat() throws {
+        let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login }, mint: site APPS}"
+        func yaml(_ issuer: String, apps: String = "") -> String {
+            (minimalYAML + "signing_key: { jwks: private.jwks }\nissuers:\n  - { name: site, kind: session_cookie, secret_env: SITE_SECRET, \(issuer) }\n")
+                .replacingOccurrences(
+                    of: "  - { path_prefix: /, upstream: api, accept: none }", with: page.replacingOccurrences(of: "APPS", with: apps))
+        }
+        let flask = "format: flask, fields: { user_id: /_user_id, login_time: /login_at, api_only: /api_only }"
+        guard case .tokenPage(let settings) = try parse(yaml(flask)).routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(settings.mintIssuer == "site")
+        #expect(parseError(yaml(flask).replacingOccurrences(of: "mint: site", with: "mint: other"))?.description
+            .contains("'other' is not an issuers: item of kind session_cookie") == true)
+        #expect(parseError(yaml("format: flask, fields: { user_id: /_user_id, login_time: /login_at }"))?.description
+            .contains("needs fields.api_only") == true)
+        #expect(parseError(yaml("format: django, fields: { user_id: /_auth_user_id, login_time: /login_at, api_only: /api }"))?
+            .description.contains("mints in the flask format only") == true)
+        #expect(parseError(yaml("format: cookie_session, fields: { user_id: /u, login_time: /t, api_only: /a }"))?
+            .description.contains("two cookies") == true)
+        let refresh = ", apps: [ { name: ios, callback: \"myapp://t\", pkce: required, refresh_tokens: {} } ] "
+        #expect(parseError(yaml(flask, apps: refresh))?.description.contains("refresh_tokens") == true)
+    }
+
     /// The minimal configuration with a token page (route 1) whose `apps` list is `list`.
     private func tokenPageApps(_ list: String) -> String {
         let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login } }"

@@ -70,9 +70,15 @@ final class TokenPageHarness: @unchecked Sendable {
     /// The connected-apps page (`connected_apps: /token/apps`) over a SQLite store that keeps devices: the page's
     /// tokens carry one, and the store lists and revokes them.
     let devices: Bool
+    /// The page mints Flask session cookies (`mint: flask`, signed with ``flaskSecret``) instead of JWTs, and
+    /// `/api/` also accepts them (api-only) from `X-App-Session`.
+    let mintsFlask: Bool
 
-    init(devices: Bool = false) {
+    static let flaskSecret = "test-only flask secret key"
+
+    init(devices: Bool = false, mintsFlask: Bool = false) {
         self.devices = devices
+        self.mintsFlask = mintsFlask
     }
 
     static let connectedAppsPath = "/token/apps"
@@ -90,8 +96,10 @@ final class TokenPageHarness: @unchecked Sendable {
     var certificatePath: String { self.directory + "/cert.pem" }
 
     /// A started harness for `body`, stopped afterwards whatever happens.
-    static func with(devices: Bool = false, _ body: (TokenPageHarness) async throws -> Void) async throws {
-        let harness = TokenPageHarness(devices: devices)
+    static func with(
+        devices: Bool = false, mintsFlask: Bool = false, _ body: (TokenPageHarness) async throws -> Void
+    ) async throws {
+        let harness = TokenPageHarness(devices: devices, mintsFlask: mintsFlask)
         do {
             try await harness.start()
             try await body(harness)
@@ -132,11 +140,11 @@ final class TokenPageHarness: @unchecked Sendable {
             upstreams:
               rp: { targets: [ "http://127.0.0.1:\(self.rp.port)" ], connect_timeout: 1s, response_timeout: 15s }
             routes:
-              - { path_prefix: /api/, upstream: rp, accept: [api], sources: [authorization, "form:access_token"] }
+              - { path_prefix: /api/, upstream: rp, accept: [api], sources: [authorization, "form:access_token"]\(self.mintsFlask ? ", session_cookie: { issuer: flask, sources: [\"header:X-App-Session\"] }" : "") }
               - { path_prefix: /account/, upstream: rp, accept: [session], sources: ["cookie:session"] }
               - path_prefix: /token
                 kind: token_page
-                login: { session_cookie: session, login_url: /login }\(self.devices ? "\n    connected_apps: \(Self.connectedAppsPath)" : "")
+                login: { session_cookie: session, login_url: /login }\(self.devices ? "\n    connected_apps: \(Self.connectedAppsPath)" : "")\(self.mintsFlask ? "\n    mint: flask" : "")
                 apps:
                   - { name: ios, callback: "\(Self.callback)", confirm: false }
                   - { name: android, callback: "\(Self.androidCallback)", pkce: required, confirm: false }
@@ -144,7 +152,12 @@ final class TokenPageHarness: @unchecked Sendable {
                   - { name: web, callback: "\(Self.webCallback)" }
                   - { name: web-confirm, callback: "\(Self.webCallback)", confirm: true }
               - { path_prefix: /, upstream: rp, accept: none }
-            """
+            """ + (self.mintsFlask ? """
+
+            issuers:
+              - { name: flask, kind: session_cookie, format: flask, secret_file: flask.secret, fields: { user_id: /_user_id, login_time: /login_at, api_only: /api_only } }
+            """ : "")
+        try Self.flaskSecret.write(toFile: self.directory + "/flask.secret", atomically: true, encoding: .utf8)
         try "{}".write(toFile: self.directory + "/cutoffs.json", atomically: true, encoding: .utf8)
         try yaml.write(toFile: self.directory + "/tokengate.yaml", atomically: true, encoding: .utf8)
         let configuration = try GatewayConfiguration.load(path: self.directory + "/tokengate.yaml")

@@ -341,6 +341,7 @@ extension GatewayRuntime {
         if case .whoami(let settings) = page.login {
             whoami = try WhoamiClient(configuration: settings, callsInFlight: whoamiCallsInFlight)
         }
+        let siteMinter = try page.mintIssuer.map { try Self.sessionCookieMinter($0, configuration: configuration) }
         return TokenPageRoute(
             responder: TokenPageResponder(
                 configuration: page,
@@ -350,7 +351,8 @@ extension GatewayRuntime {
                 page: name,
                 redeemedCodes: redeemedCodes,
                 mintsDevices: devices != nil,
-                refreshes: devices?.refresh != nil
+                refreshes: devices?.refresh != nil,
+                siteMinter: siteMinter
             ),
             whoami: whoami,
             devices: devices

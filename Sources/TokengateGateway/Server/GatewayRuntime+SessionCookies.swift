@@ -37,6 +37,25 @@ extension GatewayRuntime {
         return verifiers
     }
 
+    /// The writer of issuer `name`'s format for a token page with `mint: name`: the same secrets (the current one
+    /// signs) and fields as its verifier, keys derived once per load.
+    static func sessionCookieMinter(_ name: String, configuration: GatewayConfiguration) throws -> SessionCookieMinter {
+        guard let issuer = configuration.sessionCookieIssuers[name] else {
+            throw GatewayStartupError("mint: \(name) is not an issuers: item of kind session_cookie")
+        }
+        do throws(SessionCookieKeyError) {
+            let secret: SessionCookieSecret
+            switch issuer.secret {
+            case .file(let path): secret = try SessionCookieSecret.file(path.path)
+            case .environment(let variable): secret = try SessionCookieSecret.environment(variable)
+            }
+            return try SessionCookieMinter(
+                format: Self.sessionCookieFormat(issuer), secrets: [secret], fields: try Self.sessionCookieFields(issuer.fields))
+        } catch {
+            throw GatewayStartupError("issuers: \(name): \(error.message)")
+        }
+    }
+
     /// The configuration's words in the format's terms; the framework's defaults where the site kept them.
     static func sessionCookieFormat(_ issuer: SessionCookieIssuerConfiguration) -> SessionCookieFormat {
         let digest = issuer.digest.flatMap { SessionCookieDigest(rawValue: $0.rawValue) }

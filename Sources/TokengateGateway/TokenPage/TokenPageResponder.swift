@@ -5,6 +5,7 @@
 import NIOHTTP1
 import TokengateConfig
 import TokengatePercentEncoding
+import TokengateSessionCookies
 import TokengateTokens
 import TokengateHTTP
 
@@ -75,6 +76,10 @@ struct TokenPageResponder: Sendable {
     /// Whether every minted token gets a fresh device (``DeviceID``, the `did` claim) whose record the gateway
     /// stores before it sends the answer (``TokenPageAnswer/device``): the cutoff store keeps devices.
     let mintsDevices: Bool
+    /// `mint: ISSUER`: the page's tokens are the site's own login cookies in that issuer's format (Flask's
+    /// session, Rails' cookie store, Django's signed cookies), api-only, so the site's own code reads them; nil:
+    /// JWTs. Such a token carries no device (the formats have no place for one the site would keep).
+    let siteMinter: SessionCookieMinter?
 
     /// - Parameters:
     ///   - signer: built from `signing_key`, with the configuration's claim names.
@@ -88,11 +93,12 @@ struct TokenPageResponder: Sendable {
         page: String,
         redeemedCodes: RedeemedCodeMemory,
         mintsDevices: Bool = false,
-        refreshes: Bool = false
+        refreshes: Bool = false,
+        siteMinter: SessionCookieMinter? = nil
     ) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
-            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes)
+            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes, siteMinter: siteMinter)
     }
 
     /// - Parameters:
@@ -109,9 +115,11 @@ struct TokenPageResponder: Sendable {
         page: String,
         redeemedCodes: RedeemedCodeMemory,
         mintsDevices: Bool = false,
-        refreshes: Bool = false
+        refreshes: Bool = false,
+        siteMinter: SessionCookieMinter? = nil
     ) {
-        self.mintsDevices = mintsDevices
+        self.siteMinter = siteMinter
+        self.mintsDevices = siteMinter == nil && mintsDevices
         self.refreshes = refreshes
         self.refreshKey = signer.refreshTokenKey
         self.configuration = configuration
@@ -342,6 +350,16 @@ struct TokenPageResponder: Sendable {
     func mint(for user: String, app: String?, now: Int64, issuedAt: Int64? = nil) -> (token: String, device: DeviceRecord?)? {
         var device: DeviceRecord?
         let expiresAt = self.tokenLifetime.map { now + $0 }
+        if let minter = self.siteMinter {
+            // The site's format: the login time is the token's `iat` (a code's issue time for a redemption), the
+            // api-only flag set; Rails' metadata expiry is `token_lifetime` (Flask and Django count the format's
+            // max-age from the signing time, which is now).
+            guard
+                let cookie = try? minter.mint(
+                    userID: user, loginTime: issuedAt ?? now, apiOnly: true, now: now, expiresAt: expiresAt)
+            else { return nil }
+            return (cookie.value, nil)
+        }
         if self.mintsDevices {
             guard let id = DeviceID.random() else { return nil }
             device = DeviceRecord(
