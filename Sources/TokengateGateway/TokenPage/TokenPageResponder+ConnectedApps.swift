@@ -136,9 +136,7 @@ extension TokenPageResponder {
         headers.add(name: "content-type", value: "text/html; charset=utf-8")
         headers.add(name: "content-length", value: String(bytes.count))
         headers.add(name: "set-cookie", value: TokenPageConfirmationCookie.set(cookie))
-        var answer = TokenPageAnswer(status: .ok, headers: headers, body: bytes, reasonCode: "connected_apps_shown")
-        answer.user = nil  // Nothing was minted: the user goes to the log through the exchange's identity only.
-        return answer
+        return TokenPageAnswer(status: .ok, headers: headers, body: bytes, reasonCode: "connected_apps_shown")
     }
 
     static let connectedAppsPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"

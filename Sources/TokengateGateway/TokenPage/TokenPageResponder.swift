@@ -46,6 +46,10 @@ import TokengateHTTP
 ///    - otherwise: `200` with `Set-Cookie: <cookie_name>=…; HttpOnly; Secure; SameSite=Strict; Path=…
 ///      [; Max-Age=…]`, the title `tokengate-token:<token>` (``titlePrefix``) and the token in the page body.
 ///
+/// With `connected_apps: PATH`, that path of the route is the connected-apps page instead
+/// (``connectedApps(head:cutoffs:now:)``, ``changeDevices(head:body:cutoffs:now:nowMilliseconds:)``): the same login
+/// check, the user's devices from the store, and buttons checked as the confirmation's "continue" is.
+///
 /// Every answer carries `Cache-Control: no-store` and the strict security headers (``TokenPageAnswer``). The
 /// token appears only in that one answer: never in a log field (``TokenPageAnswer/reasonCode`` and
 /// ``TokenPageAnswer/user`` are the loggable parts) and never in a URL except the callback fragment the
