@@ -49,11 +49,13 @@ struct ConnectedAppsBrowserTests {
         var login: Login?
         var tokenPage: Page?
         var after: Page?
+        var crossSite: Page?
         var requests: [Request]?
 
         enum CodingKeys: String, CodingKey {
             case error, login, after, requests
             case tokenPage = "token_page"
+            case crossSite = "cross_site"
         }
     }
 
@@ -91,14 +93,14 @@ struct ConnectedAppsBrowserTests {
         try gateway.curl(["-H", "Authorization: Bearer \(token)", gateway.baseURL + "/api/me"]).status
     }
 
-    private func browse(_ gateway: TokenPageHarness, press: String) async throws -> (ChildProcess.Result, Report) {
+    private func browse(_ gateway: TokenPageHarness, _ options: [String]) async throws -> (ChildProcess.Result, Report) {
         let arguments = [
             "-k", "10", "120", "/usr/bin/env", "python3", TokenPageBrowserTests.script,
             "--chromium", try #require(Tools.found.chromium),
             "--base", gateway.baseURL, "--user", "alice", "--password", "pw",
             "--cert", gateway.certificatePath, "--timeout", "90",
-            "--path", TokenPageHarness.connectedAppsPath, "--press", press,
-        ]
+            "--path", TokenPageHarness.connectedAppsPath,
+        ] + options
         // Seconds of waiting: on a Dispatch thread, not the cooperative pool (see TokenPageBrowserTests.browse).
         let result = try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
@@ -121,7 +123,7 @@ struct ConnectedAppsBrowserTests {
             #expect(try self.apiStatus(gateway, tokens.app) == 200)
             #expect(try self.apiStatus(gateway, tokens.byHand) == 200)
 
-            let (result, report) = try await self.browse(gateway, press: "revoke-" + phone)
+            let (result, report) = try await self.browse(gateway, ["--press", "revoke-" + phone])
             #expect(result.status == 0, "the browser run failed: \(report.error ?? "?")\n\(result.stderr)")
             let login = try #require(report.login)
             #expect(login.page.href == gateway.baseURL + "/login?return_to=%2Ftoken%2Fapps")
@@ -159,6 +161,41 @@ struct ConnectedAppsBrowserTests {
             #expect(lines.contains { $0.contains("reason=device_revoked") })
             #expect(lines.contains { $0.contains("method=POST") && $0.contains("reason=connected_apps_device_revoked") })
             #expect(!lines.contains { $0.contains(tokens.app) || $0.contains(tokens.byHand) }, "no token in the log")
+        }
+    }
+
+    /// Another site's page, in the logged-in browser, submits a form to the page at once (with a real value of the
+    /// page, for another browser): the browser marks it cross-site and sends no `SameSite=Strict` cookie, and the
+    /// gateway refuses it before its body is read. Nothing changes.
+    @Test(.enabled(if: Tools.found.missing.isEmpty, Tools.skipReason), .timeLimit(.minutes(3)))
+    func chromiumSubmitsAnotherSitesFormAndIsRefused() async throws {
+        try await TokenPageHarness.with(devices: true) { gateway in
+            let tokens = try self.twoDevices(gateway)
+            let posted = try gateway.curl([
+                "--data-urlencode", "user=alice", "--data-urlencode", "password=pw", gateway.baseURL + "/login",
+            ])
+            let session = try #require(
+                posted.headers("set-cookie").first { $0.hasPrefix("session=") }.map { String($0.prefix { $0 != ";" }) })
+            let page = try gateway.curl(["-H", "Cookie: \(session)", gateway.baseURL + "/token/apps"])
+            let disable = try #require(page.body.range(of: "value=\"disable_mobile_apps\""))
+            let start = try #require(
+                page.body.range(of: "name=\"confirmation\" value=\"", options: .backwards, range: page.body.startIndex..<disable.lowerBound))
+            let value = String(page.body[start.upperBound...].prefix { $0 != "\"" })
+
+            let (result, report) = try await self.browse(
+                gateway, ["--cross-site-post", "action=disable_mobile_apps&confirmation=\(value)"])
+            #expect(result.status == 0, "the browser run failed: \(report.error ?? "?")\n\(result.stderr)")
+            #expect(report.tokenPage?.devices?.count == 2, "the browser was logged in and saw the page")
+            let landed = try #require(report.crossSite)
+            #expect(landed.href == gateway.baseURL + "/token/apps")
+            #expect(landed.title == "The confirmation came from another site", "\(landed.title)")
+            let requests = try #require(report.requests)
+            #expect(requests.last == .init(url: gateway.baseURL + "/token/apps", method: "POST"))
+            let lines = gateway.logLines.all
+            #expect(lines.contains { $0.contains("method=POST") && $0.contains("reason=token_page_confirm_cross_site") })
+            #expect(!lines.contains { $0.contains("reason=connected_apps_disabled") })
+            #expect(try self.apiStatus(gateway, tokens.app) == 200, "nothing was disabled")
+            #expect(try self.apiStatus(gateway, tokens.byHand) == 200)
         }
     }
 

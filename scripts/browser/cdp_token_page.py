@@ -6,7 +6,7 @@
 
   cdp_token_page.py --base https://localhost:PORT --user alice --password pw
                     [--chromium /usr/bin/chromium] [--cert cert.pem] [--timeout 60]
-                    [--app NAME [--state S] [--code-challenge C] [--confirm]] [--path P [--press ID]]
+                    [--app NAME [--state S] [--code-challenge C] [--confirm]] [--path P [--press ID] [--cross-site-post BODY]]
 
 Starts Chromium (headless, its own temporary profile, DevTools on a free loopback port), then over the
 Chrome DevTools Protocol: opens <base>/token, expects to be sent to the login form, types the user and
@@ -27,7 +27,9 @@ With --path (the connected-apps page, say `/token/apps`), that page is opened in
 browser shows after the login is reported with its devices (`devices`: each row's device id, app, times, whether
 it is revoked and has a button) and its notice. With --press ID the script then presses the button of that id (after
 reading the page for as long as --confirm does), waits for the page the browser is sent back to, and reports it
-as `after`, with its devices again.
+as `after`, with its devices again. With --cross-site-post BODY (and --path), the logged-in browser then opens
+another site's page (a `data:` URL, an opaque origin) that submits a form with that URL-encoded body to the page
+at once, as an attacker's page would; the page the browser lands on is reported as `cross_site`.
 
 TLS: with --cert, Chromium trusts only that certificate's public key
 (`--ignore-certificate-errors-spki-list`, effective because the profile is a --user-data-dir), so
@@ -428,9 +430,40 @@ def press_continue(devtools, session):
             devtools.events.append(event)
 
 
+def cross_site_post(devtools, session, target, body):
+    """Opens another site's page that posts `body` (URL-encoded) to `target` as soon as it loads, and waits for the
+    page the browser is sent to."""
+    inputs = "".join(
+        '<input type="hidden" name="%s" value="%s">' % (html_escape(name), html_escape(value))
+        for name, value in urllib.parse.parse_qsl(body, keep_blank_values=True)
+    )
+    page = (
+        '<!DOCTYPE html><form id="f" method="post" action="%s">%s</form>'
+        "<script>document.getElementById('f').submit()</script>" % (html_escape(target), inputs)
+    )
+    mark = devtools.mark()
+    answer = devtools.call(
+        "Page.navigate", {"url": "data:text/html;base64," + base64.b64encode(page.encode()).decode()}, session
+    )
+    if answer.get("errorText"):
+        raise DriveError("the other site's page did not load: " + answer["errorText"])
+    # The form may go before the data page's own load event: wait for a page loaded from the target.
+    index = mark
+    while True:
+        event = devtools.wait_event("Page.loadEventFired", index, session, "the answer to the other site's form")
+        index = devtools.events.index(event) + 1
+        state = devtools.evaluate(PAGE_STATE, session)
+        if state["href"].startswith(target):
+            return state
+
+
+def html_escape(text):
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def drive(
     devtools, base, user, password, timings, started, app=None, state=None, challenge=None, confirm=False, path=None,
-    press=None,
+    press=None, attack=None,
 ):
     target = devtools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = devtools.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -475,6 +508,9 @@ def drive(
         after = load(devtools, session, lambda: devtools.evaluate(pressed, session), "the page after the button")
         after.update(devtools.evaluate(CONNECTED_APPS_STATE, session))
         timings["press_ms"] = round((time.monotonic() - before) * 1000)
+    cross_site = None
+    if attack is not None:
+        cross_site = cross_site_post(devtools, session, base + path, attack)
     if confirm:
         # The gateway refuses a click less than a second after the page was made (double-clickjacking): a person
         # reads the page first, and so does this script.
@@ -512,6 +548,8 @@ def drive(
         result["redirects"] = redirects
     if after is not None:
         result["after"] = after
+    if cross_site is not None:
+        result["cross_site"] = cross_site
     return result
 
 
@@ -529,9 +567,10 @@ def main():
     parser.add_argument("--confirm", action="store_true", help="with --app: press the confirmation page's continue")
     parser.add_argument("--path", help="open this page of the site (the connected-apps page) instead of /token")
     parser.add_argument("--press", help="with --path: press the button of this id and report the page after it")
+    parser.add_argument("--cross-site-post", help="with --path: another site's form posts this body to the page")
     options = parser.parse_args()
-    if options.press and not options.path:
-        parser.error("--press needs --path")
+    if (options.press or options.cross_site_post is not None) and not options.path:
+        parser.error("--press and --cross-site-post need --path")
     if (options.state or options.code_challenge or options.confirm) and not options.app:
         parser.error("--state, --code-challenge and --confirm need --app")
 
@@ -568,6 +607,7 @@ def main():
             confirm=options.confirm,
             path=options.path,
             press=options.press,
+            attack=options.cross_site_post,
         )
         result["browser"] = version.get("product")
         result["tls"] = "pinned-spki" if options.cert else "ignore-certificate-errors"
