@@ -160,6 +160,7 @@ struct ConnectedAppsBrowserTests {
             let lines = gateway.logLines.all
             #expect(lines.contains { $0.contains("reason=device_revoked") })
             #expect(lines.contains { $0.contains("method=POST") && $0.contains("reason=connected_apps_device_revoked") })
+            #expect(lines.contains { $0.contains("device revoked by its user") && $0.contains("user=alice") && $0.contains(phone) })
             #expect(!lines.contains { $0.contains(tokens.app) || $0.contains(tokens.byHand) }, "no token in the log")
         }
     }

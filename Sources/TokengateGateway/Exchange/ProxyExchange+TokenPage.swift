@@ -128,6 +128,17 @@ extension ProxyExchange {
         promise.futureResult.assumeIsolated().whenComplete { result in
             switch result {
             case .success(let outcome):
+                if outcome == .done {
+                    // As the admin API logs its revocations: who changed what (a device id is no secret).
+                    var metadata: Logger.Metadata = ["user": .string(user)]
+                    switch change {
+                    case .revoke(let device):
+                        metadata["device"] = .string(device.text)
+                        self.logger.notice("connected apps: device revoked by its user", metadata: metadata)
+                    case .disableMobileApps:
+                        self.logger.notice("connected apps: mobile apps disabled by their user", metadata: metadata)
+                    }
+                }
                 self.devicesChanged(outcome)
             case .failure(let error):
                 self.logger.warning("connected apps: the cutoff store could not make the change", metadata: ["error": "\(error)"])
