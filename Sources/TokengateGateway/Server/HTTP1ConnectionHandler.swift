@@ -266,11 +266,14 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     }
 
     /// A large response ended without the client falling behind in the gateway: the kernel's send buffer (which
-    /// Linux grows to megabytes for a client that started fast) may hold the rest of it for a client that stopped
-    /// reading. One `TCP_INFO` read per response of more than 256 KiB says so; such a client is watched (and cut
-    /// below its rate) like one that fell behind in the gateway.
+    /// Linux grows to megabytes, even for a reader whose window is shut) may hold the rest of it for a client that
+    /// reads a few bytes a second. One `TCP_INFO` read per response of more than 64 KiB (which took several writes
+    /// already) says so; such a client is watched (and cut below its route's rate) like one that fell behind in
+    /// the gateway. Not on a route whose rate check is off: there is nothing to watch for.
     private func watchIfTheKernelHoldsTheResponse(context: ChannelHandlerContext) {
-        guard let progress = TCPSendProgress.read(context.channel), progress.notSent > 0 else { return }
+        let runtime = self.exchange?.runtime ?? self.generations.load().runtime
+        let rate = self.exchange?.routeIndex.map { runtime.routes[$0].responseMinRate } ?? runtime.limits.responseMinRate
+        guard rate > 0, let progress = TCPSendProgress.read(context.channel), progress.notSent > 0 else { return }
         self.clientFellBehind(context: context)
     }
 
@@ -528,7 +531,7 @@ extension HTTP1ConnectionHandler {
     func exchangeCompleted(closeConnection: Bool, requestEnded: Bool) {
         guard let context = self.context else { return }
         self.setRequestReadingPaused(false)
-        if self.bytesWritten &- self.responseStart > SlowClientWatch.ownBuffer * 4, !(self.slowClient?.isLooking ?? false) {
+        if self.bytesWritten &- self.responseStart > SlowClientWatch.ownBuffer, !(self.slowClient?.isLooking ?? false) {
             self.watchIfTheKernelHoldsTheResponse(context: context)
         }
         self.exchange = nil
