@@ -153,7 +153,8 @@ python3 -c "print('memory per slow reader: %.1f KiB of gateway RSS (%d KiB over 
 if [ "$MIN_RATE" -gt 0 ]; then
     # Below the rate the readers are cut once their 2 s (plus what they earned) are spent.
     sleep 10
-    log "10 s later: gateway RSS $(rss) KiB; kernel TCP memory $(kernel_tcp_kib) KiB; client connections open:" \
+    log "10 s later: gateway RSS $(rss) KiB; kernel TCP memory $(kernel_tcp_kib) KiB; $(grep ^TCP: /proc/net/sockstat);" \
+        "client connections open:" \
         "$(ss -Htn state established "( sport = :$PORT )" | wc -l)"
 fi
 kill -TERM "$readers" 2>/dev/null || true
