@@ -313,7 +313,8 @@ struct ConfigurationDecoder {
             handshakeTimeout: try map["handshake_timeout"]?.duration(in: .milliseconds(100)...(.seconds(300)))
                 ?? .seconds(10),
             minimumVersion: try map["min_version"]?.choice(TLSProtocolVersion.self) ?? .tls12,
-            misdirectedRequests: try map["misdirected_requests"]?.choice(MisdirectedRequests.self) ?? .refuse
+            misdirectedRequests: try map["misdirected_requests"]?.choice(MisdirectedRequests.self) ?? .refuse,
+            misdirectedRequestsIsSet: map["misdirected_requests"] != nil
         )
     }
 

@@ -22,9 +22,20 @@ extension GatewayConfiguration {
     /// claim that scheme and open the page with a PKCE challenge of its own, and a browser that is logged in then
     /// hands it a login without asking the user (RFC 8252 §8.6). It may be meant (an app on managed devices only),
     /// so it is allowed, but never silently.
+    ///
+    /// `misdirected_requests` on a listener with one certificate is reported: every connection gets that
+    /// certificate, so there is no other one a request could have been meant for, and the key does nothing.
     public var warnings: [String] {
         var warnings: [String] = self.readableSecretFileWarnings
         warnings += self.unconfirmedCustomSchemeWarnings
+        for (index, listener) in self.listeners.enumerated() {
+            guard let tls = listener.tls, tls.misdirectedRequestsIsSet, tls.certificates.count == 1 else { continue }
+            warnings.append(
+                "listen[\(index)].tls.misdirected_requests has no effect: the listener has one certificate, which every "
+                    + "connection gets, so requests are served whatever their host (the check needs two or more "
+                    + "certificates). Remove the key, or add the certificates it is meant for."
+            )
+        }
         for (publicIndex, publicRoute) in self.routes.enumerated()
         where publicRoute.host == nil && publicRoute.tokenPage == nil && !publicRoute.accept.acceptsTokens {
             guard let upstream = publicRoute.upstream else { continue }

@@ -14,17 +14,22 @@ public struct TLSListenerConfiguration: Sendable, Equatable {
     /// certificate does not cover. Default `refuse` (421). Not read on the admin listener, which does not
     /// accept the key.
     public var misdirectedRequests: MisdirectedRequests
+    /// `misdirected_requests` was written in the configuration (rather than left to its default): on a listener
+    /// with one certificate it does nothing, which ``GatewayConfiguration/warnings`` says.
+    public var misdirectedRequestsIsSet: Bool
 
     public init(
         certificates: [CertificateConfiguration],
         handshakeTimeout: Duration = .seconds(10),
         minimumVersion: TLSProtocolVersion = .tls12,
-        misdirectedRequests: MisdirectedRequests = .refuse
+        misdirectedRequests: MisdirectedRequests = .refuse,
+        misdirectedRequestsIsSet: Bool = false
     ) {
         self.certificates = certificates
         self.handshakeTimeout = handshakeTimeout
         self.minimumVersion = minimumVersion
         self.misdirectedRequests = misdirectedRequests
+        self.misdirectedRequestsIsSet = misdirectedRequestsIsSet
     }
 }
 

@@ -152,4 +152,39 @@ import TokengateConfig
             #expect(config.warnings.isEmpty, "\(name): \(config.warnings)")
         }
     }
+
+    @Test func misdirectedRequestsOnASingleCertificateListenerIsReported() throws {
+        let single = try parse(
+            """
+            listen:
+              - address: 127.0.0.1:8443
+                tls: { certificates: [ { cert: cert.pem, key: key.pem } ], misdirected_requests: allow }
+            keys: [ { jwks: public.jwks } ]
+            cutoffs: { file: cutoffs.json }
+            upstreams: { api: { targets: [ "http://127.0.0.1:9000" ] } }
+            routes: [ { path_prefix: /, upstream: api, accept: none } ]
+            """
+        )
+        let warning = try #require(single.warnings.first { $0.contains("misdirected_requests") })
+        #expect(warning.hasPrefix("listen[0].tls.misdirected_requests has no effect"), "\(warning)")
+        // Left out, or on a listener with two certificates, nothing is said.
+        let omitted = try self.configuration(routes: "  - { path_prefix: /, upstream: api, accept: none }")
+        #expect(!omitted.warnings.contains { $0.contains("misdirected_requests") }, "\(omitted.warnings)")
+        let two = try parse(
+            """
+            listen:
+              - address: 127.0.0.1:8443
+                tls:
+                  certificates:
+                    - { cert: cert.pem, key: key.pem }
+                    - { cert: cert.pem, key: key.pem, server_names: [ b.example.com ] }
+                  misdirected_requests: allow
+            keys: [ { jwks: public.jwks } ]
+            cutoffs: { file: cutoffs.json }
+            upstreams: { api: { targets: [ "http://127.0.0.1:9000" ] } }
+            routes: [ { path_prefix: /, upstream: api, accept: none } ]
+            """
+        )
+        #expect(!two.warnings.contains { $0.contains("misdirected_requests") }, "\(two.warnings)")
+    }
 }

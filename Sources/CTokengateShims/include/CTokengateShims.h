@@ -7,5 +7,6 @@
 #include "CTokengateShims_crypto.h"
 #include "CTokengateShims_tls.h"
 #include "CTokengateShims_nghttp2.h"
+#include "CTokengateShims_socket.h"
 
 #endif

@@ -70,6 +70,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     /// Made when the client first falls behind (the channel's write buffer passed its high mark); looks at it
     /// while bytes wait for it.
     private var slowClient: SlowClientWatch?
+    /// ``bytesWritten`` when the current response began: how large it is, at its end.
+    private var responseStart = 0
 
     init(
         generations: GatewayGenerationHolder,
@@ -174,6 +176,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     private func startExchange(_ head: ClientRequestHead, requestNumber: Int, closeRequested: Bool, context: ChannelHandlerContext) {
         self.readDeadlines.headReceived()
         self.requestMethod = head.method
+        self.responseStart = self.bytesWritten
         let requestID = RequestRewriter.requestID(from: head) { self.connectionID + "-" + String(requestNumber) }
         // One atomic load per request: the configuration it is served with, even across a reload.
         let generation = self.generations.load()
@@ -262,12 +265,35 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         }
     }
 
+    /// A large response ended without the client falling behind in the gateway: the kernel's send buffer (which
+    /// Linux grows to megabytes, even for a reader whose window is shut) may hold the rest of it for a client that
+    /// reads a few bytes a second. One `TCP_INFO` read per response of more than 64 KiB (which took several writes
+    /// already) says so; such a client is watched (and cut below its route's rate) like one that fell behind in
+    /// the gateway. Not on a route whose rate check is off: there is nothing to watch for.
+    private func watchIfTheKernelHoldsTheResponse(context: ChannelHandlerContext) {
+        let runtime = self.exchange?.runtime ?? self.generations.load().runtime
+        let rate = self.exchange?.routeIndex.map { runtime.routes[$0].responseMinRate } ?? runtime.limits.responseMinRate
+        guard rate > 0, let progress = TCPSendProgress.read(context.channel), progress.notSent > 0 else { return }
+        self.clientFellBehind(context: context)
+    }
+
     /// Once a second while bytes wait for a client that fell behind: cut it when it is below its rate, stop
     /// watching (and give its grant back) once nothing waits.
     private func lookAtSlowClient() {
         guard let context = self.context, let watch = self.slowClient else { return }
         let buffered = self.bufferedBytes(context)
-        if watch.observe(sent: self.bytesWritten - buffered, waiting: buffered > 0) {
+        // What the client's TCP acknowledged, not what left for the kernel's send buffer (which Linux grows to
+        // megabytes for a peer whose window is shut); bytes in that buffer wait for the client as much as ours.
+        let sent: Int
+        let waiting: Bool
+        if let progress = TCPSendProgress.read(context.channel) {
+            sent = progress.acknowledged
+            waiting = buffered > 0 || progress.notSent > 0
+        } else {
+            sent = self.bytesWritten - buffered
+            waiting = buffered > 0
+        }
+        if watch.observe(sent: sent, waiting: waiting) {
             watch.stop()
             let exchange = self.exchange.take()
             _ = self.machine.connectionClosed()
@@ -286,7 +312,7 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             }
             return
         }
-        if buffered == 0, context.channel.isWritable {
+        if !waiting, context.channel.isWritable {
             watch.stop()
         }
         self.updateWritability(context: context)
@@ -505,6 +531,9 @@ extension HTTP1ConnectionHandler {
     func exchangeCompleted(closeConnection: Bool, requestEnded: Bool) {
         guard let context = self.context else { return }
         self.setRequestReadingPaused(false)
+        if self.bytesWritten &- self.responseStart > SlowClientWatch.ownBuffer, !(self.slowClient?.isLooking ?? false) {
+            self.watchIfTheKernelHoldsTheResponse(context: context)
+        }
         self.exchange = nil
         if self.machine.isWritable, !context.channel.isWritable {
             // Writable only by the finished response's grant: the next request waits for the client to read.
