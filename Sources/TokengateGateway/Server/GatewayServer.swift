@@ -136,7 +136,7 @@ public final class GatewayServer: Sendable {
         let generation = self.generations.load()
         var certificates: [CertificateExpiryMetric.Certificate] = []
         for (index, listener) in generation.configuration.listeners.enumerated() {
-            guard let tls = listener.tls, let context = generation.tlsContexts[index] else { continue }
+            guard let tls = listener.tls ?? listener.forwardAuth?.tls, let context = generation.tlsContexts[index] else { continue }
             for (certificate, notAfter) in zip(tls.certificates, context.certificateExpiries) {
                 guard let notAfter else { continue }
                 certificates.append(.init(listener: "\(listener.address)", file: certificate.cert.original, notAfter: notAfter))
