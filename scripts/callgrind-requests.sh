@@ -13,7 +13,7 @@
 #                                      [--gateway LABEL=PATH ...] [--peers "nginx haproxy ..."]
 #                                      [--out DIR] [--port-base 18400]
 #                                      [--route-setting "key: value" ...] [--header "name: value" ...]
-#                                      [--alg HS256|ES256] [--verified-cache N]
+#                                      [--alg HS256|ES256] [--verified-cache N] [--forward-auth]
 # Without --gateway it measures the release build of this checkout (built when missing). With several, the
 # ratio of each to the first is printed: an A/B of two builds (`--gateway before=/path --gateway after=/path`).
 # --peers measures other proxies the same way, after the gateways, behind the same backend and with the same
@@ -30,6 +30,8 @@
 # --route-setting adds a key to the gateway's one route, its value in flow style (`cors: { … }`), and --header
 # sends a field with every request (an `origin: …` for a CORS route): the cost of a route's policy is the same
 # binary measured with and without them.
+# --forward-auth also measures each gateway's forward_auth check (a plain loopback listener, `headers: forwarded`):
+# the same client sends the same token as a check of GET /api/bench, HTTP/1.1 only; the row is LABEL-check.
 # Loopback only; every process it starts is stopped on exit.
 #
 # Debian 12's valgrind (3.19) cannot read the DWARF the Swift 6 toolchain writes: each binary is measured as a
@@ -45,6 +47,7 @@ OUT=""
 PORT_BASE=18400
 ALG=HS256
 VERIFIED_CACHE=""
+FORWARD_AUTH=""
 LABELS=()
 PEERS=""
 ROUTE_SETTINGS=()
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
         --port-base) PORT_BASE="$2"; shift 2 ;;
         --alg) ALG="$2"; shift 2 ;;
         --verified-cache) VERIFIED_CACHE="$2"; shift 2 ;;
+        --forward-auth) FORWARD_AUTH=1; shift ;;
         --gateway)
             label="${2%%=*}"; path="${2#*=}"
             [ "$label" != "$2" ] && [ -x "$path" ] || { echo "--gateway takes LABEL=PATH to an executable" >&2; exit 2; }
@@ -177,6 +181,10 @@ if [ -n "$VERIFIED_CACHE" ]; then
     sed -i "s|^  algorithms: \[$ALG\]|&\n  verified_cache: { entries: $VERIFIED_CACHE }|" "$TMP/tokengate.yaml"
 fi
 grep -q "algorithms: \[$ALG\]" "$TMP/tokengate.yaml" || { log "could not set the algorithm in the configuration"; exit 1; }
+CHECK_PORT=$((PORT_BASE + 2))
+if [ -n "$FORWARD_AUTH" ]; then
+    sed -i "s|^listen:|&\n  - address: 127.0.0.1:$CHECK_PORT\n    forward_auth: { headers: forwarded, trusted_peers: [ 127.0.0.1/32 ] }|" "$TMP/tokengate.yaml"
+fi
 
 nginx -p "$TMP" -e "$TMP/backend-error.log" -c "$TMP/backend-nginx.conf" &
 STARTED_PIDS+=($!)
@@ -191,11 +199,13 @@ for floor in "${!FLOORS[@]}"; do
     FLOORS[$floor]="$TMP/$floor-proxy"
 done
 
-URL="https://127.0.0.1:$PROXY_PORT/api/bench"
+PROXIED_URL="https://127.0.0.1:$PROXY_PORT/api/bench"
+URL="$PROXIED_URL"
+EXTRA=()  # h2load -H arguments besides the token (a check's forwarded fields)
 load() {  # protocol count: one connection, one request at a time; fails unless every answer is a 2xx
     local flags=() output
     [ "$1" = 1.1 ] && flags=(--h1)
-    output="$(timeout 600 h2load "${flags[@]}" -n "$2" -c 1 -m 1 -H "authorization: Bearer $TOKEN" "${HEADERS[@]}" "$URL" 2>&1)" || true
+    output="$(timeout 600 h2load "${flags[@]}" -n "$2" -c 1 -m 1 -H "authorization: Bearer $TOKEN" "${HEADERS[@]}" "${EXTRA[@]}" "$URL" 2>&1)" || true
     grep -q "status codes: $2 2xx" <<< "$output" || { log "not every answer was a 2xx:"; echo "$output" >&2; return 1; }
 }
 
@@ -222,13 +232,31 @@ proxy_command() {  # name -> COMMAND, the proxy's command line (and ENVIRONMENT 
 
 RESULTS="$OUT/results.tsv"
 printf 'gateway\tprotocol\trequests\tinstructions\tinstructions_per_request\n' > "$RESULTS"
+RUNS=()  # label:protocol:target
 for label in "${LABELS[@]}" $PEERS; do
     for protocol in $PROTOCOLS; do
         if [ "$protocol" = 2 ] && [ -n "${FLOORS[$label]:-}" ]; then
             continue  # the floors speak HTTP/1.1 only
         fi
-        log "$label, HTTP/$protocol: $WARMUP + $REQUESTS requests under callgrind"
-        dump="$TMP/callgrind.$label.$protocol"
+        RUNS+=("$label:$protocol:proxied")
+    done
+done
+if [ -n "$FORWARD_AUTH" ]; then
+    for label in "${LABELS[@]}"; do RUNS+=("$label:1.1:check"); done
+fi
+for run in "${RUNS[@]}"; do
+    IFS=: read -r label protocol target <<< "$run"
+    {
+        row="$label"
+        URL="$PROXIED_URL"; EXTRA=()
+        if [ "$target" = check ]; then
+            row="$label-check"
+            URL="http://127.0.0.1:$CHECK_PORT/check"
+            EXTRA=(-H "x-forwarded-method: GET" -H "x-forwarded-uri: /api/bench" -H "x-forwarded-host: localhost"
+                -H "x-forwarded-proto: https")
+        fi
+        log "$row, HTTP/$protocol: $WARMUP + $REQUESTS requests under callgrind"
+        dump="$TMP/callgrind.$row.$protocol"
         proxy_command "$label"
         env "${ENVIRONMENT[@]}" valgrind --tool=callgrind --callgrind-out-file="$dump.%p" "${COMMAND[@]}" \
             >"$TMP/$label.log" 2>&1 &
@@ -247,10 +275,10 @@ for label in "${LABELS[@]}" $PEERS; do
         kill -TERM "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         wait_gone "$PROXY_PORT" || { log "port $PROXY_PORT still busy"; exit 1; }
-        cp "$part" "$OUT/callgrind.$label.http$protocol.out"
-        printf '%s\thttp/%s\t%s\t%s\t%s\n' "$label" "$protocol" "$REQUESTS" "$total" \
+        cp "$part" "$OUT/callgrind.$row.http$protocol.out"
+        printf '%s\thttp/%s\t%s\t%s\t%s\n' "$row" "$protocol" "$REQUESTS" "$total" \
             "$(python3 -c "print(round($total/$REQUESTS))")" >> "$RESULTS"
-    done
+    }
 done
 
 python3 - "$RESULTS" <<'EOF' | tee "$OUT/summary.txt"

@@ -4,7 +4,8 @@
 #   build: the two declared system libraries (OpenSSL 3, libnghttp2) and what SwiftPM needs to find them.
 #   test:  also the real clients and servers the test suite drives: curl, openssl, nghttp/h2load, python3
 #          with cryptography (the independent token implementation) and h2 (HTTP/2 attack frames),
-#          PostgreSQL (a throwaway server for the store tests), chromium (the token page in a browser) and
+#          PostgreSQL (a throwaway server for the store tests), chromium (the token page in a browser), nginx
+#          and Caddy (the front proxies of the forward-auth tests) and
 #          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq, man, zsh, fish), the
 #          languages of the token-minting examples (scripts/test-examples.sh), and the web frameworks whose
 #          session cookies tokengate reads (Rails and Express with cookies and keygrip from Debian, Flask with
@@ -28,6 +29,9 @@ if [ "$profile" = "test" ]; then
   packages+=(python3-flask python3-django node-express node-cookie-parser ruby-railties ruby-webrick)
   # scripts/soak.sh (run by scripts/test.sh): the healthy backend.
   packages+=(nginx)
+  # The forward-auth tests' real front proxies: nginx (auth_request) and Caddy (forward_auth), each started by the
+  # tests themselves from deploy/forward-auth/.
+  packages+=(caddy)
   # The session-cookie tests' real frameworks (scripts/frameworks/): Rails 6.1 and Express with keygrip.
   packages+=(ruby-actionpack node-cookies node-keygrip)
   # The OpenID provider of the identity-provider key tests is installed from PyPI into a venv (below).
@@ -49,6 +53,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Debian starts nginx's own daemon where it can; the tests start the ones they need, on ports of their own.
   if [[ " ${missing[*]} " == *" nginx "* ]]; then
     $SUDO service nginx stop >/dev/null 2>&1 || true
+  fi
+  if [[ " ${missing[*]} " == *" caddy "* ]]; then
+    $SUDO service caddy stop >/dev/null 2>&1 || true
   fi
 fi
 

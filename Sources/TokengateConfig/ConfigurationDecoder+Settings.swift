@@ -117,3 +117,40 @@ extension ConfigurationDecoder {
         return hsts
     }
 }
+
+// MARK: Forward auth
+
+extension ConfigurationDecoder {
+    /// A listener's `forward_auth:` section (``ForwardAuthConfiguration``). `address` is the listener's: plain
+    /// HTTP is accepted only where no other machine can connect, since the check answers carry identities and
+    /// the check requests carry tokens.
+    func forwardAuth(_ node: ConfigNode, address: SocketAddressSpec) throws(ConfigurationError) -> ForwardAuthConfiguration {
+        let map = try node.mapping(allowed: ["headers", "trusted_peers", "path_prefix", "tls"])
+        let headers = try map.required("headers").choice(ForwardAuthHeaders.self)
+        let peersNode = try map.required("trusted_peers")
+        let peers = try self.trustedProxies(peersNode)
+        guard !peers.isEmpty else {
+            throw peersNode.error(.missingKey, "list the front proxies' addresses (127.0.0.1/32, say): no other peer is believed")
+        }
+        var pathPrefix = ""
+        if let prefixNode = map["path_prefix"] {
+            guard headers == .envoy else {
+                throw map.keyNode("path_prefix").error(.conflict, "only for headers: envoy (ext_authz's path_prefix)")
+            }
+            pathPrefix = try prefixNode.string(maximumLength: 256)
+            guard pathPrefix.hasPrefix("/"), !pathPrefix.hasSuffix("/"), ValueSyntax.isPrintableASCII(pathPrefix, allowSpace: false),
+                !pathPrefix.contains("?"), !pathPrefix.contains("%")
+            else {
+                throw prefixNode.error(.invalidValue, "a path such as /check: starting with /, not ending with /, no query")
+            }
+        }
+        let tls = try map["tls"].map { node throws(ConfigurationError) in try self.tls(node) }
+        if tls == nil, !address.isLoopback {
+            throw node.error(
+                .insecure,
+                "the check listener on \(address) is reachable from other machines: it needs tls (plain HTTP only on loopback)"
+            )
+        }
+        return ForwardAuthConfiguration(headers: headers, trustedPeers: peers, pathPrefix: pathPrefix, tls: tls)
+    }
+}

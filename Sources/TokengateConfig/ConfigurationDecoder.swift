@@ -190,25 +190,28 @@ struct ConfigurationDecoder {
         var addressNodes: [ConfigNode] = []
         var redirectPorts: [Int?] = []
         for item in items {
-            let map = try item.mapping(allowed: ["address", "tls", "plain_http", "redirect_port", "proxy_protocol", "ip_rules"])
+            let map = try item.mapping(allowed: ["address", "tls", "plain_http", "redirect_port", "proxy_protocol", "ip_rules", "forward_auth"])
             let addressNode = try map.required("address")
             let address = try self.socketAddress(addressNode)
             let mode: ListenerMode
-            switch (map["tls"], map["plain_http"]) {
-            case (.some, .some):
-                throw map.keyNode("plain_http").error(
+            let kinds = ["tls", "plain_http", "forward_auth"].filter { map[$0] != nil }
+            if kinds.count > 1 {
+                throw map.keyNode(kinds[1]).error(
                     .conflict,
-                    "a listener has either tls or plain_http, not both"
+                    "a listener has one of tls, plain_http and forward_auth, not \(kinds.joined(separator: " and "))"
                 )
-            case (nil, nil):
+            }
+            if let tls = map["tls"] {
+                mode = .tls(try self.tls(tls, isPublic: true))
+            } else if let plain = map["plain_http"] {
+                mode = .plain(try plain.choice(PlainHTTPMode.self))
+            } else if let check = map["forward_auth"] {
+                mode = .forwardAuth(try self.forwardAuth(check, address: address))
+            } else {
                 throw item.error(
                     .missingKey,
-                    "a listener needs tls (tokengate serves over TLS) or plain_http: reject|redirect"
+                    "a listener needs tls (tokengate serves over TLS), plain_http: reject|redirect, or forward_auth"
                 )
-            case (.some(let tls), nil):
-                mode = .tls(try self.tls(tls, isPublic: true))
-            case (nil, .some(let plain)):
-                mode = .plain(try plain.choice(PlainHTTPMode.self))
             }
             var redirectPort: Int?
             if let portNode = map["redirect_port"] {
@@ -236,6 +239,11 @@ struct ConfigurationDecoder {
             )
             addressNodes.append(addressNode)
             redirectPorts.append(redirectPort)
+        }
+        // A gateway that only answers a front proxy's checks has no public listener to need TLS on.
+        let onlyChecks = listeners.contains { $0.forwardAuth != nil } && !listeners.contains { $0.forwardAuth == nil }
+        if onlyChecks {
+            return listeners
         }
         guard let firstTLS = listeners.first(where: { $0.tls != nil }) else {
             throw node.error(

@@ -31,6 +31,8 @@ extension GatewayConfiguration {
 }
 
 extension ListenerConfiguration {
-    /// What a bound socket fixes: its address and whether it speaks TLS.
-    fileprivate var restartIdentity: String { "\(self.address) \(self.tls != nil)" }
+    /// What a bound socket fixes: its address, whether it speaks TLS, and whether it is a check endpoint.
+    fileprivate var restartIdentity: String {
+        "\(self.address) \(self.tls != nil) \(self.forwardAuth.map { $0.tls != nil ? "check-tls" : "check" } ?? "-")"
+    }
 }

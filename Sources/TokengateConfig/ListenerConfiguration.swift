@@ -30,12 +30,18 @@ public struct ListenerConfiguration: Sendable, Equatable {
         self.ipRules = ipRules
     }
 
-    /// The TLS settings, when this is a TLS listener.
+    /// The TLS settings, when this is a public TLS listener (not a `forward_auth` one, whose own are in
+    /// ``forwardAuth``).
     public var tls: TLSListenerConfiguration? {
         switch self.mode {
         case .tls(let tls): tls
-        case .plain: nil
+        case .plain, .forwardAuth: nil
         }
+    }
+
+    /// The check endpoint's settings, when this is a `forward_auth` listener.
+    public var forwardAuth: ForwardAuthConfiguration? {
+        if case .forwardAuth(let settings) = self.mode { settings } else { nil }
     }
 }
 
@@ -45,6 +51,8 @@ public enum ListenerMode: Sendable, Equatable {
     case tls(TLSListenerConfiguration)
     /// Plain HTTP that never forwards (DESIGN §4).
     case plain(PlainHTTPMode)
+    /// The check endpoint for a front proxy (``ForwardAuthConfiguration``): answers, never forwards.
+    case forwardAuth(ForwardAuthConfiguration)
 }
 
 /// What a plain-HTTP listener answers. It never forwards a request, whatever the mode.

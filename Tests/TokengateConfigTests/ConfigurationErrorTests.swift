@@ -188,11 +188,11 @@ struct ConfigurationErrorTests {
     func listenerMode() {
         self.expectError(
             self.replacing(line: 3, with: "    port: 1"),
-            "test.yaml:3:5: listen[0].port: unknown key; expected one of: address, tls, plain_http, redirect_port, proxy_protocol, ip_rules"
+            "test.yaml:3:5: listen[0].port: unknown key; expected one of: address, tls, plain_http, redirect_port, proxy_protocol, ip_rules, forward_auth"
         )
         self.expectError(
             self.replacing(line: 3, with: "    tls: { certificates: [ { cert: c, key: k } ] }\n    plain_http: reject"),
-            "test.yaml:4:5: listen[0].plain_http: a listener has either tls or plain_http, not both",
+            "test.yaml:4:5: listen[0].plain_http: a listener has one of tls, plain_http and forward_auth, not tls and plain_http",
             code: .conflict
         )
         self.expectError(
@@ -200,7 +200,7 @@ struct ConfigurationErrorTests {
                 of: "\n    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }",
                 with: ""
             ),
-            "test.yaml:2:5: listen[0]: a listener needs tls (tokengate serves over TLS) or plain_http: reject|redirect"
+            "test.yaml:2:5: listen[0]: a listener needs tls (tokengate serves over TLS), plain_http: reject|redirect, or forward_auth"
         )
         self.expectError(
             self.replacing(

@@ -22,6 +22,8 @@ final class GatewayHarness: @unchecked Sendable {
     var server: GatewayServer!
     var tlsPort = 0
     var plainPort = 0
+    /// The ports of the listeners `listeners:` added, in order.
+    var extraPorts: [Int] = []
     var signer: TokenSigner!
     let cutoffs = CutoffSnapshotHolder(.empty)
     let group: MultiThreadedEventLoopGroup
@@ -40,7 +42,8 @@ final class GatewayHarness: @unchecked Sendable {
     /// other than the generated `cert.pem` and `key.pem` must be in ``directory`` before the start). `keys` is
     /// the whole `keys` line (empty for none) and `tokens` an optional `tokens:` section, `sections` any other
     /// top-level sections (`issuers:`, `rate_limits:`) and `listener` more keys of the TLS listener
-    /// (`proxy_protocol:`, `ip_rules:`); files they name may be written to ``directory`` beforehand.
+    /// (`proxy_protocol:`, `ip_rules:`); files they name may be written to ``directory`` beforehand. `listeners`
+    /// are more `listen:` items (YAML lines indented as the two above), bound after them (``extraPorts``).
     func start(
         routes: String = GatewayHarness.defaultRoutes,
         upstreams: String? = nil,
@@ -51,6 +54,7 @@ final class GatewayHarness: @unchecked Sendable {
         tokens: String = "",
         sections: String = "",
         listener: String = "",
+        listeners: String = "",
         now: (@Sendable () -> Int64)? = nil
     ) async throws {
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
@@ -72,6 +76,7 @@ final class GatewayHarness: @unchecked Sendable {
                 \(listener)
               - address: 127.0.0.1:0
                 plain_http: \(plainHTTP)
+            \(listeners)
             \(keys)
             \(tokens)
             \(sections)
@@ -93,6 +98,7 @@ final class GatewayHarness: @unchecked Sendable {
         let addresses = try await self.server.start()
         self.tlsPort = addresses[0].port!
         self.plainPort = addresses[1].port!
+        self.extraPorts = addresses.dropFirst(2).map { $0.port! }
     }
 
     static let defaultRoutes = """

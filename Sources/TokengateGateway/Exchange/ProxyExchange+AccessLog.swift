@@ -16,6 +16,16 @@ extension ProxyExchange {
         self.cancelBodyDeadline()
         self.releaseTokenBodyMemory()
         let nanoseconds = (NIODeadline.now() - self.start).nanoseconds
+        if self.forwardAuth != nil {
+            self.runtime.metrics.checks.record(route: self.routeName, status: status, reason: reason, nanoseconds: nanoseconds)
+        } else {
+            self.recordRequest(status: status, reason: reason, nanoseconds: nanoseconds)
+        }
+        guard self.runtime.accessLog else { return }
+        self.logger.info("request", metadata: self.accessLogRecord(status: status, reason: reason, nanoseconds: nanoseconds).metadata)
+    }
+
+    private func recordRequest(status: UInt, reason: String, nanoseconds: Int64) {
         self.runtime.metrics.recordRequest(
             route: self.routeIndex,
             unsafeMethod: TokenExtractor.isUnsafe(self.head.method),
@@ -24,8 +34,6 @@ extension ProxyExchange {
             nanoseconds: nanoseconds,
             statusIsTheGateways: !self.machine.clientHasBackendHead
         )
-        guard self.runtime.accessLog else { return }
-        self.logger.info("request", metadata: self.accessLogRecord(status: status, reason: reason, nanoseconds: nanoseconds).metadata)
     }
 
     /// The request's access-log line (``AccessLogRecord``); `client` is the traffic policy's client address
@@ -39,6 +47,9 @@ extension ProxyExchange {
         record.target = self.head.uri
         record.protocolName = AccessLogRecord.protocolName(self.head.version)
         record.route = self.routeName
+        if self.forwardAuth != nil {
+            record.mode = "check"
+        }
         record.bytesIn = self.receivedBodyBytes
         record.bytesOut = self.sentBodyBytes
         record.durationMicroseconds = nanoseconds / 1000

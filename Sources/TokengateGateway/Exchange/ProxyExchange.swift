@@ -70,6 +70,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
     /// The target whose response the client got, and how long its head took after the request was sent.
     var respondingTarget: Int?
     var upstreamWait: Int64?
+    /// Set when this exchange is a front proxy's check (``ProxyExchange/beginCheck(_:)``): it answers, never forwards.
+    let forwardAuth: ForwardAuthCheck?
 
     /// - Parameter closeRequested: the client asked to close after this exchange (HTTP/1.1 `Connection:
     ///   close`, HTTP/1.0, or a graceful shutdown in progress).
@@ -81,7 +83,8 @@ final class ProxyExchange: UpstreamResponseReceiver {
         pools: LoopUpstreamPools,
         tokenCache: VerifiedTokenCache?,
         logger: Logger,
-        closeRequested: Bool
+        closeRequested: Bool,
+        forwardAuth: ForwardAuthCheck? = nil
     ) {
         let start = NIODeadline.now()
         let limits = runtime.limits
@@ -102,6 +105,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
         self.tokenCache = tokenCache
         self.logger = logger
         self.start = start
+        self.forwardAuth = forwardAuth
     }
 
     /// Writes `100 Continue` to the client, as the machine asked.
@@ -126,6 +130,10 @@ final class ProxyExchange: UpstreamResponseReceiver {
 
     /// The request head arrived.
     func begin() {
+        if let forwardAuth = self.forwardAuth {
+            self.beginCheck(forwardAuth)
+            return
+        }
         self.resolveClientAddress()
         if self.client.viaTrustedProxy, !Self.trustedProxySaysHTTPS(self.head.fields.values(name: "x-forwarded-proto")) {
             // A trusted proxy forwarding a request its client sent in the clear: TLS is still required.
@@ -140,6 +148,12 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.answer(.misdirectedRequest())
             return
         }
+        self.routeAndAuthorize()
+    }
+
+    /// Routes the request by its host and path, then runs the authorizer on it (or the token page): for a
+    /// proxied request and for a front proxy's check alike, after their heads were checked.
+    func routeAndAuthorize() {
         let routeIndex = self.matchRoute(path: self.head.uri)
         if let trimmed = RequestTargetCheck.withSegmentTailsTrimmed(self.head.uri) {
             let trimmedRoute = self.matchRoute(path: trimmed)
@@ -167,6 +181,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
             return
         }
         if let tokenPage = route.tokenPage {
+            guard self.forwardAuth == nil else {
+                // The token page is the gateway's own: a front proxy routes it to a public listener, not a check.
+                self.answer(.noRoute())
+                return
+            }
             self.beginTokenPage(tokenPage)
             return
         }
@@ -345,7 +364,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
             self.noteAuthorizationRefusal(answer)
             self.answer(answer)
         case .readBody(let limit):
-            guard body == nil else {
+            guard body == nil, self.forwardAuth == nil else {
                 // The authorizer asked again for the body it was just given: a bug, never a forward.
                 self.answer(.malformedHTTP("the request body could not be read"))
                 return
@@ -363,6 +382,11 @@ final class ProxyExchange: UpstreamResponseReceiver {
         case .forward(let identity, let strip):
             if let refusal = self.admitVerifiedUser(identity, route: routeIndex) {
                 self.answer(refusal)
+                return
+            }
+            if self.forwardAuth != nil {
+                self.identity = identity
+                self.answerCheckPassed(identity: identity)
                 return
             }
             if body == nil, self.machine.hasBody,
@@ -455,7 +479,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
 
     /// The limits every codec shares (the URI and the header section), the `Host` field lines
     /// (``HostFieldCheck``) and the request target's form.
-    private func checkLimits() -> GatewayAnswer? {
+    func checkLimits() -> GatewayAnswer? {
         if self.head.uri.utf8.count > self.runtime.limits.maxURIBytes {
             return .uriTooLong()
         }

@@ -37,6 +37,9 @@ struct AccessLogRecord {
     var user: String?
     var tokenKind: String?
     var userAgent: String?
+    /// `check` for a front proxy's check on a `forward_auth` listener (its `host`, `method` and `path` are the
+    /// original request's; `client` is the front proxy); left out for a proxied request.
+    var mode: String?
 
     static let maxHostBytes = 256
     static let maxUserAgentBytes = 256
@@ -70,6 +73,7 @@ struct AccessLogRecord {
         if let value = self.target { metadata["path"] = .string(AccessLogPath.text(for: value)) }
         if let value = self.protocolName { metadata["protocol"] = .string(value) }
         if let value = self.route { metadata["route"] = .string(value) }
+        if let value = self.mode { metadata["mode"] = .string(value) }
         if let value = self.bytesIn { metadata["bytes_in"] = .string(String(value)) }
         if let value = self.bytesOut { metadata["bytes_out"] = .string(String(value)) }
         if let value = self.durationMicroseconds { metadata["duration_us"] = .string(String(value)) }

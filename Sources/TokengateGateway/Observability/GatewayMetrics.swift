@@ -45,6 +45,8 @@ public final class GatewayMetrics: Sendable {
     /// Answers given before a route matched, by reason (see ``recordUnrouted(reason:)``).
     let unrouted: [String: Prometheus.Counter]
     let unroutedOther: Prometheus.Counter
+    /// The `forward_auth` listeners' checks, counted apart from proxied requests.
+    let checks: ForwardAuthMetrics
 
     /// Reason codes the gateway answers with, besides the token ones.
     static let gatewayReasons = [
@@ -190,6 +192,7 @@ public final class GatewayMetrics: Sendable {
 
     init(routeNames: [String], upstreamNames: [String], registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
+        self.checks = ForwardAuthMetrics(registry: registry)
         self.routes = routeNames.map { RouteMetrics(name: $0, registry: registry) }
         // Few and fixed by the configuration: made at once, so a dashboard sees every upstream from the start.
         self.upstreams = upstreamNames.map { upstream in

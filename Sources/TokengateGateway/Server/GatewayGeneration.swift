@@ -103,6 +103,11 @@ final class GatewayGeneration: Sendable, AtomicReference {
     static func makeTLSContexts(_ configuration: GatewayConfiguration) throws -> [Int: TLSServerContext] {
         var contexts: [Int: TLSServerContext] = [:]
         for (index, listener) in configuration.listeners.enumerated() {
+            if let tls = listener.forwardAuth?.tls {
+                // A front proxy's checks: HTTP/1.1, which every one of them speaks to an authorization service.
+                contexts[index] = try TLSServerContext(listener: tls, key: "listen[\(index)].forward_auth.tls", alpnProtocols: ["http/1.1"])
+                continue
+            }
             guard case .tls(let tls) = listener.mode else { continue }
             contexts[index] = try TLSServerContext(
                 listener: tls,

@@ -136,7 +136,7 @@ public final class GatewayServer: Sendable {
         let generation = self.generations.load()
         var certificates: [CertificateExpiryMetric.Certificate] = []
         for (index, listener) in generation.configuration.listeners.enumerated() {
-            guard let tls = listener.tls, let context = generation.tlsContexts[index] else { continue }
+            guard let tls = listener.tls ?? listener.forwardAuth?.tls, let context = generation.tlsContexts[index] else { continue }
             for (certificate, notAfter) in zip(tls.certificates, context.certificateExpiries) {
                 guard let notAfter else { continue }
                 certificates.append(.init(listener: "\(listener.address)", file: certificate.cert.original, notAfter: notAfter))
@@ -388,6 +388,8 @@ public final class GatewayServer: Sendable {
                     channel = try await self.bindTLS(listener.address, index: index)
                 case .plain:
                     channel = try await self.bindPlain(listener.address, index: index)
+                case .forwardAuth:
+                    channel = try await self.bindForwardAuth(listener.address, index: index)
                 }
                 self.serverChannels.withLockedValue { $0.append(channel) }
                 if let address = channel.localAddress { bound.append(address) }
@@ -572,9 +574,53 @@ public final class GatewayServer: Sendable {
         }.bind(host: address.host, port: address.port).get()
     }
 
+    /// Binds the check listener `index` (``ForwardAuthCheck``): HTTP/1.1, over TLS when configured, one exchange
+    /// at a time as on the public listeners, but each exchange answers and never forwards. Whether the peer is a
+    /// trusted front proxy is decided per connection from the generation current when it arrives.
+    private func bindForwardAuth(_ address: SocketAddressSpec, index: Int) async throws -> any Channel {
+        let generations = self.generations
+        let registry = self.registry
+        let logger = self.logger
+        let backoff = AcceptBackoff(listener: "\(address)", logger: logger)
+        let connectionGauges = ListenerConnectionGauges.Lazy(address: address, tls: false, registry: self.metricsRegistry)
+        return try await self.serverBootstrap(backoff).childChannelInitializer { channel in
+            guard backoff.admit(channel) else {
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            let generation = generations.load()
+            guard let settings = generation.configuration.listeners[index].forwardAuth, registry.add(channel) else {
+                return channel.close()
+            }
+            let limits = generation.configuration.limits
+            let peer = channel.remoteAddress?.ipAddress
+            let check = ForwardAuthCheck(settings: settings, peer: peer)
+            let tlsContext = generation.tlsContexts[index]
+            _ = OpenConnectionSlot.track(channel, gauges: connectionGauges, tls: tlsContext != nil)
+            return channel.eventLoop.makeCompletedFuture {
+                let sync = channel.pipeline.syncOperations
+                if let tlsContext {
+                    let timeout = TimeAmount(settings.tls?.handshakeTimeout ?? .seconds(10))
+                    try sync.addHandler(TLSHandler(context: tlsContext, handshakeTimeout: timeout, logger: logger))
+                }
+                try sync.addHandler(
+                    Self.http1Handler(limits: limits) { readDeadlines in
+                        HTTP1ConnectionHandler(
+                            generations: generations,
+                            clientAddress: peer,
+                            listenerIndex: index,
+                            forwardAuth: check,
+                            readDeadlines: readDeadlines,
+                            logger: logger
+                        )
+                    }
+                )
+            }
+        }.bind(host: address.host, port: address.port).get()
+    }
+
     /// A listener's bootstrap; a failed `accept` pauses accepting on it and is logged (``AcceptBackoff``, whose
     /// ``AcceptBackoff/admit(_:)`` the child initializer calls first).
-    private func serverBootstrap(_ backoff: AcceptBackoff) -> ServerBootstrap {
+    func serverBootstrap(_ backoff: AcceptBackoff) -> ServerBootstrap {
         ServerBootstrap(group: self.group)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(backoff.handler()) }

@@ -48,6 +48,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
     let viaTrustedProxy: Bool
     let listenerIndex: Int
     let certificateNames: TLSCertificateNames?
+    /// Set on a `forward_auth` listener: each exchange is a front proxy's check, answered and never forwarded.
+    private let forwardAuth: ForwardAuthCheck?
     private var context: ChannelHandlerContext?
     /// Set only when the connection closes after the current response: the close waits for its write.
     private var lastResponseEnd: EventLoopFuture<Void>?
@@ -79,11 +81,13 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
         viaTrustedProxy: Bool = false,
         listenerIndex: Int = 0,
         certificateNames: TLSCertificateNames? = nil,
+        forwardAuth: ForwardAuthCheck? = nil,
         readDeadlines: HTTP1ReadDeadlines,
         logger: Logger
     ) {
         self.listenerIndex = listenerIndex
         self.certificateNames = certificateNames
+        self.forwardAuth = forwardAuth
         self.generations = generations
         self.readDeadlines = readDeadlines
         self.viaTrustedProxy = viaTrustedProxy
@@ -188,7 +192,8 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             pools: generation.pools.pools(for: context.eventLoop),
             tokenCache: generation.tokenCaches.cache(for: context.eventLoop),
             logger: self.logger,
-            closeRequested: closeRequested
+            closeRequested: closeRequested,
+            forwardAuth: self.forwardAuth
         )
         self.exchange = exchange
         exchange.begin()
