@@ -33,7 +33,7 @@ extension ConfigurationDecoder {
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
         "session_cookie",
-        "response_min_rate", "cors",
+        "response_min_rate", "cors", "require_scopes", "forward_claims",
     ]
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
     static let commonRouteKeys = ["ip_rules", "rate_limits"]
@@ -153,6 +153,8 @@ extension ConfigurationDecoder {
         var algorithms: [TokenAlgorithm]?
         var requiredClaims: [RequiredClaim] = []
         var sessionCookie: RouteSessionCookie?
+        var requiredScopes: [String] = []
+        var forwardClaims: [ForwardedClaim] = []
         if accept.acceptsTokens {
             sessionCookie = try map["session_cookie"].map { node throws(ConfigurationError) in
                 try self.routeSessionCookie(node, issuers: environment.sessionCookieIssuers)
@@ -202,8 +204,27 @@ extension ConfigurationDecoder {
                     requiredClaims.append(claim)
                 }
             }
+            if let scopesNode = map["require_scopes"] {
+                requiredScopes = try self.requiredScopes(scopesNode)
+            }
+            if let claimsNode = map["forward_claims"] {
+                forwardClaims = try self.forwardClaims(claimsNode, claimNames: environment.tokens.claims)
+            }
+            if sessionCookie != nil {
+                // Scopes and claims are read from a JWT's payload; a site's login cookie carries neither, so a
+                // cookie would pass a scope check it never faced.
+                for key in ["require_scopes", "forward_claims"] where map.has(key) {
+                    throw map.keyNode(key).error(
+                        .conflict,
+                        "\(key) reads a JWT's claims, and this route also accepts a session cookie, which has none: "
+                            + "serve the cookie on a route of its own")
+                }
+            }
         } else {
-            for key in ["sources", "forward_token", "algorithms", "require_claims", "session_cookie"] where map.has(key) {
+            for key in [
+                "sources", "forward_token", "algorithms", "require_claims", "session_cookie", "require_scopes",
+                "forward_claims",
+            ] where map.has(key) {
                 throw map.keyNode(key).error(.conflict, "a route with accept: none takes no token, so it has no \(key)")
             }
         }
@@ -219,9 +240,84 @@ extension ConfigurationDecoder {
             algorithms: algorithms,
             requiredClaims: requiredClaims,
             sessionCookie: sessionCookie,
-            responseMinRate: try map["response_min_rate"]?.size(in: 0...(64 * 1024 * 1024))
+            responseMinRate: try map["response_min_rate"]?.size(in: 0...(64 * 1024 * 1024)),
+            requiredScopes: requiredScopes,
+            forwardClaims: forwardClaims
         )
     }
+
+    /// The most scopes one route may require, and the most claims it may forward.
+    static let maxRouteScopes = 16
+    static let maxRouteForwardedClaims = 16
+
+    /// `require_scopes: [read, write]`: scope names as RFC 6749 §3.3 spells them (so each fits a `scope="…"`
+    /// challenge attribute), no name twice.
+    func requiredScopes(_ node: ConfigNode) throws(ConfigurationError) -> [String] {
+        var scopes: [String] = []
+        for item in try node.sequence(maximumCount: Self.maxRouteScopes) {
+            let scope = try item.string(maximumLength: 128)
+            guard ClaimSelection.isScopeToken(scope) else {
+                throw item.error(
+                    .invalidValue, "'\(scope)' is not a scope name (printable ASCII without spaces, quotes or backslashes)")
+            }
+            guard !scopes.contains(scope) else { throw item.error(.duplicate, "\(scope) is listed twice") }
+            scopes.append(scope)
+        }
+        guard !scopes.isEmpty else { throw node.error(.empty, "list at least one scope, or leave require_scopes out") }
+        return scopes
+    }
+
+    /// `forward_claims: { email: X-Tokengate-Email }`: a claim per header. A header may not be one the gateway
+    /// owns or removes (the identity headers, hop-by-hop and forwarding fields, the framing), nor hold `_` (a
+    /// CGI-style backend would read it as the `-` spelling a client can send); a claim may not be one the
+    /// verifier reads for its own checks (``ClaimSelection/isReservedClaim(_:claimNames:)``).
+    func forwardClaims(_ node: ConfigNode, claimNames: ClaimNames) throws(ConfigurationError) -> [ForwardedClaim] {
+        let mapping = try node.anyMapping()
+        guard mapping.entries.count <= Self.maxRouteForwardedClaims else {
+            throw node.error(.tooLarge, "at most \(Self.maxRouteForwardedClaims) claims, got \(mapping.entries.count)")
+        }
+        guard !mapping.entries.isEmpty else {
+            throw node.error(.empty, "name at least one claim, or leave forward_claims out")
+        }
+        var claims: [ForwardedClaim] = []
+        for entry in mapping.entries {
+            let claim = entry.key
+            guard claim.utf8.count <= 256 else { throw entry.keyNode.error(.tooLarge, "a claim name is at most 256 bytes") }
+            if ClaimSelection.isReservedClaim(claim, claimNames: claimNames) {
+                throw entry.keyNode.error(
+                    .conflict,
+                    "\(claim) is checked by the gateway itself and cannot be forwarded (the user, the issue time and "
+                        + "the kind already reach the backend in X-Tokengate-User, -Issued-At and -Token-Kind)")
+            }
+            let header = try entry.value.string(maximumLength: 64)
+            let lowered = header.lowercased()
+            guard ValueSyntax.isToken(header), !header.contains("_") else {
+                throw entry.value.error(.invalidValue, "'\(header)' is not a header name the gateway can send (letters, digits and -)")
+            }
+            guard !Self.identityHeaders.contains(lowered), !Self.reservedHeaders.contains(lowered),
+                !Self.headersRemovedBeforeForwarding.contains(lowered), !Self.ownedRequestHeaders.contains(lowered)
+            else {
+                throw entry.value.error(.conflict, "\(header) is a header the gateway owns or removes; choose another name")
+            }
+            guard !claims.contains(where: { $0.header.lowercased() == lowered }) else {
+                throw entry.value.error(.duplicate, "\(header) carries two claims")
+            }
+            claims.append(ForwardedClaim(claim: claim, header: header))
+        }
+        return claims
+    }
+
+    /// The identity headers the gateway writes for every verified token.
+    static let identityHeaders: Set<String> = [
+        "x-tokengate-user", "x-tokengate-token-kind", "x-tokengate-issued-at", "x-tokengate-key-id",
+    ]
+
+    /// Request headers whose meaning a claim must not take over: the client's own request metadata.
+    private static let ownedRequestHeaders: Set<String> = [
+        "expect", "origin", "referer", "user-agent", "accept", "accept-encoding", "content-encoding", "range",
+        "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "if-range", "via", "trailer",
+        "proxy-authorization", "proxy-connection", "keep-alive",
+    ]
 
     /// `[api]`, `[session]`, `[api, session]` (either order) or `none`.
     func accept(_ node: ConfigNode) throws(ConfigurationError) -> AcceptPolicy {

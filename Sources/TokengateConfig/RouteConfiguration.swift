@@ -35,6 +35,11 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var cors: CORSConfiguration?
     /// The route's token buckets (`rate_limits`), each spent by every request that gets past the IP rules.
     public var rateLimits: [RateLimit] = []
+    /// Scopes a token must grant on this route (`require_scopes`), in the order written: a token without one
+    /// of them gets a 403 `insufficient_scope` naming them all.
+    public var requiredScopes: [String]
+    /// Claims handed to the backend as request headers (`forward_claims`), in the order written.
+    public var forwardClaims: [ForwardedClaim]
 
     public init(
         host: String? = nil,
@@ -48,7 +53,9 @@ public struct RouteConfiguration: Sendable, Equatable {
         algorithms: [TokenAlgorithm]? = nil,
         requiredClaims: [RequiredClaim] = [],
         sessionCookie: RouteSessionCookie? = nil,
-        responseMinRate: Int? = nil
+        responseMinRate: Int? = nil,
+        requiredScopes: [String] = [],
+        forwardClaims: [ForwardedClaim] = []
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -62,6 +69,20 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.requiredClaims = requiredClaims
         self.sessionCookie = sessionCookie
         self.responseMinRate = responseMinRate
+        self.requiredScopes = requiredScopes
+        self.forwardClaims = forwardClaims
+    }
+}
+
+/// One entry of a route's `forward_claims`: a payload claim and the request header its value goes in.
+public struct ForwardedClaim: Sendable, Hashable {
+    public var claim: String
+    /// As written; the gateway sends it lower-cased, and removes the client's fields of this name.
+    public var header: String
+
+    public init(claim: String, header: String) {
+        self.claim = claim
+        self.header = header
     }
 }
 

@@ -80,10 +80,22 @@ public struct RejectionReason: Hashable, Sendable, CustomStringConvertible {
         code: "missing_claim",
         description: "The token lacks a required claim."
     )
+    /// A valid token that does not grant every scope the route requires (`require_scopes`): a 403.
+    public static let insufficientScope = RejectionReason(
+        code: "insufficient_scope",
+        description: "The token does not grant the scope this resource requires."
+    )
+    /// A claim the route forwards to its backend (`forward_claims`) holds what no header may carry: a control
+    /// character, a leading or trailing space, more than ``ClaimSelection/maxForwardedValueBytes``, an object
+    /// or a nested array. Refused rather than forwarded in part, so the backend never sees a value altered.
+    public static let unforwardableClaim = RejectionReason(
+        code: "unforwardable_claim",
+        description: "A token claim cannot be forwarded as a header value."
+    )
 
     /// Every code, in a stable order (for metrics pre-registration and tests).
     public static let all: [RejectionReason] = [
         .malformed, .badSignature, .unknownKey, .algNotAllowed, .expired, .notYetValid, .issuedInFuture,
-        .revoked, .apiRevoked, .wrongKind, .missingClaim, .deviceRevoked,
+        .revoked, .apiRevoked, .wrongKind, .missingClaim, .deviceRevoked, .insufficientScope, .unforwardableClaim,
     ]
 }

@@ -72,14 +72,14 @@ extension TokenVerifier {
     public var usesVerifiedTokenCache: Bool { self.prepared.usesCache }
 
     /// This verifier with another policy over the same key set: a route's narrowing (`algorithms`,
-    /// `require_claims`). When the policy reads payloads the same way (the same claim names, issuer and
-    /// audiences) the result shares this verifier's cache scope, so the routes of one configuration share an
+    /// `require_claims`, `require_scopes`, `forward_claims`). When the policy reads payloads the same way (the
+    /// same claim names, issuer, audiences and ``ClaimSelection``) the result shares this verifier's cache scope, so the routes of one configuration share an
     /// event loop's cached tokens and each judges them by its own policy.
     public func narrowed(to policy: VerificationPolicy) -> TokenVerifier {
         let current = self.policy
         let readsAlike =
             policy.claimNames == current.claimNames && policy.issuer == current.issuer
-            && policy.audiences == current.audiences
+            && policy.audiences == current.audiences && policy.selection == current.selection
         return TokenVerifier(
             prepared: Prepared(
                 keys: self.keys,

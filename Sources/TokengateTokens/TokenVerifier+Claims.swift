@@ -20,6 +20,19 @@ extension TokenVerifier {
         /// The `did` claim: a device id of the one spelling the gateway writes (a string of anything else, or
         /// not a string, is malformed).
         var device: DeviceID?
+        /// The ``ClaimSelection`` part: granted scopes as bits, forwarded values, unforwardable claims as bits.
+        var selected = SelectedClaims()
+    }
+
+    /// What a payload held of the policy's ``ClaimSelection``. All zero and empty (no allocation) when the
+    /// selection is empty.
+    struct SelectedClaims {
+        /// Bit `i`: the token grants ``ClaimSelection/scopes`` `i`.
+        var scopes: UInt64 = 0
+        /// The value of ``ClaimSelection/forwardedClaims`` `i` at `i`, sized on the first one found.
+        var forwarded: [String?] = []
+        /// Bit `i`: forwarded claim `i` is present but no header may carry it.
+        var unforwardable: UInt32 = 0
     }
 
     /// What a well-signed token's payload says: every fact the checks after the signature need, and nothing
@@ -42,6 +55,8 @@ extension TokenVerifier {
         var algorithm: TokenAlgorithm
         /// The `did` claim (``Claims/device``): checked against the revoked devices on every request.
         var device: DeviceID?
+        /// Scopes and forwarded claims (``ClaimSelection``): a route checks its own bits and picks its values.
+        var selected: SelectedClaims
     }
 
     /// The claim types, the claims every token needs, and then ``judge(_:accept:cutoffs:now:)``, for a token
@@ -80,7 +95,8 @@ extension TokenVerifier {
             audienceMatches: parsed.audienceMatches,
             keyIndex: keyIndex,
             algorithm: algorithm,
-            device: parsed.device
+            device: parsed.device,
+            selected: parsed.selected
         )
         read(claims)
         return self.judge(claims, accept: accept, cutoffs: cutoffs, now: now)
@@ -105,6 +121,8 @@ extension TokenVerifier {
                 return .invalid(.missingClaim)
             }
         }
+        // A claim this route forwards that no header may carry: refused, never forwarded in part.
+        if claims.selected.unforwardable & self.prepared.forwardedMask != 0 { return .invalid(.unforwardableClaim) }
 
         let issuedAt = claims.issuedAt
         let kind: TokenKind = claims.apiOnly ? .api : .session
@@ -131,6 +149,19 @@ extension TokenVerifier {
             return .invalid(revocation)
         }
         guard accept.accepts(kind) else { return .invalid(.wrongKind) }
+        // After revocation and kind, like the kind: a live token that lacks a scope gets a 403, a dead one a 401.
+        let requiredScopes = self.prepared.requiredScopeMask
+        if self.prepared.scopesUnsatisfiable || claims.selected.scopes & requiredScopes != requiredScopes {
+            return .invalid(.insufficientScope)
+        }
+        var forwarded: [String?] = []
+        if !self.prepared.forwardedIndices.isEmpty {
+            let values = claims.selected.forwarded
+            forwarded = self.prepared.forwardedIndices.map { index in
+                guard let index, index < values.count else { return nil }
+                return values[index]
+            }
+        }
         return .valid(
             VerifiedToken(
                 subject: claims.subject,
@@ -138,7 +169,8 @@ extension TokenVerifier {
                 issuedAt: issuedAt,
                 keyID: self.prepared.keys.keys[claims.keyIndex].keyID,
                 expiresAt: expiry,
-                device: claims.device
+                device: claims.device,
+                forwardedClaims: forwarded
             )
         )
     }
@@ -179,6 +211,10 @@ extension TokenVerifier {
             guard case .value(let value) = scanner.parseNumericDate() else { return nil }
             return value
         }
+        // Claims a route forwards are never the ones read below (``ClaimSelection/isReservedClaim(_:claimNames:)``).
+        if !self.prepared.forwardedNames.isEmpty, let index = self.forwardedIndex(name, scanner: scanner) {
+            return self.readForwarded(index, name: name, into: &claims.selected, scanner: &scanner)
+        }
         if matches(self.prepared.userClaim) {
             guard let value = scanner.parseString() else { return false }
             claims.subject = value
@@ -210,6 +246,8 @@ extension TokenVerifier {
                 let device = DeviceID(bytes: UnsafeRawBufferPointer(start: scanner.base + value.start, count: value.count))
             else { return false }
             claims.device = device
+        } else if !self.prepared.scopeNames.isEmpty, Self.isScopeClaim(name, scanner: scanner) {
+            return self.readScopes(into: &claims.selected, scanner: &scanner)
         } else {
             return scanner.skipValue(depth: 1)
         }

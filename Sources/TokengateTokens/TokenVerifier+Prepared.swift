@@ -19,6 +19,21 @@ extension TokenVerifier {
         /// one element without allocating, and several cost no more than a compare each.
         let audiences: [[UInt8]]
         let requiredClaims: RequiredClaims
+        /// ``ClaimSelection/scopes`` as bytes: scope `i` is bit `i` of ``SignedClaims/scopes``. Empty when no
+        /// route requires a scope, and then `scope` and `scp` are skipped like any other claim.
+        let scopeNames: [[UInt8]]
+        /// The bits a token's scopes must all have (the policy's ``VerificationPolicy/requiredScopes``); a
+        /// required scope outside the selection sets ``scopesUnsatisfiable`` instead (fail closed).
+        let requiredScopeMask: UInt64
+        let scopesUnsatisfiable: Bool
+        /// ``ClaimSelection/forwardedClaims`` as bytes: the value of claim `i` lands in
+        /// ``SignedClaims/forwarded`` at `i`. Empty when no route forwards a claim.
+        let forwardedNames: [[UInt8]]
+        /// For each of the policy's ``VerificationPolicy/forwardedClaims``, its index in ``forwardedNames``
+        /// (nil: outside the selection, never read, so never forwarded).
+        let forwardedIndices: [Int?]
+        /// The bits of ``forwardedIndices``: a token whose claim at one of them cannot be forwarded is refused.
+        let forwardedMask: UInt32
         let sessionMaxAge: Int64
         let clockSkew: Int64
         /// Which ``VerifiedTokenCache`` entries this verifier may use: the verifiers that read a payload the
@@ -52,6 +67,24 @@ extension TokenVerifier {
             self.issuer = policy.issuer.map { Array($0.utf8) }
             self.audiences = policy.audiences.map { Array($0.utf8) }
             self.requiredClaims = policy.requiredClaims
+            let selection = policy.selection
+            self.scopeNames = selection.scopes.map { Array($0.utf8) }
+            var scopeMask: UInt64 = 0
+            var unsatisfiable = false
+            for scope in policy.requiredScopes {
+                if let index = selection.scopes.firstIndex(of: scope) {
+                    scopeMask |= 1 << UInt64(index)
+                } else {
+                    unsatisfiable = true
+                }
+            }
+            self.requiredScopeMask = scopeMask
+            self.scopesUnsatisfiable = unsatisfiable
+            self.forwardedNames = selection.forwardedClaims.map { Array($0.utf8) }
+            self.forwardedIndices = policy.forwardedClaims.map { selection.forwardedClaims.firstIndex(of: $0) }
+            self.forwardedMask = self.forwardedIndices.reduce(0) { mask, index in
+                index.map { mask | (1 << UInt32($0)) } ?? mask
+            }
             // Clamp so that time arithmetic on in-range NumericDates can never overflow.
             let hundredYears: Int64 = 100 * 366 * 86_400
             self.sessionMaxAge = min(max(policy.sessionMaxAge, 0), hundredYears)

@@ -23,9 +23,12 @@
 ///    now ≥ expiry + skew → `expired`;
 /// 9. `iat` < global or user `revoked_before` → `revoked`; an api token with `iat` < `api_revoked_before`
 ///    → `api_revoked`;
-/// 10. the kind is accepted → `wrong_kind`.
+/// 10. the kind is accepted → `wrong_kind`;
+/// 11. the policy's required scopes are granted (`scope` or `scp`, ``ClaimSelection``) → `insufficient_scope`.
 ///
-/// Revocation is checked before the kind so that a dead token always gets a 401 (start over), never a 403.
+/// A claim the policy forwards whose value no header can carry is `unforwardable_claim`, after step 7's
+/// presence checks. Revocation is checked before the kind and the scopes so that a dead token always gets a 401
+/// (start over), never a 403.
 ///
 /// ### Implementation
 /// The three parts are decoded into one stack buffer (`withUnsafeTemporaryAllocation`; Swift keeps it on the

@@ -19,6 +19,15 @@ public struct VerificationPolicy: Sendable {
     public var allowedAlgorithms: Set<TokenAlgorithm>?
     /// Claims that must be present (``RequiredClaims``); empty by default.
     public var requiredClaims: RequiredClaims
+    /// The scope names and forwarded claims the payload parser looks for (``ClaimSelection``): the same for
+    /// every verifier that shares cached tokens, since a cached entry holds only what was read.
+    public var selection: ClaimSelection
+    /// Scopes a token must grant (`scope`, space-separated, or `scp`, an array): a route's `require_scopes`.
+    /// Each must be in ``selection``'s scopes, or no token can grant it.
+    public var requiredScopes: [String]
+    /// Claims whose values a valid token hands on (``VerifiedToken/forwardedClaims``, in this order): a route's
+    /// `forward_claims`. Each must be in ``selection``'s forwarded claims, or its value is never read.
+    public var forwardedClaims: [String]
 
     public init(
         claimNames: ClaimNames = ClaimNames(),
@@ -27,7 +36,10 @@ public struct VerificationPolicy: Sendable {
         issuer: String? = nil,
         audiences: [String] = [],
         allowedAlgorithms: Set<TokenAlgorithm>? = nil,
-        requiredClaims: RequiredClaims = []
+        requiredClaims: RequiredClaims = [],
+        selection: ClaimSelection = ClaimSelection(),
+        requiredScopes: [String] = [],
+        forwardedClaims: [String] = []
     ) {
         self.claimNames = claimNames
         self.sessionMaxAge = sessionMaxAge
@@ -36,5 +48,8 @@ public struct VerificationPolicy: Sendable {
         self.audiences = audiences
         self.allowedAlgorithms = allowedAlgorithms
         self.requiredClaims = requiredClaims
+        self.selection = selection
+        self.requiredScopes = requiredScopes
+        self.forwardedClaims = forwardedClaims
     }
 }

@@ -16,9 +16,14 @@ public struct VerifiedToken: Sendable, Hashable {
     public var expiresAt: Int64?
     /// The device the token was minted for (its `did` claim), nil for a token without one.
     public var device: DeviceID?
+    /// The values of the policy's ``VerificationPolicy/forwardedClaims``, in that order: nil where the token has
+    /// no such claim (or it is `null`). Each was checked to be a header value (``ClaimSelection``). Empty when
+    /// the policy forwards nothing.
+    public var forwardedClaims: [String?]
 
     public init(
-        subject: String, kind: TokenKind, issuedAt: Int64, keyID: String?, expiresAt: Int64?, device: DeviceID? = nil
+        subject: String, kind: TokenKind, issuedAt: Int64, keyID: String?, expiresAt: Int64?, device: DeviceID? = nil,
+        forwardedClaims: [String?] = []
     ) {
         self.subject = subject
         self.kind = kind
@@ -26,5 +31,6 @@ public struct VerifiedToken: Sendable, Hashable {
         self.keyID = keyID
         self.expiresAt = expiresAt
         self.device = device
+        self.forwardedClaims = forwardedClaims
     }
 }

@@ -33,6 +33,7 @@ import Testing
             RejectionReason.all.map(\.code) == [
                 "malformed", "bad_signature", "unknown_key", "alg_not_allowed", "expired", "not_yet_valid",
                 "issued_in_future", "revoked", "api_revoked", "wrong_kind", "missing_claim", "device_revoked",
+                "insufficient_scope", "unforwardable_claim",
             ]
         )
         #expect(Set(RejectionReason.all.map(\.description)).count == RejectionReason.all.count)

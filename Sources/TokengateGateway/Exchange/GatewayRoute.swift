@@ -31,6 +31,10 @@ struct GatewayRoute: Sendable {
     let responseMinRate: Int
     /// Set on a `token_page` route: the gateway answers it itself and never forwards.
     let tokenPage: TokenPageRoute?
+    /// `forward_claims`' headers, lower-cased, in the order of the route verifier's
+    /// ``VerificationPolicy/forwardedClaims`` (so of ``VerifiedToken/forwardedClaims``): written from the token,
+    /// and the client's own fields of these names removed. Empty on nearly every route.
+    var forwardedClaimHeaders: [String] = []
 }
 
 /// What a route that takes tokens accepts: the kinds, and a verifier whose policy is the gateway's narrowed
@@ -45,17 +49,21 @@ struct RouteTokenCheck: Sendable {
     let sessionCookie: RouteSessionCookieCheck?
     /// The fetched key sets behind `verifier`, when some key entries are fetched.
     let remoteKeys: RemoteKeyRefetch?
+    /// `require_scopes`, space-separated, for the `scope="…"` attribute of a 403 (RFC 6750 §3); nil without.
+    let requiredScopes: String?
 
     init(
         accept: AcceptedKinds,
         verifier: TokenVerifier?,
         sessionCookie: RouteSessionCookieCheck? = nil,
-        remoteKeys: RemoteKeyRefetch? = nil
+        remoteKeys: RemoteKeyRefetch? = nil,
+        requiredScopes: String? = nil
     ) {
         self.accept = accept
         self.verifier = verifier
         self.sessionCookie = sessionCookie
         self.remoteKeys = remoteKeys
+        self.requiredScopes = requiredScopes
     }
 }
 

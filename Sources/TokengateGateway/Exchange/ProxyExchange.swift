@@ -429,6 +429,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     withheldCookies: route.withheldCookies,
                     newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
                     closeConnection: !self.runtime.upstreams[self.upstreamIndex].keepAlive,
+                    forwardedClaimHeaders: route.forwardedClaimHeaders,
                     forwarding: .init(
                         clientAddress: self.forwardedFor,
                         requestID: self.requestID,

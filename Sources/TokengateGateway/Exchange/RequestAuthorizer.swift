@@ -79,6 +79,12 @@ struct RequestAuthorizer: Sendable {
             if reason == .wrongKind {
                 return .answer(.insufficientScope(realm: self.realm, description: reason.description))
             }
+            if reason == .insufficientScope {
+                return .answer(
+                    .insufficientScope(
+                        realm: self.realm, description: reason.description, scope: tokens.requiredScopes ?? "",
+                        reasonCode: reason.code))
+            }
             if reason == .unknownKey, let remote = tokens.remoteKeys, remote.unknownKeyID(nowMilliseconds: now * 1000) {
                 return .answer(.keysUnavailable(realm: self.realm))
             }

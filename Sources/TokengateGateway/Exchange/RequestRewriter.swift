@@ -39,12 +39,17 @@ enum RequestRewriter {
         withheldCookies: [String],
         newBodyLength: Int?,
         closeConnection: Bool = false,
+        forwardedClaimHeaders: [String] = [],
         forwarding: Forwarding
     ) -> UpstreamRequestHead? {
         func isSafe(_ value: String?) -> Bool { value.map(ProxyFieldRules.isSafeFieldValue) ?? true }
         guard isSafe(identity?.subject), isSafe(identity?.keyID), isSafe(forwarding.clientAddress), isSafe(forwarding.scheme),
             isSafe(forwarding.requestID)
         else { return nil }
+        // The verifier refused any claim value with a control byte; checked again here, where it is written.
+        if let claims = identity?.forwardedClaims, !claims.isEmpty {
+            for value in claims where !isSafe(value) { return nil }
+        }
         // The client's framing, read in one pass (it replaces the look-up for `transfer-encoding` alone that was
         // here): a body the gateway rewrote has a length of its own, and needs neither.
         var chunked = false
@@ -66,6 +71,7 @@ enum RequestRewriter {
             identity: identity,
             strip: strip,
             withheldCookies: withheldCookies,
+            forwardedClaimHeaders: forwardedClaimHeaders,
             newBodyLength: newBodyLength,
             clientLength: clientLength,
             forwarding: forwarding,
@@ -115,6 +121,15 @@ enum RequestRewriter {
                     return
                 }
                 if Self.isDroppedFromRequest(name) { return }
+                // A client's copy of a header the route fills from the token: only the token's value may arrive.
+                if !head.forwardedClaimHeaders.isEmpty,
+                    head.forwardedClaimHeaders.contains(where: { claimHeader in
+                        var claimHeader = claimHeader
+                        return claimHeader.withUTF8 { FieldBytes.equalsIgnoringCase(name, UnsafeRawBufferPointer($0)) }
+                    })
+                {
+                    return
+                }
                 if !connectionListed.isEmpty,
                     connectionListed.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } })
                 {
@@ -171,6 +186,10 @@ enum RequestRewriter {
             field("x-tokengate-issued-at", String(identity.issuedAt))
             if let keyID = identity.keyID {
                 field("x-tokengate-key-id", keyID)
+            }
+            // `forward_claims`: the values line up with the route's headers; an absent claim sends no field.
+            for (index, value) in identity.forwardedClaims.enumerated() where index < head.forwardedClaimHeaders.count {
+                if let value { field(head.forwardedClaimHeaders[index], value) }
             }
         }
         // At the edge the client's own X-Forwarded-* values are not trusted (they were dropped above): the

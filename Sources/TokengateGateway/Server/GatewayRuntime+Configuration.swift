@@ -61,6 +61,7 @@ extension GatewayRuntime {
         if !configuration.tokens.algorithms.isEmpty {
             policy.allowedAlgorithms = Set(configuration.tokens.algorithms)
         }
+        policy.selection = try Self.claimSelection(configuration.routes)
         // Nil without keys, which is fine as long as no route checks a token (checked per route below).
         let verifier = keys.map { TokenVerifier(keys: $0, policy: policy) }
 
@@ -135,7 +136,8 @@ extension GatewayRuntime {
                 if route.accept.api { kinds.insert(.api) }
                 if route.accept.session { kinds.insert(.session) }
                 tokens = RouteTokenCheck(
-                    accept: kinds, verifier: routeVerifier, sessionCookie: sessionCookie, remoteKeys: remoteKeys)
+                    accept: kinds, verifier: routeVerifier, sessionCookie: sessionCookie, remoteKeys: remoteKeys,
+                    requiredScopes: route.requiredScopes.isEmpty ? nil : route.requiredScopes.joined(separator: " "))
             }
             let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
             var tokenPage: TokenPageRoute?
@@ -163,7 +165,8 @@ extension GatewayRuntime {
                     tokenBodyLimit: min(route.bodyLimit ?? configuration.limits.maxTokenBodyBytes, configuration.limits.maxTokenBodyBytes),
                     bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
                     responseMinRate: route.responseMinRate ?? configuration.limits.responseMinRate,
-                    tokenPage: tokenPage
+                    tokenPage: tokenPage,
+                    forwardedClaimHeaders: route.forwardClaims.map { $0.header.lowercased() }
                 )
             )
         }
@@ -283,11 +286,36 @@ extension GatewayRuntime {
         return names
     }
 
+    /// What the verifiers read besides the checked claims: every route's `require_scopes` and `forward_claims`,
+    /// once each. One selection for all routes, so that they share cached tokens (``ClaimSelection``).
+    static func claimSelection(_ routes: [RouteConfiguration]) throws -> ClaimSelection {
+        var scopes: [String] = []
+        var claims: [String] = []
+        for route in routes {
+            for scope in route.requiredScopes where !scopes.contains(scope) { scopes.append(scope) }
+            for claim in route.forwardClaims.map(\.claim) where !claims.contains(claim) { claims.append(claim) }
+        }
+        guard scopes.count <= ClaimSelection.maxScopes else {
+            throw GatewayStartupError(
+                "the routes require \(scopes.count) distinct scopes; at most \(ClaimSelection.maxScopes) are supported")
+        }
+        guard claims.count <= ClaimSelection.maxForwardedClaims else {
+            throw GatewayStartupError(
+                "the routes forward \(claims.count) distinct claims; at most \(ClaimSelection.maxForwardedClaims) "
+                    + "are supported")
+        }
+        return ClaimSelection(scopes: scopes, forwardedClaims: claims)
+    }
+
     /// The gateway's verifier narrowed by a route's `algorithms` and `require_claims`, or the gateway's own
     /// when the route narrows nothing. The key set is shared; only the policy differs.
     static func routeVerifier(_ route: RouteConfiguration, gateway: TokenVerifier) -> TokenVerifier {
-        guard route.algorithms != nil || !route.requiredClaims.isEmpty else { return gateway }
+        guard route.algorithms != nil || !route.requiredClaims.isEmpty || !route.requiredScopes.isEmpty
+            || !route.forwardClaims.isEmpty
+        else { return gateway }
         var policy = gateway.policy
+        policy.requiredScopes = route.requiredScopes
+        policy.forwardedClaims = route.forwardClaims.map(\.claim)
         if let names = route.algorithms {
             // The configuration already keeps a route's list inside tokens.algorithms; intersecting anyway
             // means a route can only ever narrow.

@@ -21,6 +21,9 @@ struct UpstreamRequestHead {
     let strip: TokenSource?
     /// Cookies the route never forwards (``GatewayRoute/withheldCookies``).
     let withheldCookies: [String]
+    /// The route's `forward_claims` headers (``GatewayRoute/forwardedClaimHeaders``): the client's are removed,
+    /// and the identity's values written under them.
+    var forwardedClaimHeaders: [String] = []
     /// The body's length when the gateway changed the body (a token taken out of a form).
     let newBodyLength: Int?
     /// The client's `Content-Length` as the number it was read as (`nil` with ``newBodyLength``): written anew,

@@ -148,6 +148,20 @@ extension GatewayAnswer {
         )
     }
 
+    /// 403 `insufficient_scope` with the `scope` attribute RFC 6750 §3 defines: a valid token that does not
+    /// grant every scope the route requires. `scope` is the route's `require_scopes`, space-separated (scope
+    /// tokens, checked at load: nothing to escape).
+    package static func insufficientScope(realm: String, description: String, scope: String, reasonCode: String) -> Self {
+        GatewayAnswer(
+            status: .forbidden,
+            error: "insufficient_scope",
+            description: description,
+            challenge: Self.bearerChallenge(realm: realm, error: "insufficient_scope", description: description)
+                + ", scope=\(Self.quotedParameter(scope))",
+            reasonCode: reasonCode
+        )
+    }
+
     /// 403 for a cookie-borne token on an unsafe method from another site (DESIGN §2: the browser sent
     /// the cookie on its own; counting it would be cross-site request forgery).
     package static func crossSiteCookie(realm: String) -> Self {
