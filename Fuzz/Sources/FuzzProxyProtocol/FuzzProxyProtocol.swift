@@ -3,7 +3,7 @@
 //===----------------------------------------------------------------------===//
 import CFuzzDriver
 import Foundation
-import TokengateHTTP
+@testable import TokengateHTTP
 
 /// The input is the first bytes a load balancer (or anyone on its network) sends a PROXY protocol listener,
 /// read whole and then as the handler reads them, one prefix at a time (``ProxyProtocolParser``).
