@@ -405,6 +405,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     withheldCookies: route.withheldCookies,
                     newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
                     closeConnection: !self.runtime.upstreams[self.upstreamIndex].keepAlive,
+                    secretHeader: self.runtime.upstreams[self.upstreamIndex].secretHeader,
                     forwarding: .init(
                         clientAddress: self.forwardedFor,
                         requestID: self.requestID,
