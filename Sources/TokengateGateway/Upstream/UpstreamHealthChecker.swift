@@ -169,7 +169,7 @@ final class UpstreamHealthChecker: @unchecked Sendable {
                 }
             }
         let timer = self.eventLoop.scheduleTask(in: timeout) {
-            promise.fail(HealthProbeHandler.Failure(description: "no response head within timeout (\(check.timeout))"))
+            promise.fail(HealthProbeHandler.Failure(description: "no response head within timeout (\(Self.text(check.timeout)))"))
         }
         bootstrap.connect(host: address.host, port: address.port).whenComplete { result in
             switch result {
@@ -181,5 +181,12 @@ final class UpstreamHealthChecker: @unchecked Sendable {
             }
         }
         return promise.futureResult.always { _ in timer.cancel() }
+    }
+
+    /// `150ms`, `2s`: a duration as the configuration writes it.
+    static func text(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
     }
 }
