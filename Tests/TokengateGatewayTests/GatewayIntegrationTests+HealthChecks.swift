@@ -114,6 +114,13 @@ extension GatewayIntegrationTests {
             let warning = harness.logLines.all.first { $0.contains("upstream target unhealthy") } ?? ""
             #expect(warning.contains("upstream=pair") && warning.contains("target=\(targetA)") && warning.contains("check=connect failed"), "\(warning)")
 
+            // A reload keeps the health found so far: the dead target does not come back with it.
+            try harness.server.reload(configurationPath: harness.directory + "/tokengate.yaml")
+            #expect(harness.server.generation == 2)
+            #expect(try self.health(harness, upstream: "pair")[targetA]?.healthy == false)
+            let afterReload = try self.whoAnswers(harness, count: 10)
+            #expect(afterReload == Array(repeating: "b 200", count: 10), "\(afterReload)")
+
             a = try await PythonHTTPServer(directory: siteA, port: portA)
             let restored = try await self.eventually { try self.health(harness, upstream: "pair")[targetA]?.healthy == true }
             #expect(restored)

@@ -91,7 +91,7 @@ extension GatewayIntegrationTests {
         let backend = try await PythonTLSBackend(files: files, secretHeader: "X-Backend-Secret", secretFile: harness.directory + "/backend.secret")
         defer { backend.stop() }
         let target = "\"https://127.0.0.1:\(backend.port)\""
-        let secretHeader = "secret_header: { name: X-Backend-Secret, value_file: backend.secret }"
+        let secretHeader = "secret_header: { name: X-Backend-Secret, value_file: backend.secret }, health_check: { path: /health, interval: 300ms, timeout: 300ms }"
         do {
             try await harness.start(
                 routes: """
@@ -124,6 +124,22 @@ extension GatewayIntegrationTests {
                 #expect(warning.contains(alert), "\(path): \(warning)")
                 #expect(lines.contains { $0.contains(" request ") && $0.contains("status=502") }, "\(lines)")
             }
+            // The health checks go the same way: over TLS with the client certificate and the secret (the backend
+            // answers 403 without it), and refused without the certificate.
+            func lastCheck(_ upstream: String) throws -> String {
+                let json = harness.server.upstreamsJSON()
+                let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+                let entry = (object?["upstreams"] as? [[String: Any]])?.first { $0["name"] as? String == upstream }
+                return ((entry?["targets"] as? [[String: Any]])?.first?["last_check"] as? String) ?? "none yet"
+            }
+            var checks: (String, String) = ("", "")
+            for _ in 0..<100 {
+                checks = (try lastCheck("mtls"), try lastCheck("nocert"))
+                if checks.0 != "none yet", checks.1 != "none yet" { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(checks.0 == "status 200", "\(checks)")
+            #expect(checks.1.contains("certificate required"), "\(checks)")
             // The secret is in no log line, not even at debug.
             #expect(!harness.logLines.all.contains { $0.contains(secret) })
         } catch {

@@ -4,6 +4,7 @@
 
 import NIOCore
 import NIOHTTP1
+import TokengateTLS
 
 /// The last handler of a health check's connection: sends `GET path` once the channel is active (the TLS
 /// handler in front holds it until its handshake completed) and completes its promise with the status of the
@@ -43,7 +44,10 @@ final class HealthProbeHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let promise = self.promise
         self.promise = nil
-        if error is HTTPParserError {
+        if let error = error as? TLSError, error.code == .readFailed {
+            // After the handshake: a backend refusing the client certificate under TLS 1.3 (`certificate required`).
+            promise?.fail(Failure(description: "TLS connection failed: \(error.message)"))
+        } else if error is HTTPParserError {
             promise?.fail(Failure(description: "not an HTTP/1.1 response (\(error))"))
         } else {
             promise?.fail(Failure(description: UpstreamPool.describe(error)))
