@@ -15,7 +15,10 @@ import TokengateConfig
 /// `health_check` against real backends on loopback: Python's `http.server` serving a directory (so `/healthz`
 /// and `/who` are files), a directory without `/healthz` (404), and a socket that accepts and never answers.
 extension GatewayIntegrationTests {
-    /// `python3 -m http.server` on `port`, serving `directory`; ``stop()`` kills it (SIGKILL: as a crash would).
+    /// Python's `http.server` (`SimpleHTTPRequestHandler`, as `python3 -m http.server` runs it) on `port`, serving
+    /// `directory`; ``stop()`` kills it (SIGKILL: as a crash would). Started through a few lines rather than `-m`
+    /// only to skip `server_bind`'s reverse DNS look-up of the address (`getfqdn`), which takes seconds on a
+    /// machine without a resolver.
     final class PythonHTTPServer {
         let process = Process()
         let port: Int
@@ -23,11 +26,11 @@ extension GatewayIntegrationTests {
         init(directory: String, port: Int) async throws {
             self.port = port
             self.process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            self.process.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "--directory", directory, "\(port)"]
+            self.process.arguments = ["python3", "-c", Self.script, directory, "\(port)"]
             self.process.standardOutput = FileHandle.nullDevice
             self.process.standardError = FileHandle.nullDevice
             try self.process.run()
-            for _ in 0..<100 where !OpenSSLServer.accepts(port: port) {
+            for _ in 0..<100 where !GatewayIntegrationTests.acceptsQuickly(port: port) {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
@@ -36,6 +39,33 @@ extension GatewayIntegrationTests {
             kill(self.process.processIdentifier, SIGKILL)
             self.process.waitUntilExit()
         }
+
+        static let script = """
+            import functools, http.server, socketserver, sys
+            class Server(http.server.ThreadingHTTPServer):
+                def server_bind(self):
+                    socketserver.TCPServer.server_bind(self)
+                    self.server_name, self.server_port = self.server_address[:2]
+            handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+            Server(("127.0.0.1", int(sys.argv[2])), handler).serve_forever()
+            """
+    }
+
+    /// Whether something accepts TCP connections on loopback `port`, within 200 ms: a blocking connect that
+    /// meets a server between its `bind` and its `listen` can wait out SYN retransmissions (about 15 s).
+    static func acceptsQuickly(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var limit = timeval(tv_sec: 0, tv_usec: 200_000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+        } == 0
     }
 
     /// A directory with `who` (holding `name`) and, when `healthy`, `healthz`.

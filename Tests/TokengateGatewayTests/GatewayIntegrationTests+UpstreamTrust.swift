@@ -71,7 +71,7 @@ extension GatewayIntegrationTests {
             self.process.standardOutput = FileHandle.nullDevice
             self.process.standardError = FileHandle.nullDevice
             try self.process.run()
-            for _ in 0..<100 where !OpenSSLServer.accepts(port: self.port) {
+            for _ in 0..<100 where !GatewayIntegrationTests.acceptsQuickly(port: self.port) {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }

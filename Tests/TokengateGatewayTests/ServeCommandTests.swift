@@ -561,7 +561,7 @@ struct ServeCommandTests {
             try await Task.sleep(for: .milliseconds(100))
             body = try Curl.run(bearer + [admin + "/upstreams"], caFile: nil).body
         }
-        #expect(body.hasPrefix(#"{"upstreams":[{"name":"api","health_check":{"path":"/healthz","interval_ms":200,"timeout_ms":100},"targets":[{"target":"http://127.0.0.1:9","healthy":false,"last_check":"connect failed: "#), "\(body)")
+        #expect(body.hasPrefix(#"{"upstreams":[{"name":"api","health_check":{"path":"/healthz","interval_ms":200,"timeout_ms":100},"targets":[{"target":"http://127.0.0.1:9","healthy":false,"last_check":"connect failed: Connection refused","last_check_passed":false"#), "\(body)")
         let metrics = try Curl.run(bearer + [admin + "/metrics"], caFile: nil).body
         #expect(metrics.contains("# TYPE tokengate_upstream_target_healthy gauge\n"))
         #expect(metrics.contains("tokengate_upstream_target_healthy{upstream=\"api\",target=\"http://127.0.0.1:9\"} 0\n"), "\(metrics.suffix(600))")

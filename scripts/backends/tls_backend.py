@@ -16,6 +16,7 @@ import argparse
 import hmac
 import http.server
 import json
+import socketserver
 import ssl
 
 
@@ -61,7 +62,13 @@ def main():
     context.load_cert_chain(arguments.cert, arguments.key)
     context.verify_mode = ssl.CERT_REQUIRED
     context.load_verify_locations(arguments.client_ca)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", arguments.port), Handler)
+    class Server(http.server.ThreadingHTTPServer):
+        def server_bind(self):
+            # Without HTTPServer's reverse DNS look-up of the address (getfqdn), slow on a host without a resolver.
+            socketserver.TCPServer.server_bind(self)
+            self.server_name, self.server_port = self.server_address[:2]
+
+    server = Server(("127.0.0.1", arguments.port), Handler)
     server.socket = context.wrap_socket(server.socket, server_side=True)
     server.serve_forever()
 

@@ -9,6 +9,10 @@ import NIOPosix
 import TokengateConfig
 import TokengateTLS
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The active health checks of one generation's upstreams (`health_check:`), off the request path: every
 /// target of a checked upstream is asked `GET path` every `interval` on a connection of its own (TCP, TLS with the
 /// upstream's context and client certificate, the secret header), and each result goes through the target's
@@ -177,10 +181,24 @@ final class UpstreamHealthChecker: @unchecked Sendable {
                 // Closed when the check ends, whichever way; closing twice is harmless.
                 promise.futureResult.whenComplete { _ in channel.close(promise: nil) }
             case .failure(let error):
-                promise.fail(HealthProbeHandler.Failure(description: "connect failed: \(UpstreamPool.describe(error))"))
+                promise.fail(HealthProbeHandler.Failure(description: "connect failed: \(Self.connectFailure(error))"))
             }
         }
         return promise.futureResult.always { _ in timer.cancel() }
+    }
+
+    /// Why a connect failed, short: the system's words for the first address's error (`Connection refused`)
+    /// rather than NIO's description of every attempt; anything else as ``UpstreamPool/describe(_:)`` says it.
+    static func connectFailure(_ error: any Error) -> String {
+        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first?.error as? IOError {
+            return String(cString: strerror(first.errnoCode))
+        }
+        if let error = error as? NIOConnectionError, error.dnsAAAAError != nil || error.dnsAError != nil,
+            error.connectionErrors.isEmpty
+        {
+            return "host name not resolved"
+        }
+        return UpstreamPool.describe(error)
     }
 
     /// `150ms`, `2s`: a duration as the configuration writes it.
