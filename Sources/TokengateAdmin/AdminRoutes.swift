@@ -9,7 +9,7 @@ import TokengateHTTP
 import TokengateStores
 import TokengateTokens
 
-/// What the admin listener answers — the probes, `/metrics`, `/version`, `/admin/reload` and the cutoff admin
+/// What the admin listener answers — the probes, `/metrics`, `/version`, `/upstreams`, `/admin/reload` and the cutoff admin
 /// API — and the reload that `/admin/reload` and SIGHUP share.
 package enum AdminRoutes {
     /// What the admin listener answers: probes, metrics, reload, and the cutoff admin API.
@@ -29,7 +29,7 @@ package enum AdminRoutes {
     ) -> AdminServer.Handler {
         { request in
             switch request.path {
-            case "/healthz", "/readyz", "/metrics", "/version":
+            case "/healthz", "/readyz", "/metrics", "/version", "/upstreams":
                 // Read-only: a probe or scraper with another method is told so rather than answered.
                 guard request.method == "GET" || request.method == "HEAD" else {
                     return Self.methodNotAllowed(allow: "GET, HEAD")
@@ -42,6 +42,8 @@ package enum AdminRoutes {
                 return .init(status: 200, body: "{\"status\":\"ok\"}")
             case "/version":
                 return .init(status: 200, body: AdminVersion.json)
+            case "/upstreams":
+                return .init(status: 200, body: server.upstreamsJSON())
             case "/metrics":
                 let snapshot = await sync.snapshot
                 server.metrics.cutoffGeneration.record(Int64(snapshot.generation))

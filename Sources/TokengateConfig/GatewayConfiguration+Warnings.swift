@@ -51,7 +51,22 @@ extension GatewayConfiguration {
                     + "backend without one. Give routes[\(publicIndex)] a host, or an upstream of its own."
             )
         }
+        warnings += self.plainSecretHeaderWarnings
         return warnings
+    }
+
+    /// See ``warnings``: a secret header sent to `http://` targets crosses the network in clear, where anyone who
+    /// can read that traffic learns the secret and can then send requests as the gateway.
+    private var plainSecretHeaderWarnings: [String] {
+        self.upstreams.keys.sorted().compactMap { name in
+            let upstream = self.upstreams[name]!
+            guard let secret = upstream.secretHeader, upstream.targets.contains(where: { target in
+                target.scheme == .http && target.host != "localhost" && target.host != "::1" && !target.host.hasPrefix("127.")
+            }) else { return nil }
+            return "upstreams.\(name).secret_header: \(secret.name) goes to http:// targets off loopback in clear text: anyone who can "
+                + "read that network learns it; use https:// targets (with tls.client_certificate), or keep the backend's "
+                + "network private to the gateway"
+        }
     }
 
     /// See ``warnings``: one line per custom-scheme app whose confirmation is turned off.
@@ -84,6 +99,15 @@ extension GatewayConfiguration {
             }
             if let secretFile = admin.secretFile {
                 files.append(("admin.secret_file", secretFile))
+            }
+        }
+        for name in self.upstreams.keys.sorted() {
+            let upstream = self.upstreams[name]!
+            if let pair = upstream.tls?.clientCertificate {
+                files.append(("upstreams.\(name).tls.client_certificate.key", pair.key))
+            }
+            if let secret = upstream.secretHeader {
+                files.append(("upstreams.\(name).secret_header.value_file", secret.valueFile))
             }
         }
         // Verification keys are public, except an HMAC secret, which verifies and signs alike.

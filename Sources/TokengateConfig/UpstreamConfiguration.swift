@@ -25,6 +25,11 @@ public struct UpstreamConfiguration: Sendable, Equatable {
     /// `keep_alive`: connections serve request after request (pooled). False: one request per connection, sent
     /// with `Connection: close`, for backends not trusted to frame their responses. Default true.
     public var keepAlive: Bool
+    /// `secret_header`: a header with a secret the backend checks, so that it can tell the gateway's requests
+    /// from anyone else's. `nil`: none.
+    public var secretHeader: SecretHeaderConfiguration?
+    /// `health_check`: active checks of every target. `nil`: only passive ejection.
+    public var healthCheck: HealthCheckConfiguration?
 
     public init(
         name: String,
@@ -36,7 +41,9 @@ public struct UpstreamConfiguration: Sendable, Equatable {
         retries: Int = 1,
         ejection: EjectionConfiguration = EjectionConfiguration(),
         tls: UpstreamTLSConfiguration? = nil,
-        keepAlive: Bool = true
+        keepAlive: Bool = true,
+        secretHeader: SecretHeaderConfiguration? = nil,
+        healthCheck: HealthCheckConfiguration? = nil
     ) {
         self.name = name
         self.targets = targets
@@ -48,6 +55,8 @@ public struct UpstreamConfiguration: Sendable, Equatable {
         self.ejection = ejection
         self.tls = tls
         self.keepAlive = keepAlive
+        self.secretHeader = secretHeader
+        self.healthCheck = healthCheck
     }
 }
 
@@ -90,11 +99,18 @@ public struct UpstreamTLSConfiguration: Sendable, Equatable {
     public var verify: Bool
     /// SNI and verification name when it differs from the target host.
     public var serverName: String?
+    /// `client_certificate`: the certificate chain and key the gateway presents to backends that ask for one
+    /// (mutual TLS). Read at start and on every reload, like the listeners' certificates.
+    public var clientCertificate: CertificateConfiguration?
 
-    public init(caFile: ConfigPath? = nil, verify: Bool = true, serverName: String? = nil) {
+    public init(
+        caFile: ConfigPath? = nil, verify: Bool = true, serverName: String? = nil,
+        clientCertificate: CertificateConfiguration? = nil
+    ) {
         self.caFile = caFile
         self.verify = verify
         self.serverName = serverName
+        self.clientCertificate = clientCertificate
     }
 }
 
@@ -107,5 +123,55 @@ public struct EjectionConfiguration: Sendable, Equatable {
     public init(consecutiveFailures: Int = 5, duration: Duration = .seconds(30)) {
         self.consecutiveFailures = consecutiveFailures
         self.duration = duration
+    }
+}
+
+/// `upstreams.*.secret_header`: a field the gateway adds to every request to the upstream (and to its health
+/// checks), whose value is read from `valueFile` at start and on every reload. Only the file's path is part of
+/// the configuration: the value is never in it, in `check-config`'s output or in a log line.
+public struct SecretHeaderConfiguration: Sendable, Equatable {
+    /// The field name as configured (sent lower-cased over HTTP/1.1 it is the same field).
+    public var name: String
+    public var valueFile: ConfigPath
+
+    public init(name: String, valueFile: ConfigPath) {
+        self.name = name
+        self.valueFile = valueFile
+    }
+}
+
+/// `upstreams.*.health_check`: every target is asked `GET path` every `interval`, on a connection of its own;
+/// `unhealthyThreshold` failed checks in a row take it out of the rotation, `healthyThreshold` passed checks in a
+/// row bring it back.
+public struct HealthCheckConfiguration: Sendable, Equatable {
+    /// An origin-form request target (`/healthz`, `/status?full=0`).
+    public var path: String
+    public var interval: Duration
+    /// For the whole check: connect, TLS handshake, and the response head. At most `interval`.
+    public var timeout: Duration
+    /// The statuses that pass, as ranges (`200`, `200-399`).
+    public var expectedStatus: [ClosedRange<Int>]
+    public var healthyThreshold: Int
+    public var unhealthyThreshold: Int
+
+    public init(
+        path: String,
+        interval: Duration = .seconds(5),
+        timeout: Duration = .seconds(2),
+        expectedStatus: [ClosedRange<Int>] = [200...399],
+        healthyThreshold: Int = 2,
+        unhealthyThreshold: Int = 3
+    ) {
+        self.path = path
+        self.interval = interval
+        self.timeout = timeout
+        self.expectedStatus = expectedStatus
+        self.healthyThreshold = healthyThreshold
+        self.unhealthyThreshold = unhealthyThreshold
+    }
+
+    /// Whether a check answered with `status` passes.
+    public func accepts(status: Int) -> Bool {
+        self.expectedStatus.contains { $0.contains(status) }
     }
 }

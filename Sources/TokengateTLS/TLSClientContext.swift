@@ -18,6 +18,11 @@ import Darwin
 /// match the `serverHostname` given to ``TLSHandler`` (DNS name or IP literal). Without a host name only the
 /// chain is verified, so callers should always pass one.
 ///
+/// With a `clientCertificate`, the chain and key are presented to a server that asks for a certificate (mutual
+/// TLS), so that a backend can accept the gateway and nobody else. They are loaded as a listener's are
+/// (``TLSServerContext/load(_:into:)``): a file that does not read or parse, or a key that is not the
+/// certificate's, fails `init` with a ``TLSError`` whose ``TLSError/file`` says which of the two it is.
+///
 /// `@unchecked Sendable` because it stores an `OpaquePointer`: the `SSL_CTX` is fully configured in `init` and
 /// never mutated afterwards, and `SSL_new` on such a context is thread-safe.
 public final class TLSClientContext: @unchecked Sendable {
@@ -26,13 +31,22 @@ public final class TLSClientContext: @unchecked Sendable {
     public let verifyPeer: Bool
     /// The ALPN protocols offered, in preference order.
     public let alpnProtocols: [String]
+    /// The client certificate's `notAfter` (UNIX seconds); `nil` without one or when OpenSSL cannot convert it.
+    public let clientCertificateNotAfter: Int64?
 
     /// - Parameters:
     ///   - trustRootsPath: a PEM bundle file or a hashed certificate directory; `nil` uses OpenSSL's default
     ///     verify paths (the system store).
     ///   - verifyPeer: verify the chain and host name (turn off only for tests or explicit operator choice).
     ///   - alpnProtocols: offered in this order; empty sends no ALPN.
-    public init(trustRootsPath: String?, verifyPeer: Bool = true, alpnProtocols: [String] = ["http/1.1"]) throws {
+    ///   - clientCertificate: the certificate chain and key to present when the server asks; `nil` presents none.
+    ///     Its ``TLSCertificateSource/serverNames`` are not used.
+    public init(
+        trustRootsPath: String?,
+        verifyPeer: Bool = true,
+        alpnProtocols: [String] = ["http/1.1"],
+        clientCertificate: TLSCertificateSource? = nil
+    ) throws {
         let wire = try TLSPolicy.alpnWireFormat(alpnProtocols)
         let context = try TLSPolicy.makeContext(server: false)
         do {
@@ -59,6 +73,15 @@ public final class TLSClientContext: @unchecked Sendable {
                     let reason = OpenSSLErrorQueue.drainReasons(fallback: "unknown reason")
                     throw TLSError(code: .invalidConfiguration, message: "system trust roots: \(reason)")
                 }
+            }
+            if let clientCertificate {
+                do {
+                    self.clientCertificateNotAfter = try TLSServerContext.load(clientCertificate, into: context).notAfter
+                } catch {
+                    throw error.about(TLSServerContext.file(of: error, loading: clientCertificate, index: 0))
+                }
+            } else {
+                self.clientCertificateNotAfter = nil
             }
             SSL_CTX_set_verify(context, verifyPeer ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nil)
             if !wire.isEmpty {

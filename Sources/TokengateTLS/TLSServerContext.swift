@@ -148,7 +148,7 @@ public final class TLSServerContext: @unchecked Sendable {
 
     /// Which file of `source` (the `index`th certificate) `error` from loading it is about: the key for a key
     /// that is unreadable, unparseable or not the certificate's, the certificate (chain) file otherwise.
-    private static func file(of error: TLSError, loading source: TLSCertificateSource, index: Int) -> TLSError.CertificateFile {
+    static func file(of error: TLSError, loading source: TLSCertificateSource, index: Int) -> TLSError.CertificateFile {
         let isPrivateKey: Bool
         switch error.code {
         case .keyMismatch, .invalidPrivateKey:

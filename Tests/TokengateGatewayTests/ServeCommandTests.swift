@@ -528,6 +528,46 @@ struct ServeCommandTests {
         #expect(metrics.body.contains("# TYPE tokengate_build_info gauge\n"))
     }
 
+    /// `GET /upstreams` and `tokengate_upstream_target_healthy` from `tokengate serve`, behind the admin secret: a
+    /// target nothing listens on fails its checks and is reported out of the rotation, while `/readyz` stays ready
+    /// (a dead backend is not the gateway's readiness).
+    @Test func upstreamHealthIsOnTheAdminListenerAndNotInReadiness() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: Self.binary), "build the tokengate executable first")
+        let setup = try self.setUp()
+        defer { try? FileManager.default.removeItem(atPath: setup.directory) }
+        let secret = "upstreams-secret-0123456789abcdef-test-only"
+        try secret.write(toFile: setup.directory + "/admin.secret", atomically: true, encoding: .utf8)
+        let path = setup.directory + "/tokengate.yaml"
+        let yaml = try String(contentsOfFile: path, encoding: .utf8)
+            .replacingOccurrences(
+                of: "admin: { address: 127.0.0.1:\(setup.adminPort) }",
+                with: "admin: { address: 127.0.0.1:\(setup.adminPort), secret_file: admin.secret }")
+            .replacingOccurrences(
+                of: "api: { targets: [ \"http://127.0.0.1:9\" ] }",
+                with: "api: { targets: [ \"http://127.0.0.1:9\" ], health_check: { path: /healthz, interval: 200ms, timeout: 100ms, unhealthy_threshold: 1 } }")
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        let process = try self.serveWithJSONFileStore(setup)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try #require(try await self.waitUntilServing(setup), "serve did not come up")
+        let admin = "http://127.0.0.1:\(setup.adminPort)"
+        #expect(try Curl.run([admin + "/upstreams"], caFile: nil).status == 401)
+        let bearer = ["-H", "Authorization: Bearer \(secret)"]
+        #expect(try Curl.run(bearer + ["-X", "POST", admin + "/upstreams"], caFile: nil).status == 405)
+        var body = ""
+        for _ in 0..<100 where !body.contains("\"healthy\":false") {
+            try await Task.sleep(for: .milliseconds(100))
+            body = try Curl.run(bearer + [admin + "/upstreams"], caFile: nil).body
+        }
+        #expect(body.hasPrefix(#"{"upstreams":[{"name":"api","health_check":{"path":"/healthz","interval_ms":200,"timeout_ms":100},"targets":[{"target":"http://127.0.0.1:9","healthy":false,"last_check":"connect failed: Connection refused","last_check_passed":false"#), "\(body)")
+        let metrics = try Curl.run(bearer + [admin + "/metrics"], caFile: nil).body
+        #expect(metrics.contains("# TYPE tokengate_upstream_target_healthy gauge\n"))
+        #expect(metrics.contains("tokengate_upstream_target_healthy{upstream=\"api\",target=\"http://127.0.0.1:9\"} 0\n"), "\(metrics.suffix(600))")
+        #expect(try Curl.run([admin + "/readyz"], caFile: nil).status == 200)
+    }
+
     /// Every admin endpoint answers a wrong method with 405 and `Allow`: `POST /metrics` returned the
     /// metrics, and the admin API's own `Allow` header was dropped on the way to the client.
     @Test func adminEndpointsAnswerAWrongMethodWith405AndAllow() async throws {

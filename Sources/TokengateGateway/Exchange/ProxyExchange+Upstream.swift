@@ -5,6 +5,7 @@
 import Prometheus
 import Logging
 import NIOCore
+import TokengateTLS
 import NIOHTTP1
 import TokengateConfig
 import TokengateTokens
@@ -181,6 +182,18 @@ extension ProxyExchange {
         // the middle of its first read leaves it there) is taken back, and the gateway answers in its place.
         let withdrawn = self.machine.clientHasBackendHead && self.client.withdrawResponseHead()
         let malformed = error is HTTP1ResponseParser.Failure
+        if let error = error as? TLSError {
+            // The backend's TLS refused the connection after the handshake: with TLS 1.3 a server checks the client
+            // certificate only then (`certificate_required`, `unknown_ca`, `bad_certificate`), so a missing or
+            // untrusted `tls.client_certificate` shows here and not as a connect failure.
+            let upstream = self.runtime.upstreams[self.upstreamIndex]
+            self.logger.warning(
+                "upstream TLS connection failed",
+                metadata: [
+                    "upstream": "\(upstream.name)", "target": "\(upstream.targets[connection.targetIndex].display)",
+                    "request_id": "\(self.requestID)", "error": "\(error.message)",
+                ])
+        }
         let action = self.machine.upstreamFailed(
             malformed: malformed, reused: connection.reused, idempotent: Self.isIdempotent(self.head.method), headWithdrawn: withdrawn)
         switch action {

@@ -430,6 +430,7 @@ final class ProxyExchange: UpstreamResponseReceiver {
                     newBodyLength: newBody?.readableBytes ?? body?.readableBytes,
                     closeConnection: !self.runtime.upstreams[self.upstreamIndex].keepAlive,
                     forwardedClaimHeaders: route.forwardedClaimHeaders,
+                    secretHeader: self.runtime.upstreams[self.upstreamIndex].secretHeader,
                     forwarding: .init(
                         clientAddress: self.forwardedFor,
                         requestID: self.requestID,

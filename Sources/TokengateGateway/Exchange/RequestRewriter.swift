@@ -40,6 +40,7 @@ enum RequestRewriter {
         newBodyLength: Int?,
         closeConnection: Bool = false,
         forwardedClaimHeaders: [String] = [],
+        secretHeader: UpstreamSecretHeader? = nil,
         forwarding: Forwarding
     ) -> UpstreamRequestHead? {
         func isSafe(_ value: String?) -> Bool { value.map(ProxyFieldRules.isSafeFieldValue) ?? true }
@@ -77,7 +78,8 @@ enum RequestRewriter {
             forwarding: forwarding,
             // A body of unknown length goes chunked (see ``write(_:into:)``).
             chunked: chunked,
-            closeConnection: closeConnection
+            closeConnection: closeConnection,
+            secretHeader: secretHeader
         )
     }
 
@@ -130,6 +132,8 @@ enum RequestRewriter {
                 {
                     return
                 }
+                // A client's copy of the upstream's secret field (it may be guessing, or replaying one it saw).
+                if let secret = head.secretHeader, secret.nameBytes.withUnsafeBytes({ FieldBytes.equalsIgnoringCase(name, $0) }) { return }
                 if !connectionListed.isEmpty,
                     connectionListed.contains(where: { listed in listed.withUnsafeBytes { FieldBytes.equalsIgnoringCase($0, name) } })
                 {
@@ -202,6 +206,11 @@ enum RequestRewriter {
             field("x-forwarded-host", host)
         }
         field("x-request-id", head.forwarding.requestID)
+        if let secret = head.secretHeader {
+            secret.nameBytes.withUnsafeBytes { name in
+                secret.value.withUnsafeBytes { bytes.writeHTTPFieldLine(name: name, value: $0) }
+            }
+        }
         bytes.writeStaticString("\r\n")
     }
 

@@ -25,6 +25,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
     let tokenCaches: VerifiedTokenCacheDirectory
     /// The TLS context of each TLS listener, by its index in the configuration.
     let tlsContexts: [Int: TLSServerContext]
+    /// The upstreams' active health checks; started with the generation, stopped when it is replaced.
+    let healthChecker: UpstreamHealthChecker
 
     init(
         number: Int,
@@ -41,7 +43,8 @@ final class GatewayGeneration: Sendable, AtomicReference {
         logger: Logger,
         now: (@Sendable () -> Int64)?,
         nowMilliseconds: (@Sendable () -> Int64)?,
-        remoteKeys: [RemoteKeySource.Identity: RemoteKeySource] = [:]
+        remoteKeys: [RemoteKeySource.Identity: RemoteKeySource] = [:],
+        replacing previous: GatewayGeneration? = nil
     ) throws {
         self.number = number
         self.configuration = configuration
@@ -60,11 +63,15 @@ final class GatewayGeneration: Sendable, AtomicReference {
             remoteKeys: remoteKeys
         )
         self.tlsContexts = try Self.makeTLSContexts(configuration)
+        // Nothing below throws: a generation that is built is one that starts its checks.
+        self.healthChecker = UpstreamHealthChecker(
+            upstreams: self.runtime.upstreams, eventLoop: group.next(), logger: logger, inheriting: previous?.healthChecker)
         self.pools = UpstreamPoolDirectory(
             upstreams: self.runtime.upstreams,
             group: group,
             logger: logger,
-            metrics: self.runtime.metrics
+            metrics: self.runtime.metrics,
+            health: self.healthChecker.health
         )
         self.tokenCaches = VerifiedTokenCacheDirectory(
             entries: configuration.tokens.verifiedCacheEntries,
@@ -80,6 +87,7 @@ final class GatewayGeneration: Sendable, AtomicReference {
         self.configuration = generation.configuration
         self.runtime = runtime
         self.tlsContexts = generation.tlsContexts
+        self.healthChecker = generation.healthChecker
         self.pools = generation.pools
         // The same caches: a cache meeting a verifier of another key set empties itself on first use.
         self.tokenCaches = generation.tokenCaches
@@ -92,7 +100,10 @@ final class GatewayGeneration: Sendable, AtomicReference {
         self.configuration = configuration
         self.runtime = runtime
         self.tlsContexts = [:]
-        self.pools = UpstreamPoolDirectory(upstreams: runtime.upstreams, group: group, logger: logger, metrics: runtime.metrics)
+        self.healthChecker = UpstreamHealthChecker(upstreams: runtime.upstreams, eventLoop: group.next(), logger: logger)
+        self.pools = UpstreamPoolDirectory(
+            upstreams: runtime.upstreams, group: group, logger: logger, metrics: runtime.metrics,
+            health: self.healthChecker.health)
         self.tokenCaches = VerifiedTokenCacheDirectory(
             entries: configuration.tokens.verifiedCacheEntries,
             runtime: runtime,

@@ -71,12 +71,20 @@ extension GatewayRuntime {
             let upstream = configuration.upstreams[name]!
             var tlsContext: TLSClientContext?
             if upstream.targets.contains(where: { $0.scheme == .https }) {
+                let clientCertificate = upstream.tls?.clientCertificate.map {
+                    TLSCertificateSource(certificatePath: $0.cert.path, privateKeyPath: $0.key.path)
+                }
                 do {
                     tlsContext = try TLSClientContext(
                         trustRootsPath: upstream.tls?.caFile?.path,
                         verifyPeer: upstream.tls?.verify ?? true,
-                        alpnProtocols: ["http/1.1"]
+                        alpnProtocols: ["http/1.1"],
+                        clientCertificate: clientCertificate
                     )
+                } catch let error as TLSError where error.file != nil {
+                    // A client certificate or key that does not load, under its own setting, like a listener's.
+                    let setting = error.file?.isPrivateKey == true ? "key" : "cert"
+                    throw GatewayStartupError("upstreams.\(name).tls.client_certificate.\(setting): \(error.message)")
                 } catch {
                     throw GatewayStartupError("upstream '\(name)': cannot set up TLS: \(error)")
                 }
@@ -96,7 +104,9 @@ extension GatewayRuntime {
                     ejectionTime: .init(upstream.ejection.duration),
                     tlsContext: tlsContext,
                     tlsServerName: upstream.tls?.serverName,
-                    keepAlive: upstream.keepAlive
+                    keepAlive: upstream.keepAlive,
+                    secretHeader: try upstream.secretHeader.map { try UpstreamSecretHeader(reading: $0, upstream: name) },
+                    healthCheck: upstream.healthCheck
                 )
             )
         }

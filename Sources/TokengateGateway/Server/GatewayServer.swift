@@ -95,6 +95,7 @@ public final class GatewayServer: Sendable {
             remoteKeys: remoteSources
         )
         generation.runtime.metrics.configGeneration.record(1)
+        generation.healthChecker.start()
         self.generations = GatewayGenerationHolder(generation)
         self.registry = ConnectionRegistry(limit: configuration.limits.maxConnections)
         self.remoteKeys.adopt(remoteSources) { [weak self] in self?.republishKeys() }
@@ -142,7 +143,16 @@ public final class GatewayServer: Sendable {
                 certificates.append(.init(listener: "\(listener.address)", file: certificate.cert.original, notAfter: notAfter))
             }
         }
-        return CertificateExpiryMetric.exposition(certificates) + ProcessMetrics.exposition()
+        return CertificateExpiryMetric.exposition(certificates)
+            + UpstreamHealthMetric.exposition(generation.healthChecker.health) + ProcessMetrics.exposition()
+    }
+
+    /// The admin listener's `GET /upstreams`: every upstream's targets and, with `health_check`, their health
+    /// (``UpstreamHealthMetric/json(upstreams:health:)``). Not part of `/readyz`: one dead backend must not take
+    /// every gateway instance out of its load balancer.
+    public func upstreamsJSON() -> String {
+        let generation = self.generations.load()
+        return UpstreamHealthMetric.json(upstreams: generation.runtime.upstreams, health: generation.healthChecker.health)
     }
 
     /// The number of the configuration generation now serving (1 at start, +1 per successful reload).
@@ -215,7 +225,8 @@ public final class GatewayServer: Sendable {
                 logger: self.logger,
                 now: self.now,
                 nowMilliseconds: self.nowMilliseconds,
-                remoteKeys: remoteSources
+                remoteKeys: remoteSources,
+                replacing: current
             )
         } catch {
             current.runtime.metrics.configReloadFailures.increment()
@@ -224,7 +235,9 @@ public final class GatewayServer: Sendable {
         self.registry.limit = configuration.limits.maxConnections
         self.tokenBodyMemory.limit = configuration.limits.tokenBodyMemory
         self.responseBuffers.limit = configuration.limits.responseBufferTotal
+        next.healthChecker.start()
         let previous = self.generations.exchange(next)
+        previous.healthChecker.stop()
         previous.pools.closeAll()
         self.remoteKeys.adopt(remoteSources) { [weak self] in self?.republishKeys() }
         next.runtime.metrics.configReloads.increment()
@@ -429,6 +442,7 @@ public final class GatewayServer: Sendable {
             channel.pipeline.fireUserInboundEventTriggered(GatewayDrainEndedEvent())
             channel.close(promise: nil)
         }
+        self.generations.load().healthChecker.stop()
         self.generations.load().pools.closeAll()
         self.remoteKeys.stopAll()
         self.logger.info("stopped", metadata: ["forced_connections": "\(self.registry.count)"])

@@ -17,7 +17,8 @@ final class LoopUpstreamPools {
         eventLoop: any EventLoop,
         logger: Logger,
         metrics: GatewayMetrics,
-        failureLogs: [UpstreamConnectFailureLog]
+        failureLogs: [UpstreamConnectFailureLog],
+        health: [UpstreamTargetHealth?]
     ) {
         let flushBatch = UpstreamFlushBatch(eventLoop: eventLoop)
         self.pools = upstreams.enumerated().map { index, settings in
@@ -27,7 +28,8 @@ final class LoopUpstreamPools {
                 logger: logger,
                 connectFailures: metrics.upstreams[index].connectFailures,
                 failureLog: failureLogs[index],
-                flushBatch: flushBatch
+                flushBatch: flushBatch,
+                health: health.isEmpty ? nil : health[index]
             )
         }
     }
@@ -57,14 +59,20 @@ final class UpstreamPoolDirectory: Sendable {
 
     private let byLoop: [ObjectIdentifier: Entry]
 
-    init(upstreams: [UpstreamSettings], group: any EventLoopGroup, logger: Logger, metrics: GatewayMetrics) {
+    /// - Parameter health: per upstream, the active health its pools obey (``UpstreamHealthChecker/health``);
+    ///   empty when nothing is checked.
+    init(
+        upstreams: [UpstreamSettings], group: any EventLoopGroup, logger: Logger, metrics: GatewayMetrics,
+        health: [UpstreamTargetHealth?] = []
+    ) {
         var byLoop: [ObjectIdentifier: Entry] = [:]
         let failureLogs = upstreams.map { upstream in
             UpstreamConnectFailureLog(upstream: upstream.name, targets: upstream.targets.map(\.display), logger: logger)
         }
         for loop in group.makeIterator() {
             let pools = LoopUpstreamPools(
-                upstreams: upstreams, eventLoop: loop, logger: logger, metrics: metrics, failureLogs: failureLogs)
+                upstreams: upstreams, eventLoop: loop, logger: logger, metrics: metrics, failureLogs: failureLogs,
+                health: health)
             byLoop[ObjectIdentifier(loop)] = Entry(eventLoop: loop, pools: pools)
         }
         self.byLoop = byLoop

@@ -47,6 +47,10 @@ final class UpstreamPool {
     private let failureLog: UpstreamConnectFailureLog
     /// The loop's flush batch, shared by every connection of every pool on the loop.
     private let flushBatch: UpstreamFlushBatch
+    /// The targets' active health (`health_check:`), shared with the checker and every loop; `nil` without checks.
+    /// A target it says is down is skipped like an ejected one, but never used as the last resort: when every
+    /// target is down it says every one is usable (``UpstreamTargetHealth/isUsable(_:)``).
+    private let health: UpstreamTargetHealth?
 
     init(
         settings: UpstreamSettings,
@@ -54,8 +58,10 @@ final class UpstreamPool {
         logger: Logger,
         connectFailures: Prometheus.Counter,
         failureLog: UpstreamConnectFailureLog,
-        flushBatch: UpstreamFlushBatch
+        flushBatch: UpstreamFlushBatch,
+        health: UpstreamTargetHealth? = nil
     ) {
+        self.health = health
         self.settings = settings
         self.failureLog = failureLog
         self.flushBatch = flushBatch
@@ -83,7 +89,7 @@ final class UpstreamPool {
         // The clock is read only for a target that was ever ejected.
         let ejectedUntil = self.ejectedUntil[index]
         guard !self.idle[index].isEmpty, ejectedUntil == Self.neverEjected || ejectedUntil <= .now(),
-            let connection = self.takeIdle(index)
+            self.health?.isUsable(index) ?? true, let connection = self.takeIdle(index)
         else { return nil }
         self.cursor = (index + 1) % self.settings.targets.count
         return connection
@@ -105,6 +111,9 @@ final class UpstreamPool {
         var fallback: Int?
         for step in 0..<count {
             let index = (first + step) % count
+            if let health = self.health, !health.isUsable(index) {
+                continue
+            }
             if self.ejectedUntil[index] > now {
                 fallback = fallback ?? index
                 continue

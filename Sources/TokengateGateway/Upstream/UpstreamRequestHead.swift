@@ -34,6 +34,8 @@ struct UpstreamRequestHead {
     let chunked: Bool
     /// The head says `connection: close`: the upstream does not keep connections (`keep_alive: false`).
     let closeConnection: Bool
+    /// The upstream's `secret_header`: a client's field of that name is dropped, the gateway's own added.
+    let secretHeader: UpstreamSecretHeader?
 
     var method: HTTPMethod { self.client.method }
 

@@ -3,6 +3,7 @@
 //===----------------------------------------------------------------------===//
 
 import NIOCore
+import TokengateConfig
 import TokengateTLS
 import TokengateHTTP
 
@@ -42,4 +43,8 @@ struct UpstreamSettings: Sendable {
     /// and never pools one (``UpstreamPool/release(_:reusable:)``): for a backend not trusted to frame its
     /// responses, whose late bytes could otherwise become the next user's response.
     var keepAlive = true
+    /// `upstreams.*.secret_header`, its value read from its file when this runtime was built.
+    var secretHeader: UpstreamSecretHeader? = nil
+    /// `upstreams.*.health_check`; `nil`: targets are only ejected passively.
+    var healthCheck: HealthCheckConfiguration? = nil
 }
