@@ -2,6 +2,13 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import TokengateConfig
 import TokengateHTTP
 
@@ -12,7 +19,10 @@ import TokengateHTTP
 /// suffix or pattern, and `null` (sandboxed frames, `file:` pages) never, unless `*` is configured. A
 /// response to an origin that does not pass carries no CORS field at all (only `Vary: Origin`, so a cache
 /// does not hand one origin's answer to another), and the browser keeps it from the page.
-struct CORSPolicy: Sendable {
+///
+/// A class, built once per configuration: the request path holds one reference to it rather than copying its
+/// sets and lists.
+final class CORSPolicy: Sendable {
     enum Preflight: Equatable {
         /// Not a preflight (no `Origin`, or no `Access-Control-Request-Method`): the request goes on as any other.
         case notPreflight
@@ -82,7 +92,13 @@ struct CORSPolicy: Sendable {
         if self.anyOrigin { return origin == nil ? [] : self.anyOriginFields }
         guard let origin else { return self.varyOnly }
         for entry in self.actualFields where entry.origin.count == origin.count {
-            let same = entry.origin.withUnsafeBytes { FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer($0), origin) }
+            // A browser sends the origin lower-case, as it is kept: one `memcmp` settles the common case.
+            let same = entry.origin.withUnsafeBytes { stored in
+                if let left = stored.baseAddress, let right = origin.baseAddress, memcmp(left, right, origin.count) == 0 {
+                    return true
+                }
+                return FieldBytes.equalsIgnoringCase(stored, origin)
+            }
             if same { return entry.fields }
         }
         return self.varyOnly
