@@ -82,6 +82,30 @@ import TokengateHTTP
         return origin.withUTF8 { policy.responseFields(originBytes: UnsafeRawBufferPointer($0)) }
     }
 
+    /// `lines` as the parsers hand them on: `name: value` each, CRLF-terminated.
+    private func fields(_ policy: CORSPolicy, lines: [(String, String)]) -> [ResponseField] {
+        var fields = RequestFields()
+        for (name, value) in lines { fields.add(name: name, value: value) }
+        return policy.responseFields(for: fields)
+    }
+
+    @Test func theOriginIsTheFirstFieldSoNamedInAnyCase() {
+        let policy = self.cors()
+        let allowed = fields(policy, "https://app.example")
+        let refused = [ResponseField("vary", "origin")]
+        #expect(fields(policy, lines: [("host", "api.example"), ("ORIGIN", "https://app.example")]) == allowed)
+        #expect(fields(policy, lines: [("Origin", "https://app.example"), ("origin", "https://evil.example")]) == allowed)
+        #expect(fields(policy, lines: [("origin", "https://evil.example"), ("origin", "https://app.example")]) == refused)
+        #expect(fields(policy, lines: [("x-origin", "https://app.example"), ("origins", "https://app.example")]) == refused)
+        #expect(fields(policy, lines: [("originx", "https://app.example"), ("accept", "*/*")]) == refused)
+        #expect(fields(policy, lines: [("origin", "")]) == refused)
+        #expect(fields(policy, lines: []) == refused)
+        #expect(fields(policy, lines: [("a", "b"), ("origin", "https://app.example\t ")]) == allowed, "trailing whitespace is not the value")
+        let open = self.cors(credentials: false, origins: ["*"])
+        #expect(fields(open, lines: [("accept", "*/*")]).isEmpty, "no origin, no fields under a wildcard")
+        #expect(fields(open, lines: [("origin", "")]).first == ResponseField("access-control-allow-origin", "*"))
+    }
+
     @Test func actualResponsesGetTheFieldsOnlyForAnAllowedOrigin() {
         let policy = self.cors()
         #expect(

@@ -104,6 +104,32 @@ final class CORSPolicy: Sendable {
         return self.varyOnly
     }
 
+    /// The fields an actual response gets for the request's first `Origin` field, found without a full pass
+    /// over the lines: they were checked when taken in (a token name with its colon right after it, CRLF at
+    /// the end), so a line is `Origin` when its seventh byte is the colon and its first six spell the name;
+    /// every other line is skipped by `memchr`, and the walk stops at the first match.
+    func responseFields(for fields: RequestFields) -> [ResponseField] {
+        fields.bytes.withUnsafeBytes { lines in
+            guard let base = lines.baseAddress else { return self.responseFields(originBytes: nil) }
+            var position = 0
+            while position < lines.count, let found = memchr(base + position, 0x0A, lines.count - position) {
+                let lineFeed = base.distance(to: UnsafeRawPointer(found))
+                // `origin:` and the CR at least.
+                if lineFeed - position >= 8, lines[position + 6] == UInt8(ascii: ":"),
+                    FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: lines[position..<position + 6]), "origin")
+                {
+                    var start = position + 7
+                    var end = lineFeed - 1
+                    while start < end, lines[start] == 0x20 || lines[start] == 0x09 { start += 1 }
+                    while end > start, lines[end - 1] == 0x20 || lines[end - 1] == 0x09 { end -= 1 }
+                    return self.responseFields(originBytes: UnsafeRawBufferPointer(rebasing: lines[start..<end]))
+                }
+                position = lineFeed + 1
+            }
+            return self.responseFields(originBytes: nil)
+        }
+    }
+
     /// Whether `origin` (the request's `Origin` value) passes.
     func allows(origin: String) -> Bool {
         if self.anyOrigin { return true }

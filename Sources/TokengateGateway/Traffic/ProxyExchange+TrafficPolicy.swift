@@ -49,9 +49,7 @@ extension ProxyExchange {
             let cors = route.cors
             // Set before the limits, so that a page may read its 429 too.
             if let cors {
-                self.traffic.responseFields =
-                    self.head.fields.withFirstValue(name: "origin") { cors.responseFields(originBytes: $0) }
-                    ?? cors.responseFields(originBytes: nil)
+                self.traffic.responseFields = cors.responseFields(for: self.head.fields)
             }
             for keyed in route.requestLimits {
                 let key: BucketKey
