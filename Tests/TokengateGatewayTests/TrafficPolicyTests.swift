@@ -82,6 +82,30 @@ import TokengateHTTP
         return origin.withUTF8 { policy.responseFields(originBytes: UnsafeRawBufferPointer($0)) }
     }
 
+    /// `lines` as the parsers hand them on: `name: value` each, CRLF-terminated.
+    private func fields(_ policy: CORSPolicy, lines: [(String, String)]) -> [ResponseField] {
+        var fields = RequestFields()
+        for (name, value) in lines { fields.add(name: name, value: value) }
+        return policy.responseFields(for: fields)
+    }
+
+    @Test func theOriginIsTheFirstFieldSoNamedInAnyCase() {
+        let policy = self.cors()
+        let allowed = fields(policy, "https://app.example")
+        let refused = [ResponseField("vary", "origin")]
+        #expect(fields(policy, lines: [("host", "api.example"), ("ORIGIN", "https://app.example")]) == allowed)
+        #expect(fields(policy, lines: [("Origin", "https://app.example"), ("origin", "https://evil.example")]) == allowed)
+        #expect(fields(policy, lines: [("origin", "https://evil.example"), ("origin", "https://app.example")]) == refused)
+        #expect(fields(policy, lines: [("x-origin", "https://app.example"), ("origins", "https://app.example")]) == refused)
+        #expect(fields(policy, lines: [("originx", "https://app.example"), ("accept", "*/*")]) == refused)
+        #expect(fields(policy, lines: [("origin", "")]) == refused)
+        #expect(fields(policy, lines: []) == refused)
+        #expect(fields(policy, lines: [("a", "b"), ("origin", "https://app.example\t ")]) == allowed, "trailing whitespace is not the value")
+        let open = self.cors(credentials: false, origins: ["*"])
+        #expect(fields(open, lines: [("accept", "*/*")]).isEmpty, "no origin, no fields under a wildcard")
+        #expect(fields(open, lines: [("origin", "")]).first == ResponseField("access-control-allow-origin", "*"))
+    }
+
     @Test func actualResponsesGetTheFieldsOnlyForAnAllowedOrigin() {
         let policy = self.cors()
         #expect(
@@ -122,13 +146,13 @@ import TokengateHTTP
     @Test func aFloodOfDistinctKeysStaysWithinTheBound() {
         let limit = RateLimitValues(perSecond: 1, burst: 2)
         var table = BucketTable(capacity: 1000)
-        let hot: [UInt8] = [192, 0, 2, 1]
+        let hot = BucketKey(address: [192, 0, 2, 1])
         #expect(table.take(hot, limit: limit, now: 0) == nil)
         #expect(table.take(hot, limit: limit, now: 0) == nil)
         #expect(table.take(hot, limit: limit, now: 0) != nil)
         var largest = 0
         for index in 0..<50_000 {
-            let key = withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+            let key = withUnsafeBytes(of: UInt32(index).bigEndian) { BucketKey(address: $0) }
             _ = table.take(key, limit: limit, now: 0)
             largest = max(largest, table.count)
         }
@@ -136,13 +160,34 @@ import TokengateHTTP
         #expect(table.evicted > 40_000)
         // Checking an unknown key stores nothing.
         let before = table.count
-        #expect(table.check([1, 2, 3, 4, 5], limit: limit, now: 0) == nil)
+        #expect(table.check(BucketKey(address: [1, 2, 3, 4, 5]), limit: limit, now: 0) == nil)
         #expect(table.count == before)
         // Refilled buckets go first: after the refill no eviction is needed to make room.
         var idle = BucketTable(capacity: 8)
-        for index in 0..<8 { _ = idle.take([UInt8(index)], limit: limit, now: 0) }
-        _ = idle.take([99], limit: limit, now: 10_000_000_000)
+        for index in 0..<8 { _ = idle.take(BucketKey(address: [UInt8(index)]), limit: limit, now: 0) }
+        _ = idle.take(BucketKey(address: [99]), limit: limit, now: 10_000_000_000)
         #expect(idle.evicted == 0 && idle.count == 1)
+    }
+
+    @Test func bucketKeysCompareWholeNotByHash() {
+        let limit = RateLimitValues(perSecond: 1, burst: 1)
+        var table = BucketTable(capacity: 100)
+        // Two subjects forced to one digest: same hash, different keys, so separate buckets.
+        let alice = BucketKey(user: "alice", digest: 42)
+        let mallory = BucketKey(user: "mallx", digest: 42)
+        #expect(alice.hashValue == mallory.hashValue)
+        #expect(alice != mallory)
+        #expect(table.take(mallory, limit: limit, now: 0) == nil)
+        #expect(table.take(mallory, limit: limit, now: 0) != nil, "mallory's bucket is spent")
+        #expect(table.take(alice, limit: limit, now: 0) == nil, "alice's is her own")
+        #expect(table.count == 2)
+        // An IPv4 address, the IPv6 address that maps it, the address-less key and the route's are all distinct.
+        let four = BucketKey(address: [192, 0, 2, 1])
+        let mapped = BucketKey(address: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 192, 0, 2, 1])
+        let zeros = BucketKey(address: [0, 0, 0, 0])
+        #expect(Set([four, mapped, zeros, BucketKey(client: nil), BucketKey.route, BucketKey(user: "")]).count == 6)
+        #expect(BucketKey(client: [192, 0, 2, 1]) == four)
+        #expect(BucketKey(user: "alice") == BucketKey(user: "alice"))
     }
 
     @Test func theLimiterSharesBucketsAcrossCallers() {
@@ -151,15 +196,15 @@ import TokengateHTTP
         let limiter = RateLimiter(
             perSecond: 1, burst: 2, maxKeys: 1000, evicted: { count in evicted.withLockedValue { $0 += count } },
             clock: { clock.now })
-        #expect(limiter.take([1]) == nil)
-        #expect(limiter.take([1]) == nil)
-        #expect(limiter.take([1]) == 1)
-        #expect(limiter.take([2]) == nil, "another key has its own bucket")
+        #expect(limiter.take(BucketKey(address: [1])) == nil)
+        #expect(limiter.take(BucketKey(address: [1])) == nil)
+        #expect(limiter.take(BucketKey(address: [1])) == 1)
+        #expect(limiter.take(BucketKey(address: [2])) == nil, "another key has its own bucket")
         clock.now = 1_000_000_000
-        #expect(limiter.take([1]) == nil)
+        #expect(limiter.take(BucketKey(address: [1])) == nil)
         #expect(limiter.keys.count == 2)
         #expect(evicted.withLockedValue { $0 } == 0)
-        for index in 0..<5000 { _ = limiter.take(withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }) }
+        for index in 0..<5000 { _ = limiter.take(withUnsafeBytes(of: UInt32(index).bigEndian) { BucketKey(address: $0) }) }
         #expect(limiter.keys.count <= 1000)
         #expect(evicted.withLockedValue { $0 } == limiter.keys.evicted && limiter.keys.evicted > 3000, "each drop is counted")
     }

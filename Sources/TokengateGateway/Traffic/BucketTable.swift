@@ -10,7 +10,7 @@
 /// table is free, so each eviction pass pays for many inserts. Such a flood can reset other keys' buckets:
 /// the price of the bound, and never a way past a limit for the keys that keep sending.
 struct BucketTable: Sendable {
-    private(set) var buckets: [[UInt8]: TokenBucket] = [:]
+    private(set) var buckets: [BucketKey: TokenBucket] = [:]
     let capacity: Int
     /// Buckets dropped to make room while still holding less than a full bucket.
     private(set) var evicted = 0
@@ -29,29 +29,30 @@ struct BucketTable: Sendable {
     }
 
     /// Takes a token from `key`'s bucket: `nil` when the request passes, else the seconds to wait.
-    mutating func take(_ key: [UInt8], limit: RateLimitValues, now: UInt64) -> Int? {
+    mutating func take(_ key: BucketKey, limit: RateLimitValues, now: UInt64) -> Int? {
         self.update(key, limit: limit, now: now) { $0.take(perSecond: limit.perSecond, burst: limit.burst, now: now) }
     }
 
     /// Spends a token from `key`'s bucket whatever it holds (``TokenBucket/spend(perSecond:burst:now:)``).
-    mutating func spend(_ key: [UInt8], limit: RateLimitValues, now: UInt64) {
+    mutating func spend(_ key: BucketKey, limit: RateLimitValues, now: UInt64) {
         self.update(key, limit: limit, now: now) { $0.spend(perSecond: limit.perSecond, burst: limit.burst, now: now) }
     }
 
     /// Whether `key`'s bucket has a token, without taking it. A key without a bucket has a full one, which is
     /// not stored: checking never grows the table.
-    mutating func check(_ key: [UInt8], limit: RateLimitValues, now: UInt64) -> Int? {
-        guard self.buckets[key] != nil else { return nil }
-        return self.buckets[key]!.check(perSecond: limit.perSecond, burst: limit.burst, now: now)
+    mutating func check(_ key: BucketKey, limit: RateLimitValues, now: UInt64) -> Int? {
+        guard let index = self.buckets.index(forKey: key) else { return nil }
+        return self.buckets.values[index].check(perSecond: limit.perSecond, burst: limit.burst, now: now)
     }
 
     private mutating func update<Result>(
-        _ key: [UInt8],
+        _ key: BucketKey,
         limit: RateLimitValues,
         now: UInt64,
         _ body: (inout TokenBucket) -> Result
     ) -> Result {
-        if self.buckets[key] == nil, self.buckets.count >= self.capacity {
+        // The count first: a table with room is looked up once, by the update itself.
+        if self.buckets.count >= self.capacity, self.buckets[key] == nil {
             self.makeRoom(limit: limit, now: now)
         }
         return body(&self.buckets[key, default: TokenBucket(burst: limit.burst, now: now)])

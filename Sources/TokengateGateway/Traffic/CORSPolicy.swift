@@ -2,6 +2,13 @@
 // This source file is part of tokengate. Licensed under the Apache License v2.0.
 //===----------------------------------------------------------------------===//
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 import TokengateConfig
 import TokengateHTTP
 
@@ -12,7 +19,10 @@ import TokengateHTTP
 /// suffix or pattern, and `null` (sandboxed frames, `file:` pages) never, unless `*` is configured. A
 /// response to an origin that does not pass carries no CORS field at all (only `Vary: Origin`, so a cache
 /// does not hand one origin's answer to another), and the browser keeps it from the page.
-struct CORSPolicy: Sendable {
+///
+/// A class, built once per configuration: the request path holds one reference to it rather than copying its
+/// sets and lists.
+final class CORSPolicy: Sendable {
     enum Preflight: Equatable {
         /// Not a preflight (no `Origin`, or no `Access-Control-Request-Method`): the request goes on as any other.
         case notPreflight
@@ -82,10 +92,42 @@ struct CORSPolicy: Sendable {
         if self.anyOrigin { return origin == nil ? [] : self.anyOriginFields }
         guard let origin else { return self.varyOnly }
         for entry in self.actualFields where entry.origin.count == origin.count {
-            let same = entry.origin.withUnsafeBytes { FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer($0), origin) }
+            // A browser sends the origin lower-case, as it is kept: one `memcmp` settles the common case.
+            let same = entry.origin.withUnsafeBytes { stored in
+                if let left = stored.baseAddress, let right = origin.baseAddress, memcmp(left, right, origin.count) == 0 {
+                    return true
+                }
+                return FieldBytes.equalsIgnoringCase(stored, origin)
+            }
             if same { return entry.fields }
         }
         return self.varyOnly
+    }
+
+    /// The fields an actual response gets for the request's first `Origin` field, found without a full pass
+    /// over the lines: they were checked when taken in (a token name with its colon right after it, CRLF at
+    /// the end), so a line is `Origin` when its seventh byte is the colon and its first six spell the name;
+    /// every other line is skipped by `memchr`, and the walk stops at the first match.
+    func responseFields(for fields: RequestFields) -> [ResponseField] {
+        fields.bytes.withUnsafeBytes { lines in
+            guard let base = lines.baseAddress else { return self.responseFields(originBytes: nil) }
+            var position = 0
+            while position < lines.count, let found = memchr(base + position, 0x0A, lines.count - position) {
+                let lineFeed = base.distance(to: UnsafeRawPointer(found))
+                // `origin:` and the CR at least.
+                if lineFeed - position >= 8, lines[position + 6] == UInt8(ascii: ":"),
+                    FieldBytes.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: lines[position..<position + 6]), "origin")
+                {
+                    var start = position + 7
+                    var end = lineFeed - 1
+                    while start < end, lines[start] == 0x20 || lines[start] == 0x09 { start += 1 }
+                    while end > start, lines[end - 1] == 0x20 || lines[end - 1] == 0x09 { end -= 1 }
+                    return self.responseFields(originBytes: UnsafeRawBufferPointer(rebasing: lines[start..<end]))
+                }
+                position = lineFeed + 1
+            }
+            return self.responseFields(originBytes: nil)
+        }
     }
 
     /// Whether `origin` (the request's `Origin` value) passes.

@@ -37,7 +37,7 @@ extension ProxyExchange {
             }
         }
         let isTokenPage = self.runtime.routes[routeIndex].tokenPage != nil
-        if isTokenPage, let limiter = policy.tokenPage, let wait = self.take(limiter, key: self.traffic.clientBytes()) {
+        if isTokenPage, let limiter = policy.tokenPage, let wait = limiter.take(self.traffic.clientKey()) {
             return .tooManyRequests(retryAfter: wait, reason: "rate_limit_token_page")
         }
         guard routeIndex < policy.routes.count else { return nil }
@@ -46,24 +46,24 @@ extension ProxyExchange {
             if !route.ipRules.isEmpty, !route.ipRules.permits(self.traffic.clientBytes()) {
                 return .addressRefused()
             }
-            let fields = self.head.fields
+            let cors = route.cors
             // Set before the limits, so that a page may read its 429 too.
-            if let cors = route.cors {
-                self.traffic.responseFields =
-                    fields.withFirstValue(name: "origin") { cors.responseFields(originBytes: $0) } ?? cors.responseFields(originBytes: nil)
+            if let cors {
+                self.traffic.responseFields = cors.responseFields(for: self.head.fields)
             }
-            for keyed in route.limits {
-                let key: [UInt8]?
+            for keyed in route.requestLimits {
+                let key: BucketKey
                 switch keyed.key {
-                case .client: key = self.traffic.clientBytes()
-                case .route: key = []
+                case .client: key = self.traffic.clientKey()
+                case .route: key = .route
                 case .user: continue  // After authorization (``admitVerifiedUser(_:route:)``).
                 }
-                if let wait = self.take(keyed.limiter, key: key) {
+                if let wait = keyed.limiter.take(key) {
                     return .tooManyRequests(retryAfter: wait, reason: "rate_limit_\(keyed.key.rawValue)")
                 }
             }
-            if let cors = route.cors, self.head.method == .OPTIONS {
+            if let cors, self.head.method == .OPTIONS {
+                let fields = self.head.fields
                 switch cors.preflight(
                     origins: fields.values(name: "origin"),
                     requestMethod: fields.values(name: "access-control-request-method"),
@@ -81,7 +81,7 @@ extension ProxyExchange {
             }
         }
         if !isTokenPage, self.runtime.routes[routeIndex].tokens != nil, let limiter = policy.failedTokens,
-            let key = self.traffic.clientBytes(), let wait = limiter.check(key)
+            case let key = self.traffic.clientKey(), key.isAddress, let wait = limiter.check(key)
         {
             return .tooManyRequests(retryAfter: wait, reason: "rate_limit_failed_tokens")
         }
@@ -92,7 +92,7 @@ extension ProxyExchange {
     /// failed-token bucket (a missing token does not: that is a browser's first visit, not a guess).
     func noteAuthorizationRefusal(_ answer: GatewayAnswer) {
         guard answer.error == "invalid_token", let limiter = self.runtime.traffic.failedTokens,
-            let key = self.traffic.clientBytes()
+            case let key = self.traffic.clientKey(), key.isAddress
         else { return }
         limiter.spend(key)
     }
@@ -101,17 +101,11 @@ extension ProxyExchange {
     func admitVerifiedUser(_ identity: VerifiedToken?, route routeIndex: Int) -> GatewayAnswer? {
         let policy = self.runtime.traffic
         guard let identity, routeIndex < policy.routes.count else { return nil }
-        for keyed in policy.routes[routeIndex].limits where keyed.key == .user {
-            if let wait = keyed.limiter.take(Array(identity.subject.utf8)) {
+        for keyed in policy.routes[routeIndex].userLimits {
+            if let wait = keyed.limiter.take(BucketKey(user: identity.subject)) {
                 return .tooManyRequests(retryAfter: wait, reason: "rate_limit_user")
             }
         }
         return nil
-    }
-
-    /// Takes from `limiter` for `key`; a request without a client address (no peer) shares one bucket, so
-    /// it is limited rather than let through.
-    private func take(_ limiter: RateLimiter, key: [UInt8]?) -> Int? {
-        limiter.take(key ?? [0xFF])
     }
 }

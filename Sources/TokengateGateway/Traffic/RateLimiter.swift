@@ -14,6 +14,8 @@ import NIOCore
 final class RateLimiter: Sendable {
     let limit: RateLimitValues
     private let shards: [NIOLockedValueBox<BucketTable>]
+    /// Random per limiter: which shard a key falls in cannot be chosen from outside.
+    private let shardSeed = UInt64.random(in: .min ... .max)
     /// Monotonic nanoseconds; injectable for tests.
     private let clock: @Sendable () -> UInt64
     /// Told how many buckets a take dropped to make room (rare: only when the table is full).
@@ -34,7 +36,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Takes a token for `key`: `nil` when the request passes, else the seconds for `Retry-After`.
-    func take(_ key: [UInt8]) -> Int? {
+    func take(_ key: BucketKey) -> Int? {
         let now = self.clock()
         let (wait, evicted) = self.shard(key).withLockedValue { table in
             (table.take(key, limit: self.limit, now: now), table.takeEvicted())
@@ -44,7 +46,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Spends a token for `key` whether or not there is one (a failed token check).
-    func spend(_ key: [UInt8]) {
+    func spend(_ key: BucketKey) {
         let now = self.clock()
         let evicted = self.shard(key).withLockedValue { table in
             table.spend(key, limit: self.limit, now: now)
@@ -54,7 +56,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Whether `key` has a token left, without taking one.
-    func check(_ key: [UInt8]) -> Int? {
+    func check(_ key: BucketKey) -> Int? {
         let now = self.clock()
         return self.shard(key).withLockedValue { $0.check(key, limit: self.limit, now: now) }
     }
@@ -72,9 +74,7 @@ final class RateLimiter: Sendable {
         return (count, evicted)
     }
 
-    private func shard(_ key: [UInt8]) -> NIOLockedValueBox<BucketTable> {
-        var hasher = Hasher()
-        hasher.combine(key)
-        return self.shards[Int(UInt(bitPattern: hasher.finalize()) % 16)]
+    private func shard(_ key: BucketKey) -> NIOLockedValueBox<BucketTable> {
+        self.shards[key.shard(seed: self.shardSeed, count: 16)]
     }
 }

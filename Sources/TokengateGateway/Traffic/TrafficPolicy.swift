@@ -18,6 +18,10 @@ final class TrafficPolicy: Sendable {
         let ipRules: IPRules
         let cors: CORSPolicy?
         let limits: [KeyedLimiter]
+        /// The limits by client or for the whole route (taken before authorization), and those by user (after
+        /// it): split once here, so neither pass walks the other's.
+        let requestLimits: [KeyedLimiter]
+        let userLimits: [KeyedLimiter]
         /// The route has nothing to check: the common route pays one branch.
         let isEmpty: Bool
 
@@ -25,6 +29,8 @@ final class TrafficPolicy: Sendable {
             self.ipRules = ipRules
             self.cors = cors
             self.limits = limits
+            self.requestLimits = limits.filter { $0.key != .user }
+            self.userLimits = limits.filter { $0.key == .user }
             self.isEmpty = ipRules.isEmpty && cors == nil && limits.isEmpty
         }
     }
@@ -96,9 +102,10 @@ struct ExchangeTraffic {
     /// The route's CORS fields for this request's origin, added to the backend's response and to the
     /// gateway's answers alike. Empty (no allocation) on a route without CORS.
     var responseFields: [ResponseField] = []
-    /// The client address's bytes, read once when a rule or a bucket first needs them.
+    /// The client address's bytes and bucket key, read once when a rule or a bucket first needs them.
     private var bytesRead = false
     private var cachedBytes: [UInt8]?
+    private var cachedKey: BucketKey?
 
     init() {}
 
@@ -108,5 +115,13 @@ struct ExchangeTraffic {
             self.bytesRead = true
         }
         return self.cachedBytes
+    }
+
+    /// The client's bucket key (``BucketKey/init(client:)``): without an address, the one shared key.
+    mutating func clientKey() -> BucketKey {
+        if let key = self.cachedKey { return key }
+        let key = BucketKey(client: self.clientBytes())
+        self.cachedKey = key
+        return key
     }
 }

@@ -9,13 +9,15 @@ package struct ResponseField: Sendable, Hashable {
     package let name: String
     package let value: String
 
+    /// Whether a backend's field of this name gives way to an added one: `Vary` is a list the backend's own
+    /// values stay in (the added line joins them); any other name is the gateway's alone, so a backend's
+    /// `Access-Control-Allow-Origin` cannot contradict the route's policy. Stored: every response with added
+    /// fields asks it of each of them, once per backend field that might clash.
+    package let replacesBackendField: Bool
+
     package init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
+        self.replacesBackendField = name != "vary"
     }
-
-    /// Whether a backend's field of this name gives way to an added one: `Vary` is a list the backend's own
-    /// values stay in (the added line joins them); any other name is the gateway's alone, so a backend's
-    /// `Access-Control-Allow-Origin` cannot contradict the route's policy.
-    package var replacesBackendField: Bool { self.name != "vary" }
 }
