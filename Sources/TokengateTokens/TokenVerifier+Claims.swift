@@ -175,7 +175,7 @@ extension TokenVerifier {
         )
     }
 
-    /// Reads the payload object. Nil for anything malformed (see the overview, step 7).
+    /// Reads the payload object. Nil for anything malformed (see the payload checks in the overview).
     func parseClaims(_ scanner: inout JSONScanner) -> Claims? {
         guard scanner.consume(UInt8(ascii: "{")) else { return nil }
         return withUnsafeTemporaryAllocation(of: ByteSpan.self, capacity: JOSEHeader.maxMembers) { names -> Claims? in

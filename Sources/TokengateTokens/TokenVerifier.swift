@@ -26,7 +26,7 @@
 /// 10. the kind is accepted → `wrong_kind`;
 /// 11. the policy's required scopes are granted (`scope` or `scp`, ``ClaimSelection``) → `insufficient_scope`.
 ///
-/// A claim the policy forwards whose value no header can carry is `unforwardable_claim`, after step 7's
+/// A claim the policy forwards whose value no header can carry is `unforwardable_claim`, after the payload's
 /// presence checks. Revocation is checked before the kind and the scopes so that a dead token always gets a 401
 /// (start over), never a 403.
 ///
