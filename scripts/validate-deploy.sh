@@ -111,11 +111,11 @@ def duration_seconds(text):
 
 # Every YAML file parses.
 docs_by_file = {}
-for base, _, files in os.walk(deploy):
+for folder, _, files in os.walk(deploy):
     for name in sorted(files):
         if not name.endswith((".yaml", ".yml")):
             continue
-        path = os.path.join(base, name)
+        path = os.path.join(folder, name)
         rel = os.path.relpath(path, os.path.dirname(deploy))
         try:
             with open(path) as f:
