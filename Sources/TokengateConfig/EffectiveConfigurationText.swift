@@ -118,6 +118,10 @@ public enum EffectiveConfigurationText {
             return ValueSyntax.format(duration)
         case let path as ConfigPath:
             return self.quoted(path.path)
+        case let range as ClosedRange<Int>:
+            // Statuses are ranges inside (`expected_status`); print them as the file writes them.
+            return range.lowerBound == range.upperBound
+                ? "\(range.lowerBound)" : self.quoted("\(range.lowerBound)-\(range.upperBound)")
         case let described as any CustomStringConvertible:
             return self.quoted(self.withoutUserInfo(described.description))
         default:

@@ -44,6 +44,16 @@ import Testing
         }
     }
 
+    @Test func checkConfigPrintsExpectedStatusAsTheFileWritesIt() throws {
+        let configuration = try parse(yaml(
+            "{ targets: [ \"http://127.0.0.1:9000\" ], health_check: { path: /h, expected_status: [204, \"301-302\"] } }"))
+        let lines = EffectiveConfigurationText.render(configuration).split(separator: "\n").map(String.init)
+        let status = try #require(lines.firstIndex { $0.hasSuffix("expected_status:") })
+        #expect(lines[status + 1].hasSuffix("- 204"))
+        #expect(lines[status + 2].hasSuffix("- \"301-302\""))
+        #expect(!lines.contains { $0.contains("...") })
+    }
+
     @Test func badHealthChecksAreRefusedWithTheirSetting() {
         func error(_ check: String) -> String {
             parseError(yaml("{ targets: [ \"http://127.0.0.1:9000\" ], health_check: \(check) }"))?.description ?? "accepted"
