@@ -52,7 +52,21 @@ extension GatewayConfiguration {
             )
         }
         warnings += self.plainSecretHeaderWarnings
+        warnings += self.bodyOnlyForwardAuthWarnings
         return warnings
+    }
+
+    /// See ``warnings``: a forward-auth check carries the request's fields and never its body, so a route that finds
+    /// its token only in the body answers every check with 401 — almost certainly not what the operator meant.
+    private var bodyOnlyForwardAuthWarnings: [String] {
+        guard let listenerIndex = self.listeners.firstIndex(where: { $0.forwardAuth != nil }) else { return [] }
+        return self.routes.enumerated().compactMap { index, route in
+            let sources = route.allSources
+            guard route.accept.acceptsTokens, !sources.isEmpty, sources.allSatisfy(\.isInBody) else { return nil }
+            return "routes[\(index)] finds its token only in the request body (\(sources.map(\.description).joined(separator: ", "))), "
+                + "which the forward_auth checks of listen[\(listenerIndex)] never carry: every check for it is refused "
+                + "with 401. Add a header or cookie source, or keep the route off the forward-auth proxy"
+        }
     }
 
     /// See ``warnings``: a secret header sent to `http://` targets crosses the network in clear, where anyone who

@@ -36,6 +36,26 @@ import TokengateConfig
         #expect(warning.contains("any other Host"))
     }
 
+    @Test func aBodyOnlyRouteBehindForwardAuthIsReported() throws {
+        func warnings(_ route: String, forwardAuth: Bool = true) throws -> [String] {
+            let listener = forwardAuth
+                ? "  - { address: 127.0.0.1:9181, forward_auth: { headers: nginx, trusted_peers: [ 127.0.0.1/32 ] } }\n" : ""
+            return try parse(
+                "listen:\n  - address: 127.0.0.1:8443\n    tls: { certificates: [ { cert: cert.pem, key: key.pem } ] }\n"
+                    + listener + "keys: [ { jwks: public.jwks } ]\ncutoffs: { file: cutoffs.json }\n"
+                    + "upstreams:\n  api: { targets: [ \"http://127.0.0.1:9000\" ] }\nroutes:\n  " + route + "\n"
+            ).warnings
+        }
+        let bodyOnly = try warnings("- { path_prefix: /v1/, upstream: api, accept: [api], sources: [ \"form:access_token\", \"json:token\" ] }")
+        #expect(bodyOnly.count == 1)
+        let warning = try #require(bodyOnly.first)
+        #expect(warning.contains("routes[0]") && warning.contains("listen[1]") && warning.contains("401"), "\(warning)")
+        #expect(warning.contains("form:access_token, json:token"), "\(warning)")
+        // A header source beside the body's, or no forward-auth listener, is fine.
+        #expect(try warnings("- { path_prefix: /v1/, upstream: api, accept: [api], sources: [ authorization, \"form:access_token\" ] }").isEmpty)
+        #expect(try warnings("- { path_prefix: /v1/, upstream: api, accept: [api], sources: [ \"form:access_token\" ] }", forwardAuth: false).isEmpty)
+    }
+
     @Test func safeShapesAreNotReported() throws {
         // The public route is bound to a host, or has its own upstream, or does not cover the protected path.
         for routes in [
