@@ -699,9 +699,9 @@ extension ConfigurationDecoder {
     }
 
     /// `mint: ISSUER`: a `kind: session_cookie` issuer whose cookies carry the api-only flag (the page mints api
-    /// tokens: without the flag its cookie would be a full browser login), in Flask's format (the one whose value
-    /// is a bearer token's characters and whose login check needs nothing but the user id), and no app with
-    /// refresh tokens (their access tokens are JWTs with a device).
+    /// tokens: without the flag its cookie would be a full browser login), in a format whose login check needs
+    /// nothing but the fields (not Django's, which checks the session auth hash), and no app with refresh tokens
+    /// (their access tokens are JWTs with a device).
     private func mintIssuer(_ node: ConfigNode, page: TokenPageConfiguration, environment: RouteEnvironment)
         throws(ConfigurationError) -> String
     {
@@ -716,16 +716,15 @@ extension ConfigurationDecoder {
                 "the token page mints api tokens: issuer \(name) needs fields.api_only, or its cookies would be browser logins")
         }
         switch issuer.format {
-        case .flask:
+        case .flask, .rails, .cookieSession:
+            // The page's answer names the cookie (`token_type=cookie`) and, for cookie_session, its `.sig`.
             break
-        case .cookieSession:
+        case .django:
+            // Django's login check compares `_auth_user_hash` with the user's session auth hash, which derives
+            // from the password hash: a value only the site knows.
             throw node.error(
-                .invalidValue, "a cookie_session login is two cookies (the value and its .sig); the token page mints one token")
-        case .rails, .django:
-            // Rails' value is percent-encoded and Django's holds `:`, which the client library's capture refuses
-            // (a bearer token's characters), and their login checks need values only the site knows (Devise's
-            // salt, Django's session auth hash).
-            throw node.error(.invalidValue, "the token page mints in the flask format only; issuer \(name) is \(issuer.format.rawValue)")
+                .invalidValue,
+                "Django's login check needs the user's session auth hash, which the token page cannot know; issuer \(name) is django")
         }
         if let app = page.apps.first(where: { $0.refreshTokens != nil }) {
             throw node.error(
@@ -737,6 +736,7 @@ extension ConfigurationDecoder {
     /// The parameters the token page puts into a callback, in its fragment or its query.
     static let callbackParameters = [
         "access_token", "token_type", "expires_in", "expires_at", "state", "status", "message", "code", "error",
+        "cookie_name", "cookie_signature_name", "cookie_signature",
     ]
 
     /// A callback is a custom-scheme URL (`myapp://token`) or an https URL (a claimed link); never a scheme a

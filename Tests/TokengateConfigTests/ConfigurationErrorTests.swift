@@ -727,7 +727,7 @@ struct ConfigurationErrorTests {
         #expect(parseError(proxy)?.description.contains("only for kind: token_page") == true)
     }
 
-    @Test("mint: a flask issuer with an api-only field, and no app with refresh tokens")
+    @Test("mint: a flask, rails or cookie_session issuer with an api-only field, and no app with refresh tokens")
     func mintInTheSiteFormat() throws {
         let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login }, mint: site APPS}"
         func yaml(_ issuer: String, apps: String = "") -> String {
@@ -746,9 +746,15 @@ struct ConfigurationErrorTests {
         #expect(parseError(yaml("format: flask, fields: { user_id: /_user_id, login_time: /login_at }"))?.description
             .contains("needs fields.api_only") == true)
         #expect(parseError(yaml("format: django, fields: { user_id: /_auth_user_id, login_time: /login_at, api_only: /api }"))?
-            .description.contains("mints in the flask format only") == true)
-        #expect(parseError(yaml("format: cookie_session, fields: { user_id: /u, login_time: /t, api_only: /a }"))?
-            .description.contains("two cookies") == true)
+            .description.contains("needs the user's session auth hash") == true)
+        for format in ["cookie_session", "rails, version: \"7.1\""] {
+            let issuer = "format: \(format), cookie: c, fields: { user_id: /u, login_time: /t, api_only: /a }"
+            guard case .tokenPage(let page) = try parse(yaml(issuer)).routes[1].kind else {
+                Issue.record("expected a token page for \(format)")
+                continue
+            }
+            #expect(page.mintIssuer == "site")
+        }
         let refresh = ", apps: [ { name: ios, callback: \"myapp://t\", pkce: required, refresh_tokens: {} } ] "
         #expect(parseError(yaml(flask, apps: refresh))?.description.contains("refresh_tokens") == true)
     }

@@ -379,7 +379,12 @@ extension GatewayRuntime {
         if case .whoami(let settings) = page.login {
             whoami = try WhoamiClient(configuration: settings, callsInFlight: whoamiCallsInFlight)
         }
-        let siteMinter = try page.mintIssuer.map { try Self.sessionCookieMinter($0, configuration: configuration) }
+        let siteMint = try page.mintIssuer.map { name in
+            SiteMint(
+                minter: try Self.sessionCookieMinter(name, configuration: configuration),
+                cookieName: configuration.sessionCookieIssuers[name]?.cookieName ?? name,
+                signatureCookieName: configuration.sessionCookieIssuers[name]?.signatureCookieName)
+        }
         return TokenPageRoute(
             responder: TokenPageResponder(
                 configuration: page,
@@ -390,7 +395,7 @@ extension GatewayRuntime {
                 redeemedCodes: redeemedCodes,
                 mintsDevices: devices != nil,
                 refreshes: devices?.refresh != nil,
-                siteMinter: siteMinter
+                siteMint: siteMint
             ),
             whoami: whoami,
             devices: devices

@@ -83,7 +83,7 @@ struct TokenPageResponder: Sendable {
     /// `mint: ISSUER`: the page's tokens are the site's own login cookies in that issuer's format (Flask's
     /// session, Rails' cookie store, Django's signed cookies), api-only, so the site's own code reads them; nil:
     /// JWTs. Such a token carries no device (the formats have no place for one the site would keep).
-    let siteMinter: SessionCookieMinter?
+    let siteMint: SiteMint?
 
     /// - Parameters:
     ///   - signer: built from `signing_key`, with the configuration's claim names.
@@ -98,11 +98,11 @@ struct TokenPageResponder: Sendable {
         redeemedCodes: RedeemedCodeMemory,
         mintsDevices: Bool = false,
         refreshes: Bool = false,
-        siteMinter: SessionCookieMinter? = nil
+        siteMint: SiteMint? = nil
     ) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
-            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes, siteMinter: siteMinter)
+            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes, siteMint: siteMint)
     }
 
     /// - Parameters:
@@ -120,10 +120,10 @@ struct TokenPageResponder: Sendable {
         redeemedCodes: RedeemedCodeMemory,
         mintsDevices: Bool = false,
         refreshes: Bool = false,
-        siteMinter: SessionCookieMinter? = nil
+        siteMint: SiteMint? = nil
     ) {
-        self.siteMinter = siteMinter
-        self.mintsDevices = siteMinter == nil && mintsDevices
+        self.siteMint = siteMint
+        self.mintsDevices = siteMint == nil && mintsDevices
         self.refreshes = refreshes
         self.refreshKey = signer.refreshTokenKey
         self.configuration = configuration
@@ -320,19 +320,21 @@ struct TokenPageResponder: Sendable {
             return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
         }
         let lifetime = self.tokenLifetime
-        guard let (token, device) = self.mint(for: user, app: request.app?.name, now: now) else {
+        guard let minted = self.mint(for: user, app: request.app?.name, now: now) else {
             return Self.mintFailed
         }
+        let token = minted.token
         var answer: TokenPageAnswer
         if let app = request.app {
-            var location = app.callback + "#access_token=" + PercentEncoding.encode(token) + "&token_type=bearer"
+            var location = app.callback + "#access_token=" + PercentEncoding.encode(token)
+            for (name, value) in minted.deliveryParameters(encode: PercentEncoding.encode) { location += "&\(name)=\(value)" }
             if let lifetime { location += "&expires_in=\(lifetime)" }
             if let state = request.state { location += "&state=" + state }
             answer = .redirect(to: location, reasonCode: "token_page_issued_app", user: user)
         } else {
             answer = self.page(token: token, user: user, lifetime: lifetime)
         }
-        answer.device = device
+        answer.device = minted.device
         return answer
     }
 
@@ -351,18 +353,20 @@ struct TokenPageResponder: Sendable {
     /// ``mint(for:now:issuedAt:)`` for `app` (nil: the page's own delivery), with a fresh device when the page
     /// ``mintsDevices``: the token's `did` claim, and the record the gateway must store before the answer goes out.
     /// Nil when libcrypto fails (its random number generator included).
-    func mint(for user: String, app: String?, now: Int64, issuedAt: Int64? = nil) -> (token: String, device: DeviceRecord?)? {
+    func mint(for user: String, app: String?, now: Int64, issuedAt: Int64? = nil) -> MintedToken? {
         var device: DeviceRecord?
         let expiresAt = self.tokenLifetime.map { now + $0 }
-        if let minter = self.siteMinter {
+        if let site = self.siteMint {
             // The site's format: the login time is the token's `iat` (a code's issue time for a redemption), the
             // api-only flag set; Rails' metadata expiry is `token_lifetime` (Flask and Django count the format's
             // max-age from the signing time, which is now).
             guard
-                let cookie = try? minter.mint(
+                let cookie = try? site.minter.mint(
                     userID: user, loginTime: issuedAt ?? now, apiOnly: true, now: now, expiresAt: expiresAt)
             else { return nil }
-            return (cookie.value, nil)
+            return MintedToken(
+                token: cookie.value, device: nil,
+                cookie: (site.cookieName, site.signatureCookieName, site.signatureCookieName.flatMap { _ in cookie.signature }))
         }
         if self.mintsDevices {
             guard let id = DeviceID.random() else { return nil }
@@ -380,7 +384,7 @@ struct TokenPageResponder: Sendable {
         )
         // The error says nothing secret, but the answer stays fixed text anyway.
         guard let token = try? self.signer.mint(claims) else { return nil }
-        return (token, device)
+        return MintedToken(token: token, device: device, cookie: nil)
     }
 
     // MARK: Fixed answers
