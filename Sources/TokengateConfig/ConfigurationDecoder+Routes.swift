@@ -38,7 +38,7 @@ extension ConfigurationDecoder {
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
     static let commonRouteKeys = ["ip_rules", "rate_limits"]
     static let tokenPageRouteKeys = [
-        "login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps", "mint",
+        "login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps", "mint", "mint_whoami", "mint_set",
     ]
 
     /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
@@ -102,6 +102,16 @@ extension ConfigurationDecoder {
             if let node = map["connected_apps"] {
                 page.connectedAppsPath = try self.connectedAppsPath(node, prefix: pathPrefix, environment: environment)
             }
+            for key in ["mint_whoami", "mint_set"] where map[key] != nil && map["mint"] == nil {
+                throw map.keyNode(key).error(.conflict, "\(key) is for a token page with mint")
+            }
+            if let node = map["mint_whoami"] {
+                guard case .whoami = page.login else {
+                    throw node.error(.conflict, "mint_whoami takes values from the whoami answer: it needs login.whoami")
+                }
+                page.mintWhoamiHeaders = try self.siteValues(node, headers: true)
+            }
+            if let node = map["mint_set"] { page.mintConstants = try self.siteValues(node, headers: false) }
             if let node = map["mint"] {
                 page.mintIssuer = try self.mintIssuer(node, page: page, environment: environment)
             }
@@ -721,16 +731,45 @@ extension ConfigurationDecoder {
             break
         case .django:
             // Django's login check compares `_auth_user_hash` with the user's session auth hash, which derives
-            // from the password hash: a value only the site knows.
-            throw node.error(
-                .invalidValue,
-                "Django's login check needs the user's session auth hash, which the token page cannot know; issuer \(name) is django")
+            // from the password hash: a value only the site knows, so its whoami answer must hand it over.
+            guard page.mintWhoamiHeaders.contains(where: { $0.pointer == "/_auth_user_hash" }) else {
+                throw node.error(
+                    .invalidValue,
+                    "Django's login check needs the user's session auth hash: set mint_whoami: { /_auth_user_hash: HEADER }")
+            }
+            guard page.mintConstants.contains(where: { $0.pointer == "/_auth_user_backend" }) else {
+                throw node.error(
+                    .invalidValue,
+                    "Django reads a login only with its backend: set mint_set: { /_auth_user_backend: BACKEND_PATH }")
+            }
         }
         if let app = page.apps.first(where: { $0.refreshTokens != nil }) {
             throw node.error(
                 .conflict, "app \(app.name) has refresh_tokens, whose access tokens are the gateway's JWTs: not with mint")
         }
         return name
+    }
+
+    /// `mint_whoami` or `mint_set`: JSON pointer (`/a/b`, at most 16 of them) → a header name, or a string.
+    private func siteValues(_ node: ConfigNode, headers: Bool) throws(ConfigurationError) -> [TokenPageConfiguration.SiteValue] {
+        let mapping = try node.anyMapping()
+        guard mapping.entries.count <= 16 else { throw node.error(.tooLarge, "at most 16 members") }
+        var values: [TokenPageConfiguration.SiteValue] = []
+        for entry in mapping.entries {
+            guard entry.key.hasPrefix("/"), entry.key.utf8.count <= 256 else {
+                throw entry.keyNode.error(.invalidValue, "a member is a JSON pointer such as /_auth_user_hash")
+            }
+            let value = try entry.value.string(maximumLength: headers ? 64 : 1024)
+            if headers {
+                guard !value.isEmpty, value.utf8.allSatisfy({
+                    (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D
+                }) else {
+                    throw entry.value.error(.invalidValue, "'\(value)' is not a header name")
+                }
+            }
+            values.append(.init(pointer: entry.key, value: headers ? value.lowercased() : value))
+        }
+        return values
     }
 
     /// The parameters the token page puts into a callback, in its fragment or its query.

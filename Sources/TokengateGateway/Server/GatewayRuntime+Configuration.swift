@@ -375,15 +375,20 @@ extension GatewayRuntime {
         } catch {
             throw GatewayStartupError("signing_key \(path): \(error)")
         }
-        var whoami: WhoamiClient?
-        if case .whoami(let settings) = page.login {
-            whoami = try WhoamiClient(configuration: settings, callsInFlight: whoamiCallsInFlight)
-        }
         let siteMint = try page.mintIssuer.map { name in
-            SiteMint(
+            var site = SiteMint(
                 minter: try Self.sessionCookieMinter(name, configuration: configuration),
                 cookieName: configuration.sessionCookieIssuers[name]?.cookieName ?? name,
                 signatureCookieName: configuration.sessionCookieIssuers[name]?.signatureCookieName)
+            site.whoamiHeaders = try page.mintWhoamiHeaders.map { (try Self.sessionPointer($0.pointer), $0.value) }
+            site.constants = try page.mintConstants.map { (try Self.sessionPointer($0.pointer), $0.value) }
+            return site
+        }
+        var whoami: WhoamiClient?
+        if case .whoami(let settings) = page.login {
+            whoami = try WhoamiClient(
+                configuration: settings, siteHeaders: siteMint?.whoamiHeaders.map(\.header) ?? [],
+                callsInFlight: whoamiCallsInFlight)
         }
         return TokenPageRoute(
             responder: TokenPageResponder(

@@ -17,6 +17,45 @@ struct SiteMint: Sendable {
     let cookieName: String
     /// `NAME.sig` for `cookie_session`; nil for the formats whose cookie is one value.
     let signatureCookieName: String?
+    /// `mint_whoami`: where each value only the site knows goes, and the whoami header that carries it.
+    var whoamiHeaders: [(pointer: SessionJSONPointer, header: String)] = []
+    /// `mint_set`: members that are the same for every user.
+    var constants: [(pointer: SessionJSONPointer, value: String)] = []
+
+    /// The longest site value taken from a whoami header (a session auth hash is 64 hex digits, Devise's salt 29).
+    static let maximumValueLength = 1024
+
+    /// The `mint_whoami` values from a whoami answer, keyed by JSON pointer; the header at fault when one is
+    /// missing, repeated, empty, too long or holds a control character (the page then refuses: a cookie without
+    /// it would be a login the site's own check refuses, handed out as if it worked).
+    func values(from headers: [String: [String]]) -> Result<[String: String], SiteValueProblem> {
+        var values: [String: String] = [:]
+        for (pointer, header) in self.whoamiHeaders {
+            let found = headers[header] ?? []
+            guard found.count == 1, let value = found.first, !value.isEmpty, value.utf8.count <= Self.maximumValueLength,
+                value.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+            else { return .failure(SiteValueProblem(header: header, count: found.count)) }
+            values[pointer.description] = value
+        }
+        return .success(values)
+    }
+
+    /// The members the minter adds: the constants and the site values at their pointers; nil when a value the
+    /// page needs is not there (a code issued before the configuration asked for it).
+    func extras(siteValues: [String: String]) -> [(SessionJSONPointer, SessionJSONValue)]? {
+        var extras = self.constants.map { ($0.pointer, SessionJSONValue.string($0.value)) }
+        for (pointer, _) in self.whoamiHeaders {
+            guard let value = siteValues[pointer.description] else { return nil }
+            extras.append((pointer, .string(value)))
+        }
+        return extras
+    }
+}
+
+/// A `mint_whoami` header the whoami answer did not carry exactly once, usable.
+struct SiteValueProblem: Error, Sendable {
+    var header: String
+    var count: Int
 }
 
 /// A token the page minted: a JWT (bearer), or the site's cookie with its delivery.

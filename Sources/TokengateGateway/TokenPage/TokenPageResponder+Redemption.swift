@@ -127,7 +127,8 @@ extension TokenPageResponder {
         if let refresh = self.refreshSettings(app) {
             return self.redeemWithRefresh(code, settings: refresh, now: now)
         }
-        guard let minted = self.mint(for: code.subject, app: code.app, now: now, issuedAt: code.issuedAt) else {
+        guard let minted = self.mint(
+                for: code.subject, app: code.app, now: now, issuedAt: code.issuedAt, siteValues: code.siteValues) else {
             return Self.mintFailed
         }
         var json = "{\"access_token\":" + JSONString.quote(minted.token)
