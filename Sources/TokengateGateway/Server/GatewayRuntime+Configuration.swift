@@ -380,6 +380,7 @@ extension GatewayRuntime {
                 minter: try Self.sessionCookieMinter(name, configuration: configuration),
                 cookieName: configuration.sessionCookieIssuers[name]?.cookieName ?? name,
                 signatureCookieName: configuration.sessionCookieIssuers[name]?.signatureCookieName)
+            site.deliversAsCookie = configuration.sessionCookieIssuers[name]?.format != .flask
             site.whoamiHeaders = try page.mintWhoamiHeaders.map { (try Self.sessionPointer($0.pointer), $0.value) }
             site.constants = try page.mintConstants.map { (try Self.sessionPointer($0.pointer), $0.value) }
             return site

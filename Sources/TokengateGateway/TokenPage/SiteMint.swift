@@ -17,6 +17,9 @@ struct SiteMint: Sendable {
     let cookieName: String
     /// `NAME.sig` for `cookie_session`; nil for the formats whose cookie is one value.
     let signatureCookieName: String?
+    /// Whether the answer says `token_type=cookie`. Not for Flask: its value is a bearer token's characters, and
+    /// the page has handed it out as one (the site reads it from the header its route names) since before.
+    var deliversAsCookie = true
     /// `mint_whoami`: where each value only the site knows goes, and the whoami header that carries it.
     var whoamiHeaders: [(pointer: SessionJSONPointer, header: String)] = []
     /// `mint_set`: members that are the same for every user.

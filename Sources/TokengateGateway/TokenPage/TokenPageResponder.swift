@@ -392,6 +392,7 @@ struct TokenPageResponder: Sendable {
                     userID: user, loginTime: issuedAt ?? now, apiOnly: true, now: now, expiresAt: expiresAt,
                     extras: extras)
             else { return nil }
+            guard site.deliversAsCookie else { return MintedToken(token: cookie.value, device: nil, cookie: nil) }
             return MintedToken(
                 token: cookie.value, device: nil,
                 cookie: (site.cookieName, site.signatureCookieName, site.signatureCookieName.flatMap { _ in cookie.signature }))
