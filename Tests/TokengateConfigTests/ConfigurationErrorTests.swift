@@ -757,6 +757,31 @@ struct ConfigurationErrorTests {
         }
         let refresh = ", apps: [ { name: ios, callback: \"myapp://t\", pkce: required, refresh_tokens: {} } ] "
         #expect(parseError(yaml(flask, apps: refresh))?.description.contains("refresh_tokens") == true)
+
+        // Django: the session auth hash from the whoami answer, the backend as a constant, both required.
+        let whoami = "login: { whoami: { url: \"http://127.0.0.1:8000/whoami\", user_header: X-User-Id }, login_url: /login }"
+        func django(_ extra: String, login: String? = nil) -> String {
+            yaml("format: django, fields: { user_id: /_auth_user_id, login_time: /login_at, api_only: /api }")
+                .replacingOccurrences(of: "login: { session_cookie: s, login_url: /login }", with: login ?? whoami)
+                .replacingOccurrences(of: "mint: site", with: "mint: site" + extra)
+        }
+        let both = ", mint_whoami: { /_auth_user_hash: X-Session-Auth-Hash }, mint_set: { /_auth_user_backend: b.M }"
+        guard case .tokenPage(let page) = try parse(django(both)).routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(page.mintWhoamiHeaders == [.init(pointer: "/_auth_user_hash", value: "x-session-auth-hash")])
+        #expect(page.mintConstants == [.init(pointer: "/_auth_user_backend", value: "b.M")])
+        #expect(parseError(django(", mint_set: { /_auth_user_backend: b.M }"))?.description.contains("mint_whoami") == true)
+        #expect(parseError(django(", mint_whoami: { /_auth_user_hash: X-H }"))?.description.contains("mint_set") == true)
+        #expect(parseError(django(both, login: "login: { session_cookie: s, login_url: /login }"))?.description
+            .contains("needs login.whoami") == true)
+        #expect(parseError(django(", mint_whoami: { _auth_user_hash: X-H }, mint_set: { /b: c }"))?.description
+            .contains("JSON pointer") == true)
+        #expect(parseError(django(", mint_whoami: { /_auth_user_hash: \"X H\" }, mint_set: { /b: c }"))?.description
+            .contains("not a header name") == true)
+        #expect(parseError(yaml(flask).replacingOccurrences(of: "mint: site", with: "mint_set: { /a: b }"))?.description
+            .contains("is for a token page with mint") == true)
     }
 
     /// The minimal configuration with a token page (route 1) whose `apps` list is `list`.
