@@ -130,7 +130,7 @@ extension TokenCapture {
         }
         let cookie: StoredToken.CookieDelivery?
         if let type = parameters["token_type"], type.lowercased() == "cookie" {
-            cookie = try Self.cookieDelivery(token: token, parameters: parameters)
+            cookie = try Self.cookieDelivery(token: token, parameters: parameters, malformed: .malformedCallback)
         } else {
             guard BearerTokenSyntax.isValid(token) else {
                 throw TokengateClientError(.malformedCallback, "the callback's access_token is not a bearer token")
@@ -158,26 +158,28 @@ extension TokenCapture {
     /// `token_type=cookie`: the site's own login cookie (a token page that mints in the site's format), sent as
     /// `Cookie: cookie_name=access_token`, with `cookie_signature_name=cookie_signature` beside it for a signed
     /// pair (Express `cookie-session`'s `NAME.sig`). Every name and value is checked with RFC 6265's rules.
-    private static func cookieDelivery(token: String, parameters: [String: String]) throws -> StoredToken.CookieDelivery {
+    static func cookieDelivery(
+        token: String, parameters: [String: String], malformed: TokengateClientError.Code
+    ) throws -> StoredToken.CookieDelivery {
         guard let name = parameters["cookie_name"], CookieValueSyntax.isValidName(name) else {
-            throw TokengateClientError(.malformedCallback, "a cookie token needs a cookie_name that is a cookie name")
+            throw TokengateClientError(malformed, "a cookie token needs a cookie_name that is a cookie name")
         }
         guard CookieValueSyntax.isValidValue(token) else {
-            throw TokengateClientError(.malformedCallback, "the callback's access_token is not a cookie value")
+            throw TokengateClientError(malformed, "the access_token is not a cookie value")
         }
         switch (parameters["cookie_signature_name"], parameters["cookie_signature"]) {
         case (nil, nil):
             return StoredToken.CookieDelivery(name: name)
         case (let signatureName?, let signature?):
             guard CookieValueSyntax.isValidName(signatureName), signatureName != name else {
-                throw TokengateClientError(.malformedCallback, "cookie_signature_name is not a second cookie name")
+                throw TokengateClientError(malformed, "cookie_signature_name is not a second cookie name")
             }
             guard CookieValueSyntax.isValidValue(signature) else {
-                throw TokengateClientError(.malformedCallback, "cookie_signature is not a cookie value")
+                throw TokengateClientError(malformed, "cookie_signature is not a cookie value")
             }
             return StoredToken.CookieDelivery(name: name, signatureName: signatureName, signature: signature)
         default:
-            throw TokengateClientError(.malformedCallback, "a signature cookie needs both its name and its value")
+            throw TokengateClientError(malformed, "a signature cookie needs both its name and its value")
         }
     }
 

@@ -90,6 +90,34 @@ struct TokenPageDjangoMintTests {
         #expect(other[0]["user"] as? String == nil)
     }
 
+    @Test(.enabled(if: FrameworkScript.django.isInstalled, "Django is needed (scripts/install-deps.sh test)"))
+    func aPKCECodeCarriesTheHashToItsRedemption() throws {
+        let logins = try FrameworkScript.django.run(
+            secret: Self.secret, ops: [["op": "login", "user": "42", "login_at": 1_700_000_000]])
+        let hash = try #require(logins[0]["auth_hash"] as? String)
+        let responder = try self.responder()
+        let now = Int64(Date().timeIntervalSince1970)
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"  // RFC 7636's example pair
+        let answer = responder.respond(
+            to: self.head("/token?app=ios&code_challenge=\(challenge)&code_challenge_method=S256"),
+            whoami: .answered(status: 200, userHeaderValues: ["42"], siteHeaderValues: [Self.hashHeader: [hash]]),
+            now: now, nowMilliseconds: now * 1000)
+        let location = try #require(answer.headers["location"].first)
+        let code = try #require(location.split(separator: "#").last?.split(separator: "&").first { $0.hasPrefix("code=") })
+        #expect(!location.contains(hash), "the hash is sealed in the code")
+        let redeemed = responder.redeem(
+            body: Array("grant_type=authorization_code&\(code)&code_verifier=dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk&app=ios".utf8),
+            cutoffs: .empty, now: now + 1)
+        #expect(redeemed.status == .ok)
+        let token = try CodeRedemption.token(status: 200, body: Data(redeemed.body))
+        #expect(token.cookie?.name == "sessionid")
+        var request = URLRequest(url: URL(string: "https://example.com/api/me")!)
+        try request.attach(token)
+        let value = try #require(request.value(forHTTPHeaderField: "Cookie")).dropFirst("sessionid=".count)
+        let read = try FrameworkScript.django.run(secret: Self.secret, ops: [["op": "read", "cookie": String(value)]])
+        #expect(read[0]["user"] as? String == "42", "\(read[0])")
+    }
+
     @Test func aWhoamiAnswerWithoutTheHashGetsNoCookie() throws {
         let responder = try self.responder()
         for values in [
