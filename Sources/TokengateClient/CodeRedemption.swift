@@ -72,17 +72,33 @@ public enum CodeRedemption {
             }
             throw TokengateClientError(.malformedResponse, "the site answered the redemption with HTTP \(status)")
         }
-        guard let object, let token = object["access_token"] as? String, BearerTokenSyntax.isValid(token)
-        else {
-            throw TokengateClientError(.malformedResponse, "the redemption's answer holds no bearer token")
+        guard let object, let token = object["access_token"] as? String else {
+            throw TokengateClientError(.malformedResponse, "the redemption's answer holds no token")
         }
-        guard (object["token_type"] as? String)?.lowercased() == "bearer" else {
-            throw TokengateClientError(.malformedResponse, "the redemption's token_type is not bearer")
+        var cookie: StoredToken.CookieDelivery?
+        if (object["token_type"] as? String)?.lowercased() == "cookie" {
+            // The site's own login cookie (a page minting in the site's format): sent as `Cookie:`, not Bearer.
+            var parameters: [String: String] = [:]
+            for key in ["cookie_name", "cookie_signature_name", "cookie_signature"] {
+                guard let value = object[key] else { continue }
+                guard let text = value as? String else {
+                    throw TokengateClientError(.malformedResponse, "the redemption's \(key) is not a string")
+                }
+                parameters[key] = text
+            }
+            cookie = try TokenCapture.cookieDelivery(token: token, parameters: parameters, malformed: .malformedResponse)
+        } else {
+            guard BearerTokenSyntax.isValid(token) else {
+                throw TokengateClientError(.malformedResponse, "the redemption's answer holds no bearer token")
+            }
+            guard (object["token_type"] as? String)?.lowercased() == "bearer" else {
+                throw TokengateClientError(.malformedResponse, "the redemption's token_type is not bearer")
+            }
         }
         var expiry: Date?
         if let expiresIn = object["expires_in"] {
             expiry = try ExpiresIn.expiry(after: ExpiresIn.seconds(inJSON: expiresIn), from: now, malformed: .malformedResponse)
         }
-        return .captured(token, deliveredExpiry: expiry)
+        return .captured(token, deliveredExpiry: expiry, cookie: cookie)
     }
 }

@@ -62,6 +62,14 @@ extension URLRequest {
         if urlText.contains(token.value) || urlText.contains(PercentEncoding.encode(token.value)) {
             throw TokengateClientError(.tokenInURL, "the request URL holds the token; tokens never go in URLs")
         }
+        if let cookie = token.cookie {
+            // The site's own login cookie: it goes where the site reads it, whatever `attachment` says.
+            guard attachment.place == .authorization else {
+                throw TokengateClientError(.cannotAttach, "a cookie token is sent as a cookie, not as a form field")
+            }
+            try self.attachCookie(token.value, cookie)
+            return
+        }
         switch attachment.place {
         case .authorization:
             guard self.value(forHTTPHeaderField: "Authorization") == nil else {
@@ -97,5 +105,27 @@ extension URLRequest {
             body.append(contentsOf: Array((PercentEncoding.encode(name) + "=" + PercentEncoding.encode(token.value)).utf8))
             self.httpBody = body
         }
+    }
+
+    /// `Cookie: NAME=VALUE[; SIGNATURE_NAME=SIGNATURE]`, after the request's own cookies if it has any, with the
+    /// exact value (a cookie is never percent-encoded by the sender: the site reads the octets it set). Checked
+    /// again here, for a ``StoredToken`` made by hand or decoded from storage: an attached `;` would add a cookie.
+    private mutating func attachCookie(_ value: String, _ cookie: StoredToken.CookieDelivery) throws {
+        var pairs = [(cookie.name, value)]
+        if let name = cookie.signatureName, let signature = cookie.signature { pairs.append((name, signature)) }
+        guard (cookie.signatureName == nil) == (cookie.signature == nil),
+            pairs.allSatisfy({ CookieValueSyntax.isValidName($0.0) && CookieValueSyntax.isValidValue($0.1) })
+        else {
+            throw TokengateClientError(.cannotAttach, "the stored cookie is not a valid cookie name and value")
+        }
+        let existing = self.value(forHTTPHeaderField: "Cookie")
+        let existingNames = (existing ?? "").split(separator: ";").map {
+            $0.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        }
+        guard !pairs.contains(where: { existingNames.contains($0.0) }) else {
+            throw TokengateClientError(.alreadyAttached, "the request already has that cookie")
+        }
+        let added = pairs.map { $0.0 + "=" + $0.1 }.joined(separator: "; ")
+        self.setValue(existing.map { $0 + "; " + added } ?? added, forHTTPHeaderField: "Cookie")
     }
 }

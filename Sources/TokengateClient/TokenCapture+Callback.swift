@@ -128,11 +128,20 @@ extension TokenCapture {
         guard let token = parameters["access_token"] else {
             throw TokengateClientError(.malformedCallback, "the callback holds neither a token nor an error")
         }
-        guard BearerTokenSyntax.isValid(token) else {
-            throw TokengateClientError(.malformedCallback, "the callback's access_token is not a bearer token")
-        }
-        if let type = parameters["token_type"], type.lowercased() != "bearer" {
-            throw TokengateClientError(.malformedCallback, "the callback's token_type is not bearer")
+        let cookie: StoredToken.CookieDelivery?
+        if let type = parameters["token_type"], type.lowercased() == "cookie" {
+            cookie = try Self.cookieDelivery(token: token, parameters: parameters, malformed: .malformedCallback)
+        } else {
+            guard BearerTokenSyntax.isValid(token) else {
+                throw TokengateClientError(.malformedCallback, "the callback's access_token is not a bearer token")
+            }
+            if let type = parameters["token_type"], type.lowercased() != "bearer" {
+                throw TokengateClientError(.malformedCallback, "the callback's token_type is not bearer")
+            }
+            guard parameters["cookie_name"] == nil, parameters["cookie_signature"] == nil else {
+                throw TokengateClientError(.malformedCallback, "a bearer token has no cookie name")
+            }
+            cookie = nil
         }
         var expiry: Date?
         if let expiresIn = parameters["expires_in"] {
@@ -143,7 +152,35 @@ extension TokenCapture {
             }
             expiry = date
         }
-        return .token(.captured(token, deliveredExpiry: expiry))
+        return .token(.captured(token, deliveredExpiry: expiry, cookie: cookie))
+    }
+
+    /// `token_type=cookie`: the site's own login cookie (a token page that mints in the site's format), sent as
+    /// `Cookie: cookie_name=access_token`, with `cookie_signature_name=cookie_signature` beside it for a signed
+    /// pair (Express `cookie-session`'s `NAME.sig`). Every name and value is checked with RFC 6265's rules.
+    static func cookieDelivery(
+        token: String, parameters: [String: String], malformed: TokengateClientError.Code
+    ) throws -> StoredToken.CookieDelivery {
+        guard let name = parameters["cookie_name"], CookieValueSyntax.isValidName(name) else {
+            throw TokengateClientError(malformed, "a cookie token needs a cookie_name that is a cookie name")
+        }
+        guard CookieValueSyntax.isValidValue(token) else {
+            throw TokengateClientError(malformed, "the access_token is not a cookie value")
+        }
+        switch (parameters["cookie_signature_name"], parameters["cookie_signature"]) {
+        case (nil, nil):
+            return StoredToken.CookieDelivery(name: name)
+        case (let signatureName?, let signature?):
+            guard CookieValueSyntax.isValidName(signatureName), signatureName != name else {
+                throw TokengateClientError(malformed, "cookie_signature_name is not a second cookie name")
+            }
+            guard CookieValueSyntax.isValidValue(signature) else {
+                throw TokengateClientError(malformed, "cookie_signature is not a cookie value")
+            }
+            return StoredToken.CookieDelivery(name: name, signatureName: signatureName, signature: signature)
+        default:
+            throw TokengateClientError(malformed, "a signature cookie needs both its name and its value")
+        }
     }
 
     /// The parameters this function reads; the fragment is used when it holds any of them.

@@ -38,7 +38,7 @@ extension ConfigurationDecoder {
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
     static let commonRouteKeys = ["ip_rules", "rate_limits"]
     static let tokenPageRouteKeys = [
-        "login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps", "mint",
+        "login", "cookie_name", "cookie_path", "token_lifetime", "apps", "connected_apps", "mint", "mint_whoami", "mint_set",
     ]
 
     /// The routes that decode; each one that does not adds its problem to `problems` (a route is judged on its
@@ -102,6 +102,16 @@ extension ConfigurationDecoder {
             if let node = map["connected_apps"] {
                 page.connectedAppsPath = try self.connectedAppsPath(node, prefix: pathPrefix, environment: environment)
             }
+            for key in ["mint_whoami", "mint_set"] where map[key] != nil && map["mint"] == nil {
+                throw map.keyNode(key).error(.conflict, "\(key) is for a token page with mint")
+            }
+            if let node = map["mint_whoami"] {
+                guard case .whoami = page.login else {
+                    throw node.error(.conflict, "mint_whoami takes values from the whoami answer: it needs login.whoami")
+                }
+                page.mintWhoamiHeaders = try self.siteValues(node, headers: true)
+            }
+            if let node = map["mint_set"] { page.mintConstants = try self.siteValues(node, headers: false) }
             if let node = map["mint"] {
                 page.mintIssuer = try self.mintIssuer(node, page: page, environment: environment)
             }
@@ -699,9 +709,9 @@ extension ConfigurationDecoder {
     }
 
     /// `mint: ISSUER`: a `kind: session_cookie` issuer whose cookies carry the api-only flag (the page mints api
-    /// tokens: without the flag its cookie would be a full browser login), in Flask's format (the one whose value
-    /// is a bearer token's characters and whose login check needs nothing but the user id), and no app with
-    /// refresh tokens (their access tokens are JWTs with a device).
+    /// tokens: without the flag its cookie would be a full browser login), in a format whose login check needs
+    /// nothing but the fields (not Django's, which checks the session auth hash), and no app with refresh tokens
+    /// (their access tokens are JWTs with a device).
     private func mintIssuer(_ node: ConfigNode, page: TokenPageConfiguration, environment: RouteEnvironment)
         throws(ConfigurationError) -> String
     {
@@ -716,16 +726,22 @@ extension ConfigurationDecoder {
                 "the token page mints api tokens: issuer \(name) needs fields.api_only, or its cookies would be browser logins")
         }
         switch issuer.format {
-        case .flask:
+        case .flask, .rails, .cookieSession:
+            // The page's answer names the cookie (`token_type=cookie`) and, for cookie_session, its `.sig`.
             break
-        case .cookieSession:
-            throw node.error(
-                .invalidValue, "a cookie_session login is two cookies (the value and its .sig); the token page mints one token")
-        case .rails, .django:
-            // Rails' value is percent-encoded and Django's holds `:`, which the client library's capture refuses
-            // (a bearer token's characters), and their login checks need values only the site knows (Devise's
-            // salt, Django's session auth hash).
-            throw node.error(.invalidValue, "the token page mints in the flask format only; issuer \(name) is \(issuer.format.rawValue)")
+        case .django:
+            // Django's login check compares `_auth_user_hash` with the user's session auth hash, which derives
+            // from the password hash: a value only the site knows, so its whoami answer must hand it over.
+            guard page.mintWhoamiHeaders.contains(where: { $0.pointer == "/_auth_user_hash" }) else {
+                throw node.error(
+                    .invalidValue,
+                    "Django's login check needs the user's session auth hash: set mint_whoami: { /_auth_user_hash: HEADER }")
+            }
+            guard page.mintConstants.contains(where: { $0.pointer == "/_auth_user_backend" }) else {
+                throw node.error(
+                    .invalidValue,
+                    "Django reads a login only with its backend: set mint_set: { /_auth_user_backend: BACKEND_PATH }")
+            }
         }
         if let app = page.apps.first(where: { $0.refreshTokens != nil }) {
             throw node.error(
@@ -734,9 +750,32 @@ extension ConfigurationDecoder {
         return name
     }
 
+    /// `mint_whoami` or `mint_set`: JSON pointer (`/a/b`, at most 16 of them) → a header name, or a string.
+    private func siteValues(_ node: ConfigNode, headers: Bool) throws(ConfigurationError) -> [TokenPageConfiguration.SiteValue] {
+        let mapping = try node.anyMapping()
+        guard mapping.entries.count <= 16 else { throw node.error(.tooLarge, "at most 16 members") }
+        var values: [TokenPageConfiguration.SiteValue] = []
+        for entry in mapping.entries {
+            guard entry.key.hasPrefix("/"), entry.key.utf8.count <= 256 else {
+                throw entry.keyNode.error(.invalidValue, "a member is a JSON pointer such as /_auth_user_hash")
+            }
+            let value = try entry.value.string(maximumLength: headers ? 64 : 1024)
+            if headers {
+                guard !value.isEmpty, value.utf8.allSatisfy({
+                    (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D
+                }) else {
+                    throw entry.value.error(.invalidValue, "'\(value)' is not a header name")
+                }
+            }
+            values.append(.init(pointer: entry.key, value: headers ? value.lowercased() : value))
+        }
+        return values
+    }
+
     /// The parameters the token page puts into a callback, in its fragment or its query.
     static let callbackParameters = [
         "access_token", "token_type", "expires_in", "expires_at", "state", "status", "message", "code", "error",
+        "cookie_name", "cookie_signature_name", "cookie_signature",
     ]
 
     /// A callback is a custom-scheme URL (`myapp://token`) or an https URL (a claimed link); never a scheme a

@@ -23,6 +23,23 @@ public struct TokenPageConfiguration: Sendable, Equatable {
     /// `mint`: the `issuers:` item (`kind: session_cookie`) whose format the page mints in instead of a JWT, so
     /// that the site's own code reads what the page hands out; nil: JWTs.
     public var mintIssuer: String?
+    /// `mint_whoami`: session members only the site knows, as JSON pointer → the whoami answer's header that
+    /// carries the value (Django's `/_auth_user_hash`, Devise's salt). Each header must come exactly once.
+    public var mintWhoamiHeaders: [SiteValue] = []
+    /// `mint_set`: session members that are the same for every user, as JSON pointer → string (Django's
+    /// `/_auth_user_backend`).
+    public var mintConstants: [SiteValue] = []
+
+    /// A session member the page sets when it mints in the site's format: where, and a header name or a string.
+    public struct SiteValue: Sendable, Hashable {
+        public var pointer: String
+        public var value: String
+
+        public init(pointer: String, value: String) {
+            self.pointer = pointer
+            self.value = value
+        }
+    }
 
     public init(
         login: TokenPageLogin,

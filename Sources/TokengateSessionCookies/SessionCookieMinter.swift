@@ -37,9 +37,11 @@ public struct SessionCookieMinter: Sendable {
     /// The session `base` (an object; default empty) with the user id, the login time and, when `apiOnly`, the
     /// api-only flag set at their pointers, in the format, signed (or sealed) at `now`. `expiresAt` sets Rails'
     /// metadata expiry (Flask and Django count theirs from the signing time; cookie-session has none).
+    /// `extras` are further members the framework's login check reads (Django's session auth hash and backend,
+    /// Devise's salt), set after the fields.
     public func mint(
         userID: String, loginTime: Int64, apiOnly: Bool = false, base: SessionJSONValue = .object([]), now: Int64,
-        expiresAt: Int64? = nil
+        expiresAt: Int64? = nil, extras: [(SessionJSONPointer, SessionJSONValue)] = []
     ) throws(MintingError) -> Cookie {
         guard case .object = base else { throw MintingError(description: "the base session must be a JSON object") }
         let user: SessionJSONValue
@@ -57,6 +59,7 @@ public struct SessionCookieMinter: Sendable {
             (self.fields.userID, user), (self.fields.loginTime, .integer(loginTime)),
         ]
         if let apiPointer = self.fields.apiOnly { placements.append((apiPointer, .bool(apiOnly))) }
+        placements += extras
         for (pointer, value) in placements {
             guard let placed = session.setting(value, at: pointer.steps[...]) else {
                 throw MintingError(description: "\(pointer) cannot be set in the base session")

@@ -33,6 +33,10 @@ public struct TokenPageCode: Sendable, Equatable {
     /// gateway learns of the cutoff (a redemption checked against a snapshot that does not have it yet).
     public var issuedAt: Int64
     public var expiresAt: Int64
+    /// Session members only the site knows (JSON pointer → value), from the whoami answer at issue time, for a
+    /// page that mints in the site's format (Django's session auth hash): the redemption has no whoami answer.
+    /// Sealed with the rest, so the app never reads them.
+    public var siteValues: [String: String]
 
     public init(
         subject: String,
@@ -40,8 +44,10 @@ public struct TokenPageCode: Sendable, Equatable {
         page: String,
         challenge: CodeChallenge,
         issuedAt: Int64,
-        expiresAt: Int64? = nil
+        expiresAt: Int64? = nil,
+        siteValues: [String: String] = [:]
     ) {
+        self.siteValues = siteValues
         self.subject = subject
         self.app = app
         self.page = page
@@ -56,7 +62,14 @@ public struct TokenPageCode: Sendable, Equatable {
         json += ",\"app\":" + TokenSigner.jsonString(self.app)
         json += ",\"page\":" + TokenSigner.jsonString(self.page)
         json += ",\"cc\":" + TokenSigner.jsonString(self.challenge.text)
-        json += ",\"iat\":\(self.issuedAt),\"exp\":\(self.expiresAt)}"
+        json += ",\"iat\":\(self.issuedAt),\"exp\":\(self.expiresAt)"
+        if !self.siteValues.isEmpty {
+            json += ",\"site\":{"
+            json += self.siteValues.sorted { $0.key < $1.key }
+                .map { TokenSigner.jsonString($0.key) + ":" + TokenSigner.jsonString($0.value) }.joined(separator: ",")
+            json += "}"
+        }
+        json += "}"
         return Array(json.utf8)
     }
 
@@ -73,7 +86,13 @@ public struct TokenPageCode: Sendable, Equatable {
             let issuedAt = (object["iat"] as? NSNumber)?.int64Value,
             let expiresAt = (object["exp"] as? NSNumber)?.int64Value
         else { return nil }
+        var siteValues: [String: String] = [:]
+        if let site = object["site"] {
+            guard let values = site as? [String: String] else { return nil }
+            siteValues = values
+        }
         self.init(
-            subject: subject, app: app, page: page, challenge: challenge, issuedAt: issuedAt, expiresAt: expiresAt)
+            subject: subject, app: app, page: page, challenge: challenge, issuedAt: issuedAt, expiresAt: expiresAt,
+            siteValues: siteValues)
     }
 }

@@ -727,7 +727,7 @@ struct ConfigurationErrorTests {
         #expect(parseError(proxy)?.description.contains("only for kind: token_page") == true)
     }
 
-    @Test("mint: a flask issuer with an api-only field, and no app with refresh tokens")
+    @Test("mint: a flask, rails or cookie_session issuer with an api-only field, and no app with refresh tokens")
     func mintInTheSiteFormat() throws {
         let page = "  - { path_prefix: /token, kind: token_page, login: { session_cookie: s, login_url: /login }, mint: site APPS}"
         func yaml(_ issuer: String, apps: String = "") -> String {
@@ -746,11 +746,42 @@ struct ConfigurationErrorTests {
         #expect(parseError(yaml("format: flask, fields: { user_id: /_user_id, login_time: /login_at }"))?.description
             .contains("needs fields.api_only") == true)
         #expect(parseError(yaml("format: django, fields: { user_id: /_auth_user_id, login_time: /login_at, api_only: /api }"))?
-            .description.contains("mints in the flask format only") == true)
-        #expect(parseError(yaml("format: cookie_session, fields: { user_id: /u, login_time: /t, api_only: /a }"))?
-            .description.contains("two cookies") == true)
+            .description.contains("needs the user's session auth hash") == true)
+        for format in ["cookie_session", "rails, version: \"7.1\""] {
+            let issuer = "format: \(format), cookie: c, fields: { user_id: /u, login_time: /t, api_only: /a }"
+            guard case .tokenPage(let page) = try parse(yaml(issuer)).routes[1].kind else {
+                Issue.record("expected a token page for \(format)")
+                continue
+            }
+            #expect(page.mintIssuer == "site")
+        }
         let refresh = ", apps: [ { name: ios, callback: \"myapp://t\", pkce: required, refresh_tokens: {} } ] "
         #expect(parseError(yaml(flask, apps: refresh))?.description.contains("refresh_tokens") == true)
+
+        // Django: the session auth hash from the whoami answer, the backend as a constant, both required.
+        let whoami = "login: { whoami: { url: \"http://127.0.0.1:8000/whoami\", user_header: X-User-Id }, login_url: /login }"
+        func django(_ extra: String, login: String? = nil) -> String {
+            yaml("format: django, fields: { user_id: /_auth_user_id, login_time: /login_at, api_only: /api }")
+                .replacingOccurrences(of: "login: { session_cookie: s, login_url: /login }", with: login ?? whoami)
+                .replacingOccurrences(of: "mint: site", with: "mint: site" + extra)
+        }
+        let both = ", mint_whoami: { /_auth_user_hash: X-Session-Auth-Hash }, mint_set: { /_auth_user_backend: b.M }"
+        guard case .tokenPage(let page) = try parse(django(both)).routes[1].kind else {
+            Issue.record("expected a token page")
+            return
+        }
+        #expect(page.mintWhoamiHeaders == [.init(pointer: "/_auth_user_hash", value: "x-session-auth-hash")])
+        #expect(page.mintConstants == [.init(pointer: "/_auth_user_backend", value: "b.M")])
+        #expect(parseError(django(", mint_set: { /_auth_user_backend: b.M }"))?.description.contains("mint_whoami") == true)
+        #expect(parseError(django(", mint_whoami: { /_auth_user_hash: X-H }"))?.description.contains("mint_set") == true)
+        #expect(parseError(django(both, login: "login: { session_cookie: s, login_url: /login }"))?.description
+            .contains("needs login.whoami") == true)
+        #expect(parseError(django(", mint_whoami: { _auth_user_hash: X-H }, mint_set: { /b: c }"))?.description
+            .contains("JSON pointer") == true)
+        #expect(parseError(django(", mint_whoami: { /_auth_user_hash: \"X H\" }, mint_set: { /b: c }"))?.description
+            .contains("not a header name") == true)
+        #expect(parseError(yaml(flask).replacingOccurrences(of: "mint: site", with: "mint_set: { /a: b }"))?.description
+            .contains("is for a token page with mint") == true)
     }
 
     /// The minimal configuration with a token page (route 1) whose `apps` list is `list`.

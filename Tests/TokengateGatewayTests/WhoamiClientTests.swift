@@ -90,7 +90,7 @@ import TokengateTestSupport
             let settings = WhoamiConfiguration(url: "http://127.0.0.1:\(port)/whoami", userHeader: "x-user")
             let client = try WhoamiClient(configuration: settings)
             let result = try await client.ask(cookies: "s=1", on: loop, logger: Logger(label: "test")).get()
-            guard case .answered(200, let values) = result, values.count == 1 else {
+            guard case .answered(200, let values, _) = result, values.count == 1 else {
                 Issue.record("unexpected \(result)")
                 return
             }

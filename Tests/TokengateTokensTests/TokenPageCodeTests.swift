@@ -69,6 +69,21 @@ struct TokenPageCodeTests {
         )
     }
 
+    /// A page minting in Django's format seals the session auth hash from the whoami answer into the code: the
+    /// redemption has no whoami answer, and the app must not read the hash.
+    @Test("site values survive the seal, unreadable in the code")
+    func siteValuesRoundTrip() throws {
+        let (signer, _) = try Self.signer()
+        var code = Self.code()
+        let hash = "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8"
+        code.siteValues = ["/_auth_user_hash": hash, "/x\"y": "q\u{E9}"]
+        let text = try #require(signer.tokenPageCodeKey.seal(code))
+        #expect(!text.contains(hash) && !text.contains(Base64URL.encode(Array(hash.utf8)).prefix(20)))
+        let redeemed = signer.tokenPageCodeKey.redeem(text, app: "ios", verifier: Self.rfcVerifier, now: Self.now + 1)
+        #expect(redeemed.map(\.code.siteValues) == .success(code.siteValues))
+        #expect(redeemed.map(\.code) == .success(code))
+    }
+
     /// An app that claims the same custom scheme receives the callback: it must not learn who logged in. A review
     /// found the payload only signed, so the user id (often an e-mail address) was there in base64url.
     @Test("the code is encrypted: neither the user id nor anything else of the payload is in it, encoded or decoded")

@@ -375,11 +375,22 @@ extension GatewayRuntime {
         } catch {
             throw GatewayStartupError("signing_key \(path): \(error)")
         }
+        let siteMint = try page.mintIssuer.map { name in
+            var site = SiteMint(
+                minter: try Self.sessionCookieMinter(name, configuration: configuration),
+                cookieName: configuration.sessionCookieIssuers[name]?.cookieName ?? name,
+                signatureCookieName: configuration.sessionCookieIssuers[name]?.signatureCookieName)
+            site.deliversAsCookie = configuration.sessionCookieIssuers[name]?.format != .flask
+            site.whoamiHeaders = try page.mintWhoamiHeaders.map { (try Self.sessionPointer($0.pointer), $0.value) }
+            site.constants = try page.mintConstants.map { (try Self.sessionPointer($0.pointer), $0.value) }
+            return site
+        }
         var whoami: WhoamiClient?
         if case .whoami(let settings) = page.login {
-            whoami = try WhoamiClient(configuration: settings, callsInFlight: whoamiCallsInFlight)
+            whoami = try WhoamiClient(
+                configuration: settings, siteHeaders: siteMint?.whoamiHeaders.map(\.header) ?? [],
+                callsInFlight: whoamiCallsInFlight)
         }
-        let siteMinter = try page.mintIssuer.map { try Self.sessionCookieMinter($0, configuration: configuration) }
         return TokenPageRoute(
             responder: TokenPageResponder(
                 configuration: page,
@@ -390,7 +401,7 @@ extension GatewayRuntime {
                 redeemedCodes: redeemedCodes,
                 mintsDevices: devices != nil,
                 refreshes: devices?.refresh != nil,
-                siteMinter: siteMinter
+                siteMint: siteMint
             ),
             whoami: whoami,
             devices: devices

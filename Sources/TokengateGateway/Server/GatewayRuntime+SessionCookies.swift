@@ -92,6 +92,14 @@ extension GatewayRuntime {
         }
     }
 
+    /// A `mint_whoami` or `mint_set` member's JSON Pointer.
+    static func sessionPointer(_ text: String) throws -> SessionJSONPointer {
+        guard let pointer = SessionJSONPointer(text) else {
+            throw GatewayStartupError("token page mint_whoami/mint_set: \(text) is not a JSON Pointer")
+        }
+        return pointer
+    }
+
     /// The fields' JSON Pointers (checked by the configuration decoder already).
     static func sessionCookieFields(_ fields: SessionCookieIssuerConfiguration.Fields) throws(SessionCookieKeyError)
         -> SessionCookieFields

@@ -28,7 +28,8 @@ enum TokenPageAction: Sendable, Equatable {
 enum TokenPageWhoamiResult: Sendable, Equatable {
     /// The RP answered: its status code and the value of the configured user header (all of them, in order;
     /// more than one is treated as no answer).
-    case answered(status: Int, userHeaderValues: [String])
+    /// `siteHeaderValues`: each `mint_whoami` header's values (a token page minting in the site's format).
+    case answered(status: Int, userHeaderValues: [String], siteHeaderValues: [String: [String]] = [:])
     /// No answer: connection refused, timeout, malformed response.
     case failed
     /// Not asked: `max_in_flight` whoami calls were already under way.

@@ -218,7 +218,13 @@ extension TokenPageResponder {
         }
         switch self.checkLogin(head, whoami: whoami) {
         case .loggedIn(let user):
-            return self.confirmed(confirmation, head: head, user: user, now: now, nowMilliseconds: nowMilliseconds)
+            switch self.siteValues(whoami) {
+            case .success(let values):
+                return self.confirmed(
+                    confirmation, head: head, user: user, now: now, nowMilliseconds: nowMilliseconds, siteValues: values)
+            case .failure(let problem):
+                return Self.clearingCookie(Self.siteValueMissing(problem))
+            }
         case .notLoggedIn:
             return Self.clearingCookie(Self.afterPost(self.loginRedirect(confirmation.request)))
         case .failed(let answer):
@@ -236,7 +242,8 @@ extension TokenPageResponder {
         head: HTTPRequestHead,
         user: String,
         now: Int64,
-        nowMilliseconds: Int64
+        nowMilliseconds: Int64,
+        siteValues: [String: String] = [:]
     ) -> TokenPageAnswer {
         let request = confirmation.request
         // Two cookies of the name (one tossed in under another path) are refused: which would count?

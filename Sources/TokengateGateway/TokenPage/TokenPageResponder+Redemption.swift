@@ -127,14 +127,16 @@ extension TokenPageResponder {
         if let refresh = self.refreshSettings(app) {
             return self.redeemWithRefresh(code, settings: refresh, now: now)
         }
-        guard let (token, device) = self.mint(for: code.subject, app: code.app, now: now, issuedAt: code.issuedAt) else {
+        guard let minted = self.mint(
+                for: code.subject, app: code.app, now: now, issuedAt: code.issuedAt, siteValues: code.siteValues) else {
             return Self.mintFailed
         }
-        var json = "{\"access_token\":" + JSONString.quote(token) + ",\"token_type\":\"bearer\""
+        var json = "{\"access_token\":" + JSONString.quote(minted.token)
+        for (name, value) in minted.deliveryParameters(encode: JSONString.quote) { json += ",\"\(name)\":\(value)" }
         if let lifetime = self.tokenLifetime { json += ",\"expires_in\":\(lifetime)" }
         json += "}"
         var answer = TokenPageAnswer.json(.ok, json, reasonCode: "token_page_code_redeemed", user: code.subject)
-        answer.device = device
+        answer.device = minted.device
         return answer
     }
 

@@ -83,7 +83,7 @@ struct TokenPageResponder: Sendable {
     /// `mint: ISSUER`: the page's tokens are the site's own login cookies in that issuer's format (Flask's
     /// session, Rails' cookie store, Django's signed cookies), api-only, so the site's own code reads them; nil:
     /// JWTs. Such a token carries no device (the formats have no place for one the site would keep).
-    let siteMinter: SessionCookieMinter?
+    let siteMint: SiteMint?
 
     /// - Parameters:
     ///   - signer: built from `signing_key`, with the configuration's claim names.
@@ -98,11 +98,11 @@ struct TokenPageResponder: Sendable {
         redeemedCodes: RedeemedCodeMemory,
         mintsDevices: Bool = false,
         refreshes: Bool = false,
-        siteMinter: SessionCookieMinter? = nil
+        siteMint: SiteMint? = nil
     ) {
         self.init(
             configuration: configuration, signer: signer, sessionVerifier: verifier, policy: verifier.policy, page: page,
-            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes, siteMinter: siteMinter)
+            redeemedCodes: redeemedCodes, mintsDevices: mintsDevices, refreshes: refreshes, siteMint: siteMint)
     }
 
     /// - Parameters:
@@ -120,10 +120,10 @@ struct TokenPageResponder: Sendable {
         redeemedCodes: RedeemedCodeMemory,
         mintsDevices: Bool = false,
         refreshes: Bool = false,
-        siteMinter: SessionCookieMinter? = nil
+        siteMint: SiteMint? = nil
     ) {
-        self.siteMinter = siteMinter
-        self.mintsDevices = siteMinter == nil && mintsDevices
+        self.siteMint = siteMint
+        self.mintsDevices = siteMint == nil && mintsDevices
         self.refreshes = refreshes
         self.refreshKey = signer.refreshTokenKey
         self.configuration = configuration
@@ -177,7 +177,13 @@ struct TokenPageResponder: Sendable {
         }
         switch self.checkLogin(head, whoami: whoami) {
         case .loggedIn(let user):
-            return self.loggedIn(user: user, request: request, now: now, nowMilliseconds: nowMilliseconds)
+            switch self.siteValues(whoami) {
+            case .success(let values):
+                return self.loggedIn(
+                    user: user, request: request, now: now, nowMilliseconds: nowMilliseconds, siteValues: values)
+            case .failure(let problem):
+                return Self.siteValueMissing(problem)
+            }
         case .notLoggedIn:
             return self.loginRedirect(request)
         case .failed(let answer):
@@ -228,7 +234,7 @@ struct TokenPageResponder: Sendable {
             return .failed(Self.loginCheckFailed)
         case .busy:
             return .failed(Self.loginCheckBusy)
-        case .answered(let status, let values):
+        case .answered(let status, let values, _):
             var header = "user"
             if case .whoami(let whoami) = self.configuration.login { header = whoami.userHeader }
             switch status {
@@ -264,11 +270,28 @@ struct TokenPageResponder: Sendable {
 
     /// A logged-in browser: the confirmation page when the app asks for one (``TokenPageApp/confirm``), else the
     /// delivery. `HEAD` shows neither (``deliver(to:request:now:)``).
-    private func loggedIn(user: String, request: TokenPageRequest, now: Int64, nowMilliseconds: Int64) -> TokenPageAnswer {
+    private func loggedIn(
+        user: String, request: TokenPageRequest, now: Int64, nowMilliseconds: Int64, siteValues: [String: String] = [:]
+    ) -> TokenPageAnswer {
         if !request.isHead, let app = request.app, app.confirm {
             return self.confirmationPage(app: app, request: request, user: user, nowMilliseconds: nowMilliseconds)
         }
-        return self.deliver(to: user, request: request, now: now)
+        return self.deliver(to: user, request: request, now: now, siteValues: siteValues)
+    }
+
+    /// The `mint_whoami` values of a whoami answer (none unless the page mints in a site format that needs them).
+    /// One that is not there exactly once fails the login check (`502`): the site's own check would refuse the
+    /// cookie, and the app would be handed a login that does not work.
+    func siteValues(_ whoami: TokenPageWhoamiResult) -> Result<[String: String], SiteValueProblem> {
+        guard let site = self.siteMint, !site.whoamiHeaders.isEmpty else { return .success([:]) }
+        guard case .answered(_, _, let headers) = whoami else { return .success([:]) }
+        return site.values(from: headers)
+    }
+
+    /// `502`, naming the header only (never its value).
+    static func siteValueMissing(_ problem: SiteValueProblem) -> TokenPageAnswer {
+        Self.loginCheckFailed(
+            because: "its answer has \(problem.count) usable \(problem.header) fields; the site's format needs one value")
     }
 
     func loginRedirect(_ request: TokenPageRequest) -> TokenPageAnswer {
@@ -303,7 +326,7 @@ struct TokenPageResponder: Sendable {
     ///
     /// `HEAD` mints nothing: it must be safe (RFC 9110 §9.3.2), and link checkers, previewers and monitors send
     /// it to any URL. A logged-in `HEAD` gets the page's fields without a token (``pageFieldsWithoutToken()``).
-    func deliver(to user: String, request: TokenPageRequest, now: Int64) -> TokenPageAnswer {
+    func deliver(to user: String, request: TokenPageRequest, now: Int64, siteValues: [String: String] = [:]) -> TokenPageAnswer {
         if request.isHead {
             return self.pageFieldsWithoutToken()
         }
@@ -312,7 +335,9 @@ struct TokenPageResponder: Sendable {
             // Nil only when libcrypto fails (its random number generator included): no code, as no token.
             guard
                 let code = self.codeKey.seal(
-                    TokenPageCode(subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now)
+                    TokenPageCode(
+                        subject: user, app: app.name, page: self.page, challenge: challenge, issuedAt: now,
+                        siteValues: siteValues)
                 )
             else { return Self.mintFailed }
             var location = app.callback + "#code=" + code
@@ -320,19 +345,21 @@ struct TokenPageResponder: Sendable {
             return .redirect(to: location, reasonCode: "token_page_issued_code", user: user)
         }
         let lifetime = self.tokenLifetime
-        guard let (token, device) = self.mint(for: user, app: request.app?.name, now: now) else {
+        guard let minted = self.mint(for: user, app: request.app?.name, now: now, siteValues: siteValues) else {
             return Self.mintFailed
         }
+        let token = minted.token
         var answer: TokenPageAnswer
         if let app = request.app {
-            var location = app.callback + "#access_token=" + PercentEncoding.encode(token) + "&token_type=bearer"
+            var location = app.callback + "#access_token=" + PercentEncoding.encode(token)
+            for (name, value) in minted.deliveryParameters(encode: PercentEncoding.encode) { location += "&\(name)=\(value)" }
             if let lifetime { location += "&expires_in=\(lifetime)" }
             if let state = request.state { location += "&state=" + state }
             answer = .redirect(to: location, reasonCode: "token_page_issued_app", user: user)
         } else {
             answer = self.page(token: token, user: user, lifetime: lifetime)
         }
-        answer.device = device
+        answer.device = minted.device
         return answer
     }
 
@@ -351,18 +378,24 @@ struct TokenPageResponder: Sendable {
     /// ``mint(for:now:issuedAt:)`` for `app` (nil: the page's own delivery), with a fresh device when the page
     /// ``mintsDevices``: the token's `did` claim, and the record the gateway must store before the answer goes out.
     /// Nil when libcrypto fails (its random number generator included).
-    func mint(for user: String, app: String?, now: Int64, issuedAt: Int64? = nil) -> (token: String, device: DeviceRecord?)? {
+    func mint(
+        for user: String, app: String?, now: Int64, issuedAt: Int64? = nil, siteValues: [String: String] = [:]
+    ) -> MintedToken? {
         var device: DeviceRecord?
         let expiresAt = self.tokenLifetime.map { now + $0 }
-        if let minter = self.siteMinter {
+        if let site = self.siteMint {
             // The site's format: the login time is the token's `iat` (a code's issue time for a redemption), the
             // api-only flag set; Rails' metadata expiry is `token_lifetime` (Flask and Django count the format's
             // max-age from the signing time, which is now).
-            guard
-                let cookie = try? minter.mint(
-                    userID: user, loginTime: issuedAt ?? now, apiOnly: true, now: now, expiresAt: expiresAt)
+            guard let extras = site.extras(siteValues: siteValues),
+                let cookie = try? site.minter.mint(
+                    userID: user, loginTime: issuedAt ?? now, apiOnly: true, now: now, expiresAt: expiresAt,
+                    extras: extras)
             else { return nil }
-            return (cookie.value, nil)
+            guard site.deliversAsCookie else { return MintedToken(token: cookie.value, device: nil, cookie: nil) }
+            return MintedToken(
+                token: cookie.value, device: nil,
+                cookie: (site.cookieName, site.signatureCookieName, site.signatureCookieName.flatMap { _ in cookie.signature }))
         }
         if self.mintsDevices {
             guard let id = DeviceID.random() else { return nil }
@@ -380,7 +413,7 @@ struct TokenPageResponder: Sendable {
         )
         // The error says nothing secret, but the answer stays fixed text anyway.
         guard let token = try? self.signer.mint(claims) else { return nil }
-        return (token, device)
+        return MintedToken(token: token, device: device, cookie: nil)
     }
 
     // MARK: Fixed answers

@@ -21,6 +21,8 @@ import TokengateHTTP
 struct WhoamiClient: Sendable {
     let url: URLComponents
     let userHeader: String
+    /// `mint_whoami`'s headers: the values only the site knows, for a token page minting in the site's format.
+    let siteHeaders: [String]
     let timeout: TimeAmount
     let tlsContext: TLSClientContext?
     let maxInFlight: Int
@@ -32,8 +34,11 @@ struct WhoamiClient: Sendable {
     private let failures = NIOLockedValueBox(FailureLogThrottle())
 
     /// - Parameter callsInFlight: the process's count of whoami calls under way (``GatewayServer`` keeps one).
-    init(configuration: WhoamiConfiguration, callsInFlight: ManagedAtomic<Int> = ManagedAtomic(0)) throws {
+    init(
+        configuration: WhoamiConfiguration, siteHeaders: [String] = [], callsInFlight: ManagedAtomic<Int> = ManagedAtomic(0)
+    ) throws {
         self.inFlight = callsInFlight
+        self.siteHeaders = siteHeaders
         guard let url = URLComponents(string: configuration.url), let scheme = url.scheme, url.host != nil,
             scheme == "http" || scheme == "https"
         else {
@@ -69,6 +74,7 @@ struct WhoamiClient: Sendable {
         promise.futureResult.whenComplete { _ in inFlight.wrappingDecrement(ordering: .relaxed) }
         let tlsContext = self.tlsContext
         let userHeader = self.userHeader
+        let siteHeaders = self.siteHeaders
         let timeout = self.timeout
         // One deadline for the whole call, the connect (and TLS handshake) included: `timeout` is what the
         // browser waits at most, not a connect timeout plus a response timeout after it.
@@ -83,7 +89,8 @@ struct WhoamiClient: Sendable {
                         try sync.addHandler(TLSHandler(context: tlsContext, serverHostname: host, logger: logger))
                     }
                     try sync.addHTTPClientHandlers()
-                    try sync.addHandler(WhoamiResponseHandler(userHeader: userHeader, promise: promise, report: report))
+                    try sync.addHandler(WhoamiResponseHandler(
+                            userHeader: userHeader, siteHeaders: siteHeaders, promise: promise, report: report))
                 }
             }
             .connect(host: host, port: port)
@@ -144,14 +151,19 @@ final class WhoamiResponseHandler: ChannelInboundHandler {
     }
 
     private let userHeader: String
+    private let siteHeaders: [String]
     private let promise: EventLoopPromise<TokenPageWhoamiResult>
     private let report: @Sendable (String) -> Void
     private var head: HTTPResponseHead?
     private var bodyBytes = 0
     private var completed = false
 
-    init(userHeader: String, promise: EventLoopPromise<TokenPageWhoamiResult>, report: @escaping @Sendable (String) -> Void) {
+    init(
+        userHeader: String, siteHeaders: [String] = [], promise: EventLoopPromise<TokenPageWhoamiResult>,
+        report: @escaping @Sendable (String) -> Void
+    ) {
         self.userHeader = userHeader
+        self.siteHeaders = siteHeaders
         self.promise = promise
         self.report = report
     }
@@ -168,7 +180,10 @@ final class WhoamiResponseHandler: ChannelInboundHandler {
             }
         case .end:
             guard let head = self.head else { return }
-            self.complete(.answered(status: Int(head.status.code), userHeaderValues: head.headers[self.userHeader]))
+            var site: [String: [String]] = [:]
+            for name in self.siteHeaders { site[name] = head.headers[name] }
+            self.complete(
+                .answered(status: Int(head.status.code), userHeaderValues: head.headers[self.userHeader], siteHeaderValues: site))
         }
     }
 
