@@ -126,11 +126,20 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
         return isKnownUniquelyReferenced(&self.base)
     }
 
-    /// A new base of every entry, and an empty overlay.
+    /// A new base of every entry, and an empty overlay: the base copied slot for slot (or rehashed into a larger
+    /// table when the users outgrew it), then the overlay's changes written into the copy.
     private mutating func compact() {
-        let table = CutoffUserTable(minimumCount: self.count)
-        for (key, value) in self {
-            table.insert(key, value)
+        let table =
+            (self.count + 1) * 10 > self.base.capacity * 7
+            ? self.base.resized(minimumCount: self.count) : self.base.copy()
+        // Removals first, so the copy never holds more than the map's users (at most 7/10 of its slots).
+        for (key, value) in self.overlay where value == nil {
+            table.remove(key)
+        }
+        for (key, value) in self.overlay {
+            if let value {
+                table.insert(key, value)
+            }
         }
         self.base = table
         self.overlay = [:]

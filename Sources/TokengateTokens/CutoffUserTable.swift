@@ -156,14 +156,72 @@ final class CutoffUserTable: @unchecked Sendable {
     /// Bits of a row's index in ``mergeLater(_:)``'s sort keys: batches of up to 131,072 rows.
     static let rowBits: UInt64 = 17
 
-    /// A copy with room for at least `minimumCount` keys, every entry rehashed into it.
+    /// A copy with room for at least `minimumCount` keys, every entry rehashed into it in batches placed by slot
+    /// (``mergeLater(_:)``; a table holds no key twice, so nothing is merged).
     func resized(minimumCount: Int) -> CutoffUserTable {
         let table = CutoffUserTable(minimumCount: Swift.max(minimumCount, self.count))
+        var batch: [(key: CutoffUserKey, value: UserCutoffs)] = []
+        batch.reserveCapacity(Swift.min(self.count, 65_536))
         for index in 0..<self.capacity {
             if let key = self.slots[index].key {
-                table.insert(key, self.slots[index].value)
+                batch.append((key, self.slots[index].value))
+                if batch.count == 65_536 {
+                    table.mergeLater(batch)
+                    batch.removeAll(keepingCapacity: true)
+                }
             }
         }
+        table.mergeLater(batch)
         return table
+    }
+
+    /// A copy of the same capacity, slot for slot: one sequential pass, where rehashing visits the new table at
+    /// random. What a rebuild of the base starts from while the table has room.
+    func copy() -> CutoffUserTable {
+        let table = CutoffUserTable(capacity: self.capacity)
+        table.slots.update(from: self.slots, count: self.capacity)
+        table.count = self.count
+        return table
+    }
+
+    private init(capacity: Int) {
+        self.capacity = capacity
+        self.slots = .allocate(capacity: capacity)
+        self.slots.initialize(repeating: Slot(key: nil, value: UserCutoffs()), count: capacity)
+        self.count = 0
+    }
+
+    /// Removes the key in place (the caller holds the only reference), shifting the slots after it back so that no
+    /// probe stops early at the hole.
+    /// - Returns: whether the key was there.
+    @discardableResult
+    func remove(_ key: CutoffUserKey) -> Bool {
+        var hole = self.home(key)
+        while true {
+            guard let stored = self.slots[hole].key else {
+                return false
+            }
+            if stored == key {
+                break
+            }
+            hole = hole + 1 == self.capacity ? 0 : hole + 1
+        }
+        var next = hole
+        while true {
+            next = next + 1 == self.capacity ? 0 : next + 1
+            guard let stored = self.slots[next].key else {
+                break
+            }
+            // The key at `next` may stay if its home lies cyclically in (hole, next]; else it moves into the hole.
+            let home = self.home(stored)
+            let stays = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next)
+            if !stays {
+                self.slots[hole] = self.slots[next]
+                hole = next
+            }
+        }
+        self.slots[hole] = Slot(key: nil, value: UserCutoffs())
+        self.count -= 1
+        return true
     }
 }
