@@ -4,7 +4,7 @@
 
 internal import HashTreeCollections
 
-/// Every user's cutoffs: a flat hash table built once (``CutoffUserTable``, the base) and the changes since, in a
+/// Every user's cutoffs: flat hash tables built once (``CutoffUserBase``, the base) and the changes since, in a
 /// small persistent map (swift-collections' `TreeDictionary`, the overlay).
 ///
 /// ### Why two levels
@@ -13,34 +13,40 @@ internal import HashTreeCollections
 /// it (0.34 s and twice the memory at 10 million users). A persistent map alone makes a change cheap but every lookup
 /// walks one node per level, five at 10 million users, and building it node by node was most of a gateway's start.
 /// Here a change copies the O(log k) overlay nodes on the way to the user (k: changes since the base was built) and
-/// shares the base and the rest of the overlay with the published snapshot, and a lookup reads the overlay (nothing
-/// at all while it is empty) and then one run of slots in the base.
+/// shares the base and the rest of the overlay with the published snapshot, and a lookup reads one run of slots in
+/// the base, and the overlay only for a user whose home slot is marked as changed (``CutoffUserTable``, "Marks").
 ///
-/// ### Building and compacting
+/// ### Building and folding
 /// While one value holds the base (a store's first load, a file being read, before anything publishes it) and the
-/// overlay is empty, writes go into the base in place, which grows by doubling: one probe per row. Once the overlay
-/// holds more than ``compactionThreshold`` changes, the next change builds a new base from both (O(n); at 10 million
-/// users well under a second, and the old base lives on until the snapshots that hold it are released: the one time
-/// two bases exist). A full reload merges the store's rows into the map, so only the rows that differ join the
-/// overlay and a resync that finds what is enforced allocates nothing.
+/// overlay is empty, writes go into the base in place, whose tables grow by doubling: one probe per row. Once the
+/// overlay holds more than ``foldThreshold`` changes, ``foldStep()`` (which the sync service calls as it publishes)
+/// folds the changes of one of the base's 64 tables into a new copy of that table, one table per call until all 64
+/// are done: a 64th of the users is the most that exists twice at a time, while older snapshots hold the tables
+/// they were published with. Should the overlay still grow to ``foldLimit`` (a resync that finds a great many rows
+/// changed, a map nobody folds), the next change folds every table at once. A full reload merges the store's rows
+/// into the map, so only the rows that differ join the overlay and a resync that finds what is enforced allocates
+/// nothing.
 ///
 /// ### Lookups
 /// `subscript(_:)` hashes the key with the process-seeded `Hasher` (an attacker who picks user ids cannot aim them
-/// at one run of slots), once for the base and, when the overlay holds changes, once for it. No lock, no
-/// allocation.
+/// at one run of slots) once for the base, reads the mark of the user's home slot and, only when it is set, hashes
+/// the key again for the overlay: with 10,000 changes since the base was built, reading the overlay first for every
+/// user had doubled a lookup's cost. No lock, no allocation.
 ///
 /// ### Memory
 /// A base slot is the key (16 bytes: a `String`, whose bytes are inline up to 15 UTF-8 bytes and otherwise in one
-/// heap buffer) and the cutoffs (16 bytes, ``UserCutoffs``); the base is at most 7/10 and, as built, about 2/3 full.
-/// See `docs/operations.md`, "Sizing the cutoff snapshot", for figures.
+/// heap buffer) and the cutoffs (16 bytes, ``UserCutoffs``), plus a bit of marks; the tables are at most 7/10 and,
+/// as built, about 2/3 full. See `docs/operations.md`, "Sizing the cutoff snapshot", for figures.
 public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral {
     public typealias Element = (key: CutoffUserKey, value: UserCutoffs)
 
-    private var base: CutoffUserTable
+    private var base: CutoffUserBase
     /// The changes since the base was built: a user's cutoffs, or `nil` for a user of the base that was removed.
     /// Holds a user only where the map differs from the base.
     private var overlay: TreeDictionary<CutoffUserKey, UserCutoffs?>
     public private(set) var count: Int
+    /// The next table ``foldStep()`` folds, while a fold of every table is under way.
+    private var nextFold: Int?
 
     public init() {
         self.base = .empty
@@ -63,9 +69,9 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
         }
     }
 
-    /// An empty map whose base has room for `minimumCapacity` users before it grows.
+    /// An empty map whose base has room for about `minimumCapacity` users before it grows.
     public init(minimumCapacity: Int) {
-        self.base = minimumCapacity > 0 ? CutoffUserTable(minimumCount: minimumCapacity) : .empty
+        self.base = minimumCapacity > 0 ? CutoffUserBase(minimumCount: minimumCapacity) : .empty
         self.overlay = [:]
         self.count = 0
     }
@@ -75,10 +81,15 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
     /// more than that up front.
     public static let largestSizeHint: Int64 = 64_000_000
 
-    /// How many changes the overlay holds before the next one rebuilds the base: a 32nd of the base (at least 4,096),
-    /// so rebuilding costs a few percent of a change on average, and the overlay a lookup reads stays small.
-    var compactionThreshold: Int {
-        Swift.max(4_096, self.base.count / 32)
+    /// How many changes the overlay holds before ``foldStep()`` starts folding them into the base: a 32nd of the
+    /// users (at least 4,096), so folding costs a few percent of a change on average.
+    var foldThreshold: Int {
+        Swift.max(4_096, self.count / 32)
+    }
+
+    /// How many changes the overlay holds before the next change folds all of them at once (see the overview).
+    var foldLimit: Int {
+        self.foldThreshold * 8
     }
 
     /// The number of changes in the overlay (for tests and measurements).
@@ -87,68 +98,113 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
     /// The user's cutoffs, or `nil`; setting `nil` removes the user. See the type's overview for the costs.
     public subscript(user: CutoffUserKey) -> UserCutoffs? {
         @inline(__always) get {
-            if !self.overlay.isEmpty, let changed = self.overlay[user] {
+            let hash = CutoffUserTable.hash(user)
+            let table = self.base.views[CutoffUserBase.shard(hash)]
+            let home = table.home(hash: hash)
+            if !self.overlay.isEmpty, table.isMarked(home), let changed = self.overlay[user] {
                 return changed
             }
-            return self.base.find(user)
+            return table.find(user, home: home)
         }
         set {
-            if self.overlay.isEmpty, let newValue, self.baseIsWritable() {
-                if self.base.isFull {
-                    self.base = self.base.resized(minimumCount: self.base.count * 2)
+            let hash = CutoffUserTable.hash(user)
+            let shard = CutoffUserBase.shard(hash)
+            if self.overlay.isEmpty, let newValue, self.tableIsWritable(shard) {
+                var table = self.base.tables[shard]
+                if table.isFull {
+                    table = table.resized(minimumCount: table.count * 2)
+                    self.base.replace(shard, with: table)
                 }
-                if self.base.insert(user, newValue) {
+                if table.insert(user, newValue) {
                     self.count += 1
                 }
                 return
             }
-            let inBase = self.base.find(user)
+            let view = self.base.views[shard]
+            let home = view.home(hash: hash)
+            let inBase = view.find(user, home: home)
             let old = self.overlay.isEmpty ? inBase : (self.overlay[user] ?? inBase)
             if newValue == inBase {
                 self.overlay.removeValue(forKey: user)
             } else {
+                // Marked first: a lookup of this user must read the overlay from the moment it holds the change.
+                view.mark(home)
                 self.overlay[user] = .some(newValue)
             }
             self.count += (newValue == nil ? 0 : 1) - (old == nil ? 0 : 1)
-            if self.overlay.count > self.compactionThreshold {
-                self.compact()
+            if self.overlay.count > self.foldLimit {
+                for shard in 0..<CutoffUserBase.shardCount {
+                    self.fold(shard)
+                }
+                self.nextFold = nil
             }
         }
     }
 
-    /// Whether the base may be written in place: this value holds the only reference (nothing published it), or it
-    /// is the shared empty table, which is then replaced by a table of this value's own.
-    private mutating func baseIsWritable() -> Bool {
-        if self.base === CutoffUserTable.empty {
-            self.base = CutoffUserTable(minimumCount: 64)
+    /// Whether the table at `shard` may be written in place: this value holds the only reference to the base and
+    /// the base the only one to the table (nothing published them), or the base is the shared empty one, which is
+    /// then replaced by a base of this value's own.
+    private mutating func tableIsWritable(_ shard: Int) -> Bool {
+        if self.base === CutoffUserBase.empty {
+            self.base = CutoffUserBase(minimumCount: 64 * CutoffUserBase.shardCount)
             return true
         }
-        return isKnownUniquelyReferenced(&self.base)
+        return isKnownUniquelyReferenced(&self.base) && self.base.isWritable(shard)
     }
 
-    /// A new base of every entry, and an empty overlay: the base copied slot for slot (or rehashed into a larger
-    /// table when the users outgrew it), then the overlay's changes written into the copy.
-    private mutating func compact() {
-        let table =
-            (self.count + 1) * 10 > self.base.capacity * 7
-            ? self.base.resized(minimumCount: self.count) : self.base.copy()
-        // Removals first, so the copy never holds more than the map's users (at most 7/10 of its slots).
-        for (key, value) in self.overlay where value == nil {
-            table.remove(key)
+    /// Folds the changes of one of the base's tables into a new copy of it, when the overlay holds more than
+    /// ``foldThreshold`` changes or a fold of every table is under way: the sync service calls it each time it
+    /// publishes, off the request path, so that the table it replaces is released with the snapshot before.
+    /// O(users ÷ 64 + changes); 64 calls fold every table.
+    /// - Returns: whether a table was folded.
+    @discardableResult
+    public mutating func foldStep() -> Bool {
+        if self.nextFold == nil {
+            guard self.overlay.count > self.foldThreshold else { return false }
+            self.nextFold = 0
         }
-        for (key, value) in self.overlay {
+        let shard = self.nextFold ?? 0
+        self.nextFold = shard + 1 < CutoffUserBase.shardCount ? shard + 1 : nil
+        self.fold(shard)
+        return true
+    }
+
+    /// A new copy of the table at `shard` with the overlay's changes of its users written in (removals first, so
+    /// that the copy never holds more than its users), those changes taken out of the overlay, and a new base that
+    /// shares every other table with the old one.
+    private mutating func fold(_ shard: Int) {
+        var removed: [CutoffUserKey] = []
+        var changed: [(key: CutoffUserKey, value: UserCutoffs)] = []
+        for (key, value) in self.overlay where CutoffUserBase.shard(CutoffUserTable.hash(key)) == shard {
             if let value {
-                table.insert(key, value)
+                changed.append((key, value))
+            } else {
+                removed.append(key)
             }
         }
-        self.base = table
-        self.overlay = [:]
+        guard !removed.isEmpty || !changed.isEmpty else { return }
+        let old = self.base.tables[shard]
+        let table =
+            old.hasRoom(for: changed.count + 1)
+            ? old.copy() : old.resized(minimumCount: old.count + changed.count)
+        for key in removed {
+            table.remove(key)
+            self.overlay.removeValue(forKey: key)
+        }
+        for (key, value) in changed {
+            table.insert(key, value)
+            self.overlay.removeValue(forKey: key)
+        }
+        self.base = self.base.replacing(shard, with: table)
     }
 
     /// Merges `batch` into this map, the later of each cutoff winning for a user already there: what a store's
-    /// first load does with every row (``CutoffUserMapBuilder``). In place while nothing else holds the base.
+    /// first load does with every row (``CutoffUserMapBuilder``). In place while nothing else holds the base: the
+    /// rows are split by table, and each table's rows placed in the order of their slots.
     mutating func mergeLater(_ batch: [(key: CutoffUserKey, value: UserCutoffs)]) {
-        guard self.overlay.isEmpty, self.baseIsWritable() else {
+        guard self.overlay.isEmpty, self.tableIsWritable(0),
+            (1..<CutoffUserBase.shardCount).allSatisfy({ self.base.isWritable($0) })
+        else {
             for (key, value) in batch {
                 let current = self[key] ?? UserCutoffs()
                 var merged = value
@@ -158,10 +214,19 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
             }
             return
         }
-        if (self.base.count + batch.count) * 10 > self.base.capacity * 7 {
-            self.base = self.base.resized(minimumCount: Swift.max(self.base.count * 2, self.base.count + batch.count))
+        var split = [[CutoffUserTable.Row]](repeating: [], count: CutoffUserBase.shardCount)
+        for (key, value) in batch {
+            let hash = CutoffUserTable.hash(key)
+            split[CutoffUserBase.shard(hash)].append((key, value, hash))
         }
-        self.base.mergeLater(batch)
+        for (shard, rows) in split.enumerated() where !rows.isEmpty {
+            var table = self.base.tables[shard]
+            if !table.hasRoom(for: rows.count) {
+                table = table.resized(minimumCount: Swift.max(table.count * 2, table.count + rows.count))
+                self.base.replace(shard, with: table)
+            }
+            table.mergeLater(rows)
+        }
         self.count = self.base.count
     }
 
@@ -171,11 +236,12 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
         Iterator(map: self)
     }
 
-    /// Visits the entries in an unspecified order: the base's (skipping users the overlay changed), then the
-    /// overlay's.
+    /// Visits the entries in an unspecified order: the base's, table by table (skipping users the overlay changed),
+    /// then the overlay's.
     public struct Iterator: IteratorProtocol {
-        private let base: CutoffUserTable
+        private let base: CutoffUserBase
         private let overlay: TreeDictionary<CutoffUserKey, UserCutoffs?>
+        private var shard = 0
         private var index = 0
         private var changes: TreeDictionary<CutoffUserKey, UserCutoffs?>.Iterator
 
@@ -186,12 +252,20 @@ public struct CutoffUserMap: Sendable, Hashable, Sequence, ExpressibleByDictiona
         }
 
         public mutating func next() -> Element? {
-            while self.index < self.base.capacity {
-                let slot = self.base.slots[self.index]
-                self.index += 1
-                if let key = slot.key, self.overlay.isEmpty || self.overlay[key] == nil {
-                    return (key, slot.value)
+            while self.shard < CutoffUserBase.shardCount {
+                let table = self.base.views[self.shard]
+                while self.index < table.capacity {
+                    let slot = table.slots[self.index]
+                    self.index += 1
+                    if let key = slot.key,
+                        self.overlay.isEmpty || !table.isMarked(table.home(hash: CutoffUserTable.hash(key)))
+                            || self.overlay[key] == nil
+                    {
+                        return (key, slot.value)
+                    }
                 }
+                self.shard += 1
+                self.index = 0
             }
             while let (key, value) = self.changes.next() {
                 if let value {

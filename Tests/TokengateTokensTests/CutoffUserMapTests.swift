@@ -74,14 +74,17 @@ import Testing
                 reference[user] = cutoffs
             }
             #expect(map[user] == reference[user], "step \(step)")
-            if map.overlayCount == 0 && step > 0 {
-                sawRebuild = true
+            // As the sync service does each time it publishes: one of the base's tables at a time.
+            let before = map.overlayCount
+            if map.foldStep() {
+                sawRebuild = sawRebuild || map.overlayCount < before
+                #expect(map[user] == reference[user], "step \(step), folded")
             }
             if step % 1_000 == 0 {
                 published.append((map, reference))
             }
         }
-        #expect(sawRebuild, "more changes than the threshold while a version is held rebuild the base")
+        #expect(sawRebuild, "more changes than the threshold while a version is held are folded into the base")
         self.expectSame(map, reference, "after the changes")
         for (index, (version, contents)) in published.enumerated() {
             self.expectSame(version, contents, "published version \(index)")
@@ -94,6 +97,32 @@ import Testing
         other[Self.user(1)] = UserCutoffs(revokedBefore: 123_456_789)
         #expect(other != map, "one change on a shared base")
         #expect(CutoffUserMap(reference) != published[0].0 || reference == published[0].1)
+    }
+
+    /// Past the limit, changes nobody folds (a resync that finds many rows changed) are folded all at once, and a
+    /// version published before keeps what it had. Users outside the base read the overlay only through marks.
+    @Test func overlayPastTheLimitIsFoldedAtOnce() {
+        var map = CutoffUserMap()
+        var reference: [CutoffUserKey: UserCutoffs] = [:]
+        for index in 0..<2_000 {
+            map[Self.user(index)] = UserCutoffs(revokedBefore: Int64(index))
+            reference[Self.user(index)] = UserCutoffs(revokedBefore: Int64(index))
+        }
+        let published = map
+        let publishedReference = reference
+        var sawFold = false
+        for index in 0..<40_000 {
+            let user = Self.user(1_000 + index)
+            map[user] = UserCutoffs(apiRevokedBefore: Int64(index))
+            reference[user] = UserCutoffs(apiRevokedBefore: Int64(index))
+            if map.overlayCount == 0 {
+                sawFold = true
+            }
+        }
+        #expect(sawFold, "more than eight times the threshold folds every table")
+        self.expectSame(map, reference, "after the changes")
+        self.expectSame(published, publishedReference, "the version published before")
+        #expect(published[Self.user(30_000)] == nil && map[Self.user(30_000)] != nil)
     }
 
     @Test func absentUsersAndRemovals() {
