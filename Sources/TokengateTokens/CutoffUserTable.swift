@@ -68,7 +68,7 @@ final class CutoffUserTable: @unchecked Sendable {
         /// Marks `home` before a map adds the change of a user whose home slot it is to its overlay.
         func mark(_ home: Int) {
             guard !self.isMarked(home) else { return }
-            UnsafeAtomic<UInt64>(at: self.marks + (home &>> 6))
+            _ = UnsafeAtomic<UInt64>(at: self.marks + (home &>> 6))
                 .loadThenBitwiseOr(with: 1 &<< UInt64(home & 63), ordering: .relaxed)
         }
 
