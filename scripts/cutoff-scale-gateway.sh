@@ -12,8 +12,9 @@
 # `swift build -c release --scratch-path .build-release`), BENCH_BIN (tokengate-bench, default next to it).
 #
 # What it prints (lines prefixed SCALE; docs/operations.md, "Sizing the cutoff snapshot", has the figures):
-# - startup: from `serve` to `/readyz` answering 200 (the whole store read, the listeners bound), and the
-#   gateway's resident memory (VmRSS) then and its peak (VmHWM) at the end;
+# - startup: from `serve` to `/readyz` answering 200 (the whole store read, the listeners bound), the CPU time the
+#   gateway used until then, the load average, and the gateway's resident memory (VmRSS) then and its peak (VmHWM)
+#   at the end;
 # - enforcement: PROBES users, each given a token, then revoked (SQLite: `tokengate revoke --user`, a process
 #   of its own; PostgreSQL: the admin API of gateway A), and the time from the revocation's return until
 #   the gateway (SQLite) or gateway B (PostgreSQL) answers that token 401, polled over one keep-alive TLS
@@ -104,8 +105,12 @@ start_gateway() {
     for _ in $(seq 1 12000); do
         if curl -fsS -m 1 "http://127.0.0.1:$2/readyz" >/dev/null 2>&1; then
             now="$(date +%s.%N)"
+            # CPU time (user + system, every thread) next to the wall time: on a shared machine the wall time is
+            # mostly waiting for a core, the CPU time what the start costs.
             echo "SCALE gateway $1 users=$USERS startup=$(python3 -c "print(round($now - $started, 2))") s" \
-                "rss=$(( $(awk '/VmRSS/ {print $2}' "/proc/$GATEWAY_PID/status") / 1024 )) MiB"
+                "cpu=$(python3 -c "import os; f = open('/proc/$GATEWAY_PID/stat').read().rsplit(')', 1)[1].split(); print(round((int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK'), 2))") s" \
+                "rss=$(( $(awk '/VmRSS/ {print $2}' "/proc/$GATEWAY_PID/status") / 1024 )) MiB" \
+                "load=$(cut -d' ' -f1 /proc/loadavg)"
             return 0
         fi
         kill -0 "$GATEWAY_PID" 2>/dev/null || { log "gateway $1 exited"; cat "$TMP/$1.log" >&2; exit 1; }

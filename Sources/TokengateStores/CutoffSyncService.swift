@@ -701,6 +701,10 @@ extension CutoffSyncService {
     }
 
     private func install(_ table: CutoffTable) {
+        var table = table
+        // Off the request path, and one of the base's tables at a time: the table it replaces goes with the snapshot
+        // before this one, so no more than a 64th of the users exists twice.
+        table.users.foldStep()
         let generation = self.snapshot.generation &+ 1
         let snapshot = CutoffSnapshot(
             globalRevokedBefore: table.globalRevokedBefore,

@@ -135,6 +135,19 @@ final class PostgresConnection: @unchecked Sendable {
         deadline: ContinuousClock.Instant,
         interrupt: PostgresInterrupt
     ) throws(PostgresFailure) -> PostgresRows {
+        try self.send(sql, parameters, deadline: deadline, interrupt: interrupt)
+        return try self.receive(deadline: deadline, interrupt: interrupt)
+    }
+
+    /// The first half of ``query(_:_:deadline:interrupt:)``: queues and sends one statement without waiting for its
+    /// results, which ``receive(deadline:interrupt:)`` then reads before anything else is sent. A full load sends the
+    /// next `FETCH` before it merges the rows of the last, so the server reads while the gateway merges.
+    func send(
+        _ sql: String,
+        _ parameters: [PostgresValue] = [],
+        deadline: ContinuousClock.Instant,
+        interrupt: PostgresInterrupt
+    ) throws(PostgresFailure) {
         guard !self.broken, PQstatus(self.handle) == CONNECTION_OK else {
             self.broken = true
             throw PostgresFailure(.connectionLost, "the connection is down", detail: self.errorMessage)
@@ -156,6 +169,17 @@ final class PostgresConnection: @unchecked Sendable {
         }
         do throws(PostgresFailure) {
             try self.flush(deadline: deadline, interrupt: interrupt)
+        } catch {
+            // A statement may still be in flight, and its results would be read as the next one's.
+            self.broken = true
+            throw error
+        }
+    }
+
+    /// The second half of ``query(_:_:deadline:interrupt:)``: every result of the statement ``send(_:_:deadline:interrupt:)``
+    /// sent, its rows collected.
+    func receive(deadline: ContinuousClock.Instant, interrupt: PostgresInterrupt) throws(PostgresFailure) -> PostgresRows {
+        do throws(PostgresFailure) {
             return try self.collect(deadline: deadline, interrupt: interrupt)
         } catch {
             if error.kind != .server {
@@ -317,22 +341,26 @@ final class PostgresConnection: @unchecked Sendable {
     private static func rows(of result: OpaquePointer) -> PostgresRows {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
-        var values: [[String?]] = []
-        values.reserveCapacity(rowCount)
+        var values: [String?] = []
+        values.reserveCapacity(rowCount * columnCount)
         for row in 0..<rowCount {
-            var fields: [String?] = []
-            fields.reserveCapacity(columnCount)
             for column in 0..<columnCount {
-                // PQgetvalue gives "" for NULL; only PQgetisnull tells the two apart.
+                // PQgetvalue gives "" for NULL; only PQgetisnull tells the two apart. The length is libpq's, so
+                // the bytes are not scanned for their end twice.
                 if PQgetisnull(result, Int32(row), Int32(column)) == 1 {
-                    fields.append(nil)
+                    values.append(nil)
+                } else if let value = PQgetvalue(result, Int32(row), Int32(column)) {
+                    let length = Int(PQgetlength(result, Int32(row), Int32(column)))
+                    values.append(
+                        value.withMemoryRebound(to: UInt8.self, capacity: length) {
+                            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+                        })
                 } else {
-                    fields.append(PQgetvalue(result, Int32(row), Int32(column)).map { String(cString: $0) } ?? "")
+                    values.append("")
                 }
             }
-            values.append(fields)
         }
-        return PostgresRows(columns: columnCount, values: values)
+        return PostgresRows(columns: columnCount, count: rowCount, values: values)
     }
 
     /// The SQLSTATE goes into the summary (stable, says what kind of failure); the server's message is detail.

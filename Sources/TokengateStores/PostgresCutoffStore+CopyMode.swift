@@ -63,7 +63,8 @@ extension PostgresCutoffStore {
                     """,
                 lookupUserID: .text,
                 lookupGlobalOnly: self.globalLookup,
-                hasFeed: true
+                hasFeed: true,
+                usersTable: u
             )
         }
 

@@ -188,7 +188,8 @@ extension PostgresCutoffStore {
                     """,
                 lookupUserID: lookupUserID,
                 lookupGlobalOnly: self.own.globalLookup,
-                hasFeed: changes != nil
+                hasFeed: changes != nil,
+                usersTable: t
             )
         }
 

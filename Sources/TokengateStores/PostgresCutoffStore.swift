@@ -237,6 +237,9 @@ public actor PostgresCutoffStore: CutoffStore {
     /// `SELECT` of ten million rows held all of them (and their copies) next to the table being built.
     static let loadBatchRows = 50_000
 
+    /// `$1` = a quoted table name: its row estimate, as a `bigint`.
+    static let sizeEstimate = "SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass($1)"
+
     /// The full load: a cursor in one `REPEATABLE READ READ ONLY` transaction (one snapshot of both tables), read
     /// ``loadBatchRows`` at a time and merged into `base` row by row (``CutoffTable/mergeForward(_:_:)``), so memory
     /// holds one batch of rows besides the table. Bounded by ``Configuration/loadTimeout`` (each `FETCH` by the
@@ -251,11 +254,27 @@ public actor PostgresCutoffStore: CutoffStore {
             let session = whole.bounded(by: operationTimeout)
             try session.transaction {
                 try session.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if base == nil {
+                    // The planner's row estimate (kept by ANALYZE and autovacuum; -1 before the first): the map of a
+                    // first load is built at about its size instead of growing (rehashing) to it. A hint only.
+                    let estimate = try session.query(Self.sizeEstimate, [.text(statements.usersTable)])
+                    if estimate.count == 1, let rows = try estimate.int64(0, 0), rows > 0 {
+                        accumulator.builder = CutoffUserMapBuilder(expectedCount: Int(clamping: rows))
+                    }
+                }
                 try session.execute("DECLARE tokengate_load NO SCROLL CURSOR FOR \(statements.load)")
+                // The next FETCH is sent before the last one's rows are merged: the server reads and sends while
+                // this thread builds the map. A FETCH past the end returns no row.
+                let fetch = "FETCH FORWARD \(Self.loadBatchRows) FROM tokengate_load"
+                try session.send(fetch)
                 while true {
-                    let rows = try session.query("FETCH FORWARD \(Self.loadBatchRows) FROM tokengate_load")
+                    let rows = try session.receive()
+                    let more = rows.count == Self.loadBatchRows
+                    if more {
+                        try session.send(fetch)
+                    }
                     try accumulator.add(rows)
-                    if rows.count < Self.loadBatchRows {
+                    if !more {
                         break
                     }
                 }
@@ -268,6 +287,7 @@ public actor PostgresCutoffStore: CutoffStore {
             guard accumulator.sawGlobalRow else {
                 throw CutoffStoreError(code: .invalidStoreFile, message: "\(description): the global row is missing")
             }
+            accumulator.finishBuilding()
             return accumulator.table
         }
     }
@@ -466,6 +486,8 @@ extension PostgresCutoffStore {
         var lookupGlobalOnly: String
         /// Whether the global row's counter and store id name a change feed of the users' rows (copy mode).
         var hasFeed: Bool
+        /// The users' table, quoted: its row estimate (``sizeEstimate``) sizes the map a first load builds.
+        var usersTable: String
         /// The layout whose `<table>_devices` exists, read with every load and feed read; nil without it.
         var devices: CopyLayout? = nil
         /// Whether the role may also record and revoke devices there (``keepsDevices``).

@@ -15,10 +15,22 @@ struct PostgresLoadAccumulator {
     let hasFeed: Bool
     let collectingChanges: Bool
 
+    /// A first load's users (no base to merge onto), placed in batches (``CutoffUserMapBuilder``); moved into
+    /// ``table`` by ``finishBuilding()``.
+    var builder: CutoffUserMapBuilder?
+
     init(base: CutoffTable?, hasFeed: Bool, collectingChanges: Bool = false) {
         self.table = base ?? CutoffTable()
         self.hasFeed = hasFeed
         self.collectingChanges = collectingChanges
+        self.builder = base == nil && !collectingChanges ? CutoffUserMapBuilder() : nil
+    }
+
+    /// Moves the users built so far into ``table``.
+    mutating func finishBuilding() {
+        if var builder = self.builder.take() {
+            self.table.users = builder.finish()
+        }
     }
 
     mutating func add(_ rows: PostgresRows) throws(PostgresFailure) {
@@ -44,6 +56,8 @@ struct PostgresLoadAccumulator {
                 let cutoffs = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
                 if self.collectingChanges {
                     self.changes.append((CutoffUserKey(user), cutoffs, try rows.int64(row, 4) ?? 0))
+                } else if self.builder != nil {
+                    self.builder?.add(CutoffUserKey(user), cutoffs)
                 } else {
                     self.table.mergeForward(CutoffUserKey(user), cutoffs)
                 }

@@ -39,6 +39,17 @@ struct PostgresSession {
         try self.connection.query(sql, parameters, deadline: self.statementDeadline, interrupt: self.interrupt)
     }
 
+    /// Sends one statement without waiting for its results (``PostgresConnection/send(_:_:deadline:interrupt:)``);
+    /// ``receive()`` must read them before anything else is sent.
+    func send(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresFailure) {
+        try self.connection.send(sql, parameters, deadline: self.statementDeadline, interrupt: self.interrupt)
+    }
+
+    /// The results of the statement ``send(_:_:)`` sent.
+    func receive() throws(PostgresFailure) -> PostgresRows {
+        try self.connection.receive(deadline: self.statementDeadline, interrupt: self.interrupt)
+    }
+
     /// Runs one statement and ignores its rows.
     func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresFailure) {
         try self.connection.execute(sql, parameters, deadline: self.statementDeadline, interrupt: self.interrupt)

@@ -503,7 +503,8 @@ private func syncDirectory(_ directory: String) {
 ///
 /// Rows are `(kind, text, first, second, sequence, owner)`: kind 0 is the global row `(0, store_id, revoked_before,
 /// force_epoch, change_seq, NULL)`, kind 1 a user `(1, user_id, revoked_before, api_revoked_before, change_seq or
-/// NULL, NULL)`, kind 2 a revoked device `(2, device_id, revoked_at, tokens_expire_by, change_seq, user_id)`.
+/// NULL, NULL)`, kind 2 a revoked device `(2, device_id, revoked_at, tokens_expire_by, change_seq, user_id)`, kind 3 the number of
+/// users `(3, NULL, count, NULL, NULL, NULL)` (first loads only, a size hint).
 struct LoadAccumulator {
     var table: CutoffTable
     var sawGlobalRow = false
@@ -513,10 +514,21 @@ struct LoadAccumulator {
     /// With `collectingChanges`, the revoked devices in the order read.
     var deviceChanges: [(device: DeviceID, revoked: RevokedDevice, sequence: Int64)] = []
     let collectingChanges: Bool
+    /// A first load's users (no base to merge onto), placed in batches (``CutoffUserMapBuilder``); moved into
+    /// ``table`` by ``finishBuilding()``.
+    var builder: CutoffUserMapBuilder?
 
     init(base: CutoffTable?, collectingChanges: Bool = false) {
         self.table = base ?? CutoffTable()
         self.collectingChanges = collectingChanges
+        self.builder = base == nil && !collectingChanges ? CutoffUserMapBuilder() : nil
+    }
+
+    /// Moves the users built so far into ``table``.
+    mutating func finishBuilding() {
+        if var builder = self.builder.take() {
+            self.table.users = builder.finish()
+        }
     }
 
     mutating func add(_ row: SQLiteRow) {
@@ -531,7 +543,12 @@ struct LoadAccumulator {
             self.problem = "a cutoff column holds a value that is not an integer"
             return
         }
-        if kind == 0 {
+        if kind == 3 {
+            // The number of users, ahead of them in a first load: a size hint only (the rows decide).
+            if let users = first, self.builder != nil {
+                self.builder = CutoffUserMapBuilder(expectedCount: Int(clamping: users))
+            }
+        } else if kind == 0 {
             self.sawGlobalRow = true
             self.table.globalRevokedBefore = CutoffTable.later(self.table.globalRevokedBefore, first)
             self.table.forceEpoch = second ?? 0
@@ -560,6 +577,8 @@ struct LoadAccumulator {
             let cutoffs = UserCutoffs(revokedBefore: first, apiRevokedBefore: second)
             if self.collectingChanges {
                 self.changes.append((CutoffUserKey(user), cutoffs, sequence ?? 0))
+            } else if self.builder != nil {
+                self.builder?.add(CutoffUserKey(user), cutoffs)
             } else {
                 self.table.mergeForward(CutoffUserKey(user), cutoffs)
             }

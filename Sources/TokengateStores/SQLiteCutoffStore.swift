@@ -206,19 +206,22 @@ public actor SQLiteCutoffStore: CutoffStore {
     }
 
     public func load(onto base: CutoffTable?) async throws -> CutoffTable {
-        // One statement, so the global row and the user rows come from one read transaction.
-        let sql = """
+        // One statement, so the global row and the user rows come from one read transaction. A first load (no base)
+        // begins with the number of users, so the map is built at its size instead of growing (rehashing) to it.
+        let count = base == nil ? "SELECT 3, NULL, count(*), NULL, NULL, NULL FROM user_cutoffs UNION ALL\n" : ""
+        let sql = count + """
             SELECT 0, store_id, revoked_before, force_epoch, change_seq, NULL FROM global_cutoff WHERE id = 1
             UNION ALL
             SELECT 1, user_id, revoked_before, api_revoked_before, NULL, NULL FROM user_cutoffs
             UNION ALL
             SELECT 2, device_id, revoked_at, tokens_expire_by, NULL, user_id FROM devices WHERE revoked_at IS NOT NULL
             """
-        let accumulator = NIOLockedValueBox(LoadAccumulator(base: base))
+        let accumulator = SQLiteRowSink(LoadAccumulator(base: base))
         let opened = try await self.run(sql, []) { row in
-            accumulator.withLockedValue { $0.add(row) }
+            accumulator.value.add(row)
         }
-        var table = try self.finished(accumulator.withLockedValue { $0 })
+        accumulator.value.finishBuilding()
+        var table = try self.finished(accumulator.value)
         table.position = table.position.map { Self.position($0, connection: opened) }
         return table
     }

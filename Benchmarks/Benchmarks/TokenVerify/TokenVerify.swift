@@ -134,11 +134,11 @@ let benchmarks: @Sendable () -> Void = {
 }
 
 /// The cutoff lookup alone (``CutoffSnapshot/revocation(subject:issuedAt:kind:)``), in snapshots of 5,000 and
-/// 10 million users (the persistent map is 3 and 5 levels deep there): 1000 lookups of users spread over the table
-/// per measured (scaled) iteration, so the figures are per 1000 lookups. Next to each, `cutoffs/dictionary-…`: the
-/// same lookups in the snapshot as it was before the persistent map (a `Dictionary` of two `Int64?`), for the
-/// comparison in one run. Registered after the verification rows; building the 10-million tables takes some
-/// seconds of setup each.
+/// 10 million users: 1000 lookups of users spread over the table per measured (scaled) iteration, so the figures are
+/// per 1000 lookups. `…-N-changed`: the same snapshot after N changes since its table was built (10,000; 2,500 at
+/// 5,000 users), which the map's overlay holds. Next to each, `cutoffs/dictionary-…`: the same lookups in the
+/// snapshot as it was before the two-level map (a `Dictionary` of two `Int64?`), for the comparison in one run.
+/// Registered after the verification rows; building the 10-million tables takes some seconds of setup each.
 let cutoffBenchmarks: @Sendable () -> Void = {
     for userCount in [5_000, 10_000_000] {
         let issuedAt: Int64 = 1_700_000_000
@@ -162,6 +162,35 @@ let cutoffBenchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations {
                 for subject in subjects {
                     blackHole(snapshot.revocation(subject: subject, issuedAt: issuedAt, kind: .api))
+                }
+            }
+        }
+        // The same table once 10,000 users changed after it was published (a day of revocations at a large
+        // site): those changes sit in the map's overlay, which a lookup reads only for a user whose slot is marked
+        // as changed (at 10 million users, 1 of the 1000 looked up; at 5,000, half of them changed, and a third of the
+        // slots are marked).
+        // (Half the users at 5,000, below the count at which the changes are folded into a new table.)
+        let changes = min(10_000, userCount / 2)
+        var changed = users
+        for index in 0..<changes {
+            changed[CutoffUserKey("user-\((index &* 104_729) % userCount)")] = UserCutoffs(revokedBefore: issuedAt - 3_600)
+        }
+        let changedSnapshot = CutoffSnapshot(users: changed, generation: 2)
+        precondition(changed.overlayCount > 0 && users.overlayCount == 0, "the changes must sit in the overlay")
+        Benchmark(
+            "cutoffs/lookup-\(userCount)-users-\(changes)-changed",
+            configuration: .init(
+                metrics: [.wallClock, .mallocCountTotal, .instructions],
+                timeUnits: .nanoseconds,
+                warmupIterations: 10,
+                scalingFactor: .kilo,
+                maxDuration: .seconds(2),
+                maxIterations: 2_000
+            )
+        ) { benchmark in
+            for _ in benchmark.scaledIterations {
+                for subject in subjects {
+                    blackHole(changedSnapshot.revocation(subject: subject, issuedAt: issuedAt, kind: .api))
                 }
             }
         }
