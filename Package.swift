@@ -150,7 +150,7 @@ let package = Package(
             name: "TokengateGateway",
             dependencies: [
                 "TokengateHTTP", "TokengateTokens", "TokengateTLS", "TokengateConfig", "TokengatePercentEncoding",
-                "TokengateSessionCookies", "CTokengateShims",
+                "TokengateSessionCookies", "CTokengateShims", "CTokengateOpenSSL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

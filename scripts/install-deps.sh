@@ -65,6 +65,12 @@ if [ "$profile" = "test" ] && ! python3 -c 'import h2' >/dev/null 2>&1; then
   python3 -m pip install --quiet h2 || python3 -m pip install --quiet --break-system-packages h2
 fi
 
+# The WebSocket tunnel tests' client and backend: Python's websockets (PyPI).
+if [ "$profile" = "test" ] && ! python3 -c 'import websockets.asyncio.client' >/dev/null 2>&1; then
+  echo "tokengate: installing the Python websockets package for the WebSocket tests"
+  python3 -m pip install --quiet 'websockets>=13' || python3 -m pip install --quiet --break-system-packages 'websockets>=13'
+fi
+
 # The session-cookie tests' Python frameworks (PyPI): Flask with Flask-Login, and Django.
 if [ "$profile" = "test" ] && ! python3 -c 'import flask, flask_login, django' >/dev/null 2>&1; then
   echo "tokengate: installing Flask, Flask-Login and Django for the session-cookie tests"

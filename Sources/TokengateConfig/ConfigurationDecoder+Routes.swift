@@ -33,7 +33,7 @@ extension ConfigurationDecoder {
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
         "session_cookie",
-        "response_min_rate", "cors", "require_scopes", "forward_claims",
+        "response_min_rate", "cors", "require_scopes", "forward_claims", "websocket",
     ]
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
     static let commonRouteKeys = ["ip_rules", "rate_limits"]
@@ -252,8 +252,43 @@ extension ConfigurationDecoder {
             sessionCookie: sessionCookie,
             responseMinRate: try map["response_min_rate"]?.size(in: 0...(64 * 1024 * 1024)),
             requiredScopes: requiredScopes,
-            forwardClaims: forwardClaims
+            forwardClaims: forwardClaims,
+            webSocket: try map["websocket"].map { node throws(ConfigurationError) in try self.webSocket(node) } ?? nil
         )
+    }
+
+    /// `websocket: true`, or `websocket: { allowed_origins: […], idle_timeout: 5m, max_lifetime: 24h,
+    /// max_tunnels: 10000 }`; `false` is the same as leaving it out.
+    func webSocket(_ node: ConfigNode) throws(ConfigurationError) -> WebSocketRouteConfiguration? {
+        if let enabled = try? node.bool() {
+            return enabled ? WebSocketRouteConfiguration() : nil
+        }
+        let map = try node.mapping(allowed: ["allowed_origins", "idle_timeout", "max_lifetime", "max_tunnels"])
+        var configuration = WebSocketRouteConfiguration()
+        if let originsNode = map["allowed_origins"] {
+            for item in try originsNode.sequence(maximumCount: 256) {
+                let origin = try item.string(maximumLength: 512).lowercased()
+                guard Self.isSerializedOrigin(origin) else {
+                    throw item.error(
+                        .invalidValue,
+                        "expected an origin such as https://app.example (scheme and host, no path), got \(item.summary)")
+                }
+                guard !configuration.allowedOrigins.contains(origin) else {
+                    throw item.error(.duplicate, "\(origin) is listed twice")
+                }
+                configuration.allowedOrigins.append(origin)
+            }
+        }
+        if let idle = map["idle_timeout"] {
+            configuration.idleTimeout = try idle.duration(in: .seconds(1)...(.seconds(86_400)))
+        }
+        if let lifetime = map["max_lifetime"] {
+            configuration.maxLifetime = try lifetime.duration(in: .seconds(1)...(.seconds(30 * 86_400)))
+        }
+        if let tunnels = map["max_tunnels"] {
+            configuration.maxTunnels = try tunnels.int(in: 1...1_000_000)
+        }
+        return configuration
     }
 
     /// The most scopes one route may require, and the most claims it may forward.

@@ -40,6 +40,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var requiredScopes: [String]
     /// Claims handed to the backend as request headers (`forward_claims`), in the order written.
     public var forwardClaims: [ForwardedClaim]
+    /// WebSocket upgrades this route accepts (`websocket`); `nil`: none.
+    public var webSocket: WebSocketRouteConfiguration?
 
     public init(
         host: String? = nil,
@@ -55,7 +57,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         sessionCookie: RouteSessionCookie? = nil,
         responseMinRate: Int? = nil,
         requiredScopes: [String] = [],
-        forwardClaims: [ForwardedClaim] = []
+        forwardClaims: [ForwardedClaim] = [],
+        webSocket: WebSocketRouteConfiguration? = nil
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -71,6 +74,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.responseMinRate = responseMinRate
         self.requiredScopes = requiredScopes
         self.forwardClaims = forwardClaims
+        self.webSocket = webSocket
     }
 }
 

@@ -35,6 +35,8 @@ struct GatewayRoute: Sendable {
     /// ``VerificationPolicy/forwardedClaims`` (so of ``VerifiedToken/forwardedClaims``): written from the token,
     /// and the client's own fields of these names removed. Empty on nearly every route.
     var forwardedClaimHeaders: [String] = []
+    /// The route's WebSocket tunnels (``WebSocketTunnel``); `nil`: upgrades are not carried.
+    var webSocket: WebSocketRouteConfiguration? = nil
 }
 
 /// What a route that takes tokens accepts: the kinds, and a verifier whose policy is the gateway's narrowed

@@ -397,6 +397,19 @@ final class ProxyExchange: UpstreamResponseReceiver {
                 self.answer(.payloadTooLarge())
                 return
             }
+            if let webSocket = route.webSocket {
+                switch WebSocketUpgradeRequest.of(self.head) {
+                case .none:
+                    break
+                case .invalid(let description):
+                    self.answer(.webSocketInvalidUpgrade(description))
+                    return
+                case .upgrade(let key):
+                    self.identity = identity
+                    self.beginWebSocket(key: key, route: routeIndex, configuration: webSocket, strip: strip)
+                    return
+                }
+            }
             var newBody: ByteBuffer?
             if let strip, let bodyBytes {
                 switch strip {

@@ -20,6 +20,8 @@ import TokengateHTTP
 public final class GatewayMetrics: Sendable {
     /// The registry `/metrics` renders.
     public let registry: MetricsRegistry
+    /// The WebSocket tunnels: open now, and closed by reason.
+    let webSockets: WebSocketMetrics
 
     /// Per route, indexed like ``GatewayRuntime/routes``.
     let routes: [RouteMetrics]
@@ -192,6 +194,7 @@ public final class GatewayMetrics: Sendable {
 
     init(routeNames: [String], upstreamNames: [String], registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
+        self.webSockets = WebSocketMetrics(registry: registry)
         self.checks = ForwardAuthMetrics(registry: registry)
         self.routes = routeNames.map { RouteMetrics(name: $0, registry: registry) }
         // Few and fixed by the configuration: made at once, so a dashboard sees every upstream from the start.

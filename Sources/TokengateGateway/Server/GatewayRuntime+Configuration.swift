@@ -176,7 +176,8 @@ extension GatewayRuntime {
                     bodyLimit: route.bodyLimit ?? configuration.limits.maxBodyBytes,
                     responseMinRate: route.responseMinRate ?? configuration.limits.responseMinRate,
                     tokenPage: tokenPage,
-                    forwardedClaimHeaders: route.forwardClaims.map { $0.header.lowercased() }
+                    forwardedClaimHeaders: route.forwardClaims.map { $0.header.lowercased() },
+                    webSocket: route.webSocket
                 )
             )
         }

@@ -32,7 +32,7 @@ import TokengateHTTP
 /// a response's head, body and end are gathered into one buffer and go down the pipeline as one write,
 /// instead of three or more `NIOAny` parts each crossing every handler to the TLS handler. A body part
 /// larger than `ByteBuffer.http1CopyLimit` is passed on as its own buffer rather than copied.
-final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
+final class HTTP1ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, ExchangeClient {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -395,6 +395,27 @@ final class HTTP1ConnectionHandler: ChannelDuplexHandler, ExchangeClient {
             self.logger.info("request", metadata: record.metadata)
         }
         context.close(promise: nil)
+    }
+
+    // MARK: A WebSocket tunnel takes the connection over.
+
+    var channel: (any Channel)? { self.context?.channel }
+
+    /// After the backend's `101`: `tunnel` takes this handler's place in the pipeline (the TLS handler stays in
+    /// front), the read deadlines stop (the tunnel has its own idle timeout), and the bytes read behind the
+    /// upgrade request are returned for the tunnel. `nil` when the connection is gone already.
+    func handOver(to tunnel: WebSocketClientHandler) -> WebSocketHandOver? {
+        guard let context = self.context else { return nil }
+        let unparsed = self.machine.handOver()
+        self.exchange = nil
+        do {
+            try context.pipeline.syncOperations.addHandler(tunnel, position: .after(self))
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        } catch {
+            context.close(promise: nil)
+            return nil
+        }
+        return WebSocketHandOver(unparsed: unparsed)
     }
 
     // MARK: Outbound: backpressure on the client's reads.

@@ -10,6 +10,8 @@ import TokengateHTTP
 /// ``GatewayRuntime/upstreams``.
 final class LoopUpstreamPools {
     let pools: [UpstreamPool]
+    /// This loop's open WebSocket tunnels.
+    let tunnels: WebSocketTunnelRegistry
 
     /// - Parameter failureLogs: one per upstream, shared by every loop.
     init(
@@ -21,6 +23,7 @@ final class LoopUpstreamPools {
         health: [UpstreamTargetHealth?]
     ) {
         let flushBatch = UpstreamFlushBatch(eventLoop: eventLoop)
+        self.tunnels = WebSocketTunnelRegistry(eventLoop: eventLoop)
         self.pools = upstreams.enumerated().map { index, settings in
             UpstreamPool(
                 settings: settings,

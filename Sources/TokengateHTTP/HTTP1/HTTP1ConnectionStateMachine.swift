@@ -388,6 +388,14 @@ package struct HTTP1ConnectionStateMachine {
         }
     }
 
+    /// The connection stops being HTTP/1.1: a WebSocket tunnel takes it over after the backend's `101`. The
+    /// bytes read and not parsed yet are the tunnel's (a client may send its first frame right behind the
+    /// upgrade request), and nothing is parsed on this connection again.
+    package mutating func handOver() -> ByteBuffer? {
+        self.state = .closed
+        return self.unparsed.take()
+    }
+
     /// The connection is closing or closed (the socket went inactive, an error, an abort): `true` when an
     /// exchange was in flight and must be told. Bytes still unparsed are dropped.
     package mutating func connectionClosed() -> Bool {
