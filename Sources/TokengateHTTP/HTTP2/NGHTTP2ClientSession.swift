@@ -90,6 +90,7 @@ package final class NGHTTP2ClientSession {
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, clientOnFrameReceived)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, clientOnDataChunk)
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, clientOnStreamClose)
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, clientOnFrameSent)
         // No error callback: nghttp2's messages can quote header values verbatim.
 
         var option: OpaquePointer?
@@ -158,6 +159,7 @@ package final class NGHTTP2ClientSession {
     /// Every frame nghttp2 has to send now, serialized; empty when there is none.
     package func nextOutput() throws(Failure) -> [UInt8] {
         var output: [UInt8] = []
+        self.now = .now()
         while true {
             var data: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(self.session, &data)
@@ -283,6 +285,14 @@ package final class NGHTTP2ClientSession {
         case .enhanceYourCalm(let tripped):
             self.tripped = tripped
             return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+        }
+    }
+
+    /// A backend acknowledges the request bytes it reads with WINDOW_UPDATEs: each DATA frame sent earns some,
+    /// so a large upload is not taken for a WINDOW_UPDATE flood.
+    fileprivate func sentFrame(_ header: nghttp2_frame_hd) {
+        if UInt32(header.type) == NGHTTP2_DATA.rawValue, header.length > 0 {
+            self.heuristics.sentDataFrame(now: self.now)
         }
     }
 
@@ -421,6 +431,11 @@ private let clientOnDataChunk: nghttp2_on_data_chunk_recv_callback = { _, _, str
 
 private let clientOnStreamClose: nghttp2_on_stream_close_callback = { _, stream, code, userData in
     clientSession(userData).streamClosed(stream, code: code)
+    return 0
+}
+
+private let clientOnFrameSent: nghttp2_on_frame_send_callback = { _, frame, userData in
+    clientSession(userData).sentFrame(frame!.pointee.hd)
     return 0
 }
 
