@@ -24,7 +24,8 @@ extension GatewayIntegrationTests {
             upstreams: """
                   api: { targets: [ "http://127.0.0.1:{UPSTREAM}" ], connect_timeout: 1s, response_timeout: 2s }
                   dead: { targets: [ "http://127.0.0.1:\(closedPort)" ], connect_timeout: 1s, retries: 0 }
-                """
+                """,
+            limits: "limits: { max_body_bytes: 16KiB }"
         ) { gateway in
             let token = try gateway.mint("grpc-user")
             let cases: [(method: String, token: String?, expected: String)] = [
@@ -32,6 +33,8 @@ extension GatewayIntegrationTests {
                 ("Unary", token + "x", "STATUS UNAUTHENTICATED"),
                 ("Admin", token, "STATUS PERMISSION_DENIED"),
                 ("Down", token, "STATUS UNAVAILABLE the backend could not be reached"),
+                ("AdminLarge", token, "STATUS PERMISSION_DENIED"),
+                ("UnaryLarge", token, "STATUS RESOURCE_EXHAUSTED"),
             ]
             for (method, token, expected) in cases {
                 let result = try ChildProcess.run(

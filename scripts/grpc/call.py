@@ -3,6 +3,7 @@
 HTTP/2 with TLS, raw bytes, the token (if any) as `authorization: Bearer …` metadata.
 
 Usage: call.py <host:port> <ca.pem> <method> [token]
+The request message is b"ping", or 64 KiB of zeros for a method whose name ends in "Large".
 Prints "OK <reply>" or "STATUS <code name> <details>" (the status grpcio surfaced), always exits 0 once the
 call returned; exits 2 when the call could not be made at all.
 """
@@ -24,7 +25,8 @@ def main():
             response_deserializer=lambda b: b,
         )
         try:
-            reply = call(b"ping", metadata=metadata, timeout=10)
+            message = bytes(64 * 1024) if method.endswith("Large") else b"ping"
+            reply = call(message, metadata=metadata, timeout=10)
             print(f"OK {reply.decode(errors='replace')}")
         except grpc.RpcError as error:
             print(f"STATUS {error.code().name} {error.details()}")
