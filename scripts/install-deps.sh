@@ -3,7 +3,8 @@
 # sudo). Usage: scripts/install-deps.sh [build|test]
 #   build: the two declared system libraries (OpenSSL 3, libnghttp2) and what SwiftPM needs to find them.
 #   test:  also the real clients and servers the test suite drives: curl, openssl, nghttp/h2load, python3
-#          with cryptography (the independent token implementation) and h2 (HTTP/2 attack frames),
+#          with cryptography (the independent token implementation), h2 (HTTP/2 attack frames) and grpcio
+#          (the gRPC peer of the HTTP/2 upstream tests),
 #          PostgreSQL (a throwaway server for the store tests), chromium (the token page in a browser), nginx
 #          and Caddy (the front proxies of the forward-auth tests) and
 #          what scripts/validate-deploy.sh uses (PyYAML, strace, systemd-analyze, jq, man, zsh, fish), the
@@ -69,6 +70,12 @@ fi
 if [ "$profile" = "test" ] && ! python3 -c 'import websockets.asyncio.client' >/dev/null 2>&1; then
   echo "tokengate: installing the Python websockets package for the WebSocket tests"
   python3 -m pip install --quiet 'websockets>=13' || python3 -m pip install --quiet --break-system-packages 'websockets>=13'
+fi
+
+# The HTTP/2 upstream tests' real gRPC peer (scripts/grpc/echo_server.py): grpcio from PyPI.
+if [ "$profile" = "test" ] && ! python3 -c 'import grpc' >/dev/null 2>&1; then
+  echo "tokengate: installing grpcio for the HTTP/2 upstream tests"
+  python3 -m pip install --quiet grpcio || python3 -m pip install --quiet --break-system-packages grpcio
 fi
 
 # The session-cookie tests' Python frameworks (PyPI): Flask with Flask-Login, and Django.

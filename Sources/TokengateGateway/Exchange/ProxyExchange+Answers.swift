@@ -27,6 +27,14 @@ extension ProxyExchange {
             answer.closeConnection = false
         }
         answer.addedFields += self.traffic.responseFields  // The route's CORS fields: a page may read the refusal.
+        if GatewayAnswer.isGRPC(version: self.head.version, contentType: self.head.fields.first(name: "content-type")) {
+            self.client.write(.head(answer.grpcTrailersOnlyHead(version: self.head.version, hsts: self.runtime.hsts)))
+            self.client.writeEnd(nil, closing: answer.closeConnection)
+            self.log(status: answer.status.code, reason: answer.reasonCode)
+            self.client.setRequestReadingPaused(false)
+            self.client.exchangeCompleted(closeConnection: answer.closeConnection, requestEnded: ending.requestEnded)
+            return
+        }
         let body = answer.jsonBody
         let head = answer.responseHead(version: self.head.version, contentLength: body.utf8.count, hsts: self.runtime.hsts)
         self.client.write(.head(head))
