@@ -91,6 +91,16 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: The data plane's drivers on that loop: TLS client connections (the HTTP/1.1 driver goes here).
+        .target(
+            name: "TokengateLoopDriver",
+            dependencies: [
+                "TokengateEventLoop", "TokengateTLS",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Token verification: pure, no I/O, no NIO. The hot path.
         .target(
             name: "TokengateTokens",
@@ -298,6 +308,14 @@ let package = Package(
             name: "TokengateEventLoopTests",
             dependencies: [
                 "TokengateEventLoop",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TokengateLoopDriverTests",
+            dependencies: [
+                "TokengateLoopDriver", "TokengateEventLoop", "TokengateTLS", "TokengateTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings

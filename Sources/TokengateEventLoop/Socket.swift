@@ -45,11 +45,26 @@ public struct Socket: ~Copyable {
     // MARK: Making sockets.
 
     /// A listening socket on `address` (SO_REUSEADDR, the given backlog).
-    public static func listen(on address: sockaddr_in, backlog: Int32) throws(SystemCallError) -> Socket {
+    ///
+    /// - Parameter reusePort: `SO_REUSEPORT`, so that each event loop binds a listener of its own to the same
+    ///   address and the kernel spreads new connections across them (by a hash of the connection's addresses).
+    ///   One shared listener would wake every loop on each connection, or need a lock around `accept`; one per
+    ///   loop keeps a connection on the loop that accepted it, with no hand-off between threads. Every socket
+    ///   bound to the address must ask for it, and the kernel only lets sockets of the same user share it.
+    public static func listen(
+        on address: sockaddr_in,
+        backlog: Int32,
+        reusePort: Bool = false
+    ) throws(SystemCallError) -> Socket {
         let socket = try Self.make()
         var one: Int32 = 1
         guard setsockopt(socket.descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
         else { throw SystemCallError("setsockopt(SO_REUSEADDR)") }
+        if reusePort {
+            guard
+                setsockopt(socket.descriptor, SOL_SOCKET, SO_REUSEPORT, &one, socklen_t(MemoryLayout<Int32>.size)) == 0
+            else { throw SystemCallError("setsockopt(SO_REUSEPORT)") }
+        }
         var address = address
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -111,6 +126,17 @@ public struct Socket: ~Copyable {
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(self.descriptor, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return errno }
         return error
+    }
+
+    /// The address the socket is bound to (`getsockname`): a listener's port when it was bound to port 0.
+    public func localAddress() throws(SystemCallError) -> sockaddr_in {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let result = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(self.descriptor, $0, &length) }
+        }
+        guard result == 0 else { throw SystemCallError("getsockname") }
+        return address
     }
 
     // MARK: Bytes.

@@ -13,4 +13,16 @@
 /// accept4 without the peer's address, non-blocking and close-on-exec as `flags` say.
 int CTokengateEpoll_accept4(int socket, int flags);
 
+/// A non-blocking, close-on-exec eventfd with a counter of 0 (`sys/eventfd.h` is not in Swift's Glibc), or -1.
+int CTokengateEpoll_eventfd(void);
+
+/// Binds the calling thread to one CPU (`CPU_SET` is a macro Swift cannot call). Returns 0 or an errno value.
+int CTokengateEpoll_pin_current_thread(int cpu);
+
+/// How many CPUs the calling thread may run on, or -1.
+int CTokengateEpoll_current_thread_cpu_count(void);
+
+/// 1 when the calling thread may run on `cpu`, else 0.
+int CTokengateEpoll_current_thread_may_run_on(int cpu);
+
 #endif
