@@ -40,6 +40,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var requiredScopes: [String]
     /// Claims handed to the backend as request headers (`forward_claims`), in the order written.
     public var forwardClaims: [ForwardedClaim]
+    /// The JWT issuers whose tokens this route accepts (`issuers`), by name; nil: ``defaultIssuers(topLevelKeys:jwtIssuers:)``.
+    public var issuers: [String]?
 
     public init(
         host: String? = nil,
@@ -55,7 +57,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         sessionCookie: RouteSessionCookie? = nil,
         responseMinRate: Int? = nil,
         requiredScopes: [String] = [],
-        forwardClaims: [ForwardedClaim] = []
+        forwardClaims: [ForwardedClaim] = [],
+        issuers: [String]? = nil
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -71,6 +74,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.responseMinRate = responseMinRate
         self.requiredScopes = requiredScopes
         self.forwardClaims = forwardClaims
+        self.issuers = issuers
     }
 }
 
@@ -87,6 +91,14 @@ public struct ForwardedClaim: Sendable, Hashable {
 }
 
 extension RouteConfiguration {
+    /// The issuers a route accepts, by name: its own `issuers`, else the issuer of the top-level keys when there
+    /// are any (a gateway's routes keep accepting what they accepted before an `issuers:` item was added), else
+    /// every JWT issuer.
+    public func acceptedIssuers(topLevelKeys: Bool, jwtIssuers: [String: JWTIssuerConfiguration]) -> [String] {
+        if let issuers = self.issuers { return issuers }
+        return topLevelKeys ? [JWTIssuerConfiguration.topLevelName] : jwtIssuers.keys.sorted()
+    }
+
     /// Every place the route looks for a token: the JWT sources, then the session cookie's.
     public var allSources: [TokenSource] {
         self.sources + (self.sessionCookie?.sources ?? [])
