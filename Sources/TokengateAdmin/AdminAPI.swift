@@ -235,7 +235,8 @@ public struct AdminAPI: Sendable {
             } else {
                 bytes.append(byte)
             }
-            if bytes.count > CutoffUserID.maxUTF8Bytes {
+            // A named JWT issuer's user is `NAME%1FUSER` (``IssuerScopedUser``), the id itself bounded below.
+            if bytes.count > CutoffUserID.maxStoredUTF8Bytes {
                 throw CutoffStoreError(
                     code: .invalidUserID,
                     message: "the user id is longer than \(CutoffUserID.maxUTF8Bytes) bytes of UTF-8"

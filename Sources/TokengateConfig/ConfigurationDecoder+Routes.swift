@@ -18,6 +18,8 @@ struct RouteEnvironment {
     var hasSigningKey: Bool
     /// The `issuers:` section's session-cookie issuers; nil when that section has a problem of its own.
     var sessionCookieIssuers: [String: SessionCookieIssuerConfiguration]? = [:]
+    /// The `issuers:` section's JWT issuers; nil when that section has a problem of its own.
+    var jwtIssuers: [String: JWTIssuerConfiguration]? = [:]
     /// Whether the cutoff store keeps device records (not the JSON file); true when `cutoffs` has a problem of its
     /// own.
     var keepsDevices = true
@@ -32,7 +34,7 @@ extension ConfigurationDecoder {
 
     static let proxyRouteKeys = [
         "upstream", "accept", "sources", "forward_token", "body_limit", "algorithms", "require_claims",
-        "session_cookie",
+        "session_cookie", "issuers",
         "response_min_rate", "cors", "require_scopes", "forward_claims", "websocket",
     ]
     /// Keys every kind of route takes: the traffic policy (``TrafficPolicyDecoding``).
@@ -165,6 +167,7 @@ extension ConfigurationDecoder {
         var sessionCookie: RouteSessionCookie?
         var requiredScopes: [String] = []
         var forwardClaims: [ForwardedClaim] = []
+        var issuers: [String]?
         if accept.acceptsTokens {
             sessionCookie = try map["session_cookie"].map { node throws(ConfigurationError) in
                 try self.routeSessionCookie(node, issuers: environment.sessionCookieIssuers)
@@ -173,8 +176,15 @@ extension ConfigurationDecoder {
             sources =
                 try map["sources"].map { node throws(ConfigurationError) in try self.sources(node) }
                 ?? (sessionCookie == nil ? [.authorization] : [])
-            if !sources.isEmpty, !environment.hasKeys {
+            if !sources.isEmpty, !environment.hasKeys, environment.jwtIssuers?.isEmpty ?? false {
                 throw acceptNode.error(.missingKey, "this route accepts tokens but no keys are configured")
+            }
+            if let issuersNode = map["issuers"] {
+                guard !sources.isEmpty else {
+                    throw issuersNode.error(
+                        .conflict, "issuers names the JWT issuers this route accepts, and it reads no JWT (no sources)")
+                }
+                issuers = try self.routeIssuers(issuersNode, environment: environment)
             }
             if let sessionCookie, let shared = sessionCookie.sources.first(where: { sources.contains($0) }) {
                 throw map.keyNode("session_cookie").error(
@@ -233,7 +243,7 @@ extension ConfigurationDecoder {
         } else {
             for key in [
                 "sources", "forward_token", "algorithms", "require_claims", "session_cookie", "require_scopes",
-                "forward_claims",
+                "forward_claims", "issuers",
             ] where map.has(key) {
                 throw map.keyNode(key).error(.conflict, "a route with accept: none takes no token, so it has no \(key)")
             }
@@ -253,7 +263,8 @@ extension ConfigurationDecoder {
             responseMinRate: try map["response_min_rate"]?.size(in: 0...(64 * 1024 * 1024)),
             requiredScopes: requiredScopes,
             forwardClaims: forwardClaims,
-            webSocket: try map["websocket"].map { node throws(ConfigurationError) in try self.webSocket(node) } ?? nil
+            webSocket: try map["websocket"].map { node throws(ConfigurationError) in try self.webSocket(node) } ?? nil,
+            issuers: issuers
         )
     }
 
@@ -289,6 +300,43 @@ extension ConfigurationDecoder {
             configuration.maxTunnels = try tunnels.int(in: 1...1_000_000)
         }
         return configuration
+    }
+
+    /// A route's `issuers:`: the JWT issuers whose tokens it accepts, by name (`tokens` for the one of the
+    /// top-level `keys`), each once.
+    func routeIssuers(_ node: ConfigNode, environment: RouteEnvironment) throws(ConfigurationError) -> [String] {
+        let items = try node.sequence(maximumCount: 65)
+        guard !items.isEmpty else {
+            throw node.error(.missingKey, "name at least one issuer, or leave issuers out for the default")
+        }
+        var names: [String] = []
+        for item in items {
+            let name = try item.string(maximumLength: 64)
+            guard !names.contains(name) else { throw item.error(.duplicate, "\(name) is listed twice") }
+            names.append(name)
+            if name == JWTIssuerConfiguration.topLevelName {
+                guard environment.hasKeys else {
+                    throw item.error(.missingKey, "\(name) is the issuer of the top-level keys, and there are none")
+                }
+                continue
+            }
+            // Nil when `issuers:` has a problem of its own: the name cannot be judged then.
+            guard let jwtIssuers = environment.jwtIssuers else { continue }
+            if jwtIssuers[name] != nil { continue }
+            if environment.sessionCookieIssuers?[name] != nil {
+                throw item.error(
+                    .conflict, "\(name) is a session_cookie issuer: a route names it in session_cookie, not issuers")
+            }
+            let known = (environment.hasKeys ? [JWTIssuerConfiguration.topLevelName] : []) + jwtIssuers.keys.sorted()
+            var message = "unknown issuer '\(name)'"
+            if let suggestion = ValueSyntax.suggestion(for: name, among: known) {
+                message += ", did you mean '\(suggestion)'?"
+            } else {
+                message += known.isEmpty ? " (no JWT issuers are defined)" : " (JWT issuers: \(known.joined(separator: ", ")))"
+            }
+            throw item.error(.unknownReference, message)
+        }
+        return names
     }
 
     /// The most scopes one route may require, and the most claims it may forward.

@@ -20,24 +20,38 @@ extension ConfigurationDecoder {
         "salt", "key_derivation", "digest",
     ]
 
-    /// The top-level `issuers:` list: each item names an issuer (`name:`, which routes refer to) and its kind.
-    /// `session_cookie` is the one kind so far: a web framework's own login cookie, checked with the site's secret.
-    func issuers(_ node: ConfigNode) throws(ConfigurationError) -> [String: SessionCookieIssuerConfiguration] {
-        var issuers: [String: SessionCookieIssuerConfiguration] = [:]
+    /// The top-level `issuers:` list: each item names an issuer (`name:`, which routes refer to) and its kind:
+    /// `session_cookie`, a web framework's own login cookie checked with the site's secret, or `jwt`, tokens of
+    /// another issuer (an identity provider) with keys and settings of its own.
+    func issuers(_ node: ConfigNode) throws(ConfigurationError) -> IssuerSection {
+        var section = IssuerSection()
         for item in try node.sequence(maximumCount: 64) {
-            let map = try item.mapping(allowed: Self.sessionCookieIssuerKeys)
+            let map = try item.anyMapping()
             let nameNode = try map.required("name")
             let name = try nameNode.string(maximumLength: 64)
             guard Self.isIssuerName(name) else {
                 throw nameNode.error(.invalidValue, "expected a name of letters, digits, - and _, got \(nameNode.summary)")
             }
-            guard issuers[name] == nil else { throw nameNode.error(.duplicate, "another issuer is named \(name)") }
-            guard map.has("kind") else {
-                throw item.error(.missingKey, "an issuer needs kind: session_cookie (the one kind there is)")
+            guard name != JWTIssuerConfiguration.topLevelName else {
+                throw nameNode.error(
+                    .conflict, "\(name) is the name of the issuer made of the top-level keys and tokens")
             }
-            issuers[name] = try self.sessionCookieIssuer(item)
+            guard section.nodes[name] == nil else { throw nameNode.error(.duplicate, "another issuer is named \(name)") }
+            guard let kindNode = map["kind"] else {
+                throw item.error(.missingKey, "an issuer needs kind: session_cookie or kind: jwt")
+            }
+            switch try kindNode.string(maximumLength: 64) {
+            case "jwt":
+                section.jwt[name] = try self.jwtIssuer(item, name: name)
+                section.jwtOrder.append(name)
+            case "session_cookie":
+                section.sessionCookie[name] = try self.sessionCookieIssuer(item)
+            default:
+                throw kindNode.error(.invalidValue, "expected session_cookie or jwt, got \(kindNode.summary)")
+            }
+            section.nodes[name] = item
         }
-        return issuers
+        return section
     }
 
     /// 1 to 64 of `A-Z a-z 0-9 - _`: the name appears in routes, logs and metrics.

@@ -93,7 +93,10 @@ struct ConfigurationDecoder {
             try top["limits"].map { node throws(ConfigurationError) in try self.limits(node) } ?? LimitsConfiguration()
         }
         let issuers = Self.part(&problems) { () throws(ConfigurationError) in
-            try top["issuers"].map { node throws(ConfigurationError) in try self.issuers(node) } ?? [:]
+            try top["issuers"].map { node throws(ConfigurationError) in try self.issuers(node) } ?? IssuerSection()
+        }
+        if let issuers {
+            problems += self.jwtIssuerProblems(issuers, topLevel: tokens, topLevelKeys: keys.map { !$0.isEmpty })
         }
         var routeProblems: [ConfigurationError] = []
         let routes = tokens.flatMap { tokens in
@@ -107,7 +110,8 @@ struct ConfigurationDecoder {
                         upstreamsFailed: upstreams == nil,
                         hasKeys: keys.map { !$0.isEmpty } ?? true,
                         hasSigningKey: signingKey.map { $0 != nil } ?? true,
-                        sessionCookieIssuers: issuers,
+                        sessionCookieIssuers: issuers?.sessionCookie,
+                        jwtIssuers: issuers?.jwt,
                         keepsDevices: cutoffs.map { store in
                             if case .file = store { return false }
                             return true
@@ -162,9 +166,10 @@ struct ConfigurationDecoder {
             http2: http2,
             hsts: hsts,
             eventLoops: eventLoops,
-            sessionCookieIssuers: issuers,
+            sessionCookieIssuers: issuers.sessionCookie,
             sourcePath: root.context.file
         )
+        configuration.jwtIssuers = issuers.jwt
         configuration.rateLimits = rateLimits
         return configuration
     }

@@ -44,6 +44,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var eventLoops: Int?
     /// `issuers:`, by name: the sites whose own login cookies routes accept (`session_cookie:` on a route).
     public var sessionCookieIssuers: [String: SessionCookieIssuerConfiguration]
+    /// `issuers:` items of `kind: jwt`, by name: token issuers besides the top-level `keys` and `tokens`, each
+    /// picked by the `iss` of its tokens.
+    public var jwtIssuers: [String: JWTIssuerConfiguration] = [:]
     /// The configuration file as the caller named it (`<memory>` style names for in-memory text).
     public var sourcePath: String
 

@@ -42,6 +42,8 @@ public struct RouteConfiguration: Sendable, Equatable {
     public var forwardClaims: [ForwardedClaim]
     /// WebSocket upgrades this route accepts (`websocket`); `nil`: none.
     public var webSocket: WebSocketRouteConfiguration?
+    /// The JWT issuers whose tokens this route accepts (`issuers`), by name; nil: ``defaultIssuers(topLevelKeys:jwtIssuers:)``.
+    public var issuers: [String]?
 
     public init(
         host: String? = nil,
@@ -58,7 +60,8 @@ public struct RouteConfiguration: Sendable, Equatable {
         responseMinRate: Int? = nil,
         requiredScopes: [String] = [],
         forwardClaims: [ForwardedClaim] = [],
-        webSocket: WebSocketRouteConfiguration? = nil
+        webSocket: WebSocketRouteConfiguration? = nil,
+        issuers: [String]? = nil
     ) {
         self.host = host
         self.pathPrefix = pathPrefix
@@ -75,6 +78,7 @@ public struct RouteConfiguration: Sendable, Equatable {
         self.requiredScopes = requiredScopes
         self.forwardClaims = forwardClaims
         self.webSocket = webSocket
+        self.issuers = issuers
     }
 }
 
@@ -91,6 +95,14 @@ public struct ForwardedClaim: Sendable, Hashable {
 }
 
 extension RouteConfiguration {
+    /// The issuers a route accepts, by name: its own `issuers`, else the issuer of the top-level keys when there
+    /// are any (a gateway's routes keep accepting what they accepted before an `issuers:` item was added), else
+    /// every JWT issuer.
+    public func acceptedIssuers(topLevelKeys: Bool, jwtIssuers: [String: JWTIssuerConfiguration]) -> [String] {
+        if let issuers = self.issuers { return issuers }
+        return topLevelKeys ? [JWTIssuerConfiguration.topLevelName] : jwtIssuers.keys.sorted()
+    }
+
     /// Every place the route looks for a token: the JWT sources, then the session cookie's.
     public var allSources: [TokenSource] {
         self.sources + (self.sessionCookie?.sources ?? [])

@@ -9,7 +9,8 @@ extension TokenVerifier {
     struct Claims {
         var subject: ByteSpan?
         var issuedAt: Int64?
-        var apiOnly = false
+        /// Nil when the kind claim is absent (the policy's default kind then).
+        var apiOnly: Bool?
         var expiresAt: Int64?
         var notBefore: Int64?
         /// Nil when `iss` is absent; otherwise whether it equals the policy's issuer (true without one).
@@ -88,7 +89,7 @@ extension TokenVerifier {
         let claims = SignedClaims(
             subject: String(decoding: subjectBytes, as: UTF8.self),
             issuedAt: issuedAt,
-            apiOnly: parsed.apiOnly,
+            apiOnly: parsed.apiOnly ?? self.prepared.defaultAPIOnly,
             expiresAt: parsed.expiresAt,
             notBefore: parsed.notBefore,
             issuerMatches: parsed.issuerMatches,
@@ -143,8 +144,12 @@ extension TokenVerifier {
             if nowMinusSkew >= expiry { return .invalid(.expired) }
         }
 
+        // A named issuer's users are kept apart from the token page's and from each other's; the key is built
+        // only when some user has a cutoff at all.
+        var cutoffSubject = claims.subject
+        if let prefix = self.prepared.cutoffPrefix, !cutoffs.users.isEmpty { cutoffSubject = prefix + claims.subject }
         if let revocation = cutoffs.revocation(
-            subject: claims.subject, issuedAt: issuedAt, kind: kind, device: claims.device
+            subject: cutoffSubject, issuedAt: issuedAt, kind: kind, device: claims.device
         ) {
             return .invalid(revocation)
         }

@@ -13,7 +13,12 @@ extension TokenVerifier {
         let algorithmMask: UInt8
         let userClaim: [UInt8]
         let issuedAtClaim: [UInt8]
+        /// The kind claim's name; 0xFF (never a byte of a decoded JSON string) when the policy reads none.
         let apiOnlyClaim: [UInt8]
+        /// A token without the kind claim is an api token (``VerificationPolicy/defaultKind``).
+        let defaultAPIOnly: Bool
+        /// ``IssuerScopedUser/prefix(issuer:)`` of ``VerificationPolicy/cutoffIssuer``; nil: bare user ids.
+        let cutoffPrefix: String?
         let issuer: [UInt8]?
         /// Empty when the policy names no audience. An array of arrays so that checking one audience walks
         /// one element without allocating, and several cost no more than a compare each.
@@ -63,7 +68,9 @@ extension TokenVerifier {
             self.algorithmMask = mask
             self.userClaim = Array(policy.claimNames.user.utf8)
             self.issuedAtClaim = Array(policy.claimNames.issuedAt.utf8)
-            self.apiOnlyClaim = Array(policy.claimNames.apiOnly.utf8)
+            self.apiOnlyClaim = policy.readsKindClaim ? Array(policy.claimNames.apiOnly.utf8) : [0xFF]
+            self.defaultAPIOnly = policy.defaultKind == .api
+            self.cutoffPrefix = policy.cutoffIssuer.map { IssuerScopedUser.prefix(issuer: $0) }
             self.issuer = policy.issuer.map { Array($0.utf8) }
             self.audiences = policy.audiences.map { Array($0.utf8) }
             self.requiredClaims = policy.requiredClaims

@@ -28,6 +28,15 @@ public struct VerificationPolicy: Sendable {
     /// Claims whose values a valid token hands on (``VerifiedToken/forwardedClaims``, in this order): a route's
     /// `forward_claims`. Each must be in ``selection``'s forwarded claims, or its value is never read.
     public var forwardedClaims: [String]
+    /// The kind of a token without the ``ClaimNames/apiOnly`` claim: `session` for the token page's issuer
+    /// (its tokens say `api_only: true` when they are api tokens), the issuer's `token_kind` for another.
+    public var defaultKind: TokenKind = .session
+    /// Whether the ``ClaimNames/apiOnly`` claim is read at all: an issuer without `token_kind_claim` gives
+    /// every token its ``defaultKind``, whatever the token says.
+    public var readsKindClaim = true
+    /// The issuer name the cutoffs of this verifier's users are stored under (``IssuerScopedUser``); nil for
+    /// the token page's issuer, whose cutoffs are keyed by the bare user id.
+    public var cutoffIssuer: String?
 
     public init(
         claimNames: ClaimNames = ClaimNames(),

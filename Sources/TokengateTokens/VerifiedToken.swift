@@ -20,6 +20,9 @@ public struct VerifiedToken: Sendable, Hashable {
     /// no such claim (or it is `null`). Each was checked to be a header value (``ClaimSelection``). Empty when
     /// the policy forwards nothing.
     public var forwardedClaims: [String?]
+    /// The name of the JWT issuer whose keys verified the token, on a gateway with `kind: jwt` issuers (for the
+    /// access log: a configured name, never the token's own `iss`); nil on a gateway with one issuer.
+    public var issuer: String?
 
     public init(
         subject: String, kind: TokenKind, issuedAt: Int64, keyID: String?, expiresAt: Int64?, device: DeviceID? = nil,

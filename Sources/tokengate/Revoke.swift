@@ -48,6 +48,19 @@ struct Revoke: AsyncParsableCommand {
     @Option(help: "Revoke only this device of --user (its id from the admin API's device list): every token of it.")
     var device: String?
 
+    @Option(
+        help: """
+            The JWT issuer of --user: the name of a `kind: jwt` item of `issuers:` (each issuer's users are \
+            apart: its alice is not the token page's). Default: the top-level keys' issuer (`tokens`).
+            """)
+    var issuer: String?
+
+    /// The key the store keeps the user's cutoffs under (``IssuerScopedUser``).
+    var storedUser: String {
+        let issuer = self.issuer == JWTIssuerConfiguration.topLevelName ? nil : self.issuer
+        return IssuerScopedUser.key(issuer: issuer, user: self.user ?? "")
+    }
+
     func validate() throws {
         if self.all == (self.user != nil) {
             throw ValidationError("give exactly one of --user ID or --all")
@@ -63,6 +76,12 @@ struct Revoke: AsyncParsableCommand {
         if self.all && self.apiOnly {
             throw ValidationError("--api-only applies to one user; --all revokes every token")
         }
+        if let issuer = self.issuer {
+            if self.all { throw ValidationError("--issuer names the issuer of --user; --all revokes every token") }
+            if self.device != nil, issuer != JWTIssuerConfiguration.topLevelName {
+                throw ValidationError("--device names a device of the token page's issuer; it takes no --issuer")
+            }
+        }
     }
 
     func run() async throws {
@@ -71,6 +90,12 @@ struct Revoke: AsyncParsableCommand {
             configuration = try GatewayConfiguration.load(path: self.config, checkFiles: false)
         } catch {
             fail("\(error)", status: .configuration)
+        }
+        if let issuer = self.issuer, issuer != JWTIssuerConfiguration.topLevelName,
+            configuration.jwtIssuers[issuer] == nil
+        {
+            let names = [JWTIssuerConfiguration.topLevelName] + configuration.jwtIssuers.keys.sorted()
+            fail("--issuer: no JWT issuer is named \(issuer) (issuers: \(names.joined(separator: ", ")))", status: .usage)
         }
         let now = Int64(Date().timeIntervalSince1970)
         var at = now
@@ -120,9 +145,9 @@ struct Revoke: AsyncParsableCommand {
             if self.all {
                 result = try await store.revokeAll(at: at, force: self.force)
             } else if self.apiOnly {
-                result = try await store.disableMobileApps(user: self.user!, at: at, force: self.force)
+                result = try await store.disableMobileApps(user: self.storedUser, at: at, force: self.force)
             } else {
-                result = try await store.passwordChanged(user: self.user!, at: at, force: self.force)
+                result = try await store.passwordChanged(user: self.storedUser, at: at, force: self.force)
             }
             try await store.close()
             print(self.report(result, before: before))
@@ -158,7 +183,7 @@ struct Revoke: AsyncParsableCommand {
     /// The cutoff the write is about as stored now (`.some(nil)`: none), read before a forced write.
     private func storedCutoff(in store: any CutoffStore) async throws -> Int64?? {
         // Any user's lookup carries the global cutoff; the empty id names nobody.
-        let lookup = try await store.lookup(user: self.user ?? "")
+        let lookup = try await store.lookup(user: self.storedUser)
         if self.all {
             return .some(lookup.globalRevokedBefore)
         }
@@ -170,7 +195,8 @@ struct Revoke: AsyncParsableCommand {
     /// - Parameter before: The stored cutoff before a forced write; `nil` when the write was not forced (it
     ///   then only moves a cutoff forward, or changes nothing).
     func report(_ result: CutoffWriteResult, before: Int64??) -> String {
-        let what = self.all ? "all users" : "user \(self.user!)"
+        let issuer = self.issuer.map { $0 == JWTIssuerConfiguration.topLevelName ? "" : " of issuer \($0)" } ?? ""
+        let what = self.all ? "all users" : "user \(self.user!)\(issuer)"
         let kind = self.apiOnly ? "api tokens" : "tokens"
         let cutoff = Self.describe(result.cutoff)
         if let before, let previous = before {

@@ -53,19 +53,25 @@ struct RouteTokenCheck: Sendable {
     let remoteKeys: RemoteKeyRefetch?
     /// `require_scopes`, space-separated, for the `scope="…"` attribute of a 403 (RFC 6750 §3); nil without.
     let requiredScopes: String?
+    /// Set on a gateway with `kind: jwt` issuers: the token's `iss` picks the verifier (``RouteIssuers``), and
+    /// ``verifier`` and ``remoteKeys`` are unused. Nil on a gateway with one issuer, whose routes verify as
+    /// they always have.
+    let issuers: RouteIssuers?
 
     init(
         accept: AcceptedKinds,
         verifier: TokenVerifier?,
         sessionCookie: RouteSessionCookieCheck? = nil,
         remoteKeys: RemoteKeyRefetch? = nil,
-        requiredScopes: String? = nil
+        requiredScopes: String? = nil,
+        issuers: RouteIssuers? = nil
     ) {
         self.accept = accept
         self.verifier = verifier
         self.sessionCookie = sessionCookie
         self.remoteKeys = remoteKeys
         self.requiredScopes = requiredScopes
+        self.issuers = issuers
     }
 }
 

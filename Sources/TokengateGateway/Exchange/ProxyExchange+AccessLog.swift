@@ -57,6 +57,7 @@ extension ProxyExchange {
         if let identity = self.identity {
             record.user = identity.subject
             record.tokenKind = identity.kind.rawValue
+            record.issuer = identity.issuer
         }
         if self.upstreamHead != nil {
             let upstream = self.runtime.upstreams[self.upstreamIndex]

@@ -51,7 +51,8 @@ struct RequestAuthorizer: Sendable {
         case .token(let token, let source):
             found = (token, source)
         }
-        let verdict: VerificationResult
+        var verdict: VerificationResult
+        var remoteKeys = tokens.remoteKeys
         if let cookie = tokens.sessionCookie, cookie.sources.contains(found.1) {
             switch Self.signature(cookie, fields: head.fields) {
             case .repeated:
@@ -59,6 +60,37 @@ struct RequestAuthorizer: Sendable {
                     .invalidRequest("more than one signature cookie", realm: self.realm, reason: "multiple_tokens"))
             case .value(let signature):
                 verdict = Self.verify(found.0, signature: signature, cookie, tokens, cutoffs: cutoffs, now: now)
+            }
+        } else if let issuers = tokens.issuers {
+            // Several issuers: the token's `iss` picks whose keys and policy check it.
+            let choice = found.0.withUnsafeBytes { issuers.choice.choose($0) }
+            switch choice {
+            case .malformed:
+                verdict = .invalid(.malformed)
+            case .missingIssuer:
+                verdict = .invalid(.missingIssuer)
+            case .unknownIssuer:
+                verdict = .invalid(.unknownIssuer)
+            case .issuer(let index):
+                if let entry = issuers.entries[index] {
+                    remoteKeys = entry.remoteKeys
+                    if let verifier = entry.verifier {
+                        verdict = found.0.withUnsafeBytes {
+                            verifier.verify($0, accept: tokens.accept, cutoffs: cutoffs, now: now, cache: cache)
+                        }
+                        if case .valid(var token) = verdict {
+                            token.issuer = entry.name
+                            verdict = .valid(token)
+                        }
+                    } else if let remote = entry.remoteKeys {
+                        _ = remote.unknownKeyID(nowMilliseconds: now * 1000)
+                        return .answer(.keysUnavailable(realm: self.realm))
+                    } else {
+                        verdict = .invalid(.malformed)
+                    }
+                } else {
+                    verdict = .invalid(.issuerNotAccepted)
+                }
             }
         } else if let verifier = tokens.verifier {
             verdict = found.0.withUnsafeBytes {
@@ -85,7 +117,7 @@ struct RequestAuthorizer: Sendable {
                         realm: self.realm, description: reason.description, scope: tokens.requiredScopes ?? "",
                         reasonCode: reason.code))
             }
-            if reason == .unknownKey, let remote = tokens.remoteKeys, remote.unknownKeyID(nowMilliseconds: now * 1000) {
+            if reason == .unknownKey, let remote = remoteKeys, remote.unknownKeyID(nowMilliseconds: now * 1000) {
                 return .answer(.keysUnavailable(realm: self.realm))
             }
             return .answer(.invalidToken(realm: self.realm, reasonCode: reason.code, description: reason.description))

@@ -29,7 +29,10 @@ final class VerifiedTokenCacheDirectory: Sendable {
     ///   route's verifier would use one (an HMAC key set), so such a gateway pays no lookup per request.
     init(entries: Int, runtime: GatewayRuntime, group: any EventLoopGroup) {
         var byLoop: [ObjectIdentifier: Entry] = [:]
-        let used = runtime.routes.contains { $0.tokens?.verifier?.usesVerifiedTokenCache == true }
+        let used = runtime.routes.contains { route in
+            route.tokens?.verifier?.usesVerifiedTokenCache == true
+                || route.tokens?.issuers?.entries.contains { $0?.verifier?.usesVerifiedTokenCache == true } == true
+        }
         if entries > 0 && used {
             for loop in group.makeIterator() {
                 byLoop[ObjectIdentifier(loop)] = Entry(eventLoop: loop, cache: VerifiedTokenCache(entries: entries))

@@ -24,12 +24,25 @@ final class RemoteKeySets: Sendable {
         self.registry = registry
     }
 
-    /// The identities of a configuration's fetched key entries, in order.
+    /// The identities of a configuration's fetched key entries, in order: the top-level keys', then each JWT
+    /// issuer's (by name). An entry two issuers share is one source.
     static func identities(_ configuration: GatewayConfiguration) -> [RemoteKeySource.Identity] {
-        configuration.keys.compactMap { key in
+        var all = Self.identities(keys: configuration.keys, algorithms: configuration.tokens.algorithms)
+        for name in configuration.jwtIssuers.keys.sorted() {
+            let issuer = configuration.jwtIssuers[name]!
+            for identity in Self.identities(keys: issuer.keys, algorithms: issuer.tokens.algorithms)
+            where !all.contains(identity) {
+                all.append(identity)
+            }
+        }
+        return all
+    }
+
+    /// The identities of one issuer's fetched key entries, in order.
+    static func identities(keys: [KeySourceConfiguration], algorithms: [TokenAlgorithm]) -> [RemoteKeySource.Identity] {
+        keys.compactMap { key in
             guard case .remote(let remote) = key.source else { return nil }
-            return RemoteKeySource.Identity(
-                configuration: remote, algorithm: key.algorithm, allowed: configuration.tokens.algorithms)
+            return RemoteKeySource.Identity(configuration: remote, algorithm: key.algorithm, allowed: algorithms)
         }
     }
 

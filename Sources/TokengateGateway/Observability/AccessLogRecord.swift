@@ -36,6 +36,8 @@ struct AccessLogRecord {
     var upstreamMicroseconds: Int64?
     var user: String?
     var tokenKind: String?
+    /// The JWT issuer's configured name, on a gateway with several.
+    var issuer: String?
     var userAgent: String?
     /// `check` for a front proxy's check on a `forward_auth` listener (its `host`, `method` and `path` are the
     /// original request's; `client` is the front proxy); left out for a proxied request.
@@ -73,6 +75,7 @@ struct AccessLogRecord {
         if let value = self.target { metadata["path"] = .string(AccessLogPath.text(for: value)) }
         if let value = self.protocolName { metadata["protocol"] = .string(value) }
         if let value = self.route { metadata["route"] = .string(value) }
+        if let value = self.issuer { metadata["issuer"] = .string(value) }
         if let value = self.mode { metadata["mode"] = .string(value) }
         if let value = self.bytesIn { metadata["bytes_in"] = .string(String(value)) }
         if let value = self.bytesOut { metadata["bytes_out"] = .string(String(value)) }

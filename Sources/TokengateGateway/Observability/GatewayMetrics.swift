@@ -57,6 +57,8 @@ public final class GatewayMetrics: Sendable {
         "upstream_connect_failed", "no_upstream_available", "upstream_closed", "upstream_malformed_response",
         "upstream_aborted", "shutting_down", "drain_timeout", "body_too_slow", "token_body_memory_full", "ambiguous_path", "method_not_allowed", "cross_site_token_page",
         "misdirected_request", "keys_unavailable",
+        // The choice of a token's issuer on a gateway with several (``IssuerChoice``).
+        "unknown_issuer", "missing_issuer", "issuer_not_accepted",
         // The traffic policy's refusals (``TrafficPolicy``).
         "ip_denied", "cors_refused", "rate_limit_client", "rate_limit_user", "rate_limit_route", "rate_limit_failed_tokens",
         "rate_limit_token_page",

@@ -50,7 +50,9 @@ extension GatewayRuntime {
         remoteKeys: [RemoteKeySource.Identity: RemoteKeySource] = [:]
     ) throws -> GatewayRuntime {
         let loadedFileKeys = try fileKeys ?? LoadedFileKeys(keys: Self.loadKeys(configuration.keys))
-        let remote = try Self.remoteKeys(configuration, sources: remoteKeys, fileKeys: loadedFileKeys.keys)
+        let remote = try Self.remoteKeys(
+            keys: configuration.keys, algorithms: configuration.tokens.algorithms, sources: remoteKeys,
+            fileKeys: loadedFileKeys.keys)
         let keys = remote.keys
         var policy = VerificationPolicy()
         policy.claimNames = configuration.tokens.claims
@@ -64,6 +66,9 @@ extension GatewayRuntime {
         policy.selection = try Self.claimSelection(configuration.routes)
         // Nil without keys, which is fine as long as no route checks a token (checked per route below).
         let verifier = keys.map { TokenVerifier(keys: $0, policy: policy) }
+        let jwtIssuers = try Self.jwtIssuers(
+            configuration, topLevel: verifier, topLevelRemote: remote.refetch, selection: policy.selection,
+            sources: remoteKeys)
 
         let upstreamNames = configuration.upstreams.keys.sorted()
         var upstreams: [UpstreamSettings] = []
@@ -122,7 +127,7 @@ extension GatewayRuntime {
                 // A route that reads only a site's login cookie has no JWT source and needs no key.
                 var routeVerifier: TokenVerifier?
                 var remoteKeys: RemoteKeyRefetch?
-                if !route.sources.isEmpty {
+                if !route.sources.isEmpty, jwtIssuers == nil {
                     guard verifier != nil || remote.refetch != nil else {
                         throw GatewayStartupError(
                             "routes[\(index)] (\(name)) accepts tokens, but keys is empty: configure a verification key"
@@ -130,6 +135,20 @@ extension GatewayRuntime {
                     }
                     routeVerifier = verifier.map { Self.routeVerifier(route, gateway: $0) }
                     remoteKeys = remote.refetch
+                }
+                var routeIssuers: RouteIssuers?
+                if let issuers = jwtIssuers, !route.sources.isEmpty {
+                    let accepted = route.acceptedIssuers(
+                        topLevelKeys: !configuration.keys.isEmpty, jwtIssuers: configuration.jwtIssuers)
+                    routeIssuers = RouteIssuers(
+                        choice: issuers.choice,
+                        entries: issuers.entries.map { entry in
+                            guard accepted.contains(entry.name) else { return nil }
+                            return RouteIssuers.Entry(
+                                name: entry.name,
+                                verifier: entry.verifier.map { Self.routeVerifier(route, gateway: $0) },
+                                remoteKeys: entry.remoteKeys)
+                        })
                 }
                 var sessionCookie: RouteSessionCookieCheck?
                 if let cookie = route.sessionCookie {
@@ -147,7 +166,8 @@ extension GatewayRuntime {
                 if route.accept.session { kinds.insert(.session) }
                 tokens = RouteTokenCheck(
                     accept: kinds, verifier: routeVerifier, sessionCookie: sessionCookie, remoteKeys: remoteKeys,
-                    requiredScopes: route.requiredScopes.isEmpty ? nil : route.requiredScopes.joined(separator: " "))
+                    requiredScopes: route.requiredScopes.isEmpty ? nil : route.requiredScopes.joined(separator: " "),
+                    issuers: routeIssuers)
             }
             let upstreamIndex = route.upstream.flatMap { upstreamNames.firstIndex(of: $0) } ?? 0
             var tokenPage: TokenPageRoute?
@@ -205,11 +225,12 @@ extension GatewayRuntime {
     /// The file keys merged with the fetched sets that have keys now, and what a token with an unknown `kid`
     /// on a route then does (``RemoteKeyRefetch``); `refetch` is `nil` when no key entry is fetched.
     static func remoteKeys(
-        _ configuration: GatewayConfiguration,
+        keys: [KeySourceConfiguration],
+        algorithms: [TokenAlgorithm],
         sources: [RemoteKeySource.Identity: RemoteKeySource],
         fileKeys: KeySet?
     ) throws -> (keys: KeySet?, refetch: RemoteKeyRefetch?) {
-        let identities = RemoteKeySets.identities(configuration)
+        let identities = RemoteKeySets.identities(keys: keys, algorithms: algorithms)
         guard !identities.isEmpty else { return (fileKeys, nil) }
         var merged = fileKeys
         var used: [RemoteKeySource] = []
