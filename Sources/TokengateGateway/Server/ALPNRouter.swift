@@ -29,6 +29,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     /// Where a PROXY protocol header's client address lands (``ProxyProtocolHandler``), read once the handshake
     /// is done (the header came before it); `nil` on a connection that sends none.
     private let proxiedAddress: ProxiedAddress?
+    /// The gateway began draining during the handshake: passed on to the codec once it is in place.
+    private var drainRequested = false
 
     /// - Parameters:
     ///   - tlsContext: the context the connection's TLS handler was made with (the same generation's).
@@ -54,9 +56,17 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is GatewayShutdownEvent {
-            // Still in the pipeline, so the handshake has not completed: no request can be in flight, and a
-            // silent connection must not hold the drain (and the process) up until its handshake timeout.
-            context.close(promise: nil)
+            // Still in the pipeline, so the handshake has not completed. A connection that never sent a byte (the
+            // plain-HTTP check before the TLS handler is still waiting for one) is closed: it must not hold the drain
+            // up until its handshake timeout. One whose client has begun the handshake is about to send a request
+            // (accepted just before a binary hand-over stopped this process accepting): closing it would fail that
+            // request, so the handshake goes on (its timeout bounds it) and the codec learns of the shutdown once in
+            // place: HTTP/1.1 answers the first request with `Connection: close`, HTTP/2 sends GOAWAY.
+            if (try? context.pipeline.syncOperations.handler(type: PlainHTTPOnTLSPortHandler.self)) != nil {
+                context.close(promise: nil)
+            } else {
+                self.drainRequested = true
+            }
             return
         }
         guard case .handshakeCompleted(let negotiated, let serverName, _)? = event as? TLSUserEvent else {
@@ -120,6 +130,9 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 try sync.addHandler(handler, position: .after(self))
             }
             context.fireUserInboundEventTriggered(event)
+            if self.drainRequested {
+                context.fireUserInboundEventTriggered(GatewayShutdownEvent())
+            }
             sync.removeHandler(context: context, promise: nil)
         } catch {
             self.logger.error("cannot set up the connection's codec", metadata: ["error": "\(error)"])
