@@ -43,17 +43,22 @@ struct HandoverOnSignal: Service {
         if let descriptor = self.admin?.descriptor { sockets.append((name: PassedSockets.adminName, descriptor: descriptor)) }
         guard !sockets.isEmpty else { return false }
         self.logger.info("binary hand-over: starting the new process", metadata: ["executable": "\(self.executable)", "sockets": "\(sockets.count)"])
+        // The unit shows "reloading" until the hand-over ends: READY=1 below, whichever way it went.
+        SystemdNotifier.process?.reloading()
         let outcome = await BinaryHandover.start(
             executable: self.executable, arguments: self.arguments, sockets: sockets, timeout: Self.readinessTimeout)
         switch outcome {
         case .ready(let pid):
             self.handedOver.withLockedValue { $0 = true }
-            // Still the main process: systemd (NotifyAccess=main) takes the new main process's id only from it.
-            SystemdNotifier.process?.notify("MAINPID=\(pid)")
+            // Still the main process: systemd (NotifyAccess=main) takes the new main process's id only from it, and
+            // reads MAINPID= before READY=1 in one message: the unit is back to "active" with the new process as
+            // its main one, before this one exits (an exit of the main process while "reloading" stops the unit).
+            SystemdNotifier.process?.notify("MAINPID=\(pid)\nREADY=1")
             self.logger.info("binary hand-over: the new process serves; draining", metadata: ["pid": "\(pid)"])
             return true
         case .failed(let reason):
             self.logger.error("binary hand-over failed; this process keeps serving", metadata: ["reason": "\(reason)"])
+            SystemdNotifier.process?.ready()
             return false
         }
     }

@@ -139,6 +139,7 @@ struct HandoverCommandTests {
             if let newPID, self.alive(newPID) { kill(newPID, SIGKILL) }
         }
         #expect(notify.receiveSkippingWatchdog() == "READY=1")
+        #expect(notify.lastSender == old.processIdentifier)
         try #require(try await self.waitUntilServing(port: setup.port, caFile: setup.caFile), "serve did not come up")
 
         // The clients: each loop runs until the stop file appears (or 60 s), one line per request.
@@ -168,6 +169,11 @@ struct HandoverCommandTests {
         kill(old.processIdentifier, SIGUSR2)
         let refusal = try await self.waitForLine(output, containing: "binary hand-over failed", "exited with status 3")
         #expect(refusal != nil, "no log line for the failed hand-over")
+        // systemd saw the unit "reloading", then "active" again with the same main process.
+        let failedBegin = notify.receiveSkippingWatchdog()
+        #expect(failedBegin?.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") == true, "\(failedBegin ?? "nothing")")
+        #expect(notify.receiveSkippingWatchdog() == "READY=1", "no READY=1 after the failed hand-over")
+        #expect(notify.lastSender == old.processIdentifier)
         try await Task.sleep(for: .milliseconds(500))
         #expect(old.isRunning)
 
@@ -175,9 +181,15 @@ struct HandoverCommandTests {
         let mark = setup.directory + "/new-binary-ran"
         try self.replace(setup.executable, withScript: "#!/bin/sh\necho $$ > \(mark)\nexec \(ServeCommandTests.binary) \"$@\"\n")
         kill(old.processIdentifier, SIGUSR2)
+        let begin = notify.receiveSkippingWatchdog()
+        #expect(begin?.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") == true, "\(begin ?? "nothing")")
+        // MAINPID= and READY=1 in one message from the old process, the main one (NotifyAccess=main): systemd
+        // takes the new main process id first, then leaves "reloading".
         let mainPID = try #require(notify.receiveSkippingWatchdog(), "no MAINPID= from the old process")
-        #expect(mainPID.hasPrefix("MAINPID="), "\(mainPID)")
-        newPID = pid_t(mainPID.dropFirst("MAINPID=".count))
+        #expect(notify.lastSender == old.processIdentifier, "MAINPID= came from \(notify.lastSender.map { "\($0)" } ?? "an unknown sender")")
+        let fields = mainPID.split(separator: "\n")
+        #expect(fields.count == 2 && fields.first?.hasPrefix("MAINPID=") == true && fields.last == "READY=1", "\(mainPID)")
+        newPID = fields.first.flatMap { pid_t($0.dropFirst("MAINPID=".count)) }
         let pid = try #require(newPID)
         #expect(pid != old.processIdentifier)
         #expect((try? String(contentsOfFile: mark, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "\(pid)")
@@ -199,7 +211,10 @@ struct HandoverCommandTests {
             let lines = ((try? String(contentsOfFile: setup.directory + "/client-\(name)", encoding: .utf8)) ?? "").split(separator: "\n")
             let version = name == "h2" ? "200 2" : "200 1.1"
             let failed = lines.filter { $0 != version }
-            #expect(failed.isEmpty, "\(name): \(failed.count) of \(lines.count) requests failed: \(Set(failed).prefix(5))")
+            // On a failure, the gateway's warnings and errors say which connection was cut, and why.
+            let gatewayLines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+            let trouble = gatewayLines.filter { $0.contains("\"warning\"") || $0.contains("\"error\"") }.suffix(10)
+            #expect(failed.isEmpty, "\(name): \(failed.count) of \(lines.count) requests failed: \(Array(Set(failed).prefix(5))); gateway: \(Array(trouble))")
             #expect(lines.count >= (name == "new" ? 10 : 60), "\(name): only \(lines.count) requests")
         }
         // The new process serves on the same port, from the same listening socket.
@@ -208,6 +223,9 @@ struct HandoverCommandTests {
         let passed = try await self.waitForLine(output, containing: "\"listening\"", "\"socket\":\"passed\"")
         #expect(passed != nil, "the new process did not log its passed listener")
         kill(pid, SIGTERM)
+        // The new process, systemd's main one now, says it stops.
+        #expect(notify.receiveSkippingWatchdog(timeout: 10) == "STOPPING=1")
+        #expect(notify.lastSender == pid)
         for _ in 0..<200 where self.alive(pid) { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!self.alive(pid), "the new process did not stop on SIGTERM")
         newPID = nil

@@ -56,16 +56,20 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is GatewayShutdownEvent {
-            // Still in the pipeline, so the handshake has not completed. A connection that never sent a byte (the
-            // plain-HTTP check before the TLS handler is still waiting for one) is closed: it must not hold the drain
-            // up until its handshake timeout. One whose client has begun the handshake is about to send a request
-            // (accepted just before a binary hand-over stopped this process accepting): closing it would fail that
-            // request, so the handshake goes on (its timeout bounds it) and the codec learns of the shutdown once in
-            // place: HTTP/1.1 answers the first request with `Connection: close`, HTTP/2 sends GOAWAY.
-            if (try? context.pipeline.syncOperations.handler(type: PlainHTTPOnTLSPortHandler.self)) != nil {
-                context.close(promise: nil)
-            } else {
-                self.drainRequested = true
+            // Still in the pipeline, so the handshake has not completed, and no request can be in flight. The
+            // handshake goes on (its timeout bounds it) and the codec learns of the shutdown once in place:
+            // HTTP/1.1 answers the first request with `Connection: close`, HTTP/2 sends GOAWAY.
+            self.drainRequested = true
+            // A connection that has not sent its first byte yet (the plain-HTTP check in front of the TLS handler
+            // still waits for one) may be one accepted just before the listeners stopped (a binary hand-over, a
+            // restart on a socket systemd holds), whose client is sending its hello right now: closing it at once
+            // would fail that client's request. It gets ``helloGrace`` to send it; one still silent then is
+            // closed, so that silence cannot hold the drain (and the process) up until the handshake timeout.
+            if Self.awaitsFirstByte(context.channel) {
+                let channel = context.channel
+                context.eventLoop.assumeIsolated().scheduleTask(in: Self.helloGrace) {
+                    if Self.awaitsFirstByte(channel) { channel.close(promise: nil) }
+                }
             }
             return
         }
@@ -138,6 +142,17 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
             self.logger.error("cannot set up the connection's codec", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         }
+    }
+
+    /// How long a connection still silent when the drain begins may take to send its first byte. A client
+    /// sends its hello right after the TCP handshake, so a real one needs milliseconds; the bound is for
+    /// a loaded client host and for a drain that must not wait on connections that never speak.
+    static let helloGrace = TimeAmount.milliseconds(500)
+
+    /// No byte has arrived yet: ``PlainHTTPOnTLSPortHandler`` removes itself at the first one. On the
+    /// channel's event loop.
+    private static func awaitsFirstByte(_ channel: any Channel) -> Bool {
+        (try? channel.pipeline.syncOperations.handler(type: PlainHTTPOnTLSPortHandler.self)) != nil
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

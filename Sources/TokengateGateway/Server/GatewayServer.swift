@@ -441,7 +441,15 @@ public final class GatewayServer: Sendable {
         for channel in self.serverChannels.withLockedValue({ $0 }) {
             try? await channel.close()
         }
-        let open = self.registry.all
+        // A connection a listener accepted just before it closed is handed to its event loop in a task queued
+        // then; the registry sees it only once that task has run. One more turn of every loop lets those tasks
+        // run, so that the drain below does not find no connection, and end the process, while one is still on
+        // its way in (its client would see its handshake cut). Any that still register later are told by the
+        // registry as they come.
+        for loop in self.group.makeIterator() {
+            try? await loop.submit {}.get()
+        }
+        let open = self.registry.beginDrain()
         if drainTimeout > .zero {
             self.logger.info("draining", metadata: ["connections": "\(open.count)", "drain_timeout": "\(drainTimeout)"])
         }

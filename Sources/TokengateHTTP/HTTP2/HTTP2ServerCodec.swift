@@ -107,6 +107,9 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// A GOAWAY to submit on the next round.
     private var goawayDue: (code: HTTP2ErrorCode, terminate: Bool)?
     private var goawaySubmitted = false
+    /// A graceful shutdown came before the client's first request: its GOAWAY waits for that request
+    /// (``shutdownGracefully()``).
+    private var goawayAfterFirstRequest = false
     /// Why the codec itself ends the connection with an error code, for the GOAWAY's warning (``sentGoaway(_:)``).
     private(set) var goawayCause: String?
 
@@ -271,8 +274,19 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// Graceful shutdown: GOAWAY NO_ERROR with the last stream id nghttp2 processed, so the client knows
     /// which requests will be answered and may retry the rest elsewhere; in-flight streams finish, then the
     /// connection closes (nghttp2 then wants neither to read nor to write).
+    ///
+    /// A connection that has not had a request yet was just opened (accepted as the listeners stopped, in a
+    /// binary hand-over or a restart on a socket systemd holds) and its client is sending the first one: a
+    /// GOAWAY with last stream 0 would refuse it. So the GOAWAY waits for that request and names it, as
+    /// HTTP/1.1 answers a new connection's first request before closing; the preface, header-read and idle
+    /// timeouts still bound a client that sends none, and the drain timeout bounds them all.
     package func shutdownGracefully() {
-        guard case .active = self.state, self.goawayDue == nil, !self.goawaySubmitted else { return }
+        guard case .active = self.state, self.goawayDue == nil, !self.goawaySubmitted, !self.goawayAfterFirstRequest
+        else { return }
+        guard let session = self.session, session.lastProcessedStreamID > 0 else {
+            self.goawayAfterFirstRequest = true
+            return
+        }
         self.goawayDue = (.noError, false)
         self.process()
     }
@@ -343,6 +357,10 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         repeat {
             self.needsProcessing = false
             self.feedInput(session)
+            if self.goawayAfterFirstRequest, session.lastProcessedStreamID > 0, self.goawayDue == nil {
+                self.goawayAfterFirstRequest = false
+                self.goawayDue = (.noError, false)
+            }
             self.actOnCalm(session)
             self.deliverEvents()
             self.submitPending(session)

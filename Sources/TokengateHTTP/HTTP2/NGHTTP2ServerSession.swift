@@ -180,6 +180,9 @@ final class NGHTTP2ServerSession {
         nghttp2_session_terminate_session(self.session, code)
     }
 
+    /// The highest stream id nghttp2 has taken a request on; 0 before the client's first request.
+    var lastProcessedStreamID: Int32 { nghttp2_session_get_last_proc_stream_id(self.session) }
+
     /// A graceful GOAWAY: streams up to the last one processed are finished, no new one is accepted.
     func submitGoaway(code: UInt32) {
         let last = nghttp2_session_get_last_proc_stream_id(self.session)
