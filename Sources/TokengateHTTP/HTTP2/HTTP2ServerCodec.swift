@@ -277,8 +277,8 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     ///
     /// A connection that has not had a request yet was just opened (accepted as the listeners stopped, in a
     /// binary hand-over or a restart on a socket systemd holds) and its client is sending the first one: a
-    /// GOAWAY with last stream 0 would refuse it. So the GOAWAY waits for that request and names it, as
-    /// HTTP/1.1 answers a new connection's first request before closing; the preface, header-read and idle
+    /// GOAWAY with last stream 0 would refuse it. So the GOAWAY waits until that request is answered (and
+    /// any the client opened meanwhile), as HTTP/1.1 answers a new connection's first request before closing; the preface, header-read and idle
     /// timeouts still bound a client that sends none, and the drain timeout bounds them all.
     package func shutdownGracefully() {
         guard case .active = self.state, self.goawayDue == nil, !self.goawaySubmitted, !self.goawayAfterFirstRequest
@@ -357,15 +357,18 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         repeat {
             self.needsProcessing = false
             self.feedInput(session)
-            if self.goawayAfterFirstRequest, session.lastProcessedStreamID > 0, self.goawayDue == nil {
-                self.goawayAfterFirstRequest = false
-                self.goawayDue = (.noError, false)
-            }
             self.actOnCalm(session)
             self.deliverEvents()
             self.submitPending(session)
             self.drain(session, context: context)
             self.actOnCalm(session)
+            // The first request is answered and its stream closed: now the GOAWAY a shutdown asked for. After
+            // the response rather than with it, for clients (Python's h2) that drop a response arriving after one.
+            if self.goawayAfterFirstRequest, self.goawayDue == nil, session.lastProcessedStreamID > 0, self.openStreamCount == 0 {
+                self.goawayAfterFirstRequest = false
+                self.goawayDue = (.noError, false)
+                self.needsProcessing = true
+            }
         } while self.needsProcessing && self.isRunning
         self.processing = false
         if self.context == nil {
