@@ -207,8 +207,11 @@ struct HandoverCommandTests {
         }
 
         // Every request of every loop answered 200, over the protocol it asked for.
+        var counts: [String] = []
+        defer { print("hand-over clients: \(counts.sorted().joined(separator: ", ")) requests") }
         for (name, _) in clients {
             let lines = ((try? String(contentsOfFile: setup.directory + "/client-\(name)", encoding: .utf8)) ?? "").split(separator: "\n")
+            counts.append("\(name) \(lines.count)")
             let version = name == "h2" ? "200 2" : "200 1.1"
             let failed = lines.filter { $0 != version }
             // On a failure, the gateway's warnings and errors say which connection was cut, and why.

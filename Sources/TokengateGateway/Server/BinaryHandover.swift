@@ -17,8 +17,8 @@ import Glibc
 ///
 /// The child reports readiness on a pipe (``readinessVariable`` names its descriptor) rather than to systemd:
 /// with `NotifyAccess=main` systemd listens to the main process only, so the old process, still the main one,
-/// tells systemd `MAINPID=` the child's id, and from then on systemd follows the child (its `READY=1`-less
-/// start is fine: the unit is already running).
+/// tells systemd `MAINPID=` the child's id with `READY=1` (ending the `RELOADING=1` it sent at the signal), and
+/// from then on systemd follows the child, which itself never says `READY=1`: the unit is already running.
 ///
 /// A child that exits, cannot be run, or does not report within the timeout leaves the old process serving;
 /// the outcome says why, for the log.
