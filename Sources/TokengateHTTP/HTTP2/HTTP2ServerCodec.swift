@@ -664,8 +664,11 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         let linger: TimeAmount
         switch self.state {
         case .active where !wantsRead && !wantsWrite:
-            // Both sides are done (a graceful GOAWAY, or the client's): nothing unread is left behind.
-            linger = .zero
+            // Both sides are done (a graceful GOAWAY, or the client's). After our own GOAWAY the client may have
+            // sent a request before reading it: arriving at a closed socket it would draw a RST, which can make the
+            // client's kernel drop the GOAWAY unread, and the client would see a reset instead of a refused
+            // stream it retries. So linger then too, reading and dropping; after the client's, nothing is coming.
+            linger = self.goawaySubmitted ? self.configuration.closeLinger : .zero
         case .closing where !wantsWrite:
             // We end a connection the client may still be writing to (a flood, a timeout, a protocol error).
             // Closing a socket with unread input makes the kernel send RST and drop what it has not sent yet:
