@@ -648,7 +648,7 @@ struct GatewayIntegrationTests {
     }
 
     /// A connection that never sent its TLS hello holds up neither the drain nor the process: it is closed
-    /// after a short grace (``ALPNRouter/helloGrace``, 500 ms) once the shutdown begins (it was kept until its
+    /// after a short grace (``ALPNRouter/helloGrace``, 1 s) once the shutdown begins (it was kept until its
     /// handshake timeout, 10 s).
     @Test func gracefulShutdownClosesConnectionsStillInTheirHandshake() async throws {
         let gateway = GatewayHarness()

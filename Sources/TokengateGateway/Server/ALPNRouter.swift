@@ -145,9 +145,10 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// How long a connection still silent when the drain begins may take to send its first byte. A client
-    /// sends its hello right after the TCP handshake, so a real one needs milliseconds; the bound is for
-    /// a loaded client host and for a drain that must not wait on connections that never speak.
-    static let helloGrace = TimeAmount.milliseconds(500)
+    /// sends its hello right after the TCP handshake, so a real one needs milliseconds, but a loaded client
+    /// host can stall it: 500 ms still cut curl now and then with a dozen processes per core. The bound is
+    /// for a drain that must not wait long on connections that never speak.
+    static let helloGrace = TimeAmount.seconds(1)
 
     /// No byte has arrived yet: ``PlainHTTPOnTLSPortHandler`` removes itself at the first one. On the
     /// channel's event loop.
