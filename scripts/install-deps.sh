@@ -19,7 +19,8 @@ if [ "$profile" = "test" ]; then
   packages+=(curl openssl nghttp2-client python3 python3-cryptography python3-pip procps postgresql chromium)
   # A real OAuth 2.0 client (Authlib) as the app of the refresh-token tests.
   packages+=(python3-authlib python3-requests)
-  # scripts/validate-deploy.sh (run by scripts/test.sh): YAML, the syscall-filter check, systemd-analyze.
+  # scripts/validate-deploy.sh (run by scripts/test.sh): YAML, the syscall-filter check, systemd-analyze; the suite's
+  # socket-activation test runs the gateway under systemd-socket-activate (package systemd).
   packages+=(python3-yaml strace systemd jq)
   # scripts/validate-deploy.sh's release checks: objdump (the .deb's Depends), man, and the zsh and fish that
   # parse the completions.

@@ -31,7 +31,8 @@
 #      deploy/monitoring: every metric the alert rules and the Grafana dashboard use is on that gateway's
 #      /metrics, each family there has # HELP and # TYPE; promtool (from Debian's prometheus package, extracted
 #      with --tools) checks the rules and lints the exposition
-#   5. the systemd unit with `systemd-analyze verify` and `systemd-analyze security`
+#   5. the systemd unit with `systemd-analyze verify` and `systemd-analyze security`; the socket unit with
+#      `systemd-analyze verify`, its ListenStream= addresses against deploy/systemd/tokengate.yaml's listeners
 #   6. the release artifacts: scripts/release.sh packages the binary under test; the .deb's file list
 #      and control fields (dpkg-deb -c, -f), unpacked into a scratch root (dpkg-deb -x): the binary's version,
 #      the unit (systemd-analyze verify), sysusers, the man page (man --warnings), bash/zsh/fish completions;
@@ -1085,6 +1086,14 @@ if command -v systemd-analyze > /dev/null; then
     echo "$output" | sed 's/^/        /'
     bad "systemd-analyze verify reported problems"
   fi
+  # The socket unit next to the service it activates (verify resolves Service= from the same directory).
+  cp "$repo/deploy/systemd/tokengate.socket" "$work/systemd/tokengate.socket"
+  if output="$(systemd-analyze verify --man=no "$work/systemd/tokengate.socket" 2>&1)" && [ -z "$output" ]; then
+    ok "systemd-analyze verify: tokengate.socket has no warnings"
+  else
+    echo "$output" | sed 's/^/        /'
+    bad "systemd-analyze verify: tokengate.socket"
+  fi
   exposure="$(systemd-analyze security --offline=yes --no-pager "$work/systemd/tokengate.service" 2>/dev/null \
     | sed -n 's/.*Overall exposure level for tokengate.service: \([0-9.]*\).*/\1/p')"
   if [ -n "$exposure" ] && python3 -c "import sys; sys.exit(0 if float('$exposure') <= 2.0 else 1)"; then
@@ -1120,6 +1129,24 @@ for key in ("RestartForceExitStatus",):
     print(("FAIL %s= is set: SIGHUP reloads, it does not end the process" if value(key) is not None else "ok no %s= (SIGHUP reloads in place)") % key)
 for path in [config["cutoffs"].get("sqlite", "")]:
     print(("ok" if path.startswith("/var/lib/tokengate/") else "FAIL") + " the SQLite store %s is in StateDirectory (the only writable path)" % path)
+PY
+# The socket unit's addresses are the configuration's: the gateway refuses a passed socket it has no listener for,
+# and a public listener the socket unit does not pass (the admin listener may bind itself).
+pycheck "$repo/deploy/systemd/tokengate.socket" "$repo/deploy/systemd/tokengate.yaml" <<'PY'
+import re, sys, yaml
+socket, config = open(sys.argv[1]).read(), yaml.safe_load(open(sys.argv[2]))
+streams = re.findall(r"^ListenStream=(\S+)$", socket, re.M)
+public = [listener["address"] for listener in config["listen"]]
+admin = (config.get("admin") or {}).get("address")
+extra = [s for s in streams if s not in public and s != admin]
+missing = [a for a in public if a not in streams]
+print(("FAIL tokengate.socket passes %s, which deploy/systemd/tokengate.yaml does not listen on" % ", ".join(extra)) if extra
+      else "ok every ListenStream= of tokengate.socket is a listener of deploy/systemd/tokengate.yaml (%s)" % ", ".join(streams))
+print(("FAIL tokengate.socket lacks the listeners %s (the gateway would refuse to start)" % ", ".join(missing)) if missing
+      else "ok every public listener of deploy/systemd/tokengate.yaml has its ListenStream=")
+for key, want in (("Accept", "no"),):
+    got = (re.findall(r"^%s=(.*)$" % key, socket, re.M) or [None])[-1]
+    print(("ok" if got == want else "FAIL") + " tokengate.socket %s=%s" % (key, got))
 PY
 
 # ---------------------------------------------------------------------------------------------------------

@@ -71,9 +71,13 @@ public final class AdminServer: Sendable {
     public typealias Handler = @Sendable (Request) async -> Response
 
     private let channel: any Channel
+    /// The listening socket's descriptor when the server was given one (`boundSocket`), for a binary hand-over
+    /// to pass on; valid until ``stop()``.
+    package let descriptor: CInt?
 
-    private init(channel: any Channel) {
+    private init(channel: any Channel, descriptor: CInt?) {
         self.channel = channel
+        self.descriptor = descriptor
     }
 
     public var localAddress: SocketAddress? { self.channel.localAddress }
@@ -90,9 +94,12 @@ public final class AdminServer: Sendable {
     ///   - idleTimeout: after an answer, the next request must begin within this (``defaultIdleTimeout``).
     ///     Neither is the public listeners' `limits` value: see ``AdminConnectionPhase``.
     ///   - maxConnections: open admin connections at most (``AdminConnectionSlots``).
+    ///   - boundSocket: a socket already bound to `host:port` (bound by the launcher, passed by systemd or by the
+    ///     process handing over) to serve on instead of binding one; its descriptor is ``descriptor``.
     public static func start(
         host: String,
         port: Int,
+        boundSocket: CInt? = nil,
         credentials: AdminCredentials,
         requestTimeout: Duration = AdminServer.defaultRequestTimeout,
         idleTimeout: Duration = AdminServer.defaultIdleTimeout,
@@ -104,7 +111,7 @@ public final class AdminServer: Sendable {
         let overTLS = credentials.files.tls != nil
         let slots = AdminConnectionSlots(limit: maxConnections)
         let backoff = AcceptBackoff(listener: "admin \(host):\(port)", logger: logger)
-        let channel = try await ServerBootstrap(group: group)
+        let bootstrap = ServerBootstrap(group: group)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(backoff.handler()) }
             }
@@ -149,9 +156,15 @@ public final class AdminServer: Sendable {
                     )
                 }
             }
-            .bind(host: host, port: port).get()
+        let channel: any Channel
+        if let boundSocket {
+            channel = try await bootstrap.withBoundSocket(boundSocket).get()
+            ListeningSocket.setBacklog(boundSocket)
+        } else {
+            channel = try await bootstrap.bind(host: host, port: port).get()
+        }
         logger.info("admin listening", metadata: ["address": "\(host):\(port)", "tls": "\(overTLS)"])
-        return AdminServer(channel: channel)
+        return AdminServer(channel: channel, descriptor: boundSocket)
     }
 
     public func stop() async {

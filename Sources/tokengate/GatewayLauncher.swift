@@ -4,6 +4,7 @@
 
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import CoreMetrics
@@ -42,6 +43,17 @@ struct GatewayLauncher {
         // manager's "reload after start" would kill a gateway that already logged "listening". Ignored until
         // then; the configuration just loaded is the one the file holds.
         signal(SIGHUP, SIG_IGN)
+        // Read first, before anything else is opened: the sockets systemd or the process handing over passed, and
+        // the latter's readiness pipe. The path this binary was started by, while the start directory holds.
+        let handoverReadiness = BinaryHandover.readinessDescriptor()
+        let executable = BinaryHandover.executablePath(argumentZero: CommandLine.arguments[0])
+        let passedSockets: PassedSockets.Assignment?
+        do {
+            passedSockets = try PassedSockets.fromEnvironment()?.assign(
+                listeners: self.configuration.listeners.map(\.address), admin: self.configuration.admin?.address)
+        } catch {
+            fail("\(error)", status: .configuration)
+        }
         Self.bootstrapLogging(self.configuration.log.level, format: self.logFormat ?? self.configuration.log.format)
         let logger = Logger(label: "tokengate")
         logger.info("starting", metadata: ["version": "\(TokengateVersion.string)"])
@@ -120,7 +132,7 @@ struct GatewayLauncher {
         }
         let addresses: [SocketAddress]
         do {
-            addresses = try await server.start()
+            addresses = try await server.start(passedSockets: passedSockets?.listeners ?? [:])
         } catch {
             // Close the store before leaving: a store dropped open is an unclean end for its database.
             try? await store.close()
@@ -134,9 +146,12 @@ struct GatewayLauncher {
         if let adminConfiguration = self.configuration.admin, let adminCredentials {
             let api = AdminAPI(service: sync, logger: logger)
             do {
+                let socket = try passedSockets?.admin
+                    ?? ListeningSocket.bind(host: adminConfiguration.address.host, port: adminConfiguration.address.port)
                 admin = try await AdminServer.start(
                     host: adminConfiguration.address.host,
                     port: adminConfiguration.address.port,
+                    boundSocket: socket,
                     credentials: adminCredentials,
                     group: group,
                     logger: logger,
@@ -156,8 +171,16 @@ struct GatewayLauncher {
             }
         }
         try await onStarted(addresses, sync)
-        // Every listener serves, with the cutoff snapshot loaded: `systemctl start` may return.
-        SystemdNotifier.process?.ready()
+        // Every listener serves, with the cutoff snapshot loaded: `systemctl start` may return. Started by a hand-over,
+        // the old process is told instead; it passes systemd the new main process id (``BinaryHandover``).
+        if let handoverReadiness {
+            if !BinaryHandover.reportReady(handoverReadiness) {
+                logger.warning("the process handing over did not take the readiness report; it keeps serving too")
+            }
+        } else {
+            SystemdNotifier.process?.ready()
+        }
+        let handedOver = NIOLockedValueBox(false)
 
         // Every service runs until shutdown: ServiceGroup treats one that returns early as a failure and
         // stops the gateway, so optional ones are only added when configured.
@@ -170,7 +193,14 @@ struct GatewayLauncher {
                     logger: logger
                 )
             ),
-            .init(service: GatewayShutdownService(server: server, admin: admin)),
+            .init(service: GatewayShutdownService(server: server, admin: admin, handedOver: handedOver)),
+            .init(
+                service: HandoverOnSignal(
+                    server: server, admin: admin, executable: executable, arguments: Array(CommandLine.arguments.dropFirst()),
+                    handedOver: handedOver, logger: logger
+                ),
+                successTerminationBehavior: .gracefullyShutdownGroup
+            ),
         ]
         if let cacheFile = opened.cacheFile {
             services.append(.init(service: SnapshotCache(path: cacheFile, sync: sync, logger: logger)))
@@ -243,10 +273,15 @@ struct CutoffSyncRunner: Service {
 struct GatewayShutdownService: Service {
     let server: GatewayServer
     let admin: AdminServer?
+    /// Set when the shutdown follows a binary hand-over: systemd follows the new process, and must not hear
+    /// `STOPPING=1` for the unit.
+    let handedOver: NIOLockedValueBox<Bool>
 
     func run() async throws {
         try? await gracefulShutdown()
-        SystemdNotifier.process?.stopping()
+        if !self.handedOver.withLockedValue({ $0 }) {
+            SystemdNotifier.process?.stopping()
+        }
         // Trapped only now, so the signal that began the shutdown is not counted again. ServiceGroup ignores
         // its graceful-shutdown signals once shutdown has begun, and they cannot also be its cancellation
         // signals, so the second one is watched here.

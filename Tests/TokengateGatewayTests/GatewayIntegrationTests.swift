@@ -648,7 +648,8 @@ struct GatewayIntegrationTests {
     }
 
     /// A connection that never sent its TLS hello holds up neither the drain nor the process: it is closed
-    /// when the shutdown begins (it was kept until its handshake timeout, 10 s).
+    /// after a short grace (``ALPNRouter/helloGrace``, 1 s) once the shutdown begins (it was kept until its
+    /// handshake timeout, 10 s).
     @Test func gracefulShutdownClosesConnectionsStillInTheirHandshake() async throws {
         let gateway = GatewayHarness()
         try await gateway.start()
@@ -659,6 +660,90 @@ struct GatewayIntegrationTests {
         await gateway.server.shutdown(drainTimeout: .seconds(8))
         let took = ContinuousClock.now - started
         #expect(took < .seconds(2), "the drain waited \(took) for a connection that never began its handshake")
+        #expect(gateway.logLines.all.contains { $0.contains("stopped") && $0.contains("forced_connections=0") }, "\(gateway.logLines.all.suffix(3))")
+        await gateway.stop()
+    }
+
+    /// Connections accepted before the drain whose clients send their TLS hello only once it has begun (as at a
+    /// binary hand-over, where the listeners stop while clients are connecting) are served: Python's `ssl` and
+    /// the `h2` package (an HTTP/2 client no one here wrote) each get their first request answered, HTTP/1.1 with
+    /// `Connection: close`, HTTP/2 with a GOAWAY that names that request's stream (not stream 0, which would
+    /// refuse it), and the drain ends with nothing forced.
+    @Test func connectionsWhoseHelloComesAfterTheDrainBeganGetTheirFirstRequestAnswered() async throws {
+        let gateway = GatewayHarness()
+        try await gateway.start()
+        let script = """
+            import socket, ssl, sys
+            import h2.config, h2.connection, h2.events
+            raw = [socket.create_connection(('127.0.0.1', \(gateway.tlsPort)), timeout=10) for _ in range(2)]
+            print('connected', flush=True)
+            sys.stdin.readline()
+            def tls(sock, alpn):
+                context = ssl.create_default_context(cafile='\(gateway.certificatePath)')
+                context.set_alpn_protocols([alpn])
+                return context.wrap_socket(sock, server_hostname='localhost')
+            h1, h2s = tls(raw[0], 'http/1.1'), tls(raw[1], 'h2')
+            h1.sendall(b'GET /x HTTP/1.1\\r\\nHost: localhost\\r\\n\\r\\n')
+            connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            connection.initiate_connection()
+            connection.send_headers(1, [(':method', 'GET'), (':path', '/x'), (':scheme', 'https'), (':authority', 'localhost')], end_stream=True)
+            h2s.sendall(connection.data_to_send())
+            data = b''
+            while True:
+                chunk = h1.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head = data.split(b'\\r\\n\\r\\n')[0].lower()
+            print('h1', data.split(b' ')[1].decode() if data else 'closed', 'close' if b'\\r\\nconnection: close' in head else 'open', flush=True)
+            status, ended, goaway = 'none', False, 'none'
+            while True:
+                try:
+                    chunk = h2s.recv(65536)
+                except (OSError, ssl.SSLError):
+                    break
+                if not chunk:
+                    break
+                for event in connection.receive_data(chunk):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        status = dict(event.headers)[b':status'].decode()
+                    elif isinstance(event, h2.events.StreamEnded):
+                        ended = True
+                    elif isinstance(event, h2.events.ConnectionTerminated):
+                        goaway = '%d/%d' % (event.error_code, event.last_stream_id)
+                try:
+                    h2s.sendall(connection.data_to_send())
+                except (OSError, ssl.SSLError):
+                    pass
+            print('h2', status, 'ended' if ended else 'cut', goaway, flush=True)
+            """
+        let client = Process()
+        // `python3` from PATH: the one scripts/install-deps.sh gave the h2 package.
+        client.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        client.arguments = ["python3", "-c", script]
+        let input = Pipe()
+        let output = Pipe()
+        client.standardInput = input
+        client.standardOutput = output
+        let errors = Pipe()
+        client.standardError = errors
+        try client.run()
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
+        let first = output.fileHandleForReading.availableData
+        try #require(String(decoding: first, as: UTF8.self).hasPrefix("connected"), "the client did not connect")
+        // Accepted and registered, silent: the state the drain finds them in.
+        try await Task.sleep(for: .milliseconds(200))
+        let shutdown = Task { await gateway.server.shutdown(drainTimeout: .seconds(8)) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !gateway.logLines.all.contains(where: { $0.contains("draining") }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        input.fileHandleForWriting.write(Data("go\n".utf8))
+        await shutdown.value
+        client.waitUntilExit()
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+        #expect(lines.contains("h1 200 close"), "\(lines)")
+        #expect(lines.contains("h2 200 ended 0/1"), "\(lines) \(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))")
         #expect(gateway.logLines.all.contains { $0.contains("stopped") && $0.contains("forced_connections=0") }, "\(gateway.logLines.all.suffix(3))")
         await gateway.stop()
     }

@@ -417,29 +417,73 @@ import TokengateHTTPTestSupport
         #expect(client.log.resets.map(\.1) == [.noError])
     }
 
-    @Test func gracefulShutdownSendsGoawayAndFinishesInFlightStreams() throws {
+    /// RFC 9113 §6.8's two GOAWAYs: the shutdown notice (last stream 2^31-1); a request the client sent before
+    /// it read the notice is still taken; after the notice timeout the final GOAWAY names the last stream
+    /// processed, after which a new stream is refused; in-flight streams finish, then the close.
+    @Test func gracefulShutdownSendsNoticeThenGoawayAndFinishesInFlightStreams() throws {
         let client = try H2EmbeddedClient()
         defer { client.finish() }
         try client.handshake()
         try client.send(.request(1, path: "/hang"), .request(3, path: "/hang"))
         try client.read()
         client.channel.pipeline.fireUserInboundEventTriggered(GatewayShutdownEvent())
-        let frames = try client.read()
-        let goaway = try #require(frames.first { $0.type == H2Frame.goaway }?.goaway)
-        #expect(goaway.lastStream == 3 && goaway.code == 0)
+        let notice = try client.read().compactMap(\.goaway)
+        #expect(notice.count == 1)
+        #expect(notice.first?.lastStream == Int32.max && notice.first?.code == 0)
         #expect(!client.isClosed)
-        // A new stream after the GOAWAY is not processed.
-        try client.send(.request(5, path: "/late"))
+        // Sent before the client read the notice: still processed.
+        try client.send(.request(5, path: "/crossing"))
+        try client.read()
+        #expect(client.log.heads.contains { $0.uri == "/crossing" })
+        let timeout = HTTP2ServerConfiguration().shutdownNoticeTimeout
+        client.channel.embeddedEventLoop.advanceTime(by: timeout - .milliseconds(1))
+        #expect(try client.read().compactMap(\.goaway).isEmpty)
+        client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        let final = try client.read().compactMap(\.goaway)
+        #expect(final.count == 1)
+        #expect(final.first?.lastStream == 5 && final.first?.code == 0)
+        // A new stream after the final GOAWAY is not processed.
+        try client.send(.request(7, path: "/late"))
         try client.read()
         #expect(!client.log.heads.contains { $0.uri == "/late" })
-        for id: Int32 in [1, 3] {
+        for id: Int32 in [1, 3, 5] {
             let stream = try #require(client.log.streams[id])
             stream.writeHead(HTTPResponseHead(version: .http1_1, status: .ok))
             stream.writeEnd(nil)
             try client.read()
-            #expect(client.isClosed == (id == 3))
+            #expect(!client.isClosed)
         }
+        // Every stream is done: the connection closes after the linger that lets a request the client sent
+        // before it read the GOAWAY be read and dropped, not reset.
+        client.channel.embeddedEventLoop.advanceTime(by: HTTP2ServerConfiguration().closeLinger - .milliseconds(1))
+        #expect(!client.isClosed)
+        client.channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(client.isClosed)
         #expect(client.log.resets.isEmpty)
+        #expect(client.received.compactMap(\.goaway).count == 2)
+    }
+
+    /// A connection without a request yet when the drain begins: no GOAWAY until its first request is
+    /// answered, then the notice, and the final GOAWAY names that request's stream (never 0, which refuses it).
+    @Test func gracefulShutdownAnswersTheFirstRequestBeforeTheNotice() throws {
+        let client = try H2EmbeddedClient()
+        defer { client.finish() }
+        try client.handshake()
+        client.channel.pipeline.fireUserInboundEventTriggered(GatewayShutdownEvent())
+        #expect(try client.read().compactMap(\.goaway).isEmpty)
+        try client.send(.request(1, path: "/hang"))
+        #expect(try client.read().compactMap(\.goaway).isEmpty, "no GOAWAY while the first request is unanswered")
+        let stream = try #require(client.log.streams[1])
+        stream.writeHead(HTTPResponseHead(version: .http1_1, status: .ok))
+        stream.writeEnd(nil)
+        let frames = try client.read()
+        let responseAt = try #require(frames.firstIndex { $0.type == H2Frame.headers && $0.stream == 1 })
+        let noticeAt = try #require(frames.firstIndex { $0.goaway?.lastStream == Int32.max })
+        #expect(responseAt < noticeAt)
+        client.channel.embeddedEventLoop.advanceTime(by: HTTP2ServerConfiguration().shutdownNoticeTimeout)
+        #expect(try client.read().compactMap(\.goaway).map(\.lastStream) == [1])
+        try client.lingerOver()
+        #expect(client.isClosed)
     }
 
     @Test func slowClientsBackPressureTheResponse() throws {

@@ -29,6 +29,13 @@ final class NotifySocket {
             close(descriptor)
             throw POSIXError(.init(rawValue: errno) ?? .EIO)
         }
+        // The kernel attaches each sender's credentials, as systemd asks it to: `NotifyAccess=main` accepts a
+        // message only from the main process (``lastSender``).
+        var one: CInt = 1
+        guard setsockopt(descriptor, SOL_SOCKET, SO_PASSCRED, &one, socklen_t(MemoryLayout<CInt>.size)) == 0 else {
+            close(descriptor)
+            throw POSIXError(.init(rawValue: errno) ?? .EIO)
+        }
         self.descriptor = descriptor
     }
 
@@ -37,13 +44,37 @@ final class NotifySocket {
         if self.address.hasPrefix("/") { unlink(self.address) }
     }
 
+    /// The process that sent the datagram ``receive(timeout:)`` returned last, from the kernel's credentials.
+    private(set) var lastSender: pid_t?
+
     /// The next datagram, or `nil` when none came within `timeout` seconds.
     func receive(timeout: Int32 = 20) -> String? {
         var poller = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, timeout * 1000) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { recv(self.descriptor, $0.baseAddress, $0.count, 0) }
+        // One `SCM_CREDENTIALS` control message: a `cmsghdr` (length, level, type: 16 bytes on 64-bit Linux),
+        // then a `ucred` (pid, uid, gid).
+        var control = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { data in
+            control.withUnsafeMutableBytes { controlBytes in
+                var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+                return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                    var message = msghdr()
+                    message.msg_iov = vectorPointer
+                    message.msg_iovlen = 1
+                    message.msg_control = controlBytes.baseAddress
+                    message.msg_controllen = controlBytes.count
+                    return recvmsg(self.descriptor, &message, 0)
+                }
+            }
+        }
         guard count >= 0 else { return nil }
+        let header = MemoryLayout<Int>.size + 2 * MemoryLayout<CInt>.size
+        let level = control.withUnsafeBytes { $0.load(fromByteOffset: MemoryLayout<Int>.size, as: CInt.self) }
+        let type = control.withUnsafeBytes { $0.load(fromByteOffset: MemoryLayout<Int>.size + MemoryLayout<CInt>.size, as: CInt.self) }
+        let scmCredentials: CInt = 2  // <bits/socket.h>; not exported by Glibc's module
+        self.lastSender = level == SOL_SOCKET && type == scmCredentials
+            ? control.withUnsafeBytes { $0.load(fromByteOffset: header, as: pid_t.self) } : nil
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
 

@@ -235,9 +235,25 @@ struct HTTP1ConnectionStateMachineTests {
 
     @Test func shutdownClosesAnIdleConnectionAndMakesTheExchangeInFlightTheLast() {
         var idle = Self.machine()
+        _ = Self.read(Self.get, into: &idle)
+        let served = idle.exchangeCompleted(closeConnection: false, requestEnded: true)
+        #expect(served != .closeAfterWrite)
+        _ = Self.drain(&idle)
         let got49 = idle.shutdownRequested()
         #expect(got49)
         #expect(idle.isClosed)
+
+        // Opened and not yet asked anything: its first request is coming, and is answered as the last.
+        var fresh = Self.machine()
+        let closedFresh = fresh.shutdownRequested()
+        #expect(!closedFresh)
+        #expect(!fresh.isClosed)
+        let started = Self.drain(&fresh)
+        #expect(started == ["wait"])
+        let freshStarted = Self.read(Self.get, into: &fresh)
+        #expect(freshStarted.first == "start GET /a #1 close", "\(freshStarted)")
+        let freshEnded = fresh.exchangeCompleted(closeConnection: false, requestEnded: true)
+        #expect(freshEnded == .closeAfterWrite)
 
         var busy = Self.machine()
         _ = Self.read("POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", into: &busy)

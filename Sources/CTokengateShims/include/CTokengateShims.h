@@ -7,6 +7,7 @@
 #include "CTokengateShims_crypto.h"
 #include "CTokengateShims_tls.h"
 #include "CTokengateShims_nghttp2.h"
+#include "CTokengateShims_spawn.h"
 #include "CTokengateShims_socket.h"
 
 #endif

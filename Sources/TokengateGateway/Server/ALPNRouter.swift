@@ -29,6 +29,8 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
     /// Where a PROXY protocol header's client address lands (``ProxyProtocolHandler``), read once the handshake
     /// is done (the header came before it); `nil` on a connection that sends none.
     private let proxiedAddress: ProxiedAddress?
+    /// The gateway began draining during the handshake: passed on to the codec once it is in place.
+    private var drainRequested = false
 
     /// - Parameters:
     ///   - tlsContext: the context the connection's TLS handler was made with (the same generation's).
@@ -54,9 +56,21 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is GatewayShutdownEvent {
-            // Still in the pipeline, so the handshake has not completed: no request can be in flight, and a
-            // silent connection must not hold the drain (and the process) up until its handshake timeout.
-            context.close(promise: nil)
+            // Still in the pipeline, so the handshake has not completed, and no request can be in flight. The
+            // handshake goes on (its timeout bounds it) and the codec learns of the shutdown once in place:
+            // HTTP/1.1 answers the first request with `Connection: close`, HTTP/2 sends GOAWAY.
+            self.drainRequested = true
+            // A connection that has not sent its first byte yet (the plain-HTTP check in front of the TLS handler
+            // still waits for one) may be one accepted just before the listeners stopped (a binary hand-over, a
+            // restart on a socket systemd holds), whose client is sending its hello right now: closing it at once
+            // would fail that client's request. It gets ``helloGrace`` to send it; one still silent then is
+            // closed, so that silence cannot hold the drain (and the process) up until the handshake timeout.
+            if Self.awaitsFirstByte(context.channel) {
+                let channel = context.channel
+                context.eventLoop.assumeIsolated().scheduleTask(in: Self.helloGrace) {
+                    if Self.awaitsFirstByte(channel) { channel.close(promise: nil) }
+                }
+            }
             return
         }
         guard case .handshakeCompleted(let negotiated, let serverName, _)? = event as? TLSUserEvent else {
@@ -120,11 +134,26 @@ final class ALPNRouter: ChannelInboundHandler, RemovableChannelHandler {
                 try sync.addHandler(handler, position: .after(self))
             }
             context.fireUserInboundEventTriggered(event)
+            if self.drainRequested {
+                context.fireUserInboundEventTriggered(GatewayShutdownEvent())
+            }
             sync.removeHandler(context: context, promise: nil)
         } catch {
             self.logger.error("cannot set up the connection's codec", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         }
+    }
+
+    /// How long a connection still silent when the drain begins may take to send its first byte. A client
+    /// sends its hello right after the TCP handshake, so a real one needs milliseconds, but a loaded client
+    /// host can stall it: 500 ms still cut curl now and then with a dozen processes per core. The bound is
+    /// for a drain that must not wait long on connections that never speak.
+    static let helloGrace = TimeAmount.seconds(1)
+
+    /// No byte has arrived yet: ``PlainHTTPOnTLSPortHandler`` removes itself at the first one. On the
+    /// channel's event loop.
+    private static func awaitsFirstByte(_ channel: any Channel) -> Bool {
+        (try? channel.pipeline.syncOperations.handler(type: PlainHTTPOnTLSPortHandler.self)) != nil
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

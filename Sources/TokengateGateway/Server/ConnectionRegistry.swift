@@ -17,6 +17,8 @@ final class ConnectionRegistry: Sendable {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var limit: Int
         var overflow = CapOverflowCounts()
+        /// Set by ``beginDrain()``.
+        var draining = false
     }
 
     private let state: NIOLockedValueBox<State>
@@ -33,21 +35,38 @@ final class ConnectionRegistry: Sendable {
     }
 
     /// Registers `channel`; `false` when the limit is reached (the caller closes the channel), which is counted.
+    ///
+    /// Called from the listener's child initializer, on the channel's event loop. A connection registered after
+    /// ``beginDrain()`` (the listener had accepted it when it was closed) gets the ``GatewayShutdownEvent`` the
+    /// others got, on its loop's next turn, after the initializer has set its pipeline up: it is served like
+    /// them, and closes after its exchange instead of at the end of the drain.
     func add(_ channel: any Channel) -> Bool {
-        let added = self.state.withLockedValue { state -> Bool in
+        let (added, draining) = self.state.withLockedValue { state -> (Bool, Bool) in
             guard state.channels.count < state.limit else {
                 state.overflow.refused += 1
-                return false
+                return (false, state.draining)
             }
             state.channels[ObjectIdentifier(channel)] = channel
-            return true
+            return (true, state.draining)
         }
         if added {
             channel.closeFuture.whenComplete { _ in
                 self.state.withLockedValue { _ = $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
             }
+            if draining {
+                channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(GatewayShutdownEvent()) }
+            }
         }
         return added
+    }
+
+    /// The drain begins: returns the open connections (the caller tells each), and every connection registered
+    /// from now on is told by ``add(_:)``. Under the one lock, so that no connection is told twice or never.
+    func beginDrain() -> [any Channel] {
+        self.state.withLockedValue { state in
+            state.draining = true
+            return Array(state.channels.values)
+        }
     }
 
     /// The connections refused since the last report, when there are some and the last report is at least

@@ -42,6 +42,8 @@ public final class GatewayServer: Sendable {
     private let now: (@Sendable () -> Int64)?
     private let nowMilliseconds: (@Sendable () -> Int64)?
     private let serverChannels = NIOLockedValueBox<[any Channel]>([])
+    /// The listening descriptors of `serverChannels`, in the same order (NIO does not expose a channel's).
+    private let descriptors = NIOLockedValueBox<[CInt]>([])
     /// Set by ``endDrainNow()``: the drain in progress stops waiting and closes what is left.
     private let drainCutShort = NIOLockedValueBox(false)
     /// Serializes reloads (SIGHUP and the admin API may race) and key set publications; requests never take it.
@@ -386,27 +388,35 @@ public final class GatewayServer: Sendable {
         return (ok, lines)
     }
 
-    /// Binds every listener. Returns the bound addresses in configuration order (useful with port 0).
+    /// Binds every listener, or takes the socket passed for it (`passedSockets`, by listener index: systemd's socket
+    /// activation or a binary hand-over, ``PassedSockets``). Returns the bound addresses in configuration order
+    /// (useful with port 0).
     @discardableResult
-    public func start() async throws -> [SocketAddress] {
+    public func start(passedSockets: [Int: CInt] = [:]) async throws -> [SocketAddress] {
         var bound: [SocketAddress] = []
         let configuration = self.generations.load().configuration
         var current: SocketAddressSpec?
         do {
             for (index, listener) in configuration.listeners.enumerated() {
                 current = listener.address
+                let passed = passedSockets[index]
+                let descriptor = try passed ?? ListeningSocket.bind(host: listener.address.host, port: listener.address.port)
                 let channel: any Channel
                 switch listener.mode {
                 case .tls:
-                    channel = try await self.bindTLS(listener.address, index: index)
+                    channel = try await self.bindTLS(listener.address, index: index, descriptor: descriptor)
                 case .plain:
-                    channel = try await self.bindPlain(listener.address, index: index)
+                    channel = try await self.bindPlain(listener.address, index: index, descriptor: descriptor)
                 case .forwardAuth:
-                    channel = try await self.bindForwardAuth(listener.address, index: index)
+                    channel = try await self.bindForwardAuth(listener.address, index: index, descriptor: descriptor)
                 }
+                ListeningSocket.setBacklog(descriptor)
                 self.serverChannels.withLockedValue { $0.append(channel) }
+                self.descriptors.withLockedValue { $0.append(descriptor) }
                 if let address = channel.localAddress { bound.append(address) }
-                self.logger.info("listening", metadata: ["address": "\(listener.address)", "tls": "\(listener.tls != nil)"])
+                var metadata: Logger.Metadata = ["address": "\(listener.address)", "tls": "\(listener.tls != nil)"]
+                if passed != nil { metadata["socket"] = "passed" }
+                self.logger.info("listening", metadata: metadata)
             }
         } catch {
             for channel in self.serverChannels.withLockedValue({ $0 }) { try? await channel.close() }
@@ -416,6 +426,10 @@ public final class GatewayServer: Sendable {
         return bound
     }
 
+    /// The listening sockets' descriptors in configuration order, for a binary hand-over to pass on. Valid while
+    /// the gateway accepts (until ``shutdown(drainTimeout:)`` closes them).
+    package var listeningDescriptors: [CInt] { self.descriptors.withLockedValue { $0 } }
+
     /// `limits.drain_timeout` of the running configuration (a reload may have changed it).
     public var drainTimeout: TimeAmount {
         TimeAmount(self.generations.load().configuration.limits.drainTimeout)
@@ -423,10 +437,19 @@ public final class GatewayServer: Sendable {
 
     /// Graceful shutdown: stop accepting, let in-flight exchanges finish (up to `drainTimeout`), close.
     public func shutdown(drainTimeout: TimeAmount) async {
+        self.descriptors.withLockedValue { $0 = [] }
         for channel in self.serverChannels.withLockedValue({ $0 }) {
             try? await channel.close()
         }
-        let open = self.registry.all
+        // A connection a listener accepted just before it closed is handed to its event loop in a task queued
+        // then; the registry sees it only once that task has run. One more turn of every loop lets those tasks
+        // run, so that the drain below does not find no connection, and end the process, while one is still on
+        // its way in (its client would see its handshake cut). Any that still register later are told by the
+        // registry as they come.
+        for loop in self.group.makeIterator() {
+            try? await loop.submit {}.get()
+        }
+        let open = self.registry.beginDrain()
         if drainTimeout > .zero {
             self.logger.info("draining", metadata: ["connections": "\(open.count)", "drain_timeout": "\(drainTimeout)"])
         }
@@ -463,10 +486,10 @@ public final class GatewayServer: Sendable {
 
     // MARK: Listeners
 
-    /// Binds the TLS listener `index`. Everything but its address is read from the generation current when a
+    /// Serves the TLS listener `index` on `descriptor` (bound, not yet listening, or passed in listening). Everything but its address is read from the generation current when a
     /// connection arrives (a reload keeps each listener's address and kind at its index), so a reload's new
     /// certificates and handshake timeout apply to the next connection.
-    private func bindTLS(_ address: SocketAddressSpec, index: Int) async throws -> any Channel {
+    private func bindTLS(_ address: SocketAddressSpec, index: Int, descriptor: CInt) async throws -> any Channel {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
@@ -523,12 +546,12 @@ public final class GatewayServer: Sendable {
                     )
                 )
             }
-        }.bind(host: address.host, port: address.port).get()
+        }.withBoundSocket(descriptor).get()
     }
 
-    /// Binds the plain-HTTP listener `index`; its mode and redirect port are read per connection, like
+    /// Serves the plain-HTTP listener `index` on `descriptor`; its mode and redirect port are read per connection, like
     /// ``bindTLS(_:index:)``'s settings.
-    private func bindPlain(_ address: SocketAddressSpec, index: Int) async throws -> any Channel {
+    private func bindPlain(_ address: SocketAddressSpec, index: Int, descriptor: CInt) async throws -> any Channel {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
@@ -585,13 +608,13 @@ public final class GatewayServer: Sendable {
                     }
                 )
             }
-        }.bind(host: address.host, port: address.port).get()
+        }.withBoundSocket(descriptor).get()
     }
 
     /// Binds the check listener `index` (``ForwardAuthCheck``): HTTP/1.1, over TLS when configured, one exchange
     /// at a time as on the public listeners, but each exchange answers and never forwards. Whether the peer is a
     /// trusted front proxy is decided per connection from the generation current when it arrives.
-    private func bindForwardAuth(_ address: SocketAddressSpec, index: Int) async throws -> any Channel {
+    private func bindForwardAuth(_ address: SocketAddressSpec, index: Int, descriptor: CInt) async throws -> any Channel {
         let generations = self.generations
         let registry = self.registry
         let logger = self.logger
@@ -629,7 +652,7 @@ public final class GatewayServer: Sendable {
                     }
                 )
             }
-        }.bind(host: address.host, port: address.port).get()
+        }.withBoundSocket(descriptor).get()
     }
 
     /// A listener's bootstrap; a failed `accept` pauses accepting on it and is logged (``AcceptBackoff``, whose

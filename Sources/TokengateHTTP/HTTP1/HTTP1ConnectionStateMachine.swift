@@ -365,10 +365,16 @@ package struct HTTP1ConnectionStateMachine {
     }
 
     /// Graceful shutdown began: `true` when the connection is between requests and closes now; otherwise the
-    /// exchange in flight is its last.
+    /// exchange in flight, or the first one of a connection that has not sent a request yet, is its last.
+    ///
+    /// A kept-alive connection closed between requests costs its client nothing: a request that crossed the close
+    /// was sent on a reused connection, which HTTP clients retry on a new one. A connection that never had a
+    /// request is different: it was just opened (accepted as the listeners stopped, during a binary hand-over or
+    /// a restart on a socket systemd holds), its client is sending the first request, and a close would fail it.
+    /// Such a connection waits for that request (the request-head and idle timeouts still bound it).
     package mutating func shutdownRequested() -> Bool {
         self.isDraining = true
-        guard case .idle = self.state else { return false }
+        guard case .idle = self.state, self.requestCount > 0 else { return false }
         self.state = .closed
         return true
     }

@@ -38,6 +38,8 @@ import NIOHTTP1
 /// ### Closing
 /// The connection closes when nghttp2 wants neither to read nor to write (after a GOAWAY, once the streams
 /// below its last-stream-id are done), after the last write completed, so the GOAWAY reaches the client.
+/// A graceful shutdown takes two GOAWAYs, a second apart (``shutdownGracefully()``); one the codec ends
+/// because of the client (a flood, a timeout, a protocol error) takes one, at once.
 package final class HTTP2ServerCodec: ChannelDuplexHandler {
     package typealias InboundIn = ByteBuffer
     package typealias InboundOut = Never
@@ -106,7 +108,15 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     var calm: HTTP2DoSHeuristics.Event?
     /// A GOAWAY to submit on the next round.
     private var goawayDue: (code: HTTP2ErrorCode, terminate: Bool)?
+    /// The GOAWAY that ends the connection (final or terminating) was submitted; a shutdown notice does not count.
     private var goawaySubmitted = false
+    /// A graceful shutdown's notice is to be submitted next round (``shutdownGracefully()``).
+    private var shutdownNoticeDue = false
+    /// The notice is out: when its final GOAWAY is due (``HTTP2ServerConfiguration/shutdownNoticeTimeout``).
+    private var finalGoawayAt: NIODeadline?
+    /// A graceful shutdown came before the client's first request: its GOAWAY waits for that request
+    /// (``shutdownGracefully()``).
+    private var goawayAfterFirstRequest = false
     /// Why the codec itself ends the connection with an error code, for the GOAWAY's warning (``sentGoaway(_:)``).
     private(set) var goawayCause: String?
 
@@ -271,10 +281,40 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
     /// Graceful shutdown: GOAWAY NO_ERROR with the last stream id nghttp2 processed, so the client knows
     /// which requests will be answered and may retry the rest elsewhere; in-flight streams finish, then the
     /// connection closes (nghttp2 then wants neither to read nor to write).
+    ///
+    /// A connection that has not had a request yet was just opened (accepted as the listeners stopped, in a
+    /// binary hand-over or a restart on a socket systemd holds) and its client is sending the first one: a
+    /// GOAWAY with last stream 0 would refuse it. So the GOAWAY waits until that request is answered (and
+    /// any the client opened meanwhile), as HTTP/1.1 answers a new connection's first request before closing; the preface, header-read and idle
+    /// timeouts still bound a client that sends none, and the drain timeout bounds them all.
+    ///
+    /// The GOAWAY comes in two halves, as RFC 9113 §6.8 recommends. A GOAWAY naming the last stream processed
+    /// refuses a request the client sent before it read the GOAWAY, and clients do not all retry that (curl
+    /// 7.88 reports the request failed). So first the shutdown notice, GOAWAY NO_ERROR with last-stream-id
+    /// 2^31-1: clients (curl, Python's h2, browsers) open no new stream on the connection, and a request
+    /// already on its way is still taken. Then, ``HTTP2ServerConfiguration/shutdownNoticeTimeout`` (1 s, more
+    /// than a round trip) later, the final GOAWAY names the last stream processed, and streams above it are
+    /// refused. A timer, not a PING whose ACK would prove the round trip: Python's h2 takes any GOAWAY as the
+    /// end of the connection and fails on a PING that follows one, whereas a second GOAWAY is allowed. The
+    /// drain timeout bounds it all.
     package func shutdownGracefully() {
-        guard case .active = self.state, self.goawayDue == nil, !self.goawaySubmitted else { return }
-        self.goawayDue = (.noError, false)
+        guard case .active = self.state, self.goawayDue == nil, !self.goawaySubmitted, !self.goawayAfterFirstRequest,
+            !self.shutdownNoticeDue, self.finalGoawayAt == nil
+        else { return }
+        guard let session = self.session, session.lastProcessedStreamID > 0 else {
+            self.goawayAfterFirstRequest = true
+            return
+        }
+        self.shutdownNoticeDue = true
         self.process()
+    }
+
+    /// The second half: GOAWAY NO_ERROR naming the last stream processed.
+    private func finalGoawayDue() {
+        self.finalGoawayAt = nil
+        if self.goawayDue == nil, !self.goawaySubmitted {
+            self.goawayDue = (.noError, false)
+        }
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -348,6 +388,13 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.submitPending(session)
             self.drain(session, context: context)
             self.actOnCalm(session)
+            // The first request is answered and its stream closed: now the GOAWAY a shutdown asked for. After
+            // the response rather than with it, for clients (Python's h2) that drop a response arriving after one.
+            if self.goawayAfterFirstRequest, self.goawayDue == nil, session.lastProcessedStreamID > 0, self.openStreamCount == 0 {
+                self.goawayAfterFirstRequest = false
+                self.shutdownNoticeDue = true
+                self.needsProcessing = true
+            }
         } while self.needsProcessing && self.isRunning
         self.processing = false
         if self.context == nil {
@@ -565,6 +612,20 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         if self.goawayDue != nil {
             self.submitGoaway(session)
         }
+        self.submitShutdownNotice(session)
+    }
+
+    /// The first half of a graceful shutdown, when due (``shutdownGracefully()``); its timer starts now.
+    private func submitShutdownNotice(_ session: NGHTTP2ServerSession) {
+        guard self.shutdownNoticeDue else { return }
+        self.shutdownNoticeDue = false
+        guard !self.goawaySubmitted else { return }
+        guard session.submitShutdownNotice() == 0 else {
+            self.finalGoawayDue()
+            self.submitGoaway(session)
+            return
+        }
+        self.finalGoawayAt = self.roundStartedAt + self.configuration.shutdownNoticeTimeout
     }
 
     private func submitFailed(_ stream: HTTP2StreamState, session: NGHTTP2ServerSession, result: Int32) {
@@ -643,8 +704,11 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         let linger: TimeAmount
         switch self.state {
         case .active where !wantsRead && !wantsWrite:
-            // Both sides are done (a graceful GOAWAY, or the client's): nothing unread is left behind.
-            linger = .zero
+            // Both sides are done (a graceful GOAWAY, or the client's). After our own GOAWAY the client may have
+            // sent a request before reading it: arriving at a closed socket it would draw a RST, which can make the
+            // client's kernel drop the GOAWAY unread, and the client would see a reset instead of a refused
+            // stream it retries. So linger then too, reading and dropping; after the client's, nothing is coming.
+            linger = self.goawaySubmitted ? self.configuration.closeLinger : .zero
         case .closing where !wantsWrite:
             // We end a connection the client may still be writing to (a flood, a timeout, a protocol error).
             // Closing a socket with unread input makes the kernel send RST and drop what it has not sent yet:
@@ -688,6 +752,9 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
                 deadline = min(deadline ?? .distantFuture, idle + self.configuration.idlePageReleaseDelay)
             }
         }
+        if let finalGoawayAt = self.finalGoawayAt, !self.goawaySubmitted, case .active = self.state {
+            deadline = min(deadline ?? .distantFuture, finalGoawayAt)
+        }
         if self.openStreamCount > 0, case .active = self.state {
             // No stream can have stalled for the idle timeout before this (each was opened or heard from in
             // this round or later); the check then sets the next one from what it finds. Only while active:
@@ -722,6 +789,10 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
         if let check = self.bodyCheckAt, now >= check {
             self.resetStalledRequestBodies(now: now)
         }
+        if let finalGoawayAt = self.finalGoawayAt, now >= finalGoawayAt {
+            // The notice had time to reach the client: the final GOAWAY.
+            self.finalGoawayDue()
+        }
         if self.awaitingPreface, now >= self.startedAt + headerTimeout {
             self.logger.debug("HTTP/2 preface timeout")
             self.goawayDue = (.noError, true)
@@ -744,7 +815,7 @@ package final class HTTP2ServerCodec: ChannelDuplexHandler {
             self.spares.release()
             _ = session.releasePagesIfIdle()
         }
-        if self.goawayDue != nil {
+        if self.goawayDue?.terminate == true {
             self.state = .closing
         }
         self.process()

@@ -47,6 +47,9 @@ package struct HTTP2ServerConfiguration: Sendable, Hashable {
     /// How long the codec keeps reading (and dropping) after a terminating GOAWAY before it closes, so the
     /// GOAWAY is not destroyed by the RST a close with unread input causes.
     package var closeLinger = TimeAmount.milliseconds(250)
+    /// How long after a graceful shutdown's notice (GOAWAY with last-stream-id 2^31-1) its final GOAWAY follows:
+    /// longer than a client's round trip, so a request sent before the client read the notice is taken.
+    package var shutdownNoticeTimeout = TimeAmount.seconds(1)
     package var dos = HTTP2DoSHeuristics.Limits()
     /// `log.access_log`: requests the codec answers itself (``HTTP2ServerCodec``'s 400s and 431s) get the
     /// same info line as HTTP/1.1's own rejections.

@@ -180,10 +180,21 @@ final class NGHTTP2ServerSession {
         nghttp2_session_terminate_session(self.session, code)
     }
 
+    /// The highest stream id nghttp2 has taken a request on; 0 before the client's first request.
+    var lastProcessedStreamID: Int32 { nghttp2_session_get_last_proc_stream_id(self.session) }
+
     /// A graceful GOAWAY: streams up to the last one processed are finished, no new one is accepted.
     func submitGoaway(code: UInt32) {
         let last = nghttp2_session_get_last_proc_stream_id(self.session)
         nghttp2_submit_goaway(self.session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code, nil, 0)
+    }
+
+    /// The first half of a graceful shutdown (RFC 9113 §6.8): GOAWAY NO_ERROR with last-stream-id 2^31-1.
+    /// Clients stop opening streams on the connection, yet one already on its way is still accepted, since
+    /// the id names no stream as refused; the final ``submitGoaway(code:)`` follows at least a round trip later.
+    /// Returns 0, or a negative nghttp2 error (a GOAWAY was submitted already).
+    func submitShutdownNotice() -> Int32 {
+        nghttp2_submit_shutdown_notice(self.session)
     }
 
     // MARK: Memory
