@@ -16,8 +16,7 @@ final class WebSocketClientHandler: ChannelDuplexHandler {
 
     let tunnel: WebSocketTunnel
     private var context: ChannelHandlerContext?
-    private var readingPaused = false
-    private var pendingRead = false
+    private var readGate = TunnelReadGate()
 
     init(tunnel: WebSocketTunnel) {
         self.tunnel = tunnel
@@ -74,21 +73,17 @@ final class WebSocketClientHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if self.readingPaused {
-            self.pendingRead = true
-        } else {
+        if self.readGate.admitsRead() {
             context.read()
         }
     }
 
     func pauseReading() {
-        self.readingPaused = true
+        self.readGate.pause()
     }
 
     func resumeReading() {
-        self.readingPaused = false
-        if self.pendingRead, let context = self.context {
-            self.pendingRead = false
+        if self.readGate.resume(), let context = self.context {
             context.read()
         }
     }

@@ -29,8 +29,7 @@ final class WebSocketUpstreamHandler: ChannelDuplexHandler {
     var tunnel: WebSocketTunnel?
     /// Completed by the TLS handshake on an `https://` target.
     var handshakePromise: EventLoopPromise<Void>?
-    private var readingPaused = false
-    private var pendingRead = false
+    private var readGate = TunnelReadGate()
 
     var isWritable: Bool { self.context?.channel.isWritable ?? false }
 
@@ -120,21 +119,17 @@ final class WebSocketUpstreamHandler: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if self.readingPaused {
-            self.pendingRead = true
-        } else {
+        if self.readGate.admitsRead() {
             context.read()
         }
     }
 
     func pauseReading() {
-        self.readingPaused = true
+        self.readGate.pause()
     }
 
     func resumeReading() {
-        self.readingPaused = false
-        if self.pendingRead, let context = self.context {
-            self.pendingRead = false
+        if self.readGate.resume(), let context = self.context {
             context.read()
         }
     }
